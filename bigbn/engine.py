@@ -1,0 +1,299 @@
+"""The engine: chunk tasks of every stage and the executors that run them.
+
+A task is a plain function of (job, key, *dependency results): it reads the chunks it
+needs from the work directory's zarr tables, calls one numba kernel per chunk, writes its
+output chunk (fsynced) and appends its journal line. Tasks pass only keys; data flows
+through zarr, so the scheduler never holds a table (DESIGN.md, "Scheduling").
+
+Executors (the plan is the same for all):
+- ``"sync"``     plain Python loop in dependency order: the specification.
+- ``"threads"``  dask's local threaded scheduler (numba kernels release the GIL).
+- a ``distributed.Client`` or scheduler address: the same graph on a dask cluster.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import kernels as K
+from .errors import BigBNError
+from .plan import Plan, squeeze_bit, task_id
+from .workdir import Workdir
+
+NEG_INF = -np.inf
+
+
+class EngineError(BigBNError):
+    """The computation produced something impossible (a bug or corrupted tables)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a task needs: where the tables are, the plan, and beta.
+
+    beta: float64 (n, F), log rho_i(G) + log p(x_i | x_G) for the families of plan.families.
+    """
+
+    workdir: Workdir
+    plan: Plan
+    beta: np.ndarray = field(repr=False)
+
+
+# ----------------------------------------------------------------------------- alpha access
+
+def alpha_span(job: Job, node: int, first_chunk: int, nchunks: int) -> np.ndarray:
+    """alpha_node on alpha chunks first_chunk .. first_chunk+nchunks-1 (2^(c-1) each)."""
+    p = job.plan
+    size = p.alpha_chunk_size
+    if p.alpha_mode == "store":
+        return job.workdir.read("alpha", (node, slice(first_chunk * size, (first_chunk + nchunks) * size)))
+    out = np.empty(nchunks * size)
+    K._alpha_chunks(job.beta, p.families, node, first_chunk, p.c - 1, p.small_masks, out)
+    return out
+
+
+def alpha_low_block(job: Job, H: int) -> np.ndarray:
+    """alpha_i on alpha chunk H for every low node i < c: float64 (c, 2^(c-1))."""
+    p = job.plan
+    out = np.empty((p.c, p.alpha_chunk_size))
+    for i in range(p.c):
+        out[i] = alpha_span(job, i, H, 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- tasks
+
+def _task_alpha(job: Job, key: tuple) -> dict:
+    _, node, first = key
+    p = job.plan
+    run = min(p.alpha_run, p.n_chunks - first)
+    out = np.empty(run * p.alpha_chunk_size)
+    K._alpha_chunks(job.beta, p.families, node, first, p.c - 1, p.small_masks, out)
+    lo = first * p.alpha_chunk_size
+    crc = job.workdir.write("alpha", (node, slice(lo, lo + out.size)), out,
+                            [(node, first + t) for t in range(run)])
+    return {"crc": crc}
+
+
+def _chunk_slice(p: Plan, H: int) -> slice:
+    return slice(H * p.chunk_size, (H + 1) * p.chunk_size)
+
+
+def _task_forward(job: Job, key: tuple) -> dict:
+    H = key[1]
+    p, wd = job.plan, job.workdir
+    acc = np.full(p.chunk_size, NEG_INF)
+    if H == 0:
+        acc[0] = 0.0  # L(∅) = 1
+    for b in range(p.h):
+        if H >> b & 1:
+            G = H ^ (1 << b)
+            a = alpha_span(job, p.c + b, 2 * squeeze_bit(G, b), 2)
+            K._lae_into(acc, a, wd.read("forward", _chunk_slice(p, G)))
+    out = np.empty(p.chunk_size)
+    K._forward_chunk(acc, alpha_low_block(job, H), out)
+    return {"crc": wd.write("forward", _chunk_slice(p, H), out, [(H,)])}
+
+
+def _task_backward(job: Job, key: tuple) -> dict:
+    H = key[1]
+    p, wd = job.plan, job.workdir
+    acc = np.full(p.chunk_size, NEG_INF)
+    if H == p.n_chunks - 1:
+        acc[-1] = 0.0  # B(V) = R(∅) = 1
+    for b in range(p.h):
+        if not H >> b & 1:
+            G = H | (1 << b)
+            a = alpha_span(job, p.c + b, 2 * squeeze_bit(H, b), 2)
+            K._lae_into(acc, a, wd.read("backward", _chunk_slice(p, G)))
+    out = np.empty(p.chunk_size)
+    K._backward_chunk(acc, alpha_low_block(job, H), out)
+    return {"crc": wd.write("backward", _chunk_slice(p, H), out, [(H,)])}
+
+
+def _task_gamma(job: Job, key: tuple) -> dict:
+    """Partial gamma_v of every node v from chunk H of s_v(S) = L(S) + B(S+v).
+
+    Low nodes v < c: S and S+v both lie in chunk H (half of its offsets).
+    High nodes v = c+b with b ∉ H: S in forward chunk H, S+v in backward chunk H+b.
+    """
+    H = key[1]
+    p, wd = job.plan, job.workdir
+    fam, small = p.families, p.small_masks
+    fwd = wd.read("forward", _chunk_slice(p, H))
+    bwd = wd.read("backward", _chunk_slice(p, H))
+    part = np.full((p.n, p.n_families), NEG_INF)
+    s = np.empty(p.chunk_size)
+    half = s[: p.alpha_chunk_size]
+    for v in range(p.c):
+        K._gather_low(fwd, bwd, v, half)
+        K._gamma_partial(half, p.c - 1, H, fam, small, part[v])
+    for b in range(p.h):
+        if not H >> b & 1:
+            K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, H | (1 << b))))
+            K._gamma_partial(s, p.c, squeeze_bit(H, b), fam, small, part[p.c + b])
+    return {"crc": wd.write("gamma_parts", (slice(H, H + 1),), part[None], [(H, 0, 0)])}
+
+
+def _task_edges(job: Job, key: tuple) -> dict:
+    """gamma_v = logsumexp of the partials; p(u→v) = Σ_{G∋u} β_v(G) γ_v(G) / L(V)."""
+    p, wd = job.plan, job.workdir
+    gamma = np.full((p.n, p.n_families), NEG_INF)
+    pair = np.empty((2, p.n_families))
+    for H in range(p.n_chunks):
+        part = wd.read("gamma_parts", H)
+        for v in range(p.n):
+            pair[0] = gamma[v]
+            pair[1] = part[v]
+            K._logsumexp_rows(pair, gamma[v])
+    log_px = float(wd.read("forward", slice((1 << p.n) - 1, 1 << p.n))[0])
+    log_px_b = float(wd.read("backward", slice(0, 1))[0])
+    _check_finite(log_px, "log p(x) = L(V)")
+    _check_close(log_px, log_px_b, "L(V) and R(V) (forward and backward sums)")
+    post = edge_posteriors(job.beta, gamma, p, log_px)
+    wd.write("gamma", slice(None), gamma, [(0, 0)])
+    crc = wd.write("posterior", slice(None), post, [(0, 0)])
+    return {"crc": crc, "log_px": log_px}
+
+
+def edge_posteriors(beta: np.ndarray, gamma: np.ndarray, p: Plan, log_px: float) -> np.ndarray:
+    """P[u, v] = exp(logsumexp_{f: u ∈ G_f} beta[v, f] + gamma[v, f] - log p(x)); (n, n)."""
+    n = p.n
+    post = np.zeros((n, n))
+    w = beta + gamma
+    for v in range(n):
+        total = _logsumexp(w[v])
+        _check_close(total, log_px, f"Σ_G β_{v}(G) γ_{v}(G) and L(V)")
+        for j in range(n - 1):
+            u = j if j < v else j + 1
+            mask = (p.families >> j) & 1 == 1
+            post[u, v] = math.exp(_logsumexp(w[v][mask]) - log_px) if mask.any() else 0.0
+    if not np.all(np.isfinite(post)):
+        raise EngineError("edge posteriors are not finite (bug or corrupted tables)")
+    return np.clip(post, 0.0, 1.0)
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    mx = float(np.max(x)) if x.size else NEG_INF
+    if mx == NEG_INF:
+        return NEG_INF
+    return mx + math.log(float(np.sum(np.exp(x - mx))))
+
+
+def _check_finite(x: float, what: str) -> None:
+    if not math.isfinite(x):
+        raise EngineError(f"{what} is {x}: the model gives the data zero probability "
+                          "(all families forbidden?) or the tables are corrupt")
+
+
+def _check_close(a: float, b: float, what: str) -> None:
+    if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-7):
+        raise EngineError(f"{what} disagree ({a!r} vs {b!r}): bug or corrupted tables")
+
+
+_TASKS: dict[str, Callable[[Job, tuple], dict]] = {
+    "alpha": _task_alpha,
+    "forward": _task_forward,
+    "backward": _task_backward,
+    "gamma": _task_gamma,
+    "edges": _task_edges,
+}
+
+
+def run_task(job: Job, key: tuple, *deps, hooks=None) -> str:
+    """Run one task, journal it, return its id (dependency results are ignored: they only
+    order the graph). ``hooks`` (tests only) may raise to inject faults."""
+    tid = task_id(key)
+    if hooks is not None:
+        hooks(key)
+    t0 = time.perf_counter()
+    rec = _TASKS[key[0]](job, key)
+    rec.update(task=tid, stage=key[0], seconds=round(time.perf_counter() - t0, 4))
+    job.workdir.journal_append(rec)
+    return tid
+
+
+# ----------------------------------------------------------------------------- graph
+
+COMPUTE_STAGES = ("alpha", "forward", "backward", "gamma", "edges")
+
+
+def build_graph(job: Job, done: set[str], hooks=None) -> tuple[dict, list[str]]:
+    """A dask graph (plain dict) of every task not in ``done``; returns (graph, stage keys).
+
+    Keys are task ids ("forward:5"); finished tasks become constants so dependants run
+    at once. Stage barriers: forward and backward wait for the whole alpha stage.
+    """
+    p = job.plan
+    dsk: dict = {}
+    alpha_ids = [task_id(k) for k in p.stage_tasks("alpha")]
+    dsk["barrier:alpha"] = (_barrier, *alpha_ids)
+    for stage in COMPUTE_STAGES:
+        for key in p.stage_tasks(stage):
+            tid = task_id(key)
+            if tid in done:
+                dsk[tid] = tid + ":done"
+                continue
+            deps = [task_id(d) for d in p.task_deps(key)]
+            if stage in ("forward", "backward"):
+                deps.append("barrier:alpha")
+            dsk[tid] = (TaskCall(job, key, hooks), *deps)
+    return dsk, [task_id(("edges",))]
+
+
+@dataclass(frozen=True)
+class TaskCall:
+    """A graph node's callable: carries the job and key so dask sees only dependency
+    keys as arguments (dask would read a string inside a literal key as a reference)."""
+
+    job: Job
+    key: tuple
+    hooks: object = None
+
+    def __call__(self, *deps) -> str:
+        return run_task(self.job, self.key, *deps, hooks=self.hooks)
+
+
+def _barrier(*args):
+    return None
+
+
+def run_sync(job: Job, done: set[str], on_task=None, hooks=None) -> None:
+    """The specification executor: every pending task in plan order, one at a time."""
+    for stage in COMPUTE_STAGES:
+        for key in job.plan.stage_tasks(stage):
+            tid = task_id(key)
+            if tid in done:
+                continue
+            run_task(job, key, hooks=hooks)
+            if on_task is not None:
+                on_task(tid)
+
+
+def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
+            on_task=None, hooks=None) -> None:
+    """Run every task not yet in the journal. scheduler: "sync", "threads"."""
+    done = set(job.workdir.journal())
+    if scheduler == "sync":
+        run_sync(job, done, on_task=on_task, hooks=hooks)
+        return
+    if scheduler == "threads":
+        import dask.threaded
+        from dask.callbacks import Callback
+
+        dsk, keys = build_graph(job, done, hooks=hooks)
+
+        class _Progress(Callback):
+            def _posttask(self, key, result, dsk, state, id):
+                if on_task is not None and isinstance(result, str) and not key.startswith("barrier"):
+                    on_task(result)
+
+        with _Progress():
+            dask.threaded.get(dsk, keys, num_workers=workers)
+        return
+    raise ValueError(f"unknown scheduler {scheduler!r}")

@@ -1,0 +1,242 @@
+"""Numba kernels of the engine: pure arithmetic on contiguous float64 chunks, no I/O.
+
+Every value is a natural logarithm; -inf is "zero"/"impossible". Each kernel works on one
+chunk of the chunk lattice (DESIGN.md): a table over N-bit masks is cut by its high bits
+into chunks of 2^c entries, chunk id H = mask >> c, offset o = mask & (2^c - 1).
+
+Kernels (paper references are to Koivisto 2006):
+- ``_alpha_chunk``    alpha_i(U) = logsumexp_{G ⊆ U, |G| ≤ k} beta_i(G) on one chunk (section 2):
+                      beta is folded into the chunk's low bits over the high-part subsets
+                      of the chunk id, then a k-truncated upward transform runs over the
+                      low bits (section 4, the Koivisto–Sood variant). No cross-chunk work.
+- ``_forward_chunk``  L(S) = logsumexp_{i∈S} alpha_i(S-i) + L(S-i) (eq. 2), in-chunk part.
+- ``_backward_chunk`` B(S) = logsumexp_{i∉S} alpha_i(S) + B(S+i), B(V) = 0; B(S) = R(V-S)
+                      (section 3, stored by predecessor set so no complement is ever read).
+- ``_gamma_partial``  k-truncated downward transform (FTDMT, section 4) of one chunk of
+                      s_v(S) = L(S) + B(S+v), scattered to the families whose high part
+                      lies inside the chunk id: gamma_v(G) = logsumexp over chunks of these.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+NEG_INF = -np.inf
+_KW = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(inline="always")
+def _lae(a, b):
+    """log(exp(a) + exp(b)) without overflow; -inf is the neutral element."""
+    if a < b:
+        a, b = b, a
+    if b == NEG_INF:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+@njit(**_KW)
+def _lae_into(acc, x, y):
+    """acc[j] = log(exp(acc[j]) + exp(x[j] + y[j])) for all j; arrays of equal length."""
+    for j in range(acc.shape[0]):
+        acc[j] = _lae(acc[j], x[j] + y[j])
+
+
+@njit(**_KW)
+def _upward_truncated(x, d, small):
+    """In place: x(T) <- logsumexp_{S ⊆ T} x(S) over d bits, x supported on |S| ≤ k.
+
+    x: float64 (2^d,), -inf outside the support. small: int64 ascending masks with
+    popcount ≤ k (over ≥ d-1 bits). Bits are processed low to high; after bit j only
+    entries whose unprocessed part (bits > j) has ≤ k bits are non-zero, so each step
+    visits 2^j · B(d-j-1, k) pairs in contiguous runs (paper section 4, O(k 2^d)).
+    """
+    for j in range(d):
+        h = 1 << j
+        limit = 1 << (d - j - 1)
+        for t in range(small.shape[0]):
+            m = small[t]
+            if m >= limit:
+                break
+            src = m << (j + 1)
+            dst = src + h
+            for o in range(h):
+                x[dst + o] = _lae(x[dst + o], x[src + o])
+
+
+@njit(**_KW)
+def _downward_truncated(x, d, small):
+    """In place: x(T) <- logsumexp_{S ⊇ T} x(S) over d bits, correct for |T| ≤ k (FTDMT).
+
+    Bits are processed high to low; the processed (truncated) part is kept to ≤ k bits,
+    the unprocessed low bits form contiguous runs. Entries with |T| > k are garbage.
+    """
+    for i in range(d - 1, -1, -1):
+        h = 1 << i
+        limit = 1 << (d - i - 1)
+        for t in range(small.shape[0]):
+            m = small[t]
+            if m >= limit:
+                break
+            dst = m << (i + 1)
+            src = dst + h
+            for o in range(h):
+                x[dst + o] = _lae(x[dst + o], x[src + o])
+
+
+@njit(**_KW)
+def _alpha_chunk(beta_row, fam, chunk_id, d, small, out):
+    """alpha_i on one chunk of 2^d entries (chunk id = high bits of the squeezed mask U).
+
+    beta_row: float64 (F,) log scores of node i; fam: int64 (F,) squeezed family masks;
+    out: float64 (2^d,), overwritten. A family G = (G_high, G_low) contributes to the
+    chunk iff G_high ⊆ chunk_id; it is folded into entry G_low, then the truncated
+    upward transform over the d low bits sums over G_low ⊆ U_low.
+    """
+    for o in range(out.shape[0]):
+        out[o] = NEG_INF
+    lowmask = (np.int64(1) << d) - 1
+    for f in range(fam.shape[0]):
+        g = fam[f]
+        gh = g >> d
+        if (gh & ~chunk_id) == 0:
+            gl = g & lowmask
+            out[gl] = _lae(out[gl], beta_row[f])
+    _upward_truncated(out, d, small)
+
+
+@njit(**_KW)
+def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
+    """alpha_node on consecutive chunks first_chunk, first_chunk+1, ...; out (len, ) float64.
+
+    out.shape[0] must be a multiple of 2^d; used for the 2^c-entry spans the forward and
+    backward stages need from high nodes.
+    """
+    size = np.int64(1) << d
+    nchunks = out.shape[0] // size
+    for t in range(nchunks):
+        _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size])
+
+
+@njit(**_KW)
+def _forward_chunk(acc, alpha_low, out):
+    """In-chunk forward recursion; acc holds the high-bit terms.
+
+    acc: float64 (2^c,) logsumexp over high bits b ∈ H of alpha_{c+b} + L(chunk H-b)
+         (0 at offset 0 of chunk 0: L(∅) = 1); alpha_low: float64 (c, 2^(c-1)),
+         row i = alpha_i on the squeezed chunk of the same chunk id; out: (2^c,) L.
+    L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o-i, i)] + L[o-i] for low bits i ∈ o),
+    evaluated with one max-shift per entry (c/2 exps and one log instead of c/2 log-add-exps).
+    """
+    c = alpha_low.shape[0]
+    size = out.shape[0]
+    for o in range(size):
+        mx = acc[o]
+        for i in range(c):
+            b = np.int64(1) << i
+            if o & b:
+                p = o - b
+                sq = (p & (b - 1)) | ((p >> (i + 1)) << i)
+                t = alpha_low[i, sq] + out[p]
+                if t > mx:
+                    mx = t
+        if mx == NEG_INF:
+            out[o] = NEG_INF
+            continue
+        s = math.exp(acc[o] - mx)
+        for i in range(c):
+            b = np.int64(1) << i
+            if o & b:
+                p = o - b
+                sq = (p & (b - 1)) | ((p >> (i + 1)) << i)
+                s += math.exp(alpha_low[i, sq] + out[p] - mx)
+        out[o] = mx + math.log(s)
+
+
+@njit(**_KW)
+def _backward_chunk(acc, alpha_low, out):
+    """In-chunk backward recursion (offsets descending); acc holds the high-bit terms.
+
+    acc: float64 (2^c,) logsumexp over high bits b ∉ H of alpha_{c+b} + B(chunk H+b)
+         (0 at the last offset of the last chunk: B(V) = 1); alpha_low as in
+         _forward_chunk; out: (2^c,) B.
+    B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o+i] for low bits i ∉ o).
+    """
+    c = alpha_low.shape[0]
+    size = out.shape[0]
+    for o in range(size - 1, -1, -1):
+        mx = acc[o]
+        for i in range(c):
+            b = np.int64(1) << i
+            if not (o & b):
+                sq = (o & (b - 1)) | ((o >> (i + 1)) << i)
+                t = alpha_low[i, sq] + out[o + b]
+                if t > mx:
+                    mx = t
+        if mx == NEG_INF:
+            out[o] = NEG_INF
+            continue
+        s = math.exp(acc[o] - mx)
+        for i in range(c):
+            b = np.int64(1) << i
+            if not (o & b):
+                sq = (o & (b - 1)) | ((o >> (i + 1)) << i)
+                s += math.exp(alpha_low[i, sq] + out[o + b] - mx)
+        out[o] = mx + math.log(s)
+
+
+@njit(**_KW)
+def _gather_low(fwd, bwd, v, out):
+    """s(squeeze(o, v)) = L[o] + B[o + 2^v] for offsets o with bit v clear (v a low node).
+
+    fwd, bwd: (2^c,) the forward and backward chunks of the same chunk id; out: (2^(c-1),).
+    """
+    b = np.int64(1) << v
+    for q in range(out.shape[0]):
+        o = (q & (b - 1)) | ((q >> v) << (v + 1))
+        out[q] = fwd[o] + bwd[o + b]
+
+
+@njit(**_KW)
+def _add_into(out, x, y):
+    """out[j] = x[j] + y[j]."""
+    for j in range(out.shape[0]):
+        out[j] = x[j] + y[j]
+
+
+@njit(**_KW)
+def _gamma_partial(s, d, chunk_id, fam, small, part):
+    """Contribution of one chunk to gamma_v (FTDMT, section 4).
+
+    s: float64 (2^d,) values s_v(S) of the chunk (overwritten by the transform);
+    fam: int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where the
+    family's high part is not inside chunk_id, else logsumexp_{S_low ⊇ G_low} s(S_low).
+    """
+    _downward_truncated(s, d, small)
+    lowmask = (np.int64(1) << d) - 1
+    for f in range(fam.shape[0]):
+        g = fam[f]
+        if ((g >> d) & ~chunk_id) == 0:
+            part[f] = s[g & lowmask]
+        else:
+            part[f] = NEG_INF
+
+
+@njit(**_KW)
+def _logsumexp_rows(x, out):
+    """out[j] = logsumexp_t x[t, j]; x float64 (T, F)."""
+    for j in range(x.shape[1]):
+        mx = NEG_INF
+        for t in range(x.shape[0]):
+            if x[t, j] > mx:
+                mx = x[t, j]
+        if mx == NEG_INF:
+            out[j] = NEG_INF
+            continue
+        s = 0.0
+        for t in range(x.shape[0]):
+            s += math.exp(x[t, j] - mx)
+        out[j] = mx + math.log(s)

@@ -1,0 +1,203 @@
+"""The run plan: chunk lattice arithmetic and task lists, a pure function of (n, k, c).
+
+Tables over n-bit masks (forward L, backward B) are cut into 2^h chunks of 2^c entries,
+h = n - c (DESIGN.md, "The chunk lattice"). Tables over the (n-1)-bit squeezed masks of a
+node (alpha_i, the gamma input) use chunks of 2^(c-1) entries, so that chunk id H of L
+lines up with chunk id H of every low node's alpha (nodes i < c), and a high node
+c+b needs the two alpha chunks 2Q, 2Q+1 with Q = squeeze(H - b, b).
+
+Stages and their tasks (each task is identified by a key tuple):
+- ``alpha``    (only when alpha is stored): ("alpha", node, first_chunk) for runs of chunks
+- ``forward``  ("forward", H): needs ("forward", H - {b}) for each high bit b in H
+- ``backward`` ("backward", H): needs ("backward", H + {b}) for each high bit b not in H
+- ``gamma``    ("gamma", H): needs forward H and backward H, H + {b}
+- ``edges``    ("edges",): needs every gamma task
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .errors import OptionError
+from .families import family_masks, n_families
+
+MAX_NODES = 40
+ALPHA_MODES = ("recompute", "store")
+STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges")
+BYTES = 8
+
+
+def popcount(x: int) -> int:
+    return bin(x).count("1")
+
+
+def squeeze_bit(x: int, b: int) -> int:
+    """Remove bit b from x (bits above move down)."""
+    return (x & ((1 << b) - 1)) | ((x >> (b + 1)) << b)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run computes and how it is cut into chunk tasks.
+
+    n: number of variables; k: max parents (already capped at n-1); chunk_bits: c,
+    1 ≤ c ≤ n; alpha_mode: "recompute" (alpha chunks are rebuilt from beta inside the
+    forward and backward tasks; disk O(2^n)) or "store" (an alpha stage writes
+    n·2^(n-1) values once; disk O(n·2^n)).
+    """
+
+    n: int
+    k: int
+    chunk_bits: int
+    alpha_mode: str = "recompute"
+
+    def __post_init__(self):
+        if not 2 <= self.n <= MAX_NODES:
+            raise OptionError(f"n = {self.n}: the engine supports 2 to {MAX_NODES} variables")
+        if not 0 <= self.k <= self.n - 1:
+            raise OptionError(f"max parents k = {self.k} must be between 0 and n-1 = {self.n - 1}")
+        if not 1 <= self.chunk_bits <= self.n:
+            raise OptionError(f"chunk bits {self.chunk_bits} must be between 1 and n = {self.n}")
+        if self.alpha_mode not in ALPHA_MODES:
+            raise OptionError(f"alpha mode {self.alpha_mode!r}: choose one of {', '.join(ALPHA_MODES)}")
+
+    # -- sizes -------------------------------------------------------------------------
+    @property
+    def c(self) -> int:
+        return self.chunk_bits
+
+    @property
+    def h(self) -> int:
+        """Number of high (chunk id) bits of the 2^n tables."""
+        return self.n - self.chunk_bits
+
+    @property
+    def n_chunks(self) -> int:
+        return 1 << self.h
+
+    @property
+    def chunk_size(self) -> int:
+        """Entries per chunk of forward/backward (2^c)."""
+        return 1 << self.chunk_bits
+
+    @property
+    def alpha_chunk_size(self) -> int:
+        """Entries per chunk of alpha_i (2^(c-1)); there are 2^h such chunks per node."""
+        return 1 << (self.chunk_bits - 1)
+
+    @property
+    def n_families(self) -> int:
+        return n_families(self.n - 1, self.k)
+
+    @cached_property
+    def families(self) -> np.ndarray:
+        """Squeezed family masks, int64 (F,), ascending (see families.py)."""
+        return family_masks(self.n - 1, self.k)
+
+    @cached_property
+    def small_masks(self) -> np.ndarray:
+        """Masks over c bits with ≤ k bits, ascending: the truncation sets of the transforms."""
+        return family_masks(self.chunk_bits, min(self.k, self.chunk_bits))
+
+    # -- tasks --------------------------------------------------------------------------
+    def levels(self) -> list[list[int]]:
+        """Chunk ids grouped by popcount (the chunk lattice's levels), lowest first."""
+        out: list[list[int]] = [[] for _ in range(self.h + 1)]
+        for H in range(self.n_chunks):
+            out[popcount(H)].append(H)
+        return out
+
+    def forward_deps(self, H: int) -> list[int]:
+        return [H ^ (1 << b) for b in range(self.h) if H >> b & 1]
+
+    def backward_deps(self, H: int) -> list[int]:
+        return [H | (1 << b) for b in range(self.h) if not H >> b & 1]
+
+    @property
+    def alpha_run(self) -> int:
+        """Alpha chunks per alpha-stage task: enough for ≈ 2^20 entries, at most all."""
+        per = max(1, (1 << 20) // self.alpha_chunk_size)
+        return min(per, self.n_chunks)
+
+    def stage_tasks(self, stage: str) -> list[tuple]:
+        """The task keys of a stage, in an order that respects dependencies."""
+        if stage == "scores":
+            return [("scores",)]
+        if stage == "alpha":
+            if self.alpha_mode != "store":
+                return []
+            run = self.alpha_run
+            return [("alpha", i, K) for i in range(self.n) for K in range(0, self.n_chunks, run)]
+        if stage == "forward":
+            return [("forward", H) for lvl in self.levels() for H in lvl]
+        if stage == "backward":
+            return [("backward", H) for lvl in reversed(self.levels()) for H in lvl]
+        if stage == "gamma":
+            return [("gamma", H) for H in range(self.n_chunks)]
+        if stage == "edges":
+            return [("edges",)]
+        raise ValueError(stage)
+
+    def task_deps(self, key: tuple) -> list[tuple]:
+        """Task keys whose output this task reads (the scores and, when stored, the
+        alpha stage are finished before forward/backward start; the executor adds
+        that stage barrier)."""
+        stage = key[0]
+        if stage in ("scores", "alpha"):
+            return []
+        if stage == "forward":
+            return [("forward", G) for G in self.forward_deps(key[1])]
+        if stage == "backward":
+            return [("backward", G) for G in self.backward_deps(key[1])]
+        if stage == "gamma":
+            H = key[1]
+            return [("forward", H), ("backward", H)] + [("backward", G) for G in self.backward_deps(H)]
+        if stage == "edges":
+            return self.stage_tasks("gamma") + [("forward", self.n_chunks - 1), ("backward", 0)]
+        raise ValueError(stage)
+
+    # -- resources ---------------------------------------------------------------------
+    def disk_bytes(self) -> dict[str, int]:
+        """Bytes each stored table takes on disk (uncompressed float64)."""
+        out = {
+            "beta": BYTES * self.n * self.n_families,
+            "forward": BYTES << self.n,
+            "backward": BYTES << self.n,
+            "gamma_parts": BYTES * self.n_chunks * self.n * self.n_families,
+        }
+        if self.alpha_mode == "store":
+            out["alpha"] = BYTES * self.n << (self.n - 1)
+        return out
+
+    def task_memory_bytes(self) -> int:
+        """Peak bytes held by one forward/backward/gamma task (the largest)."""
+        size = self.chunk_size
+        # forward/backward: alpha_low (c × 2^(c-1)), acc, out, one dependency chunk,
+        # one alpha span of 2^c, plus temporaries.
+        fb = BYTES * (self.c * size // 2 + 5 * size)
+        # gamma: fwd, bwd, one neighbour bwd, s buffer, (n, F) partial.
+        gm = BYTES * (4 * size + self.n * self.n_families)
+        return max(fb, gm)
+
+
+def task_id(key: tuple) -> str:
+    """Stable string name of a task key, as written in the journal."""
+    return ":".join(str(x) for x in key)
+
+
+def choose_chunk_bits(n: int, k: int, memory_bytes: int, workers: int, alpha_mode: str = "recompute") -> int:
+    """Largest c ≤ min(n, 22) whose tasks, `workers` at a time, fit in half the budget.
+
+    Half, because zarr/numpy temporaries and the Python process itself need room too.
+    Capped at 22 so that even n = 28 has 64 chunks (levels with parallel work) and tasks
+    stay in the 0.1–10 s range the scheduler likes.
+    """
+    best = 1
+    for c in range(1, min(n, 22) + 1):
+        p = Plan(n, min(k, n - 1), c, alpha_mode)
+        if p.task_memory_bytes() * max(workers, 1) <= memory_bytes // 2:
+            best = c
+    return best

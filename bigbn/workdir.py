@@ -1,0 +1,146 @@
+"""The work directory: zarr v3 tables, the task journal, run.json (DESIGN.md, "The work directory").
+
+    WORKDIR/
+      run.json        what was asked (fingerprint), plan, version
+      tables.zarr/    zarr v3 group: beta, [alpha], forward, backward, gamma_parts, gamma
+      journal.jsonl   one line per finished task, appended and fsynced after its chunks
+      edges.csv, summary.json
+
+A task writes its chunk(s), fsyncs the chunk files, and only then appends its journal
+line (also fsynced). So a line in the journal means its chunks are durably on disk; a
+task without a line is redone from scratch on resume, overwriting whatever partial
+chunk it may have left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import zlib
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from .plan import Plan
+
+TABLES = "tables.zarr"
+JOURNAL = "journal.jsonl"
+RUN_JSON = "run.json"
+
+_journal_lock = threading.Lock()
+_array_cache: dict[tuple[str, str], zarr.Array] = {}
+_cache_lock = threading.Lock()
+
+
+def checksum(a: np.ndarray) -> int:
+    """CRC-32 of an array's bytes (C order)."""
+    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8)) & 0xFFFFFFFF
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Workdir:
+    """Paths and table access of one work directory; cheap to create, picklable."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def __reduce__(self):
+        return (Workdir, (str(self.root),))
+
+    @property
+    def tables(self) -> Path:
+        return self.root / TABLES
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / JOURNAL
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / RUN_JSON
+
+    # -- tables ---------------------------------------------------------------------------
+    def create_tables(self, plan: Plan) -> None:
+        """Create every table array of the plan (existing ones of the same shape are kept)."""
+        g = zarr.open_group(self.tables, mode="a")
+        n, F, size = plan.n, plan.n_families, plan.chunk_size
+        specs = {
+            "beta": ((n, F), (n, F)),
+            "forward": ((1 << n,), (size,)),
+            "backward": ((1 << n,), (size,)),
+            "gamma_parts": ((plan.n_chunks, n, F), (1, n, F)),
+            "gamma": ((n, F), (n, F)),
+            "posterior": ((n, n), (n, n)),
+        }
+        if plan.alpha_mode == "store":
+            specs["alpha"] = ((n, 1 << (n - 1)), (1, plan.alpha_chunk_size))
+        existing = set(g.array_keys())
+        for name, (shape, chunks) in specs.items():
+            if name in existing:
+                a = g[name]
+                if tuple(a.shape) == shape and tuple(a.chunks) == chunks:
+                    continue
+            g.create_array(name, shape=shape, chunks=chunks, dtype="f8", compressors=None,
+                           fill_value=np.nan, overwrite=True)
+
+    def array(self, name: str) -> zarr.Array:
+        key = (str(self.tables), name)
+        with _cache_lock:
+            a = _array_cache.get(key)
+            if a is None:
+                a = zarr.open_array(self.tables / name, mode="r+")
+                _array_cache[key] = a
+        return a
+
+    def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
+        """Path of one chunk's file (zarr v3 default chunk key encoding "c/i/j")."""
+        return self.tables / name / "c" / Path(*[str(i) for i in chunk_coords])
+
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
+        """Write data at index of table name, fsync the listed chunk files; return CRC-32."""
+        self.array(name)[index] = data
+        for cc in chunk_coords:
+            fsync_path(self.chunk_file(name, cc))
+        return checksum(data)
+
+    def read(self, name: str, index) -> np.ndarray:
+        return np.ascontiguousarray(self.array(name)[index])
+
+    # -- journal --------------------------------------------------------------------------
+    def journal_append(self, record: dict) -> None:
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        with _journal_lock:
+            fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def journal(self) -> dict[str, dict]:
+        """Finished tasks: task id -> its record. A torn last line (crash mid-write) is ignored."""
+        out: dict[str, dict] = {}
+        if not self.journal_path.exists():
+            return out
+        with open(self.journal_path, "rb") as fh:
+            for raw in fh:
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and "task" in rec:
+                    out[rec["task"]] = rec
+        return out
+
+    def reset_journal(self) -> None:
+        if self.journal_path.exists():
+            self.journal_path.unlink()
