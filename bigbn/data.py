@@ -1,0 +1,304 @@
+"""Reading a data file: a CSV table of complete records, coded as a discrete dataset.
+
+Two steps, kept apart so that other kinds of data (continuous, for the BGe score) can
+reuse the first:
+
+1. `read_table`: parse and validate the CSV text into a `Table` of stripped strings;
+2. `discrete_dataset`: code every column as 0..r_j-1, giving a `Dataset` (the m x n
+   integer matrix every discrete score kernel consumes).
+
+Every problem with the input raises `DataError` with one line naming the file, the row
+(the 1-based line number in the file, header = line 1) and the column where they apply.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from bigbn.errors import DataError
+
+__all__ = ["Table", "Dataset", "read_table", "discrete_dataset", "load_discrete"]
+
+
+def _missing_set() -> frozenset[str]:
+    """Cell values (after strip) read as missing: "", "?", and "NA"/"NaN" in any case."""
+    out = {"", "?"}
+    for word in ("na", "nan"):
+        spellings = [""]
+        for ch in word:
+            spellings = [s + c for s in spellings for c in (ch, ch.upper())]
+        out.update(spellings)
+    return frozenset(out)
+
+
+_MISSING = _missing_set()
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A validated CSV file: column names and the raw cells.
+
+    ``cells`` is a numpy str array of shape (m, n): the stripped text of every cell, no
+    cell empty or missing. ``path`` is the file name as given (used in messages).
+    ``lines``: int64 (m,), the file line of each row (header = line 1, blank lines
+    counted); None means row r is on line r + 2 (see `line`).
+    """
+
+    path: str
+    names: tuple[str, ...]
+    cells: np.ndarray
+    lines: np.ndarray | None = None
+
+    def line(self, r: int) -> int:
+        """File line number (1-based) of data row r (0-based), for error messages."""
+        return int(self.lines[r]) if self.lines is not None else r + 2
+
+    @property
+    def n(self) -> int:
+        return self.cells.shape[1]
+
+    @property
+    def m(self) -> int:
+        return self.cells.shape[0]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Complete data, coded.
+
+    ``kind="discrete"`` (made by `discrete_dataset`):
+
+    - ``data``: int32, shape (m, n), C-contiguous; column j holds codes 0..arities[j]-1;
+    - ``arities``: int64, shape (n,), r_j >= 1 (a column with a single level is allowed);
+    - ``levels``: ``levels[j][c]`` is the original value coded c in column j.
+
+    ``kind="continuous"`` (the BGe score): ``data`` float64 (m, n), all finite;
+    ``arities`` all 0; ``levels`` n empty tuples.
+
+    ``names``: the n variable names; ``path``: where the data came from ("" if made in
+    memory). Arrays are coerced to these dtypes/layouts on construction and checked; a
+    mismatch raises `DataError`.
+    """
+
+    names: tuple[str, ...]
+    data: np.ndarray
+    arities: np.ndarray
+    levels: tuple[tuple[str, ...], ...]
+    kind: str = "discrete"
+    path: str = ""
+
+    def __post_init__(self):
+        where = self.path or "dataset"
+        if self.kind not in ("discrete", "continuous"):
+            raise DataError(f"{where}: unknown data kind '{self.kind}' (discrete or continuous)")
+        data = np.asarray(self.data)
+        if self.kind == "discrete" and data.dtype.kind not in "iub":
+            raise DataError(f"{where}: discrete data must be integer codes, got dtype {data.dtype}")
+        arities = np.ascontiguousarray(self.arities, dtype=np.int64)
+        if data.ndim != 2:
+            raise DataError(f"{where}: data must be a 2-d (rows x variables) array, got {data.ndim}-d")
+        n = data.shape[1]
+        if len(self.names) != n or arities.shape != (n,) or len(self.levels) != n:
+            raise DataError(
+                f"{where}: {n} data columns but {len(self.names)} names, "
+                f"{arities.size} arities and {len(self.levels)} level lists"
+            )
+        if self.kind == "discrete":
+            _check_codes(where, self.names, data, arities, self.levels)
+            data = np.ascontiguousarray(data, dtype=np.int32)
+        else:
+            try:
+                data = np.ascontiguousarray(data, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DataError(f"{where}: continuous data must be numbers, got dtype {data.dtype}") from None
+            if np.any(arities != 0) or any(len(lv) for lv in self.levels):
+                raise DataError(f"{where}: continuous data has arities 0 and no levels")
+            if not np.isfinite(data).all():
+                j = int(np.flatnonzero(~np.isfinite(data).all(axis=0))[0])
+                raise DataError(f"{where}, column '{self.names[j]}': values must be finite")
+        object.__setattr__(self, "names", tuple(self.names))
+        object.__setattr__(self, "levels", tuple(tuple(lv) for lv in self.levels))
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "arities", arities)
+
+    @property
+    def n(self) -> int:
+        """Number of variables (columns)."""
+        return self.data.shape[1]
+
+    @property
+    def m(self) -> int:
+        """Number of records (rows)."""
+        return self.data.shape[0]
+
+
+def _check_codes(where, names, data, arities, levels) -> None:
+    for j in range(data.shape[1]):
+        if arities[j] < 1 or len(levels[j]) != arities[j]:
+            raise DataError(f"{where}, column '{names[j]}': arity {arities[j]} but {len(levels[j])} levels")
+    if data.size:
+        lo, hi = data.min(axis=0), data.max(axis=0)
+        bad = np.flatnonzero((lo < 0) | (hi >= arities))
+        if bad.size:
+            j = int(bad[0])
+            raise DataError(
+                f"{where}, column '{names[j]}': codes must lie in 0..{arities[j] - 1}, "
+                f"found {int(lo[j])}..{int(hi[j])}"
+            )
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, not a data file") from None
+    except PermissionError:
+        raise DataError(f"{path}: not readable (permission denied)") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise DataError(
+            f"{path}, row {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def _is_blank(record: list[str]) -> bool:
+    return not record or (len(record) == 1 and not record[0].strip())
+
+
+def read_table(path) -> Table:
+    """Read a comma-separated file with a header line into a `Table`.
+
+    The first non-blank line holds the column names. Cells are stripped of surrounding
+    whitespace; standard CSV quoting is understood (stdlib `csv`). Blank lines (empty or
+    only whitespace) anywhere are skipped, including a trailing newline. Line numbers in
+    messages are physical lines of the file (a quoted cell spanning lines counts where
+    its record ends).
+
+    Raises `DataError` (one line naming file, row and column) for: a file that is missing,
+    unreadable, not UTF-8 or empty; fewer than 2 columns; an empty or duplicate column
+    name; no data rows; a row with the wrong number of fields; an empty cell or a missing
+    value ("NA", "NaN", "?" in any case) — bigbn needs complete data.
+    """
+    p = os.fspath(path)
+    p = p.decode() if isinstance(p, bytes) else p
+    text = _read_text(p)
+    if not text.strip():
+        raise DataError(f"{p}: empty file")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    names: tuple[str, ...] | None = None
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        for record in reader:
+            if _is_blank(record):
+                continue
+            line = reader.line_num
+            cells = [c.strip() for c in record]
+            if names is None:
+                names = _check_header(p, cells)
+                n = len(names)
+                continue
+            if len(cells) != n:
+                k = len(cells)
+                raise DataError(f"{p}, row {line}: {k} field{'s' * (k != 1)}, expected {n} (ragged row)")
+            if not _MISSING.isdisjoint(cells):
+                j = next(j for j, c in enumerate(cells) if c in _MISSING)
+                what = "empty cell" if cells[j] == "" else f"missing value '{cells[j]}'"
+                raise DataError(
+                    f"{p}, row {line}, column '{names[j]}': {what} "
+                    "(bigbn needs complete data: remove or impute the row)"
+                )
+            rows.append(cells)
+            lines.append(line)
+    except csv.Error as e:
+        raise DataError(f"{p}, row {reader.line_num}: not valid CSV ({e})") from None
+    if not rows:
+        raise DataError(f"{p}: no data rows (only a header line)")
+    cells_arr = np.array(rows, dtype=str)
+    return Table(path=p, names=names, cells=cells_arr, lines=np.array(lines, dtype=np.int64))
+
+
+def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
+    if len(names) < 2:
+        hint = ""
+        if any(sep in names[0] for sep in (";", "\t", "|")):
+            hint = " (the file must be comma-separated)"
+        raise DataError(f"{path}: need at least 2 columns, found {len(names)}{hint}")
+    seen: dict[str, int] = {}
+    for j, name in enumerate(names, start=1):
+        if not name:
+            raise DataError(f"{path}, column {j}: empty column name (line 1 must name every column)")
+        if name in seen:
+            raise DataError(f"{path}: duplicate column name '{name}' (columns {seen[name]} and {j})")
+        seen[name] = j
+    return tuple(names)
+
+
+def _natural_order(values: np.ndarray) -> np.ndarray:
+    """Permutation sorting distinct strings: numerically if all are integers (then all
+    decimal numbers), otherwise lexicographically. Returns int64 indices into values."""
+    vals = values.tolist()
+    if all(_INT_RE.fullmatch(v) for v in vals):
+        keys = [(int(v), v) for v in vals]
+    elif all(_FLOAT_RE.fullmatch(v) for v in vals):
+        keys = [(float(v), v) for v in vals]
+    else:
+        return np.arange(len(vals), dtype=np.int64)  # np.unique already sorted them
+    return np.array(sorted(range(len(vals)), key=keys.__getitem__), dtype=np.int64)
+
+
+def discrete_dataset(table: Table, max_nodes: int | None = None) -> Dataset:
+    """Code every column of ``table`` as a discrete variable.
+
+    Levels of a column are its distinct values in natural order (numeric if they are all
+    integers, or all decimal numbers; lexicographic otherwise); ``data[:, j]`` holds each
+    cell's position in ``levels[j]``. A column with one level is kept (arity 1).
+
+    Raises `DataError` if there are more than ``max_nodes`` columns, or if a column has
+    more than 2 distinct values and more than m/2 of them (it looks like an identifier or
+    a continuous measurement, not a discrete variable).
+    """
+    m, n = table.cells.shape
+    p = table.path
+    if max_nodes is not None and n > max_nodes:
+        raise DataError(f"{p}: {n} columns, but this engine supports at most {max_nodes} variables")
+    data = np.empty((m, n), dtype=np.int32)
+    arities = np.empty(n, dtype=np.int64)
+    levels = []
+    for j in range(n):
+        uniq, codes = np.unique(table.cells[:, j], return_inverse=True)
+        r = uniq.size
+        if r > 2 and r > m / 2:
+            raise DataError(
+                f"{p}, column '{table.names[j]}': {r} distinct values in {m} rows; this looks like "
+                "an identifier or a continuous column, not a discrete variable (drop or discretise "
+                "it, or use --score bge for continuous data)"
+            )
+        order = _natural_order(uniq)
+        recode = np.empty(r, dtype=np.int32)
+        recode[order] = np.arange(r, dtype=np.int32)
+        data[:, j] = recode[codes.reshape(-1)]
+        arities[j] = r
+        levels.append(tuple(uniq[order].tolist()))
+    return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), path=p)
+
+
+def load_discrete(path, max_nodes: int | None = None) -> Dataset:
+    """`read_table` then `discrete_dataset`: the usual way to load a discrete CSV file."""
+    return discrete_dataset(read_table(path), max_nodes=max_nodes)

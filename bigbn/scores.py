@@ -1,0 +1,278 @@
+"""Local scores of discrete data: the table ``beta`` of log marginal likelihoods.
+
+For node i with parent set G (|G| <= k), ``beta[i, f] = log p(x_i | x_G)``, the Dirichlet-
+multinomial marginal likelihood of column i given the columns G, where f indexes the
+squeezed mask of G in ``family_masks(n - 1, k)`` (see `bigbn.families`). No structure
+prior is added here: the engine adds log rho_i(G) (DESIGN.md, table ``beta``).
+
+With r_i the arity of node i, q_i = prod_{p in G} r_p the number of parent configurations
+(all of them, observed or not), N_ijk the number of rows with parent configuration j and
+x_i = k, N_ij = sum_k N_ijk, the score with Dirichlet hyperparameters a_ijk, a_ij = sum_k a_ijk
+is
+
+    sum_j [ lgamma(a_ij) - lgamma(a_ij + N_ij) + sum_k (lgamma(a_ijk + N_ijk) - lgamma(a_ijk)) ]
+
+- K2 (Cooper & Herskovits 1992): a_ijk = 1, a_ij = r_i;
+- BDeu (Heckerman, Geiger & Chickering 1995) with equivalent sample size ess:
+  a_ijk = ess / (q_i r_i), a_ij = ess / q_i.
+
+An unobserved configuration j (N_ij = 0) contributes 0, so only observed ones are summed.
+
+Counting: one kernel call handles a block of parent sets G (full n-bit sets). For each G it
+computes every row's parent configuration once (mixed radix) and then scores every child
+i not in G. Children with q_i r_i <= ``dense_limit`` count into a dense (q_i, r_i) array;
+others (large arities) use the rows sorted by configuration once per G, counting the child
+values group by group in an r_i-sized buffer. Blocks run on threads (the kernel releases
+the GIL) and write disjoint entries of ``beta``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+from bigbn.data import Dataset
+from bigbn.errors import OptionError
+from bigbn.families import family_masks
+
+__all__ = ["SCORES", "local_scores", "parent_set_index"]
+
+#: Score names `local_scores` accepts.
+SCORES = ("bdeu", "k2")
+
+_KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _compress(cfg):
+    """Replace the int64 values of cfg (m,) by their ranks 0..u-1 among the distinct
+    values (order kept); return u as a float."""
+    order = np.argsort(cfg)
+    rank = -1
+    prev = 0
+    for t in range(order.size):
+        v = cfg[order[t]]
+        if t == 0 or v != prev:
+            rank += 1
+            prev = v
+        cfg[order[t]] = rank
+    return float(rank + 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _parent_configs(data_t, arities, parents, cfg):
+    """cfg[t] = configuration of the parents (node ids, -1 padded) in row t, mixed radix.
+
+    Exact mixed radix (0..q-1) whenever q < 2**62; beyond that the index is compressed
+    to ranks before it could overflow (only the grouping of rows then matters).
+    """
+    m = cfg.size
+    for t in range(m):
+        cfg[t] = 0
+    span = 1.0
+    for a in range(parents.size):
+        p = parents[a]
+        if p < 0:
+            break
+        r = arities[p]
+        if span * r >= _KEY_LIMIT:
+            span = _compress(cfg)
+        x = data_t[p]
+        for t in range(m):
+            cfg[t] = cfg[t] * r + x[t]
+        span *= r
+
+
+@numba.njit(cache=True, nogil=True)
+def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, ess, dense_size,
+                       beta):
+    """Score every child of the parent sets ``parent_sets[g]`` for g in ``todo``.
+
+    data_t: int32 (n, m), row j = column j of the data; arities: int64 (n,);
+    parent_sets: int64 (P, kk), node ids ascending, -1 padded; family_index: int64 (P, n),
+    the family f of child i for parent set g (-1 when i is in g); todo: int64 (T,);
+    dense_size: int, families with q*r <= dense_size are counted in a dense array of this size,
+    the others by sorting rows by parent configuration;
+    beta: float64 (n, F), written at [i, family_index[g, i]].
+    """
+    n, m = data_t.shape
+    rmax = 1
+    for i in range(n):
+        rmax = max(rmax, arities[i])
+    cfg = np.empty(m, np.int64)
+    dense = np.zeros(dense_size, np.int64)
+    child_count = np.zeros(rmax, np.int64)
+    xs = np.empty(m, np.int32)
+    order = np.empty(0, np.int64)
+    ends = np.empty(0, np.int64)
+    n_groups = 0
+    for g in todo:
+        parents = parent_sets[g]
+        q = 1.0
+        for a in range(parents.size):
+            if parents[a] >= 0:
+                q *= arities[parents[a]]
+        have_cfg = False
+        have_groups = False
+        for i in range(n):
+            f = family_index[g, i]
+            if f < 0:
+                continue
+            r = arities[i]
+            if is_k2:
+                a_ij = float(r)
+                a_ijk = 1.0
+            else:
+                a_ij = ess / q
+                a_ijk = ess / (q * r)
+            lg_a_ij = math.lgamma(a_ij)
+            lg_a_ijk = math.lgamma(a_ijk)
+            x = data_t[i]
+            s = 0.0
+            if q * r <= dense_size:
+                if not have_cfg:
+                    _parent_configs(data_t, arities, parents, cfg)
+                    have_cfg = True
+                for t in range(m):
+                    dense[cfg[t] * r + x[t]] += 1
+                for j in range(int(q)):
+                    n_ij = 0
+                    for c in range(j * r, j * r + r):
+                        v = dense[c]
+                        if v:
+                            n_ij += v
+                            s += math.lgamma(a_ijk + v) - lg_a_ijk
+                            dense[c] = 0
+                    if n_ij:
+                        s += lg_a_ij - math.lgamma(a_ij + n_ij)
+            else:
+                if not have_groups:
+                    if not have_cfg:
+                        _parent_configs(data_t, arities, parents, cfg)
+                        have_cfg = True
+                    order = np.argsort(cfg)
+                    ends = np.empty(m, np.int64)
+                    n_groups = 0
+                    for t in range(1, m):
+                        if cfg[order[t]] != cfg[order[t - 1]]:
+                            ends[n_groups] = t
+                            n_groups += 1
+                    if m:
+                        ends[n_groups] = m
+                        n_groups += 1
+                    have_groups = True
+                for t in range(m):
+                    xs[t] = x[order[t]]
+                start = 0
+                for e in range(n_groups):
+                    end = ends[e]
+                    for t in range(start, end):
+                        child_count[xs[t]] += 1
+                    for t in range(start, end):
+                        v = child_count[xs[t]]
+                        if v:
+                            s += math.lgamma(a_ijk + v) - lg_a_ijk
+                            child_count[xs[t]] = 0
+                    s += lg_a_ij - math.lgamma(a_ij + (end - start))
+                    start = end
+            beta[i, f] = s
+
+
+def parent_set_index(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """All parent sets over V = {0..n-1} with |G| <= k, and where each one's score goes.
+
+    Returns ``(parent_sets, family_index)``: int64 (P, max(k, 1)) node ids ascending,
+    -1 padded, P = sum_{j<=k} C(n, j) (order of ``family_masks(n, k)``); and int64 (P, n)
+    with ``family_index[g, i]`` the index f of ``squeeze(G_g, i)`` in
+    ``family_masks(n - 1, k)``, or -1 when i is in G_g. Every (i, f) appears exactly once.
+    """
+    masks = family_masks(n, k)
+    squeezed = family_masks(n - 1, k) if n >= 1 else masks
+    parent_sets = np.full((masks.size, max(k, 1)), -1, dtype=np.int64)
+    family_index = np.full((masks.size, n), -1, dtype=np.int64)
+    filled = np.zeros(masks.size, dtype=np.int64)
+    rows = np.arange(masks.size)
+    for b in range(n):
+        has = ((masks >> b) & 1).astype(bool)
+        parent_sets[rows[has], filled[has]] = b
+        filled[has] += 1
+        rest = masks[~has]
+        sq = (rest & ((1 << b) - 1)) | ((rest >> (b + 1)) << b)
+        family_index[~has, b] = np.searchsorted(squeezed, sq)
+    return parent_sets, family_index
+
+
+def _default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def local_scores(
+    ds: Dataset,
+    max_parents: int,
+    score: str = "bdeu",
+    ess: float = 1.0,
+    *,
+    threads: int | None = None,
+    dense_limit: int | None = None,
+) -> np.ndarray:
+    """Log marginal likelihood of every family: ``beta``, float64 (n, F).
+
+    ``beta[i, f] = log p(x_i | x_G)`` with G = ``unsqueeze(family_masks(n - 1, k)[f], i)``,
+    k = min(max_parents, n - 1), F = sum_{j<=k} C(n-1, j). ``score`` is "bdeu" (with
+    equivalent sample size ``ess``) or "k2"; formulas in the module docstring. No prior.
+
+    ``threads``: worker threads (default: the CPUs available). ``dense_limit``: count a
+    family densely when q*r is at most this (default max(4m, 1024), capped at 2**22);
+    0 sends every family with q*r > 1 to the sort-based path (used by tests).
+    """
+    name = str(score).lower()
+    if name not in SCORES:
+        raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
+    if isinstance(max_parents, bool) or not isinstance(max_parents, (int, np.integer)) or max_parents < 0:
+        raise OptionError(f"max_parents must be a non-negative integer, got {max_parents!r}")
+    try:
+        ess = float(ess)
+    except (TypeError, ValueError):
+        raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}") from None
+    if not (math.isfinite(ess) and ess > 0):
+        raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}")
+    if ds.kind != "discrete":
+        raise OptionError(f"score '{name}' needs discrete data, got {ds.kind} data")
+    n, m = ds.n, ds.m
+    k = min(int(max_parents), max(n - 1, 0))
+    arities = np.ascontiguousarray(ds.arities, dtype=np.int64)
+    top = np.sort(arities)[::-1]
+    log_q_max = float(np.log(top[:k].astype(np.float64)).sum())
+    if log_q_max > 700.0:
+        raise OptionError(
+            f"{k} parents with up to {int(top[0])} levels each give more parent configurations "
+            "than floating point can represent; lower max_parents"
+        )
+    if dense_limit is None:
+        dense_limit = min(max(4 * m, 1024), 2**22)
+    # Largest dense count array needed: q*r of the biggest family, but at most dense_limit.
+    dense_size = max(1, min(int(dense_limit), math.prod(top[:k + 1].tolist())))
+
+    data_t = np.ascontiguousarray(ds.data.T, dtype=np.int32)
+    parent_sets, family_index = parent_set_index(n, k)
+    beta = np.empty((n, family_masks(max(n - 1, 0), k).size), dtype=np.float64)
+    n_blocks = max(1, min(threads or _default_threads(), parent_sets.shape[0]))
+    blocks = [np.arange(b, parent_sets.shape[0], n_blocks, dtype=np.int64) for b in range(n_blocks)]
+
+    def run(todo):
+        _score_parent_sets(data_t, arities, parent_sets, family_index, todo, name == "k2", ess,
+                           dense_size, beta)
+
+    if n_blocks == 1:
+        run(blocks[0])
+    else:
+        with ThreadPoolExecutor(n_blocks) as pool:
+            list(pool.map(run, blocks))
+    return beta

@@ -1,0 +1,208 @@
+"""Reading CSV files (bigbn.data): good files code correctly, every bad file is refused
+with a one-line DataError naming the file and the row/column."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from bigbn.data import Dataset, discrete_dataset, load_discrete, read_table
+from bigbn.errors import BigBNError, DataError
+
+
+def write(tmp_path, text, name="data.csv", mode="w"):
+    path = tmp_path / name
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+def error_of(path, **kw) -> str:
+    with pytest.raises(DataError) as info:
+        load_discrete(path, **kw)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "data.csv" in msg
+    return msg
+
+
+GOOD = """\
+smoker, age ,city,level,dose
+yes,10,Oslo,2,0.5
+no,2,Bergen,10,1.25
+yes,-1,Oslo,2,0.5
+no,10,"Aal, Norway",-3,10
+yes,2,Oslo,10,1.25
+no,10,Bergen,2,0.5
+yes,2,Oslo,2,10
+no,-1,Bergen,-3,0.5
+"""
+
+
+def test_good_file_codes_levels_in_natural_order(tmp_path):
+    path = write(tmp_path, GOOD)
+    ds = load_discrete(path)
+    assert ds.names == ("smoker", "age", "city", "level", "dose")
+    assert ds.kind == "discrete" and ds.path == str(path)
+    assert (ds.m, ds.n) == (8, 5)
+    assert ds.data.dtype == np.int32 and ds.data.flags.c_contiguous
+    assert ds.levels[0] == ("no", "yes")  # strings: lexicographic
+    assert ds.levels[1] == ("-1", "2", "10")  # integers: numeric
+    assert ds.levels[2] == ("Aal, Norway", "Bergen", "Oslo")
+    assert ds.levels[3] == ("-3", "2", "10")
+    assert ds.levels[4] == ("0.5", "1.25", "10")  # decimal numbers: numeric
+    assert ds.arities.tolist() == [2, 3, 3, 3, 3]
+    # Every code maps back to the cell it came from (independent re-parse of the text).
+    lines = [ln for ln in GOOD.splitlines()[1:]]
+    import csv
+
+    rows = [[c.strip() for c in rec] for rec in csv.reader(lines)]
+    for r, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            assert ds.levels[j][ds.data[r, j]] == cell
+
+
+def test_read_table_strips_and_keeps_strings(tmp_path):
+    table = read_table(write(tmp_path, GOOD))
+    assert table.names[1] == "age"
+    assert table.cells.shape == (8, 5)
+    assert table.cells[3, 2] == "Aal, Norway"
+    assert table.cells[0, 3] == "2"
+
+
+def test_blank_lines_bom_crlf_and_single_level_column(tmp_path):
+    text = "\ufeffa,b,c\r\n\r\n0,x,k\r\n1,y,k\r\n   \r\n0,y,k\r\n1,x,k\r\n\r\n"
+    ds = load_discrete(write(tmp_path, text))
+    assert ds.names == ("a", "b", "c")
+    assert ds.m == 4
+    assert ds.data[:, 0].tolist() == [0, 1, 0, 1]
+    assert ds.data[:, 1].tolist() == [0, 1, 1, 0]
+    assert ds.arities[2] == 1 and ds.levels[2] == ("k",)
+    assert ds.data[:, 2].tolist() == [0, 0, 0, 0]
+    table = read_table(tmp_path / "data.csv")
+    assert table.lines.tolist() == [3, 4, 6, 7]
+    assert [table.line(r) for r in range(4)] == [3, 4, 6, 7]
+
+
+def test_row_numbers_are_file_lines(tmp_path):
+    # Header = line 1; a blank line 3 is skipped but still counted.
+    text = "a,b\n0,1\n\n1,0\n0,\n"
+    msg = error_of(write(tmp_path, text))
+    assert "row 5" in msg and "column 'b'" in msg and "empty cell" in msg
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("x,y\n1,2\n3\n", ["row 3", "1 field, expected 2", "ragged"]),
+        ("x,y\n1,2\n3,4,5\n", ["row 3", "3 fields, expected 2", "ragged"]),
+        ("x,smoker\n1,2\n1,2\n1,2\n1,2\n1,2\n1, \n", ["row 7", "column 'smoker'", "empty cell"]),
+        ("x,y\n1,NA\n", ["row 2", "column 'y'", "missing value 'NA'"]),
+        ("x,y\n1,2\nnan,2\n", ["row 3", "column 'x'", "missing value 'nan'"]),
+        ("x,y\n1,2\n1,NaN\n", ["row 3", "column 'y'", "missing value 'NaN'"]),
+        ("x,y\n1,2\n ? ,2\n", ["row 3", "column 'x'", "missing value '?'"]),
+        ("x,y,z,x\n1,2,3,4\n", ["duplicate column name 'x'", "columns 1 and 4"]),
+        ("a,b, ,d\n1,2,3,4\n", ["column 3", "empty column name"]),
+        ("only\n1\n2\n", ["need at least 2 columns, found 1"]),
+        ("a;b;c\n1;2;3\n", ["need at least 2 columns, found 1", "comma-separated"]),
+        ("a,b\n", ["no data rows"]),
+        ("a,b\n\n\n", ["no data rows"]),
+        ("", ["empty file"]),
+        ("  \n\n", ["empty file"]),
+    ],
+)
+def test_bad_files(tmp_path, text, expected):
+    msg = error_of(write(tmp_path, text))
+    for part in expected:
+        assert part in msg, (part, msg)
+
+
+def test_not_utf8(tmp_path):
+    path = write(tmp_path, b"a,b\n1,2\n\xff\xfe,3\n", mode="wb")
+    msg = error_of(path)
+    assert "not UTF-8" in msg and "row 3" in msg
+
+
+def test_missing_file_and_directory(tmp_path):
+    msg = error_of(tmp_path / "data.csv")
+    assert "file not found" in msg
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(DataError, match="is a directory"):
+        read_table(tmp_path / "dir")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_file(tmp_path):
+    path = write(tmp_path, "a,b\n1,2\n")
+    path.chmod(0)
+    try:
+        assert "not readable" in error_of(path)
+    finally:
+        path.chmod(0o644)
+
+
+def test_identifier_column_is_refused(tmp_path):
+    rows = "".join(f"{i},{i % 2}\n" for i in range(10))
+    msg = error_of(write(tmp_path, "id,flag\n" + rows))
+    assert "column 'id'" in msg and "10 distinct values in 10 rows" in msg and "--score bge" in msg
+
+
+def test_continuous_column_is_refused(tmp_path):
+    rows = "".join(f"{i % 2},{0.1 * i * i:.3f}\n" for i in range(20))
+    msg = error_of(write(tmp_path, "flag,weight\n" + rows))
+    assert "column 'weight'" in msg
+
+
+def test_discrete_limits_are_at_the_boundary(tmp_path):
+    # 3 distinct values in 6 rows (= m/2) is still discrete; 4 in 6 is not.
+    ok = load_discrete(write(tmp_path, "a,b\n" + "".join(f"{i % 3},{i % 2}\n" for i in range(6))))
+    assert ok.arities.tolist() == [3, 2]
+    error_of(write(tmp_path, "a,b\n" + "".join(f"{i % 4},{i % 2}\n" for i in range(6))))
+    # two levels in two rows: binary, allowed
+    assert load_discrete(write(tmp_path, "a,b\n0,1\n1,0\n")).arities.tolist() == [2, 2]
+
+
+def test_max_nodes(tmp_path):
+    header = ",".join(f"v{j}" for j in range(45))
+    row = ",".join("0" for _ in range(45))
+    msg = error_of(write(tmp_path, f"{header}\n{row}\n{row}\n"), max_nodes=40)
+    assert "45 columns, but this engine supports at most 40 variables" in msg
+    assert load_discrete(write(tmp_path, f"{header}\n{row}\n"), max_nodes=45).n == 45
+
+
+def test_load_discrete_is_read_then_code(tmp_path):
+    path = write(tmp_path, GOOD)
+    a, b = load_discrete(path), discrete_dataset(read_table(path))
+    assert a.names == b.names and a.levels == b.levels
+    np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_dataset_checks_its_arrays():
+    ds = Dataset(("a", "b"), np.array([[0, 1], [1, 0]], dtype=np.int64), [2, 2], (("0", "1"), ("x", "y")))
+    assert ds.data.dtype == np.int32 and ds.arities.dtype == np.int64
+    with pytest.raises(DataError, match="codes must lie in 0..1"):
+        Dataset(("a", "b"), np.array([[0, 2], [1, 0]]), [2, 2], (("0", "1"), ("x", "y")))
+    with pytest.raises(DataError, match="arity 3 but 2 levels"):
+        Dataset(("a", "b"), np.array([[0, 1], [1, 0]]), [3, 2], (("0", "1"), ("x", "y")))
+    with pytest.raises(DataError):
+        Dataset(("a",), np.array([[0, 1], [1, 0]]), [2, 2], (("0", "1"), ("x", "y")))
+    with pytest.raises(DataError, match="integer codes"):
+        Dataset(("a", "b"), np.array([[0.0, 1.0], [1.0, 0.5]]), [2, 2], (("0", "1"), ("x", "y")))
+    with pytest.raises(DataError, match="codes must lie"):  # no silent int32 wrap-around
+        Dataset(("a", "b"), np.array([[0, 2**32], [1, 0]]), [2, 2], (("0", "1"), ("x", "y")))
+    assert issubclass(DataError, BigBNError) and issubclass(DataError, ValueError)
+
+
+def test_continuous_dataset_kind():
+    ds = Dataset(("a", "b"), [[1.5, 2], [0, -3]], [0, 0], ((), ()), kind="continuous", path="x.csv")
+    assert ds.data.dtype == np.float64 and ds.data.flags.c_contiguous and (ds.m, ds.n) == (2, 2)
+    with pytest.raises(DataError, match="column 'b': values must be finite"):
+        Dataset(("a", "b"), [[1.5, np.inf], [0, -3]], [0, 0], ((), ()), kind="continuous")
+    with pytest.raises(DataError, match="arities 0"):
+        Dataset(("a", "b"), [[1.5, 2], [0, -3]], [2, 0], ((), ()), kind="continuous")
+    with pytest.raises(DataError, match="unknown data kind"):
+        Dataset(("a", "b"), [[1, 2], [0, 3]], [2, 4], (("0", "1"), tuple("0123")), kind="ordinal")

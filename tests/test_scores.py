@@ -1,0 +1,281 @@
+"""Local scores (bigbn.scores): closed forms by hand, a slow counting reference, pgmpy's
+BDeu and K2, the two counting paths, and invariances."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from bigbn.data import Dataset
+from bigbn.errors import OptionError
+from bigbn.families import family_masks, family_parent_matrix, family_rank, n_families, squeeze
+from bigbn.scores import _parent_configs, local_scores, parent_set_index
+
+lg = math.lgamma
+
+
+def make_dataset(data, arities=None) -> Dataset:
+    data = np.asarray(data, dtype=np.int32)
+    n = data.shape[1]
+    if arities is None:
+        arities = data.max(axis=0) + 1
+    arities = np.asarray(arities, dtype=np.int64)
+    levels = tuple(tuple(f"s{c}" for c in range(int(r))) for r in arities)
+    return Dataset(tuple(f"v{j}" for j in range(n)), data, arities, levels)
+
+
+def random_dataset(seed, n, m, arities) -> Dataset:
+    """Random codes; every state of every column appears (so pgmpy knows all states)."""
+    rng = np.random.default_rng(seed)
+    arities = np.broadcast_to(np.asarray(arities), (n,)) if np.ndim(arities) == 0 else np.asarray(arities)
+    data = np.stack([rng.integers(0, r, size=m) for r in arities], axis=1)
+    for j, r in enumerate(arities):
+        data[:r, j] = rng.permutation(r)
+    return make_dataset(data, arities)
+
+
+def family_index(n, k, i, parents) -> int:
+    sq = squeeze(sum(1 << p for p in parents), i)
+    return int(family_rank(family_masks(n - 1, k), [sq])[0])
+
+
+def naive_scores(ds: Dataset, k: int, score: str, ess: float = 1.0) -> np.ndarray:
+    """The formula straight from the counts (Python dicts), for every family."""
+    P = family_parent_matrix(ds.n, k)
+    out = np.empty(P.shape[:2])
+    rows = [tuple(r) for r in ds.data.tolist()]
+    for i in range(ds.n):
+        r = int(ds.arities[i])
+        for f in range(P.shape[1]):
+            ps = [int(p) for p in P[i, f] if p >= 0]
+            q = math.prod(int(ds.arities[p]) for p in ps)
+            n_ij = Counter(tuple(row[p] for p in ps) for row in rows)
+            n_ijk = Counter((tuple(row[p] for p in ps), row[i]) for row in rows)
+            if score == "k2":
+                a_ij, a_ijk = float(r), 1.0
+            else:
+                a_ij, a_ijk = ess / q, ess / (q * r)
+            s = sum(lg(a_ij) - lg(a_ij + v) for v in n_ij.values())
+            s += sum(lg(a_ijk + v) - lg(a_ijk) for v in n_ijk.values())
+            out[i, f] = s
+    return out
+
+
+# X and Y binary, 6 rows; counts written out by hand below.
+X = [0, 0, 1, 1, 1, 0]
+Y = [0, 1, 1, 1, 0, 0]
+
+
+def test_hand_computed_two_binary_variables():
+    ds = make_dataset(np.array([X, Y]).T)
+    # N(X=0)=3, N(X=1)=3; N(Y=0)=3, N(Y=1)=3.
+    # Y | X=0: Y=0 twice, Y=1 once; Y | X=1: Y=0 once, Y=1 twice.  (X | Y likewise.)
+    k2_empty = lg(2) - lg(6 + 2) + lg(3 + 1) + lg(3 + 1)
+    k2_one = 2 * (lg(2) - lg(3 + 2) + lg(2 + 1) + lg(1 + 1))
+    e = 1.0  # ess; BDeu empty: a_ij = 1, a_ijk = 1/2; one parent: a_ij = 1/2, a_ijk = 1/4
+    bdeu_empty = lg(e) - lg(e + 6) + 2 * (lg(e / 2 + 3) - lg(e / 2))
+    bdeu_one = 2 * (lg(e / 2) - lg(e / 2 + 3) + lg(e / 4 + 2) - lg(e / 4) + lg(e / 4 + 1) - lg(e / 4))
+    for score, empty, one in (("k2", k2_empty, k2_one), ("bdeu", bdeu_empty, bdeu_one)):
+        beta = local_scores(ds, 1, score)
+        assert beta.shape == (2, 2) and beta.dtype == np.float64
+        # family 0 = no parent, family 1 = the other node
+        np.testing.assert_allclose(beta, [[empty, one], [empty, one]], rtol=1e-13)
+
+
+def test_hand_computed_ess_and_three_levels():
+    # Z has 3 levels, one of which never co-occurs with X=1; ess = 4.5.
+    Z = [0, 1, 2, 0, 0, 1]
+    ds = make_dataset(np.array([X, Z]).T)
+    e = 4.5
+    # Z | X: X=0 -> Z=0,1,1 ... rows with X=0 are 0,1,5: Z=0,1,1; X=1 rows 2,3,4: Z=2,0,0.
+    a_ij, a_ijk = e / 2, e / 6
+    z_given_x = (2 * (lg(a_ij) - lg(a_ij + 3))
+                 + 2 * (lg(a_ijk + 1) - lg(a_ijk)) + 2 * (lg(a_ijk + 2) - lg(a_ijk)))
+    # X | Z: Z=0 rows 0,3,4: X=0,1,1; Z=1 rows 1,5: X=0,0; Z=2 row 2: X=1.
+    a_ij, a_ijk = e / 3, e / 6
+    x_given_z = (
+        lg(a_ij) - lg(a_ij + 3) + lg(a_ij) - lg(a_ij + 2) + lg(a_ij) - lg(a_ij + 1)
+        + (lg(a_ijk + 1) - lg(a_ijk)) + (lg(a_ijk + 2) - lg(a_ijk))
+        + (lg(a_ijk + 2) - lg(a_ijk)) + (lg(a_ijk + 1) - lg(a_ijk))
+    )
+    beta = local_scores(ds, 1, "bdeu", ess=e)
+    np.testing.assert_allclose(beta[1, 1], z_given_x, rtol=1e-13)
+    np.testing.assert_allclose(beta[0, 1], x_given_z, rtol=1e-13)
+    # K2 with r = 3: lgamma(3) terms for each observed configuration.
+    k2_z_given_x = 2 * (lg(3) - lg(3 + 3)) + 2 * lg(2) + 2 * lg(3)
+    np.testing.assert_allclose(local_scores(ds, 1, "k2")[1, 1], k2_z_given_x, rtol=1e-13)
+
+
+@pytest.mark.parametrize("score", ["bdeu", "k2"])
+@pytest.mark.parametrize("seed, n, m, arities, k", [
+    (0, 4, 40, 2, 3),
+    (1, 5, 60, [2, 3, 4, 2, 3], 2),
+    (2, 5, 25, [4, 4, 3, 4, 1], 3),
+    (3, 6, 80, [3, 2, 2, 5, 2, 3], 1),
+])
+def test_against_naive_reference_both_paths(score, seed, n, m, arities, k):
+    ds = random_dataset(seed, n, m, arities)
+    ref = naive_scores(ds, k, score, ess=2.5)
+    for dense_limit in (None, 0, 6):
+        beta = local_scores(ds, k, score, ess=2.5, dense_limit=dense_limit)
+        assert beta.shape == (n, n_families(n - 1, k))
+        np.testing.assert_allclose(beta, ref, rtol=1e-12, atol=1e-10)
+
+
+def test_large_arities_take_the_sort_path_by_default():
+    # q*r = 40^3 > max(4m, 1024): these families are counted by sorting.
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 40, size=(300, 4))
+    data[:40, :] = np.arange(40)[:, None]
+    ds = make_dataset(data)
+    ref = naive_scores(ds, 3, "bdeu")
+    np.testing.assert_allclose(local_scores(ds, 3), ref, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(local_scores(ds, 3, dense_limit=2**30), ref, rtol=1e-12, atol=1e-10)
+
+
+def pgmpy_scores(ds: Dataset, k: int, score: str, ess: float) -> np.ndarray:
+    pd = pytest.importorskip("pandas")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgmpy.structure_score import K2, BDeu
+    frame = pd.DataFrame(ds.data, columns=list(ds.names))
+    state_names = {v: list(range(int(r))) for v, r in zip(ds.names, ds.arities)}
+    scorer = BDeu(frame, equivalent_sample_size=ess, state_names=state_names) if score == "bdeu" \
+        else K2(frame, state_names=state_names)
+    P = family_parent_matrix(ds.n, k)
+    out = np.empty(P.shape[:2])
+    for i in range(ds.n):
+        for f in range(P.shape[1]):
+            parents = tuple(ds.names[p] for p in P[i, f] if p >= 0)
+            out[i, f] = scorer.local_score(ds.names[i], parents)
+    return out
+
+
+@pytest.mark.parametrize("seed, arities, k, ess", [
+    (10, [2, 2, 2, 2], 3, 1.0),
+    (11, [3, 2, 4, 3], 2, 10.0),
+    (12, [4, 3, 2, 4], 3, 0.5),
+    (13, [2, 4, 3, 3, 2], 1, 3.0),
+])
+def test_against_pgmpy(seed, arities, k, ess):
+    n = len(arities)
+    ds = random_dataset(seed, n, 1200, arities)
+    # pgmpy's K2 adds lgamma(r) for *every* parent configuration but subtracts
+    # lgamma(N_ij + r) only for observed ones; it agrees with K2 when all are observed.
+    for i in range(n):
+        for parents in family_parent_matrix(n, k)[i]:
+            ps = [p for p in parents if p >= 0]
+            q = math.prod(int(ds.arities[p]) for p in ps)
+            assert len({tuple(row) for row in ds.data[:, ps].tolist()}) == q
+    for score in ("bdeu", "k2"):
+        ours = local_scores(ds, k, score, ess=ess)
+        ref = pgmpy_scores(ds, k, score, ess)
+        np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-9)
+
+
+def test_bdeu_is_score_equivalent():
+    # BDeu gives Markov-equivalent DAGs the same score: X->Y and Y->X (and with a common
+    # third parent Z: Z->X->Y, Z->Y vs Z->Y->X, Z->X).
+    ds = random_dataset(5, 3, 50, [3, 2, 4])
+    beta = local_scores(ds, 2, "bdeu", ess=3.0)
+    fam = lambda i, ps: beta[i, family_index(3, 2, i, ps)]  # noqa: E731
+    np.testing.assert_allclose(fam(0, []) + fam(1, [0]), fam(1, []) + fam(0, [1]), rtol=1e-12)
+    np.testing.assert_allclose(fam(0, [2]) + fam(1, [0, 2]), fam(1, [2]) + fam(0, [1, 2]), rtol=1e-12)
+    # K2 is not score equivalent (a check that this test could fail).
+    k2 = local_scores(ds, 2, "k2")
+    fk = lambda i, ps: k2[i, family_index(3, 2, i, ps)]  # noqa: E731
+    assert abs(fk(0, []) + fk(1, [0]) - fk(1, []) - fk(0, [1])) > 1e-6
+
+
+def test_row_permutation_and_threads_do_not_change_scores():
+    ds = random_dataset(3, 7, 500, [2, 3, 2, 4, 2, 3, 2])
+    beta = local_scores(ds, 3, "bdeu", threads=1)
+    perm = np.random.default_rng(0).permutation(ds.m)
+    shuffled = make_dataset(ds.data[perm], ds.arities)
+    shuffled_beta = local_scores(shuffled, 3, "bdeu", threads=2)
+    np.testing.assert_allclose(shuffled_beta, beta, rtol=1e-12, atol=1e-10)
+    np.testing.assert_array_equal(local_scores(ds, 3, "bdeu", threads=3), beta)
+
+
+def test_single_level_variable_contributes_nothing():
+    data = random_dataset(4, 3, 30, [3, 2, 2]).data.copy()
+    data[:, 2] = 0
+    ds = make_dataset(data, [3, 2, 1])
+    for score in ("bdeu", "k2"):
+        beta = local_scores(ds, 2, score)
+        np.testing.assert_array_equal(beta[2], 0.0)  # child with one level: log 1
+        # adding the constant node as a parent changes nothing
+        for i, ps in ((0, []), (0, [1]), (1, []), (1, [0])):
+            a = beta[i, family_index(3, 2, i, ps)]
+            b = beta[i, family_index(3, 2, i, ps + [2])]
+            assert a == pytest.approx(b, rel=1e-13, abs=1e-12)
+
+
+def test_max_parents_is_capped_at_n_minus_1():
+    ds = random_dataset(1, 3, 20, 2)
+    beta = local_scores(ds, 10, "k2")
+    assert beta.shape == (3, 4)
+    np.testing.assert_allclose(beta, naive_scores(ds, 2, "k2"), rtol=1e-12)
+    assert local_scores(ds, 0, "k2").shape == (3, 1)
+
+
+def test_parent_set_index_covers_every_family_once():
+    for n, k in ((1, 0), (2, 1), (5, 2), (7, 3), (6, 5)):
+        parent_sets, index = parent_set_index(n, k)
+        F = n_families(n - 1, k)
+        seen = np.zeros((n, F), dtype=int)
+        expected = family_parent_matrix(n, k)
+        for g in range(parent_sets.shape[0]):
+            ps = [p for p in parent_sets[g] if p >= 0]
+            assert ps == sorted(ps) and len(ps) <= k
+            for i in range(n):
+                f = index[g, i]
+                if i in ps:
+                    assert f == -1
+                else:
+                    seen[i, f] += 1
+                    assert [p for p in expected[i, f] if p >= 0] == ps
+        assert (seen == 1).all()
+
+
+def test_configuration_index_groups_rows_even_when_it_would_overflow():
+    # Declared arities so large that the mixed-radix index exceeds int64: the kernel
+    # compresses to ranks, and rows must still be grouped exactly by parent values.
+    rng = np.random.default_rng(2)
+    data_t = rng.integers(0, 3, size=(3, 200)).astype(np.int32)
+    arities = np.array([2**40, 2**40, 2**40], dtype=np.int64)
+    cfg = np.empty(200, dtype=np.int64)
+    _parent_configs(data_t, arities, np.array([0, 1, 2], dtype=np.int64), cfg)
+    tuples = [tuple(c) for c in data_t.T.tolist()]
+    for a in range(200):
+        for b in range(a + 1, 200):
+            assert (cfg[a] == cfg[b]) == (tuples[a] == tuples[b])
+    # small arities: the exact mixed radix
+    _parent_configs(data_t, np.array([3, 3, 3], dtype=np.int64), np.array([0, 2, -1], dtype=np.int64), cfg)
+    np.testing.assert_array_equal(cfg, data_t[0].astype(np.int64) * 3 + data_t[2])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"score": "bic"}, "unknown score 'bic'"),
+    ({"ess": 0.0}, "must be a positive number"),
+    ({"ess": -1}, "must be a positive number"),
+    ({"ess": float("nan")}, "must be a positive number"),
+    ({"ess": "lots"}, "must be a positive number"),
+    ({"max_parents": -1}, "non-negative integer"),
+    ({"max_parents": 1.5}, "non-negative integer"),
+])
+def test_bad_options(kwargs, message):
+    ds = random_dataset(0, 3, 10, 2)
+    args = {"max_parents": 2, **kwargs}
+    with pytest.raises(OptionError, match=message):
+        local_scores(ds, **args)
+
+
+def test_continuous_data_is_refused():
+    ds = Dataset(("a", "b"), [[1.5, 2.0], [0.0, -3.0]], [0, 0], ((), ()), kind="continuous")
+    with pytest.raises(OptionError, match="needs discrete data"):
+        local_scores(ds, 1, "bdeu")
