@@ -24,25 +24,21 @@ import math
 import numpy as np
 from numba import njit
 
+from .fastmath import _lae_run, _lae_scalar
+
 NEG_INF = -np.inf
-_KW = dict(cache=True, nogil=True, error_model="numpy")
-
-
-@njit(inline="always")
-def _lae(a, b):
-    """log(exp(a) + exp(b)) without overflow; -inf is the neutral element."""
-    if a < b:
-        a, b = b, a
-    if b == NEG_INF:
-        return a
-    return a + math.log1p(math.exp(b - a))
+# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
+_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+_lae = _lae_scalar  # log(exp(a) + exp(b)); -inf is the neutral element (fastmath.py)
 
 
 @njit(**_KW)
 def _lae_into(acc, x, y):
-    """acc[j] = log(exp(acc[j]) + exp(x[j] + y[j])) for all j; arrays of equal length."""
+    """acc[j] = log(exp(acc[j]) + exp(x[j] + y[j])) for all j; arrays of equal length.
+
+    Branch-free (fastmath.py), so LLVM vectorises the loop."""
     for j in range(acc.shape[0]):
-        acc[j] = _lae(acc[j], x[j] + y[j])
+        acc[j] = _lae_scalar(acc[j], x[j] + y[j])
 
 
 @njit(**_KW)
@@ -62,9 +58,7 @@ def _upward_truncated(x, d, small):
             if m >= limit:
                 break
             src = m << (j + 1)
-            dst = src + h
-            for o in range(h):
-                x[dst + o] = _lae(x[dst + o], x[src + o])
+            _lae_run(x, src + h, src, h)
 
 
 @njit(**_KW)
@@ -82,9 +76,7 @@ def _downward_truncated(x, d, small):
             if m >= limit:
                 break
             dst = m << (i + 1)
-            src = dst + h
-            for o in range(h):
-                x[dst + o] = _lae(x[dst + o], x[src + o])
+            _lae_run(x, dst, dst + h, h)
 
 
 @njit(**_KW)
