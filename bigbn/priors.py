@@ -1,0 +1,299 @@
+"""Structure priors ρ_i(G) and hard constraints on the structure.
+
+Koivisto (2006), section 2: the prior is order-modular,
+``p(≺, G) = Π_i q_i(U_i) ρ_i(G_i)``. This module builds the log ρ part, one value per
+family, in the same (n, F) layout as a local-score table (see `bigbn.families`), so that
+``beta = scores + log_prior(...)`` is the β of the paper (q is handled by the engine).
+
+``kind`` selects the base ρ:
+
+* ``"uniform"``: ρ_i(G) = 1 for every family (log 0).
+* ``"koivisto-sood"``: ρ_i(G) = 1 / C(n-1, |G|) (Koivisto and Sood 2004): every parent-set
+  *size* is equally likely a priori, so small and large families are not swamped by the
+  number of medium-sized ones.
+
+On top of the base ρ, optional factors multiply in (in the log domain: add):
+
+* ``edge_prob``: an (n, n) matrix p with p[u, v] the prior probability of the edge u → v.
+  Each node's ρ gets the factor Π_{u∈G} p[u, i] · Π_{u∉G, u≠i} (1 − p[u, i]), i.e. the
+  edges into i are independent a priori with these probabilities. The factor *multiplies*
+  the base ρ (use ``kind="uniform"`` for the pure edge-probability prior). An entry that is
+  NaN means "no opinion": that edge contributes no factor. p = 0.5 also leaves every
+  posterior unchanged (its factor 0.5 is the same for all families of the node), but it
+  shifts log p(x) by log 0.5. p = 0 forbids the edge (log ρ = -inf for families that
+  contain u), p = 1 requires it (-inf for families that lack u). The diagonal is ignored.
+* ``forbid``: (u, v) pairs; every family of v that contains u gets -inf.
+* ``require``: (u, v) pairs; every family of v that lacks u gets -inf.
+* ``max_parents``: per-node limits (int array (n,), each 0..k); families of i with more
+  than ``max_parents[i]`` parents get -inf.
+
+Unsatisfiable combinations are refused before any table is built (`OptionError`, one line,
+naming the nodes). The readers at the end turn the CLI's CSV files into these arguments.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from math import comb, log
+
+import numpy as np
+
+from bigbn.errors import DataError, OptionError
+from bigbn.families import family_masks, popcounts
+
+KINDS = ("uniform", "koivisto-sood")
+
+
+def _name(names, i: int) -> str:
+    return str(names[i]) if names is not None else str(i)
+
+
+def _as_pairs(pairs, n: int, what: str) -> list[tuple[int, int]]:
+    out = []
+    for pair in pairs:
+        try:
+            u, v = (int(x) for x in pair)
+        except (TypeError, ValueError):
+            raise OptionError(f"{what} edge {pair!r} is not a pair of node indices") from None
+        for x in (u, v):
+            if not 0 <= x < n:
+                raise OptionError(f"{what} edge ({u}, {v}): node index {x} is not in 0..{n - 1}")
+        out.append((u, v))
+    return out
+
+
+def _find_cycle(n: int, edges) -> list[int] | None:
+    """A directed cycle [a, b, ..., a] among edges (u, v) meaning u -> v, or None."""
+    children = [[] for _ in range(n)]
+    for u, v in sorted(set(edges)):
+        children[u].append(v)
+    state = [0] * n  # 0 unseen, 1 on the stack, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        stack = [(root, iter(children[root]))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state[nxt] == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(children[nxt])))
+                path.append(nxt)
+    return None
+
+
+def _validate(n, k, kind, edge_prob, forbid, require, max_parents, names):
+    """Check every option and return them normalised (raises OptionError)."""
+    if kind not in KINDS:
+        raise OptionError(f"unknown prior {kind!r}; choose one of {', '.join(KINDS)}")
+    if n < 1 or k < 0:
+        raise OptionError(f"need n >= 1 and k >= 0, got n={n}, k={k}")
+    if names is not None and len(names) != n:
+        raise OptionError(f"{len(names)} node names given for {n} nodes")
+    forbid = _as_pairs(forbid, n, "forbidden")
+    require = _as_pairs(require, n, "required")
+
+    if edge_prob is not None:
+        edge_prob = np.array(edge_prob, dtype=np.float64)
+        if edge_prob.shape != (n, n):
+            raise OptionError(f"edge_prob must have shape ({n}, {n}), got {edge_prob.shape}")
+        off = edge_prob[~np.eye(n, dtype=bool)]
+        bad = ~np.isnan(off) & ((off < 0) | (off > 1))
+        if np.any(bad):
+            raise OptionError("edge_prob entries must lie in [0, 1] (or be NaN for no opinion)")
+        # p = 0 / p = 1 are hard constraints too: validate them with the explicit ones.
+        for u, v in zip(*np.nonzero(edge_prob == 0.0)):
+            if u != v:
+                forbid.append((int(u), int(v)))
+        for u, v in zip(*np.nonzero(edge_prob == 1.0)):
+            if u != v:
+                require.append((int(u), int(v)))
+
+    both = sorted(set(forbid) & set(require))
+    if both:
+        u, v = both[0]
+        raise OptionError(
+            f"edge {_name(names, u)} -> {_name(names, v)} is both required and forbidden")
+    for u, v in require:
+        if u == v:
+            raise OptionError(f"required edge {_name(names, u)} -> {_name(names, v)} is a self-loop")
+
+    if max_parents is None:
+        limits = np.full(n, k, dtype=np.int64)
+    else:
+        limits = np.asarray(max_parents)
+        if limits.shape != (n,) or not np.issubdtype(limits.dtype, np.integer):
+            raise OptionError(f"max_parents must be an integer array of shape ({n},)")
+        limits = limits.astype(np.int64)
+        for i in range(n):
+            if not 0 <= limits[i] <= k:
+                raise OptionError(
+                    f"max parents of {_name(names, i)} is {limits[i]}, must be in 0..k={k}")
+
+    n_required = np.zeros(n, dtype=np.int64)
+    for _, v in set(require):
+        n_required[v] += 1
+    for i in range(n):
+        if n_required[i] > limits[i]:
+            req = sorted(u for u, v in set(require) if v == i)
+            raise OptionError(
+                f"{_name(names, i)} has {n_required[i]} required parents "
+                f"({', '.join(_name(names, u) for u in req)}) but at most {limits[i]} allowed")
+
+    cycle = _find_cycle(n, require)
+    if cycle is not None:
+        raise OptionError(
+            "required edges form a cycle: " + " -> ".join(_name(names, x) for x in cycle))
+    return edge_prob, sorted(set(forbid)), sorted(set(require)), limits
+
+
+def log_prior(n: int, k: int, kind: str = "koivisto-sood", *, edge_prob=None, forbid=(),
+              require=(), max_parents=None, names=None) -> np.ndarray:
+    """log ρ_i(G) for every node and family; float64 array (n, F), F = C(n-1, <=k).
+
+    ``out[i, f]`` is log ρ_i(G) for G = unsqueeze(family_masks(n-1, k)[f], i), with the
+    base prior ``kind`` times the optional edge-probability factor, and -inf where a hard
+    constraint (forbid, require, edge_prob 0/1, max_parents) rules the family out. See the
+    module docstring for the definitions. ``names`` (length n) is only used in messages.
+    Raises OptionError for an unknown kind, malformed options or unsatisfiable constraints.
+    """
+    edge_prob, forbid, require, limits = _validate(
+        n, k, kind, edge_prob, forbid, require, max_parents, names)
+    masks = family_masks(n - 1, k)
+    size = popcounts(masks)
+    out = np.zeros((n, masks.size), dtype=np.float64)
+    if kind == "koivisto-sood":
+        log_inv_comb = np.array([0.0 - log(comb(n - 1, s)) for s in range(min(k, n - 1) + 1)])
+        out[:] = log_inv_comb[size]
+
+    def has(i: int, u: int) -> np.ndarray:
+        b = u if u < i else u - 1  # squeezed bit of u in node i's masks
+        return ((masks >> b) & 1).astype(bool)
+
+    if edge_prob is not None:
+        with np.errstate(divide="ignore"):
+            log_p, log_q = np.log(edge_prob), np.log1p(-edge_prob)
+        for i in range(n):
+            for u in range(n):
+                if u != i and not np.isnan(edge_prob[u, i]):
+                    out[i] += np.where(has(i, u), log_p[u, i], log_q[u, i])
+    for u, v in forbid:
+        if u != v:
+            out[v, has(v, u)] = -np.inf
+    for u, v in require:
+        out[v, ~has(v, u)] = -np.inf
+    for i in range(n):
+        out[i, size > limits[i]] = -np.inf
+        if not np.any(np.isfinite(out[i])):
+            raise OptionError(f"every parent set of {_name(names, i)} is ruled out by the constraints")
+    return out
+
+
+# ---- readers for the CLI's files -------------------------------------------------------
+
+def _read_csv(path, header: tuple[str, ...]):
+    """Yield (line number, row) of a CSV with exactly this header; blank lines skipped."""
+    try:
+        f = open(path, newline="", encoding="utf-8")
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror})") from None
+    with f:
+        reader = csv.reader(f)
+        first = next(reader, None)
+        if first is None or tuple(c.strip() for c in first) != header:
+            raise DataError(f"{path}: line 1: header must be {','.join(header)}")
+        for row in reader:
+            if not row or all(not c.strip() for c in row):
+                continue
+            line = reader.line_num
+            if len(row) != len(header):
+                raise DataError(
+                    f"{path}: line {line}: expected {len(header)} fields, got {len(row)}")
+            yield line, [c.strip() for c in row]
+
+
+def _index(path, line: int, column: str, name: str, index: dict) -> int:
+    try:
+        return index[name]
+    except KeyError:
+        raise DataError(
+            f"{path}: line {line}, column {column}: unknown node {name!r} "
+            "(not a column of the data)") from None
+
+
+def read_edge_list(path, names) -> list[tuple[int, int]]:
+    """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs."""
+    index = {str(x): j for j, x in enumerate(names)}
+    out = []
+    for line, (p, c) in _read_csv(path, ("parent", "child")):
+        out.append((_index(path, line, "parent", p, index), _index(path, line, "child", c, index)))
+    return out
+
+
+def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
+    """Read a CSV ``parent,child,prob``; return the (n, n) float64 edge_prob matrix.
+
+    Pairs not in the file get ``default``; the default NaN means "no opinion" (no factor in
+    ρ, see module docstring). A pair listed twice, a self-loop or a prob outside [0, 1] is
+    a DataError naming the file and line.
+    """
+    index = {str(x): j for j, x in enumerate(names)}
+    n = len(names)
+    out = np.full((n, n), default, dtype=np.float64)
+    seen = set()
+    for line, (p, c, s) in _read_csv(path, ("parent", "child", "prob")):
+        u = _index(path, line, "parent", p, index)
+        v = _index(path, line, "child", c, index)
+        if u == v:
+            raise DataError(f"{path}: line {line}: self-loop {p} -> {c}")
+        if (u, v) in seen:
+            raise DataError(f"{path}: line {line}: edge {p} -> {c} listed twice")
+        seen.add((u, v))
+        try:
+            prob = float(s)
+        except ValueError:
+            prob = np.nan
+        if not 0.0 <= prob <= 1.0:
+            raise DataError(f"{path}: line {line}, column prob: {s!r} is not a probability in [0, 1]")
+        out[u, v] = prob
+    return out
+
+
+def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
+    """Per-node max parents as int64 (n,): a CSV file ``node,max_parents`` or one integer.
+
+    Nodes not listed in the file keep k. A plain integer string (e.g. ``"2"``) applies to
+    every node. Values must be in 0..k.
+    """
+    n = len(names)
+    text = str(path_or_str).strip()
+    if not os.path.exists(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise DataError(f"{text}: not a file and not an integer max-parents value") from None
+        if not 0 <= value <= k:
+            raise OptionError(f"max parents {value} must be in 0..k={k}")
+        return np.full(n, value, dtype=np.int64)
+    index = {str(x): j for j, x in enumerate(names)}
+    out = np.full(n, k, dtype=np.int64)
+    for line, (name, s) in _read_csv(text, ("node", "max_parents")):
+        i = _index(text, line, "node", name, index)
+        try:
+            value = int(s)
+        except ValueError:
+            value = -1
+        if not 0 <= value <= k:
+            raise DataError(
+                f"{text}: line {line}, column max_parents: {s!r} is not an integer in 0..k={k}")
+        out[i] = value
+    return out

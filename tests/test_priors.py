@@ -1,0 +1,252 @@
+"""Structure priors and hard constraints (bigbn/priors.py) against direct enumeration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bigbn.errors import DataError, OptionError
+from bigbn.families import family_masks, parents_of
+from bigbn.priors import log_prior, read_edge_list, read_edge_prob, read_max_parents
+
+import naive
+
+
+def families(n, k):
+    """[(i, f, parents as a set)] for every node and family, straight from bigbn.families."""
+    masks = family_masks(n - 1, k).tolist()
+    return [(i, f, set(parents_of(i, m))) for i in range(n) for f, m in enumerate(masks)]
+
+
+def reference(n, k, kind, edge_prob=None, forbid=(), require=(), max_parents=None):
+    """log ρ by the definition, one family at a time."""
+    F = len(family_masks(n - 1, k))
+    out = np.empty((n, F))
+    for i, f, G in families(n, k):
+        rho = 1.0 if kind == "uniform" else 1.0 / math.comb(n - 1, len(G))
+        if edge_prob is not None:
+            for u in range(n):
+                if u != i and not np.isnan(edge_prob[u, i]):
+                    rho *= edge_prob[u, i] if u in G else 1.0 - edge_prob[u, i]
+        if any(v == i and u in G for u, v in forbid):
+            rho = 0.0
+        if any(v == i and u not in G for u, v in require):
+            rho = 0.0
+        if max_parents is not None and len(G) > max_parents[i]:
+            rho = 0.0
+        out[i, f] = math.log(rho) if rho > 0 else -math.inf
+    return out
+
+
+@pytest.mark.parametrize("n,k", [(1, 0), (2, 1), (4, 2), (5, 4), (6, 3)])
+@pytest.mark.parametrize("kind", ["uniform", "koivisto-sood"])
+def test_kinds_match_definition(n, k, kind):
+    got = log_prior(n, k, kind)
+    assert got.shape == (n, len(family_masks(n - 1, k))) and got.dtype == np.float64
+    np.testing.assert_allclose(got, reference(n, k, kind), rtol=0, atol=1e-12)
+
+
+def test_koivisto_sood_sizes_equally_likely():
+    # With k = n-1, ρ sums to 1 over the families of each size, so to k+1 in total.
+    n = 6
+    got = log_prior(n, n - 1, "koivisto-sood")
+    np.testing.assert_allclose(np.exp(got).sum(axis=1), n)
+
+
+def test_default_kind_is_koivisto_sood():
+    np.testing.assert_array_equal(log_prior(5, 2), log_prior(5, 2, "koivisto-sood"))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "koivisto-sood"])
+def test_edge_prob_factor(kind):
+    rng = np.random.default_rng(1)
+    n, k = 5, 3
+    p = rng.uniform(0.05, 0.95, size=(n, n))
+    p[rng.random((n, n)) < 0.3] = np.nan  # no opinion
+    p[0, 1], p[2, 3] = 0.0, 1.0
+    got = log_prior(n, k, kind, edge_prob=p)
+    np.testing.assert_allclose(got, reference(n, k, kind, edge_prob=p), rtol=0, atol=1e-12)
+    # p = 1/2 everywhere is a constant factor per node: same as no edge_prob, shifted.
+    half = log_prior(n, k, kind, edge_prob=np.full((n, n), 0.5))
+    np.testing.assert_allclose(half - log_prior(n, k, kind), (n - 1) * math.log(0.5))
+
+
+def test_constraints_hit_exactly_the_right_families():
+    n, k = 6, 3
+    forbid = [(0, 1), (5, 1), (3, 4)]
+    require = [(2, 1), (4, 0), (0, 3)]
+    limits = np.array([2, 3, 1, 3, 0, 2])
+    got = log_prior(n, k, "koivisto-sood", forbid=forbid, require=require, max_parents=limits)
+    want = reference(n, k, "koivisto-sood", forbid=forbid, require=require, max_parents=limits)
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    np.testing.assert_allclose(got[np.isfinite(got)], want[np.isfinite(want)], atol=1e-12)
+    # spot checks stated independently of the reference
+    for i, f, G in families(n, k):
+        if i == 1:
+            assert np.isneginf(got[i, f]) == (0 in G or 5 in G or 2 not in G)
+        if i == 4:
+            assert np.isneginf(got[i, f]) == (len(G) > 0)
+
+
+def test_index_pairs_accept_numpy_and_duplicates():
+    a = log_prior(4, 2, forbid=np.array([[0, 1], [0, 1]]), require={(2, 3)})
+    b = log_prior(4, 2, forbid=[(0, 1)], require=[(2, 3)])
+    np.testing.assert_array_equal(a, b)
+
+
+NAMES = ["A", "B", "C", "D"]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(kind="bdeu"), "unknown prior"),
+    (dict(forbid=[(0, 1)], require=[(0, 1)]), "edge A -> B is both required and forbidden"),
+    (dict(edge_prob=np.where(np.eye(4) > 0, np.nan, 0.0), require=[(0, 1)]),
+     "edge A -> B is both required and forbidden"),
+    (dict(require=[(2, 2)]), "required edge C -> C is a self-loop"),
+    (dict(require=[(0, 3), (1, 3), (2, 3)]), "D has 3 required parents (A, B, C) but at most 2"),
+    (dict(require=[(0, 3), (1, 3)], max_parents=np.array([2, 2, 2, 1])),
+     "D has 2 required parents (A, B) but at most 1"),
+    (dict(require=[(0, 1), (1, 2), (2, 0)]), "required edges form a cycle: A -> B -> C -> A"),
+    (dict(require=[(3, 1), (1, 2), (2, 3)]), "required edges form a cycle: B -> C -> D -> B"),
+    (dict(edge_prob=np.triu(np.ones((4, 4)), 1)),  # p = 1 for every u -> v with u < v
+     "D has 3 required parents (A, B, C) but at most 2"),
+    (dict(require=[(0, 1)], max_parents=np.array([2, 0, 2, 2])), "B has 1 required parents (A)"),
+    (dict(max_parents=np.array([1, 2, 3, 1])), "max parents of C is 3, must be in 0..k=2"),
+    (dict(max_parents=np.array([1, 2])), "max_parents must be an integer array"),
+    (dict(forbid=[(0, 9)]), "node index 9 is not in 0..3"),
+    (dict(edge_prob=np.full((4, 4), 1.5)), "edge_prob entries must lie in [0, 1]"),
+    (dict(edge_prob=np.full((3, 3), 0.5)), "edge_prob must have shape (4, 4)"),
+])
+def test_validation_errors(kwargs, message):
+    kind = kwargs.pop("kind", "koivisto-sood")
+    with pytest.raises(OptionError) as e:
+        log_prior(4, 2, kind, names=NAMES, **kwargs)
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_tight_constraints_are_not_refused():
+    # Every edge into D forbidden and D limited to no parents: only the empty family is left.
+    got = log_prior(4, 2, forbid=[(u, 3) for u in range(3)], max_parents=np.array([2, 2, 2, 0]))
+    assert np.isfinite(got[3, 0]) and np.isneginf(got[3, 1:]).all()
+
+
+def test_names_default_to_indices():
+    with pytest.raises(OptionError, match="required edges form a cycle: 0 -> 1 -> 0"):
+        log_prior(3, 2, require=[(0, 1), (1, 0)])
+
+
+# ---- end to end with the naive posteriors ----------------------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_constraints_give_exact_posteriors(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 5, 2
+    scores = naive.random_beta(n, k, rng, spread=5.0)
+    forbid = [(0, 1), (3, 2), (4, 0)]
+    require = [(1, 2), (0, 4)]
+    p = np.full((n, n), np.nan)
+    p[2, 3], p[4, 1] = 0.0, 1.0
+    beta = scores + log_prior(n, k, forbid=forbid, require=require, edge_prob=p)
+    for P, _ in (naive.edges_by_dags(beta, k), naive.edges_by_orders(beta, k)):
+        for u, v in forbid + [(2, 3)]:
+            assert P[u, v] == 0.0
+        for u, v in require + [(4, 1)]:  # 1 up to the rounding of the reference's log p(x)
+            assert P[u, v] == pytest.approx(1.0, abs=1e-12)
+        # and every other edge not closing a cycle with the required chain 0->4->1->2 is uncertain
+        chain = [0, 4, 1, 2]
+        ruled = set(forbid + require + [(2, 3), (4, 1)])
+        ruled |= {(chain[b], chain[a]) for a in range(4) for b in range(a + 1, 4)}
+        free = [(u, v) for u in range(n) for v in range(n) if u != v and (u, v) not in ruled]
+        assert all(0.0 < P[u, v] < 1.0 for u, v in free)
+
+
+def test_edge_prob_acts_like_rho():
+    # Factorised edge prior = adding its log factor to beta by hand.
+    rng = np.random.default_rng(5)
+    n, k = 4, 3
+    scores = naive.random_beta(n, k, rng, spread=3.0)
+    p = rng.uniform(0.1, 0.9, size=(n, n))
+    by_hand = scores + reference(n, k, "uniform", edge_prob=p)
+    P1, l1 = naive.edges_by_dags(scores + log_prior(n, k, "uniform", edge_prob=p), k)
+    P2, l2 = naive.edges_by_dags(by_hand, k)
+    np.testing.assert_allclose(P1, P2, atol=1e-12)
+    assert l1 == pytest.approx(l2, abs=1e-10)
+
+
+# ---- readers ---------------------------------------------------------------------------
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_read_edge_list(tmp_path):
+    path = write(tmp_path, "e.csv", "parent,child\nA,B\n\n D , A\n")
+    assert read_edge_list(path, NAMES) == [(0, 1), (3, 0)]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("parent,child\nA,B\nA,E\n", "e.csv: line 3, column child: unknown node 'E'"),
+    ("parent,child\nA,B\nX,A\n", "e.csv: line 3, column parent: unknown node 'X'"),
+    ("from,to\nA,B\n", "e.csv: line 1: header must be parent,child"),
+    ("parent,child\nA,B,C\n", "e.csv: line 2: expected 2 fields, got 3"),
+    ("", "e.csv: line 1: header must be parent,child"),
+])
+def test_read_edge_list_errors(tmp_path, text, message):
+    path = write(tmp_path, "e.csv", text)
+    with pytest.raises(DataError) as e:
+        read_edge_list(path, NAMES)
+    assert message in str(e.value)
+
+
+def test_read_edge_list_missing_file(tmp_path):
+    with pytest.raises(DataError, match="cannot read"):
+        read_edge_list(tmp_path / "nope.csv", NAMES)
+
+
+def test_read_edge_prob(tmp_path):
+    path = write(tmp_path, "p.csv", "parent,child,prob\nA,B,0.25\nC,A,1\n")
+    p = read_edge_prob(path, NAMES)
+    assert p.shape == (4, 4)
+    assert p[0, 1] == 0.25 and p[2, 0] == 1.0
+    assert np.isnan(p).sum() == 14
+    q = read_edge_prob(path, NAMES, default=0.5)
+    assert q[1, 0] == 0.5 and q[0, 1] == 0.25
+
+
+@pytest.mark.parametrize("text,message", [
+    ("parent,child,prob\nA,B,1.5\n", "p.csv: line 2, column prob: '1.5' is not a probability"),
+    ("parent,child,prob\nA,B,x\n", "p.csv: line 2, column prob: 'x' is not a probability"),
+    ("parent,child,prob\nA,B,0.1\nA,B,0.2\n", "p.csv: line 3: edge A -> B listed twice"),
+    ("parent,child,prob\nA,A,0.1\n", "p.csv: line 2: self-loop A -> A"),
+    ("parent,child,prob\nA,Q,0.1\n", "p.csv: line 2, column child: unknown node 'Q'"),
+])
+def test_read_edge_prob_errors(tmp_path, text, message):
+    path = write(tmp_path, "p.csv", text)
+    with pytest.raises(DataError) as e:
+        read_edge_prob(path, NAMES)
+    assert message in str(e.value)
+
+
+def test_read_max_parents(tmp_path):
+    path = write(tmp_path, "m.csv", "node,max_parents\nB,0\nD,2\n")
+    np.testing.assert_array_equal(read_max_parents(path, NAMES, 3), [3, 0, 3, 2])
+    np.testing.assert_array_equal(read_max_parents(str(path), NAMES, 3), [3, 0, 3, 2])
+    np.testing.assert_array_equal(read_max_parents("2", NAMES, 3), [2, 2, 2, 2])
+
+
+def test_read_max_parents_errors(tmp_path):
+    path = write(tmp_path, "m.csv", "node,max_parents\nB,4\n")
+    with pytest.raises(DataError, match="m.csv: line 2, column max_parents: '4' is not an integer in 0..k=3"):
+        read_max_parents(path, NAMES, 3)
+    path = write(tmp_path, "m.csv", "node,max_parents\nZ,1\n")
+    with pytest.raises(DataError, match="line 2, column node: unknown node 'Z'"):
+        read_max_parents(path, NAMES, 3)
+    with pytest.raises(DataError, match="not a file and not an integer"):
+        read_max_parents(tmp_path / "missing.csv", NAMES, 3)
+    with pytest.raises(OptionError, match="max parents 5 must be in 0..k=3"):
+        read_max_parents("5", NAMES, 3)
