@@ -1,0 +1,214 @@
+"""Click commands for the simulation-study tools: simulate, roc, plot, study.
+
+Thin layer over `bigbn.simulate`, `bigbn.roc`, `bigbn.plot` and `bigbn.study`; the
+main group (`bigbn.cli`) registers them with ``main.add_command(...)`` and turns a
+`BigBNError` into a one-line ``Error: ...`` and exit status 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from bigbn.errors import OptionError
+
+
+def _int_list(text: str, option: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise OptionError(f"{option}: expected comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise OptionError(f"{option}: expected at least one integer")
+    return vals
+
+
+@click.command("simulate")
+@click.argument("out", type=click.Path(dir_okay=False, writable=True))
+@click.option("--n", "n", type=int, default=None, help="Number of nodes of a random network.")
+@click.option("-k", "--k", "k", type=int, default=None,
+              help="Maximum indegree of a random network (default 3).")
+@click.option("--states", "r", type=int, default=None,
+              help="States per variable of a random network (default 2).")
+@click.option("--rows", "m", type=int, required=True, help="Number of records to draw.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--network", default=None, metavar="NAME|FILE.bif[.gz]",
+              help="Sample from this network instead of a random one: a bundled name "
+                   "(asia, sachs, child, alarm, survey, cancer, earthquake) or a BIF file.")
+@click.option("--save-network", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE.bif[.gz]", help="Also write the network (with its CPTs) as BIF.")
+def simulate(out, n, k, r, m, seed, network, save_network):
+    """Draw data from a random network (paper, section 5.2) or a known one.
+
+    A random network: uniform random node order; each node gets a number of parents
+    uniform in 0..K (capped by its number of predecessors), chosen uniformly among its
+    predecessors; each parent configuration's distribution over the R states is
+    Dirichlet(1). Writes OUT (header X1..Xn, states 0..R-1) and the true arcs to
+    OUT.truth.csv (header parent,child).
+
+    \b
+    Examples:
+      bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
+      bigbn simulate --network asia --rows 1000 asia.csv
+    """
+    from bigbn.bif import write_bif
+    from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
+
+    rng = np.random.default_rng(seed)
+    if network is not None:
+        given = [name for name, v in (("--n", n), ("-k", k), ("--states", r)) if v is not None]
+        if given:
+            raise OptionError(f"{', '.join(given)} cannot be combined with --network")
+        net = load_network(network)
+    else:
+        if n is None:
+            raise OptionError("give --n (number of nodes) or --network")
+        net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng)
+    data = sample(net, m, rng)
+    truth = truth_path(out)
+    if Path(truth).resolve() == Path(out).resolve():
+        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
+    write_data(net, data, out)
+    write_truth(net, truth)
+    if save_network:
+        write_bif(net, save_network)
+    click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
+
+
+@click.command("roc")
+@click.argument("edges", type=click.Path(exists=True, dir_okay=False))
+@click.argument("truth", type=click.Path(exists=True, dir_okay=False))
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the ROC curve as a picture (.png, .svg or .pdf).")
+@click.option("--curve", "curve_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the curve's points as CSV (fpr,tpr,threshold).")
+def roc(edges, truth, plot_path, curve_path):
+    """ROC curve and AUC of undirected edge discovery (paper, section 5.1).
+
+    EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs; TRUTH is a
+    parent,child CSV of the true arcs. The pair {u,v} is claimed iff
+    p(u->v) + p(v->u) exceeds the threshold; sensitivity is plotted against
+    1 - specificity over all thresholds. Prints the AUC.
+
+    \b
+    Example:
+      bigbn roc run/edges.csv data.truth.csv --plot roc.png
+    """
+    from bigbn.roc import edge_roc, plot_roc, read_edges
+    from bigbn.simulate import read_truth
+
+    names, P = read_edges(edges)
+    curve = edge_roc(P, read_truth(truth, names))
+    if plot_path:
+        plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"], title=Path(edges).name)
+    if curve_path:
+        with open(curve_path, "w", encoding="utf-8") as fh:
+            fh.write("fpr,tpr,threshold\n")
+            for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
+                fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")
+    click.echo(f"AUC {curve.auc:.6f}")
+
+
+@click.command("plot")
+@click.argument("edges", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "heatmap_path", type=click.Path(dir_okay=False), default=None,
+              help="Heatmap of the posterior matrix (.png, .svg or .pdf). Default when "
+                   "--graph is not given: EDGES with suffix .heatmap.png.")
+@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), default=None,
+              help="The graph of edges above --threshold: a picture, or DOT / GraphML text.")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="Draw/export the directed edges whose posterior exceeds this.")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf", "dot", "graphml"]),
+              default=None, help="Format of --graph (default: from its suffix).")
+@click.option("--truth", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="parent,child CSV of the true network: colours drawn arcs right/reversed/wrong "
+                   "and shows missed ones dashed.")
+def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
+    """Pictures of an edge-posterior file: heatmap and thresholded graph.
+
+    \b
+    Examples:
+      bigbn plot run/edges.csv --out heatmap.png --graph graph.png --threshold 0.5
+      bigbn plot run/edges.csv --graph graph.dot
+      bigbn plot run/edges.csv --graph graph.xml --format graphml
+    """
+    from bigbn.plot import heatmap, thresholded_edges, write_graph
+    from bigbn.roc import read_edges
+    from bigbn.simulate import read_truth
+
+    names, P = read_edges(edges)
+    adj = read_truth(truth, names) if truth else None
+    if heatmap_path is None and graph_path is None:
+        p = Path(edges)
+        heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
+    if graph_path:
+        thresholded_edges(names, P, threshold)  # validates the threshold first
+    if heatmap_path:
+        heatmap(names, P, heatmap_path, title=Path(edges).name)
+        click.echo(f"wrote {heatmap_path}")
+    if graph_path:
+        used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj)
+        count = len(thresholded_edges(names, P, threshold))
+        click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
+
+
+@click.command("study")
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--n", "ns", default="5,10,15,20,25", show_default=True,
+              help="Numbers of nodes (comma-separated).")
+@click.option("-k", "--k", "ks", default="2,3,4,5", show_default=True,
+              help="Maximum indegrees (comma-separated).")
+@click.option("--states", "rs", default="2,4", show_default=True,
+              help="States per variable (comma-separated).")
+@click.option("--rows", "ms", default="20,100,500,2000,10000", show_default=True,
+              help="Nested data-set sizes m (comma-separated); the first m records are used.")
+@click.option("--replicates", type=int, default=10, show_default=True,
+              help="Random networks (and data sets) per configuration (n, k, r).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Base random seed.")
+@click.option("--score", default="k2", show_default=True,
+              help="Local score used in the analysis (the generating model's is k2).")
+@click.option("--prior", "structure_prior", default="koivisto-sood", show_default=True,
+              help="Structure prior used in the analysis.")
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Draw ROC figures in the style of the paper's figures 1-4.")
+@click.option("--figure-replicate", type=int, default=0, show_default=True,
+              help="Replicate shown in the per-m figures (by_k_*, by_n_*).")
+def study(out, ns, ks, rs, ms, replicates, seed, score, structure_prior, figures,
+          figure_replicate):
+    """The paper's simulation study (section 5), resumable.
+
+    For every (n, k, r) and replicate: a random network, max(--rows) records from it,
+    and for every m the exact edge posteriors from the first m records, scored by the
+    undirected-edge ROC. Writes OUT/auc.csv and OUT/figures/*.png; cells already in
+    OUT/cells/ are skipped, so an interrupted study continues where it stopped. The
+    defaults are the paper's full grid (400 networks x 5 data sizes).
+
+    \b
+    Example (small):
+      bigbn study --n 5,8 -k 2,3 --states 2,4 --rows 20,100,500 --replicates 3 study_out
+    """
+    from bigbn.study import StudyPlan, run_study, write_figures
+
+    plan = StudyPlan(ns=_int_list(ns, "--n"), ks=_int_list(ks, "-k"), rs=_int_list(rs, "--states"),
+                     ms=_int_list(ms, "--rows"), replicates=replicates, seed=seed, score=score,
+                     structure_prior=structure_prior)
+    if not 0 <= figure_replicate < plan.replicates:
+        raise OptionError(f"--figure-replicate must be in 0..{plan.replicates - 1}")
+    total = len(plan.cells())
+    counter = {"i": 0}
+
+    def progress(event, cell, info):
+        if event == "start":
+            return
+        counter["i"] += 1  # one "skip" or "done" per cell
+        if event == "done":
+            click.echo(f"[{counter['i']}/{total}] {cell.key}  AUC {info['auc']:.4f}  "
+                       f"({info['seconds']:.1f} s)")
+
+    rows = run_study(plan, out, progress=progress, figures=False)
+    if figures:
+        for path in write_figures(plan, out, replicate=figure_replicate):
+            click.echo(f"wrote {path}")
+    click.echo(f"{len(rows)} of {total} cells done; table in {Path(out) / 'auc.csv'}")

@@ -1,0 +1,161 @@
+"""Synthetic data: the random networks of the paper's section 5.2, and forward sampling.
+
+`random_network(n, k, r, rng)` follows Koivisto (2006), section 5.2:
+
+1. draw a linear order of the nodes uniformly at random;
+2. for each node i independently: (a) draw its number of parents n_i uniformly from
+   {0, ..., k}, capped by the number of predecessors of i; (b) draw the n_i parents
+   uniformly from the predecessors; (c) for each parent configuration draw the
+   distribution over the r states from Dirichlet(1, ..., 1).
+
+`sample(network, m, rng)` draws m independent records by ancestral (forward) sampling.
+It consumes one uniform number per (row, node) in row-major order, so the first m' rows
+of a sample of m > m' rows equal a sample of m' rows from the same generator state: the
+paper's nested subsets (m = 20, 100, ..., 10000) are prefixes of one data set.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.bif import Network, read_bif
+from bigbn.errors import DataError, OptionError
+
+
+def random_structure(n: int, k: int, rng: np.random.Generator):
+    """Steps 1-2(b) of section 5.2: a uniform random order and parents drawn within it.
+
+    Returns (order, parents): ``order`` int64 (n,) lists the nodes first to last;
+    ``parents[i]`` is a sorted tuple of node i's parents, all earlier in ``order``,
+    with ``len(parents[i]) = min(U{0..k}, #predecessors)``.
+    """
+    if n < 1:
+        raise OptionError(f"number of nodes must be >= 1, got {n}")
+    if k < 0:
+        raise OptionError(f"maximum indegree must be >= 0, got {k}")
+    order = rng.permutation(n)
+    parents: list[tuple[int, ...]] = [()] * n
+    for pos, i in enumerate(order.tolist()):
+        n_i = min(int(rng.integers(0, k + 1)), pos)
+        chosen = rng.choice(order[:pos], size=n_i, replace=False) if n_i else []
+        parents[i] = tuple(sorted(int(p) for p in chosen))
+    return order, parents
+
+
+def random_network(n: int, k: int, r: int, rng: np.random.Generator) -> Network:
+    """A random BN of the paper's section 5.2: n nodes X1..Xn, indegree <= k, r states.
+
+    The structure comes from `random_structure`; then (step 2(c)) every parent
+    configuration of every node gets an independent Dirichlet(1, ..., 1) distribution
+    over the r states. Nodes are named ``X1..Xn`` with states ``"0".."r-1"``.
+    """
+    if r < 2:
+        raise OptionError(f"number of states must be >= 2, got {r}")
+    _, parents = random_structure(n, k, rng)
+    cpts = []
+    for i in range(n):
+        q = len(parents[i])
+        cpts.append(rng.dirichlet(np.ones(r), size=r**q).reshape((r,) * q + (r,)))
+    states = tuple(str(s) for s in range(r))
+    return Network(
+        names=tuple(f"X{i + 1}" for i in range(n)),
+        states=(states,) * n,
+        parents=tuple(parents),
+        cpts=tuple(cpts),
+    )
+
+
+def sample(network: Network, m: int, rng: np.random.Generator) -> np.ndarray:
+    """m records drawn from the network by ancestral sampling.
+
+    Returns int64 (m, n) state codes: ``data[j, i]`` indexes ``network.states[i]``.
+    Row j uses uniforms j*n .. j*n+n-1 of the generator's stream (prefix-stable in m).
+    """
+    if m < 0:
+        raise OptionError(f"number of rows must be >= 0, got {m}")
+    n = network.n
+    card = network.cardinalities
+    u = rng.random((m, n))  # row-major: row j's numbers do not depend on m
+    data = np.zeros((m, n), dtype=np.int64)
+    for col, i in enumerate(network.topological_order()):
+        ps = network.parents[i]
+        cpt = network.cpts[i]
+        r = int(card[i])
+        if ps:
+            config = np.ravel_multi_index(tuple(data[:, p] for p in ps), cpt.shape[:-1])
+            rows = cpt.reshape(-1, r)[config]
+        else:
+            rows = np.broadcast_to(cpt, (m, r))
+        cum = np.cumsum(rows, axis=1)
+        x = u[:, col] * cum[:, -1]
+        # state = #{j < r-1 : cum[j] <= x}; a zero-probability state is never drawn.
+        data[:, i] = (cum[:, :-1] <= x[:, None]).sum(axis=1)
+    return data
+
+
+def load_network(spec) -> Network:
+    """A network from a bundled name ('asia', 'alarm', ...) or a BIF file path."""
+    return read_bif(spec)
+
+
+def truth_path(out_csv) -> Path:
+    """Where the true network of OUT.csv goes: OUT.truth.csv."""
+    p = Path(out_csv)
+    stem = p.name[:-4] if p.name.lower().endswith(".csv") else p.name
+    return p.with_name(stem + ".truth.csv")
+
+
+def write_data(network: Network, data: np.ndarray, path) -> None:
+    """CSV with the network's names as header and state names as values."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(network.names)
+        lookup = [np.asarray(s, dtype=object) for s in network.states]
+        cols = [lookup[i][data[:, i]] for i in range(network.n)]
+        w.writerows(zip(*cols))
+
+
+def write_truth(network: Network, path) -> None:
+    """CSV ``parent,child`` (names), one row per arc of the network."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["parent", "child"])
+        for p, c in network.arcs():
+            w.writerow([network.names[p], network.names[c]])
+
+
+def read_truth(path, names) -> np.ndarray:
+    """Read a ``parent,child`` CSV into a boolean (n, n) adjacency over ``names``.
+
+    ``[u, v]`` is true iff the file lists u -> v. Unknown names, self-loops, and
+    duplicate rows are DataErrors naming the file and line.
+    """
+    index = {v: i for i, v in enumerate(names)}
+    adj = np.zeros((len(names), len(names)), dtype=bool)
+    try:
+        fh = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open ({exc.strerror})") from None
+    with fh:
+        rows = csv.reader(fh)
+        header = next(rows, None)
+        if header is None or [h.strip() for h in header[:2]] != ["parent", "child"]:
+            raise DataError(f"{path}, line 1: expected header 'parent,child'")
+        for line, row in enumerate(rows, start=2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) < 2:
+                raise DataError(f"{path}, line {line}: expected 2 columns, found {len(row)}")
+            u, v = row[0].strip(), row[1].strip()
+            for col, name in ((1, u), (2, v)):
+                if name not in index:
+                    raise DataError(f"{path}, line {line}, column {col}: unknown node {name!r}")
+            if u == v:
+                raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+            if adj[index[u], index[v]]:
+                raise DataError(f"{path}, line {line}: arc {u!r} -> {v!r} listed twice")
+            adj[index[u], index[v]] = True
+    return adj

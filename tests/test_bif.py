@@ -1,0 +1,150 @@
+"""BIF reader: bundled networks against their README table and against pgmpy's reader."""
+
+from __future__ import annotations
+
+import gzip
+import re
+
+import numpy as np
+import pytest
+
+from bigbn.bif import (NETWORKS_DIR, Network, bundled_networks, format_bif, parse_bif,
+                       read_bif, write_bif)
+from bigbn.errors import DataError
+from bigbn.simulate import random_network
+
+
+def readme_table():
+    """{name: (nodes, arcs)} from bigbn/networks/README.md."""
+    text = (NETWORKS_DIR / "README.md").read_text()
+    rows = re.findall(r"^\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|", text, re.M)
+    return {name: (int(a), int(b)) for name, a, b in rows}
+
+
+EXPECTED = {"cancer": (5, 4), "earthquake": (5, 4), "survey": (6, 6), "asia": (8, 8),
+            "sachs": (11, 17), "child": (20, 25), "alarm": (37, 46)}
+
+
+def test_readme_lists_every_bundled_network_with_the_issue_counts():
+    assert readme_table() == EXPECTED
+    assert sorted(bundled_networks()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundled_network_counts_and_cpts(name):
+    net = read_bif(name)
+    nodes, arcs = readme_table()[name]
+    assert net.n == nodes
+    assert len(net.arcs()) == arcs
+    assert net.adjacency().sum() == arcs
+    raw = gzip.open(NETWORKS_DIR / f"{name}.bif.gz", "rt").read()
+    assert len(re.findall(r"^variable ", raw, re.M)) == nodes
+    for i in range(net.n):
+        cpt = net.cpts[i]
+        assert cpt.shape == tuple(len(net.states[p]) for p in net.parents[i]) + (len(net.states[i]),)
+        np.testing.assert_allclose(cpt.sum(axis=-1), 1.0, atol=1e-12)
+        assert (cpt >= 0).all()
+    order = net.topological_order()
+    pos = {v: j for j, v in enumerate(order)}
+    assert all(pos[p] < pos[c] for p, c in net.arcs())
+
+
+@pytest.mark.parametrize("name", ["asia", "child", "alarm"])
+def test_cpts_agree_with_pgmpy_reader(name):
+    pgmpy_bif = pytest.importorskip("pgmpy.readwrite")
+    raw = gzip.open(NETWORKS_DIR / f"{name}.bif.gz", "rt").read()
+    model = pgmpy_bif.BIFReader(string=raw).get_model()
+    net = read_bif(name)
+    index = {v: i for i, v in enumerate(net.names)}
+    assert set(model.nodes()) == set(net.names)
+    assert {(index[u], index[v]) for u, v in model.edges()} == set(net.arcs())
+    for cpd in model.get_cpds():
+        i = index[cpd.variable]
+        pnames = cpd.variables[1:]
+        assert tuple(index[p] for p in pnames) == net.parents[i]
+        # pgmpy: values[child, p1, p2, ...]; ours: cpt[p1, p2, ..., child]; same state order?
+        for v in cpd.variables:
+            assert tuple(cpd.state_names[v]) == net.states[index[v]]
+        ref = np.moveaxis(cpd.values, 0, -1)
+        np.testing.assert_allclose(net.cpts[i], ref / ref.sum(axis=-1, keepdims=True), atol=1e-12)
+
+
+def test_plain_and_gz_paths_and_names(tmp_path):
+    raw = gzip.open(NETWORKS_DIR / "asia.bif.gz", "rt").read()
+    (tmp_path / "x.bif").write_text(raw)
+    a, b = read_bif(tmp_path / "x.bif"), read_bif("asia")
+    assert a.names == b.names and a.parents == b.parents
+    assert all(np.array_equal(x, y) for x, y in zip(a.cpts, b.cpts))
+    with pytest.raises(DataError, match="not a bundled network"):
+        read_bif("no-such-network")
+
+
+def test_round_trip_random_networks(tmp_path):
+    rng = np.random.default_rng(7)
+    for r in (2, 3):
+        net = random_network(7, 3, r, rng)
+        path = tmp_path / f"net{r}.bif.gz"
+        write_bif(net, path)
+        back = read_bif(path)
+        assert back.names == net.names and back.states == net.states
+        assert back.parents == net.parents
+        for x, y in zip(back.cpts, net.cpts):
+            np.testing.assert_allclose(x, y, rtol=1e-15, atol=0)
+    assert parse_bif(format_bif(net)).arcs() == net.arcs()
+
+
+GOOD = """
+// a comment
+network test { property "x"; }
+variable A { type discrete [ 2 ] { a0, a1 }; property weight 3; }
+variable B {
+  type discrete [ 3 ] { b0, b1, b2 };
+}
+/* block
+   comment */
+probability ( A ) { table 0.25, 0.75; }
+probability ( B | A ) {
+  (a1) 0.1, 0.2, 0.7;
+  default 0.5, 0.25, 0.25;
+}
+"""
+
+
+def test_comments_properties_and_default_rows():
+    net = parse_bif(GOOD)
+    assert net.names == ("A", "B")
+    assert net.states == (("a0", "a1"), ("b0", "b1", "b2"))
+    assert net.parents == ((), (0,))
+    np.testing.assert_allclose(net.cpts[0], [0.25, 0.75])
+    np.testing.assert_allclose(net.cpts[1], [[0.5, 0.25, 0.25], [0.1, 0.2, 0.7]])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (GOOD.replace("[ 3 ]", "[ 4 ]"), r"line 6: .*\[ 4 \] but 3 states"),
+    (GOOD.replace("(a1) 0.1, 0.2, 0.7", "(a1) 0.1, 0.2, 0.9"), r"line 12: .*sums to 1.2"),
+    (GOOD.replace("(a1) 0.1, 0.2, 0.7", "(a1) 0.3, 0.7"), r"line 12: .*2 probabilities, expected 3"),
+    (GOOD.replace("(a1)", "(a7)"), r"line 12: .*'a7' is not a state of 'A'"),
+    (GOOD.replace("B | A", "B | C"), r"undeclared variable 'C'"),
+    (GOOD.replace("  default 0.5, 0.25, 0.25;\n", ""), r"lacks rows"),
+    (GOOD.replace("probability ( A ) { table 0.25, 0.75; }", ""), r"'A' has no probability block"),
+    (GOOD.replace("table 0.25, 0.75", "table 0.25, x"), r"expected a probability, found 'x'"),
+    (GOOD.replace("(a1) 0.1", "table 0.1"), r"'table' with parents is not supported"),
+    (GOOD + "probability ( A | B ) { (b0) 1, 0; (b1) 1, 0; (b2) 1, 0; }", r"second probability block"),
+    (GOOD.replace("network test", "netwerk test"), r"line 3: expected 'network'"),
+    (GOOD.replace("/* block", "/* block never closed").replace("comment */", ""), r"unterminated comment"),
+    ("variable A { type discrete [ 2 ] { a, b }; }\nprobability ( A ) { table 0.5, 0.5; ",
+     r"unexpected end of file"),
+])
+def test_malformed_bif_names_the_problem(bad, message):
+    with pytest.raises(DataError, match=message):
+        parse_bif(bad)
+
+
+def test_network_rejects_cycles_and_bad_tables():
+    half = np.full((2, 2), 0.5)
+    with pytest.raises(DataError, match="cycle"):
+        Network(("a", "b"), (("0", "1"),) * 2, ((1,), (0,)), (half, half))
+    with pytest.raises(DataError, match="not distributions"):
+        Network(("a",), (("0", "1"),), ((),), (np.array([0.5, 0.6]),))
+    with pytest.raises(DataError, match="shape"):
+        Network(("a", "b"), (("0", "1"),) * 2, ((), (0,)), (np.array([0.5, 0.5]), np.full(2, 0.5)))

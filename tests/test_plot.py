@@ -1,0 +1,133 @@
+"""Heatmap, graph drawing and DOT/GraphML export of edge posteriors."""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import matplotlib.image
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bigbn.cli_tools import plot
+from bigbn.errors import OptionError
+from bigbn.plot import (draw_graph, heatmap, thresholded_edges, to_dot, to_graphml,
+                        write_graph)
+
+
+def check_png(path):
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = struct.unpack(">II", data[16:24])
+    img = matplotlib.image.imread(path)
+    assert width > 100 and height > 100 and img.shape[:2] == (height, width)
+    assert img.std() > 0  # not a blank picture
+
+
+def matrix(n, seed=0):
+    rng = np.random.default_rng(seed)
+    P = rng.random((n, n)) ** 3
+    np.fill_diagonal(P, 0)
+    return P
+
+
+def write_edges(path, names, P):
+    with open(path, "w") as fh:
+        fh.write("parent,child,posterior\n")
+        for u, a in enumerate(names):
+            for v, b in enumerate(names):
+                if u != v:
+                    fh.write(f"{a},{b},{float(P[u, v])!r}\n")
+
+
+def test_thresholded_edges_against_brute_force():
+    names = list("abcde")
+    P = matrix(5)
+    for t in (0.0, 0.3, 0.5, 0.9, 1.0):
+        got = thresholded_edges(names, P, t)
+        ref = {(names[u], names[v]) for u in range(5) for v in range(5) if u != v and P[u, v] > t}
+        assert {(u, v) for u, v, _ in got} == ref
+        assert [p for *_, p in got] == sorted((p for *_, p in got), reverse=True)
+    with pytest.raises(OptionError):
+        thresholded_edges(names, P, 1.5)
+
+
+def test_dot_export():
+    names = ['a "quoted" name', "b", "c\\d"]
+    edges = [('a "quoted" name', "b", 0.75), ("c\\d", "b", 0.5)]
+    text = to_dot(names, edges)
+    assert text.startswith("digraph")
+    found = re.findall(r'^\s*"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)" \[posterior=([0-9.e-]+)', text, re.M)
+    unesc = [(re.sub(r"\\(.)", r"\1", u), re.sub(r"\\(.)", r"\1", v), float(p)) for u, v, p in found]
+    assert unesc == edges
+    assert len(re.findall(r"^\s*\"(?:[^\"\\]|\\.)*\";$", text, re.M)) == 3
+
+
+def test_graphml_export_reads_back_with_networkx():
+    nx = pytest.importorskip("networkx")
+    import io
+
+    names = ["a<b", "c&d", "e"]
+    P = np.array([[0, 0.9, 0.2], [0.05, 0, 0.7], [0.6, 0.1, 0]])
+    edges = thresholded_edges(names, P, 0.5)
+    G = nx.read_graphml(io.BytesIO(to_graphml(names, edges).encode()))
+    assert G.is_directed()
+    assert set(G.nodes) == set(names)
+    got = {(u, v): d["posterior"] for u, v, d in G.edges(data=True)}
+    assert got == {("a<b", "c&d"): 0.9, ("c&d", "e"): 0.7, ("e", "a<b"): 0.6}
+
+
+def test_pictures(tmp_path):
+    names = [f"node{i}" for i in range(9)]
+    P = matrix(9, 1)
+    truth = np.zeros((9, 9), bool)
+    truth[0, 1] = truth[2, 3] = True
+    heatmap(names, P, tmp_path / "h.png")
+    draw_graph(names, P, tmp_path / "g.png", threshold=0.3, truth=truth)
+    draw_graph(names, P, tmp_path / "g2.png", threshold=0.3)
+    for f in ("h.png", "g.png", "g2.png"):
+        check_png(tmp_path / f)
+    heatmap(names, P, tmp_path / "h.svg")
+    assert (tmp_path / "h.svg").read_text().lstrip().startswith("<?xml")
+    with pytest.raises(OptionError):
+        heatmap(names, P, tmp_path / "h.bmp")
+
+
+def test_write_graph_formats(tmp_path):
+    names = list("abcd")
+    P = matrix(4, 2)
+    assert write_graph(names, P, tmp_path / "g.gv") == "dot"
+    assert (tmp_path / "g.gv").read_text().startswith("digraph")
+    assert write_graph(names, P, tmp_path / "g.txt", fmt="graphml") == "graphml"
+    assert "<graphml" in (tmp_path / "g.txt").read_text()
+    assert write_graph(names, P, tmp_path / "g.pic", fmt="png") == "png"
+    check_png(tmp_path / "g.pic")
+    with pytest.raises(OptionError, match="unknown graph format"):
+        write_graph(names, P, tmp_path / "g.jpg")
+
+
+def test_cli_plot(tmp_path):
+    names = [f"X{i}" for i in range(1, 7)]
+    P = matrix(6, 3)
+    edges = tmp_path / "edges.csv"
+    write_edges(edges, names, P)
+    truth = tmp_path / "t.csv"
+    truth.write_text("parent,child\nX1,X2\nX3,X4\n")
+    r = CliRunner()
+    res = r.invoke(plot, [str(edges)])
+    assert res.exit_code == 0, res.output
+    check_png(tmp_path / "edges.heatmap.png")
+    res = r.invoke(plot, [str(edges), "--out", str(tmp_path / "h.png"), "--graph",
+                          str(tmp_path / "g.png"), "--threshold", "0.2", "--truth", str(truth)])
+    assert res.exit_code == 0, res.output
+    check_png(tmp_path / "h.png")
+    check_png(tmp_path / "g.png")
+    expected = int(((P > 0.2) & ~np.eye(6, dtype=bool)).sum())
+    assert f"{expected} edges with posterior > 0.2" in res.output
+    res = r.invoke(plot, [str(edges), "--graph", str(tmp_path / "g.out"), "--format", "dot",
+                          "--threshold", "0.2"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "g.out").read_text().count("->") == expected
+    res = r.invoke(plot, [str(edges), "--graph", str(tmp_path / "g.png"), "--threshold", "2"])
+    assert isinstance(res.exception, OptionError)

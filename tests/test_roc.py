@@ -1,0 +1,168 @@
+"""Undirected-edge ROC (paper, section 5.1) against hand-computed cases and Mann-Whitney."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bigbn.cli_tools import roc
+from bigbn.errors import DataError
+from bigbn.roc import (edge_roc, read_edges, roc_curve, undirected_labels,
+                       undirected_scores)
+
+
+def mann_whitney_auc(scores, labels):
+    """Slow reference: P(s+ > s-) + P(s+ = s-)/2 over all (true, false) pairs."""
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    total = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg)
+    return total / (len(pos) * len(neg))
+
+
+def brute_points(scores, labels):
+    """Slow reference: (fpr, tpr) for 'claimed iff score > tau' at every tau that matters."""
+    s = np.asarray(scores, float)
+    y = np.asarray(labels, bool)
+    taus = [np.inf] + sorted(set(s.tolist()), reverse=True)
+    pts = []
+    for t in taus:
+        # tau just below the distinct score t (tau = t - tiny): claim score >= t
+        claim = s >= t
+        pts.append(((claim & ~y).sum() / (~y).sum(), (claim & y).sum() / y.sum()))
+    return pts
+
+
+def test_perfect_reversed_and_ties():
+    c = roc_curve([0.9, 0.8, 0.3, 0.1], [1, 1, 0, 0])
+    assert c.auc == 1.0
+    assert list(zip(c.fpr, c.tpr)) == [(0, 0), (0, 0.5), (0, 1), (0.5, 1), (1, 1)]
+    assert roc_curve([0.9, 0.8, 0.3, 0.1], [0, 0, 1, 1]).auc == 0.0
+    t = roc_curve([0.4] * 5, [1, 0, 1, 0, 0])
+    assert list(zip(t.fpr, t.tpr)) == [(0, 0), (1, 1)]  # one diagonal segment
+    assert t.auc == 0.5
+    assert t.thresholds[0] == np.inf and t.thresholds[1] == 0.4
+
+
+def test_worked_example_by_hand():
+    # scores 0.9(+) 0.8(-) 0.8(+) 0.3(-) 0.1(+); 3 true, 2 false.
+    # tau below 0.9: TP 1 FP 0 -> (0, 1/3); below 0.8: TP 2 FP 1 -> (1/2, 2/3);
+    # below 0.3: (1, 2/3); below 0.1: (1, 1). Trapezoids: 0 + 1/4 + 1/3 + 0 = 7/12.
+    c = roc_curve([0.9, 0.8, 0.8, 0.3, 0.1], [1, 0, 1, 0, 1])
+    np.testing.assert_allclose(c.fpr, [0, 0, 0.5, 1, 1])
+    np.testing.assert_allclose(c.tpr, [0, 1 / 3, 2 / 3, 2 / 3, 1])
+    assert c.auc == pytest.approx(7 / 12, abs=1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), min_size=2, max_size=40))
+def test_matches_slow_references(pairs):
+    scores = [s / 6 for s, _ in pairs]
+    labels = [y for _, y in pairs]
+    if all(labels) or not any(labels):
+        with pytest.raises(DataError, match="undefined"):
+            roc_curve(scores, labels)
+        return
+    c = roc_curve(scores, labels)
+    assert c.auc == pytest.approx(mann_whitney_auc(scores, labels), abs=1e-12)
+    assert np.allclose(np.c_[c.fpr, c.tpr], brute_points(scores, labels))
+    assert len(c.fpr) == len(set(scores)) + 1
+    assert np.all(np.diff(c.fpr) >= 0) and np.all(np.diff(c.tpr) >= 0)
+
+
+def test_undirected_scores_and_labels():
+    P = np.array([[0.0, 0.6, 0.1],
+                  [0.3, 0.0, 0.0],
+                  [0.2, 0.5, 0.0]])
+    # pairs in triu order: {0,1}, {0,2}, {1,2}
+    np.testing.assert_allclose(undirected_scores(P), [0.9, 0.3, 0.5])
+    A = np.zeros((3, 3), bool)
+    A[2, 1] = True  # only 2 -> 1: the pair {1, 2}
+    assert undirected_labels(A).tolist() == [False, False, True]
+    c = edge_roc(P, A)
+    assert c.auc == pytest.approx(mann_whitney_auc([0.9, 0.3, 0.5], [0, 0, 1]))  # = 0.5
+
+
+def write_edges(path, names, P):
+    with open(path, "w") as fh:
+        fh.write("parent,child,posterior\n")
+        for u, a in enumerate(names):
+            for v, b in enumerate(names):
+                if u != v:
+                    fh.write(f"{a},{b},{float(P[u, v])!r}\n")
+
+
+def test_read_edges(tmp_path):
+    rng = np.random.default_rng(0)
+    names = ["b", "a", "c", "d"]
+    P = rng.random((4, 4)) / 2
+    np.fill_diagonal(P, 0)
+    path = tmp_path / "e.csv"
+    write_edges(path, names, P)
+    got_names, got = read_edges(path)
+    assert got_names == names
+    np.testing.assert_array_equal(got, P)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("from,to,p\n", "line 1: expected header"),
+    ("parent,child,posterior\na,b,0.5\nb,a,0.5\na,b,0.1\n", "line 4: pair 'a' -> 'b' listed twice"),
+    ("parent,child,posterior\na,b,0.5\nb,a,x\n", "line 3, column 3: not a number"),
+    ("parent,child,posterior\na,b,1.5\nb,a,0\n", r"line 2, column 3: posterior 1.5 is not in \[0, 1\]"),
+    ("parent,child,posterior\na,b,0.5\nb,c,0.5\n", "2 rows for 3 nodes"),
+    ("parent,child,posterior\na,a,0.5\n", "line 2: self-loop"),
+    ("parent,child,posterior\na,b\n", "line 2: expected 3 columns"),
+])
+def test_read_edges_errors(tmp_path, text, message):
+    path = tmp_path / "e.csv"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        read_edges(path)
+
+
+def is_png(path):
+    data = path.read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return False
+    width, height = struct.unpack(">II", data[16:24])
+    import matplotlib.image
+
+    img = matplotlib.image.imread(path)
+    return width > 0 and height > 0 and img.shape[:2] == (height, width)
+
+
+def test_cli_roc(tmp_path):
+    rng = np.random.default_rng(3)
+    names = [f"V{i}" for i in range(6)]
+    A = np.zeros((6, 6), bool)
+    for u, v in [(0, 1), (1, 2), (3, 2), (4, 5)]:
+        A[u, v] = True
+    P = np.clip(0.6 * A + 0.4 * rng.random((6, 6)), 0, 1) / 2
+    np.fill_diagonal(P, 0)
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    write_edges(edges, names, P)
+    truth.write_text("parent,child\n" + "".join(f"{names[u]},{names[v]}\n" for u, v in zip(*np.nonzero(A))))
+    png, curve = tmp_path / "roc.png", tmp_path / "curve.csv"
+    res = CliRunner().invoke(roc, [str(edges), str(truth), "--plot", str(png), "--curve", str(curve)])
+    assert res.exit_code == 0, res.output
+    iu, ju = np.triu_indices(6, 1)
+    ref = mann_whitney_auc(P[iu, ju] + P[ju, iu], A[iu, ju] | A[ju, iu])
+    assert res.output.strip() == f"AUC {ref:.6f}"
+    assert is_png(png)
+    pts = np.loadtxt(curve, delimiter=",", skiprows=1)
+    assert pts[0, :2].tolist() == [0, 0] and pts[-1, :2].tolist() == [1, 1]
+
+
+def test_cli_roc_errors(tmp_path):
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    write_edges(edges, ["a", "b", "c"], np.full((3, 3), 0.2))
+    truth.write_text("parent,child\na,z\n")
+    res = CliRunner().invoke(roc, [str(edges), str(truth)])
+    assert isinstance(res.exception, DataError) and "unknown node 'z'" in str(res.exception)
+    truth.write_text("parent,child\n")
+    res = CliRunner().invoke(roc, [str(edges), str(truth)])
+    assert isinstance(res.exception, DataError) and "undefined" in str(res.exception)

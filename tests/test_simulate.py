@@ -1,0 +1,210 @@
+"""Random networks of the paper's section 5.2 and forward sampling, against exact references."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from bigbn.bif import Network, read_bif
+from bigbn.cli_tools import simulate
+from bigbn.errors import DataError, OptionError
+from bigbn.simulate import (random_network, random_structure, read_truth, sample, truth_path,
+                            write_truth)
+
+
+def exact_joint(net: Network) -> dict[tuple, float]:
+    """Slow reference: p(x) = prod_i p(x_i | x_parents) for every joint state x."""
+    out = {}
+    for x in itertools.product(*(range(len(s)) for s in net.states)):
+        p = 1.0
+        for i in range(net.n):
+            p *= net.cpts[i][tuple(x[q] for q in net.parents[i]) + (x[i],)]
+        out[x] = p
+    return out
+
+
+def test_structure_respects_order_and_indegree():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, k = int(rng.integers(1, 12)), int(rng.integers(0, 5))
+        order, parents = random_structure(n, k, rng)
+        assert sorted(order.tolist()) == list(range(n))
+        pos = {int(v): j for j, v in enumerate(order)}
+        for i in range(n):
+            assert len(parents[i]) <= min(k, pos[i])
+            assert list(parents[i]) == sorted(set(parents[i]))
+            assert all(pos[p] < pos[i] for p in parents[i])  # consistent with the order
+
+
+def test_parent_counts_and_choices_are_uniform():
+    rng = np.random.default_rng(1)
+    n, k, draws = 6, 3, 4000
+    last_counts = np.zeros(k + 1)
+    second_counts = np.zeros(2)
+    chosen_position = np.zeros(n - 1)  # of the single parent of the last node
+    first_nodes = np.zeros(n)
+    for _ in range(draws):
+        order, parents = random_structure(n, k, rng)
+        pos = {int(v): j for j, v in enumerate(order)}
+        last, second = int(order[-1]), int(order[1])
+        last_counts[len(parents[last])] += 1
+        second_counts[len(parents[second])] += 1
+        if len(parents[last]) == 1:
+            chosen_position[pos[parents[last][0]]] += 1
+        first_nodes[order[0]] += 1
+    # last node: U{0..k}; second node: min(U{0..k}, 1); single parent: uniform position
+    assert stats.chisquare(last_counts).pvalue > 1e-4
+    assert stats.chisquare(second_counts, draws * np.array([1, k]) / (k + 1)).pvalue > 1e-4
+    assert stats.chisquare(chosen_position).pvalue > 1e-4
+    assert stats.chisquare(first_nodes).pvalue > 1e-4  # the order is uniform
+
+
+def test_dirichlet_rows():
+    rng = np.random.default_rng(2)
+    firsts = []
+    for _ in range(300):
+        net = random_network(4, 2, 2, rng)
+        for cpt in net.cpts:
+            np.testing.assert_allclose(cpt.sum(axis=-1), 1.0, atol=1e-12)
+            firsts.extend(cpt[..., 0].ravel())
+    # Dirichlet(1, 1): the first coordinate is Uniform(0, 1)
+    assert stats.kstest(firsts, "uniform").pvalue > 1e-4
+    net = random_network(5, 3, 4, rng)
+    assert net.names == ("X1", "X2", "X3", "X4", "X5")
+    assert all(s == ("0", "1", "2", "3") for s in net.states)
+    assert max(len(p) for p in net.parents) <= 3
+
+
+def test_sampled_joint_matches_exact_joint():
+    net = random_network(3, 2, 2, np.random.default_rng(3))
+    m = 200_000
+    data = sample(net, m, np.random.default_rng(4))
+    assert data.shape == (m, 3) and data.dtype == np.int64
+    joint = exact_joint(net)
+    assert abs(sum(joint.values()) - 1) < 1e-12
+    codes = data @ np.array([4, 2, 1])
+    freq = np.bincount(codes, minlength=8) / m
+    for x, p in joint.items():
+        f = freq[x[0] * 4 + x[1] * 2 + x[2]]
+        assert abs(f - p) <= 5 * np.sqrt(p * (1 - p) / m) + 1e-9, (x, f, p)
+
+
+def test_asia_sample_reproduces_cpts():
+    net = read_bif("asia")
+    m = 200_000
+    data = sample(net, m, np.random.default_rng(5))
+    checked = 0
+    for i in range(net.n):
+        ps = net.parents[i]
+        for cfg in itertools.product(*(range(len(net.states[p])) for p in ps)):
+            rows = np.all(data[:, list(ps)] == np.array(cfg, dtype=np.int64), axis=1) if ps \
+                else np.ones(m, dtype=bool)
+            count = int(rows.sum())
+            if count < 1000:
+                continue
+            freq = np.bincount(data[rows, i], minlength=2) / count
+            p = net.cpts[i][cfg]
+            tol = 5 * np.sqrt(p * (1 - p) / count)
+            assert np.all(np.abs(freq - p) <= tol + 1e-12), (net.names[i], cfg, freq, p)
+            checked += 1
+    assert checked >= 15
+    # 'either' is a deterministic OR: zero-probability states are never drawn
+    e, lung, tub = (net.names.index(v) for v in ("either", "lung", "tub"))
+    yes = 0
+    assert np.array_equal(data[:, e] == yes, (data[:, lung] == yes) | (data[:, tub] == yes))
+
+
+def test_sample_is_prefix_stable_and_seeded():
+    net = read_bif("child")
+    big = sample(net, 1000, np.random.default_rng(6))
+    small = sample(net, 100, np.random.default_rng(6))
+    assert np.array_equal(big[:100], small)
+    assert not np.array_equal(sample(net, 100, np.random.default_rng(7)), small)
+    card = net.cardinalities
+    assert np.all((big >= 0) & (big < card))
+    assert sample(net, 0, np.random.default_rng(0)).shape == (0, net.n)
+
+
+def test_invalid_generator_options():
+    rng = np.random.default_rng(0)
+    with pytest.raises(OptionError):
+        random_network(0, 2, 2, rng)
+    with pytest.raises(OptionError):
+        random_network(4, -1, 2, rng)
+    with pytest.raises(OptionError):
+        random_network(4, 2, 1, rng)
+    with pytest.raises(OptionError):
+        sample(read_bif("asia"), -1, rng)
+
+
+def test_truth_round_trip_and_errors(tmp_path):
+    net = read_bif("sachs")
+    path = tmp_path / "t.csv"
+    write_truth(net, path)
+    assert np.array_equal(read_truth(path, net.names), net.adjacency())
+    assert truth_path("dir/data.csv").name == "data.truth.csv"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("parent,child\nAkt,Erk\nAkt,Nope\n")
+    with pytest.raises(DataError, match=r"line 3, column 2: unknown node 'Nope'"):
+        read_truth(bad, net.names)
+    bad.write_text("parent,child\nAkt,Erk\nAkt,Erk\n")
+    with pytest.raises(DataError, match=r"line 3: .*listed twice"):
+        read_truth(bad, net.names)
+    bad.write_text("from,to\n")
+    with pytest.raises(DataError, match="line 1"):
+        read_truth(bad, net.names)
+
+
+def test_cli_random_network(tmp_path):
+    out = tmp_path / "d.csv"
+    res = CliRunner().invoke(simulate, ["--n", "7", "-k", "2", "--states", "3", "--rows", "300",
+                                        "--seed", "11", "--save-network", str(tmp_path / "n.bif"),
+                                        str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.reader(open(out)))
+    assert rows[0] == [f"X{i}" for i in range(1, 8)]
+    vals = np.array(rows[1:], dtype=int)
+    assert vals.shape == (300, 7) and vals.min() >= 0 and vals.max() <= 2
+    net = read_bif(tmp_path / "n.bif")
+    assert np.array_equal(read_truth(tmp_path / "d.truth.csv", net.names), net.adjacency())
+    # the CLI is random_network then sample from one generator seeded with --seed
+    rng = np.random.default_rng(11)
+    ref = random_network(7, 2, 3, rng)
+    assert ref.parents == net.parents
+    assert np.array_equal(vals, sample(ref, 300, rng))
+    # same seed, same files
+    res2 = CliRunner().invoke(simulate, ["--n", "7", "-k", "2", "--states", "3", "--rows", "300",
+                                         "--seed", "11", str(tmp_path / "e.csv")])
+    assert res2.exit_code == 0
+    assert (tmp_path / "e.csv").read_text() == out.read_text()
+
+
+def test_cli_bundled_network(tmp_path):
+    out = tmp_path / "asia.csv"
+    res = CliRunner().invoke(simulate, ["--network", "asia", "--rows", "50", "--seed", "1", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.reader(open(out)))
+    net = read_bif("asia")
+    assert tuple(rows[0]) == net.names and len(rows) == 51
+    assert all(set(r) <= {"yes", "no"} for r in rows[1:])
+    truth = list(csv.reader(open(tmp_path / "asia.truth.csv")))
+    assert truth[0] == ["parent", "child"]
+    assert {tuple(r) for r in truth[1:]} == {(net.names[p], net.names[c]) for p, c in net.arcs()}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rows", "5"], "give --n"),
+    (["--network", "asia", "--n", "5", "--rows", "5"], "cannot be combined"),
+    (["--network", "nonesuch", "--rows", "5"], "not a bundled network"),
+    (["--n", "4", "--states", "1", "--rows", "5"], "states must be >= 2"),
+])
+def test_cli_errors_are_bigbn_errors(tmp_path, args, message):
+    res = CliRunner().invoke(simulate, args + [str(tmp_path / "x.csv")])
+    assert res.exit_code != 0
+    assert isinstance(res.exception, (OptionError, DataError))
+    assert message in str(res.exception)

@@ -1,0 +1,202 @@
+"""Study bookkeeping (plan, resume, table, figures) with a fake `learn`.
+
+The engine itself is not run here: `learn` is replaced by a cheap pairwise
+mutual-information score, which is enough to check what the study does with results.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import struct
+import sys
+import types
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bigbn.cli_tools import plot, roc, simulate, study
+from bigbn.errors import OptionError
+from bigbn.roc import edge_roc, read_edges
+from bigbn.simulate import read_truth
+from bigbn.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
+
+
+class FakeLearn:
+    """Stands in for bigbn.api.learn; records calls; can fail on the j-th call."""
+
+    def __init__(self, fail_at=None):
+        self.calls = []
+        self.fail_at = fail_at
+
+    def __call__(self, data, names=None, max_parents=None, score=None, structure_prior=None,
+                 workdir=None):
+        self.calls.append({"m": data.m, "n": data.n, "arities": data.arities.tolist(),
+                           "max_parents": max_parents, "score": score,
+                           "structure_prior": structure_prior, "names": list(names),
+                           "data": data.data.copy()})
+        if self.fail_at is not None and len(self.calls) == self.fail_at:
+            raise RuntimeError("injected fault")
+        X, n = data.data, data.n
+        mi = np.zeros((n, n))
+        for u in range(n):
+            for v in range(n):
+                if u != v:
+                    joint = np.zeros((data.arities[u], data.arities[v]))
+                    np.add.at(joint, (X[:, u], X[:, v]), 1.0)
+                    joint /= joint.sum()
+                    outer = joint.sum(1, keepdims=True) @ joint.sum(0, keepdims=True)
+                    nz = joint > 0
+                    mi[u, v] = (joint[nz] * np.log(joint[nz] / outer[nz])).sum()
+        P = mi / (2 * mi.max() + 1e-12)
+        return types.SimpleNamespace(posterior=P, names=list(names), log_marginal=-float(data.m))
+
+
+PLAN = StudyPlan(ns=(4, 5), ks=(1, 2), rs=(2, 3), ms=(20, 200), replicates=2, seed=3)
+
+
+def test_plan_cells():
+    cells = PLAN.cells()
+    assert len(cells) == 2 * 2 * 2 * 2 * 2
+    assert len(set(cells)) == len(cells)
+    assert len({c.key for c in cells}) == len(cells)
+    p = StudyPlan(ns=(10, 5, 5), ks=(3,), rs=(4, 2), ms=(100, 20), replicates=1)
+    assert p.ns == (5, 10) and p.rs == (2, 4) and p.ms == (20, 100)
+    with pytest.raises(OptionError):
+        StudyPlan(ns=(1,))
+    with pytest.raises(OptionError):
+        StudyPlan(replicates=0)
+
+
+def test_replicate_data_is_independent_of_the_grid():
+    a = StudyPlan(ns=(5,), ks=(2,), rs=(2,), ms=(20, 100), replicates=3, seed=1)
+    b = StudyPlan(ns=(5, 6), ks=(2, 3), rs=(2, 4), ms=(20, 500), replicates=3, seed=1)
+    net_a, data_a = replicate_network_and_data(a, Cell(5, 2, 2, 2, 100))
+    net_b, data_b = replicate_network_and_data(b, Cell(5, 2, 2, 2, 500))
+    assert net_a.parents == net_b.parents
+    assert data_a.shape == (100, 5) and data_b.shape == (500, 5)
+    assert np.array_equal(data_a, data_b[:100])  # nested subsets: prefixes
+    _, other = replicate_network_and_data(a, Cell(5, 2, 2, 1, 100))
+    assert not np.array_equal(other, data_a)
+    assert max(len(p) for p in net_b.parents) <= 2
+
+
+def test_run_resume_and_table(tmp_path):
+    fake = FakeLearn()
+    rows = run_study(PLAN, tmp_path, learn=fake, figures=False)
+    cells = PLAN.cells()
+    assert len(fake.calls) == len(cells) == len(rows)
+    for call, cell in zip(fake.calls, cells):
+        assert call["m"] == cell.m and call["n"] == cell.n
+        assert call["arities"] == [cell.r] * cell.n  # true r, even if a state is unseen
+        assert call["max_parents"] == min(cell.k, cell.n - 1)
+        assert (call["score"], call["structure_prior"]) == ("k2", "koivisto-sood")
+        _, data = replicate_network_and_data(PLAN, cell)
+        assert np.array_equal(call["data"], data[: cell.m])
+    # the table agrees with the ROC recomputed from the files
+    table = list(csv.DictReader(open(tmp_path / "auc.csv")))
+    assert len(table) == len(cells)
+    for row, cell in zip(table, cells):
+        assert (int(row["n"]), int(row["k"]), int(row["r"]), int(row["replicate"]), int(row["m"])) == \
+            (cell.n, cell.k, cell.r, cell.replicate, cell.m)
+        names, P = read_edges(tmp_path / "cells" / f"{cell.key}.edges.csv")
+        truth = read_truth(tmp_path / "networks" / f"{cell.replicate_key}.truth.csv", names)
+        net, _ = replicate_network_and_data(PLAN, cell)
+        assert np.array_equal(truth, net.adjacency())
+        if truth.any():
+            assert float(row["auc"]) == pytest.approx(edge_roc(P, truth).auc, abs=1e-12)
+        else:
+            assert math.isnan(float(row["auc"]))
+        assert float(row["log_marginal"]) == -cell.m
+    before = (tmp_path / "auc.csv").read_text()
+
+    # resume: nothing to do
+    again = FakeLearn()
+    events = []
+    run_study(PLAN, tmp_path, learn=again, figures=False,
+              progress=lambda e, c, i: events.append(e))
+    assert again.calls == [] and events == ["skip"] * len(cells)
+    assert (tmp_path / "auc.csv").read_text() == before
+
+    # lose two results: exactly those two run again and give the same table
+    lost = [cells[3], cells[9]]
+    for c in lost:
+        (tmp_path / "cells" / f"{c.key}.json").unlink()
+    third = FakeLearn()
+    run_study(PLAN, tmp_path, learn=third, figures=False)
+    assert [(x["n"], x["m"]) for x in third.calls] == [(c.n, c.m) for c in lost]
+    strip = lambda t: [line.rsplit(",", 1)[0] for line in t.splitlines()]  # drop seconds
+    assert strip((tmp_path / "auc.csv").read_text()) == strip(before)
+
+
+def test_fault_then_resume_runs_only_missing_cells(tmp_path):
+    faulty = FakeLearn(fail_at=5)
+    with pytest.raises(RuntimeError, match="injected"):
+        run_study(PLAN, tmp_path, learn=faulty, figures=False)
+    done = [c for c in PLAN.cells() if cell_done(tmp_path, c)]
+    assert len(done) == 4
+    assert not list((tmp_path / "cells").glob("*.tmp"))
+    rest = FakeLearn()
+    rows = run_study(PLAN, tmp_path, learn=rest, figures=False)
+    assert len(rest.calls) == len(PLAN.cells()) - 4
+    assert len(rows) == len(PLAN.cells())
+
+
+def test_changed_seed_is_refused(tmp_path):
+    small = StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(20,), replicates=1, seed=1)
+    run_study(small, tmp_path, learn=FakeLearn(), figures=False)
+    other = StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(20,), replicates=1, seed=2)
+    with pytest.raises(OptionError, match="seed=1"):
+        run_study(other, tmp_path, learn=FakeLearn(), figures=False)
+    # a larger grid with the same seed extends the study
+    bigger = StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(20, 50), replicates=2, seed=1)
+    fake = FakeLearn()
+    run_study(bigger, tmp_path, learn=fake, figures=False)
+    assert len(fake.calls) == 3
+
+
+def check_png(path):
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    import matplotlib.image
+
+    w, h = struct.unpack(">II", data[16:24])
+    assert matplotlib.image.imread(path).shape[:2] == (h, w) and w > 0 and h > 0
+
+
+def test_figures(tmp_path):
+    plan = StudyPlan(ns=(4, 5), ks=(2,), rs=(2, 3), ms=(50, 500), replicates=2, seed=0)
+    run_study(plan, tmp_path, learn=FakeLearn(), figures=True)
+    names = sorted(p.name for p in (tmp_path / "figures").glob("*.png"))
+    assert names == ["by_k_n4.png", "by_k_n5.png", "by_n_k2.png",
+                     "variance_n4_k2.png", "variance_n5_k2.png"]
+    for p in (tmp_path / "figures").glob("*.png"):
+        check_png(p)
+
+
+def test_cli_study_uses_bigbn_api_learn(tmp_path, monkeypatch):
+    fake = FakeLearn()
+    monkeypatch.setitem(sys.modules, "bigbn.api", types.SimpleNamespace(learn=fake))
+    out = tmp_path / "s"
+    args = ["--n", "4", "-k", "1,2", "--states", "2", "--rows", "20,100", "--replicates", "1",
+            "--seed", "5", str(out)]
+    res = CliRunner().invoke(study, args)
+    assert res.exit_code == 0, res.output
+    assert len(fake.calls) == 4
+    assert "4 of 4 cells done" in res.output
+    assert (out / "figures" / "by_k_n4.png").exists()
+    meta = json.loads((out / "study.json").read_text())
+    assert meta == {"seed": 5, "score": "k2", "structure_prior": "koivisto-sood"}
+    res = CliRunner().invoke(study, args)  # resume: no new calls
+    assert res.exit_code == 0 and len(fake.calls) == 4
+    res = CliRunner().invoke(study, ["--n", "4,x", str(out)])
+    assert isinstance(res.exception, OptionError)
+
+
+@pytest.mark.parametrize("command", [simulate, roc, plot, study])
+def test_every_command_has_help_with_an_example(command):
+    res = CliRunner().invoke(command, ["--help"])
+    assert res.exit_code == 0
+    assert "Example" in res.output and "bigbn " + command.name in res.output
