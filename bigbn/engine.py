@@ -211,9 +211,10 @@ def run_task(job: Job, key: tuple, *deps, hooks=None) -> str:
     tid = task_id(key)
     if hooks is not None:
         hooks(key)
-    t0 = time.perf_counter()
+    start, t0 = time.time(), time.perf_counter()
     rec = _TASKS[key[0]](job, key)
-    rec.update(task=tid, stage=key[0], seconds=round(time.perf_counter() - t0, 4))
+    rec.update(task=tid, stage=key[0], seconds=round(time.perf_counter() - t0, 4),
+               start=start, end=time.time())
     job.workdir.journal_append(rec)
     return tid
 

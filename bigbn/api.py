@@ -1,0 +1,427 @@
+"""Python API: ``learn(data, ...)`` → exact edge posteriors (a `Result`).
+
+The same function backs ``bigbn run``. It scores every family (beta = log ρ + log local
+likelihood), plans the chunk lattice, runs the engine in a work directory (a temporary
+one unless given) and returns the n×n posterior matrix. A work directory that already
+holds a run of the same data and options is resumed; other data or options are refused
+unless ``fresh=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import resource
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, NUMERICS_VERSION
+from .data import Dataset, Table, discrete_dataset, read_table
+from .engine import Job, execute
+from .errors import OptionError, WorkdirError
+from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
+from .priors import log_prior
+from .scores import local_scores
+from .workdir import Workdir, checksum
+
+SCORES = ("auto", "bdeu", "k2", "bge")
+PRIORS = ("uniform", "koivisto-sood")
+
+
+@dataclass
+class Result:
+    """Exact edge posteriors of one run.
+
+    posterior: float64 (n, n), posterior[u, v] = p(u → v | data), zero diagonal;
+    names: the n variable names; log_marginal: log p(data) under the model (natural log,
+    up to the prior's normalising constant, as in the paper); summary: what was run.
+    """
+
+    posterior: np.ndarray
+    names: tuple[str, ...]
+    log_marginal: float
+    summary: dict = field(default_factory=dict)
+
+    def edges(self) -> list[tuple[str, str, float]]:
+        """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        n = len(self.names)
+        out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
+               for u in range(n) for v in range(n) if u != v]
+        return sorted(out, key=lambda e: -e[2])
+
+    def to_csv(self, path) -> None:
+        """Write parent,child,posterior rows (all n(n-1), in node order)."""
+        n = len(self.names)
+        with open(path, "w", newline="") as fh:
+            fh.write("parent,child,posterior\n")
+            for u in range(n):
+                for v in range(n):
+                    if u != v:
+                        fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                                 f"{self.posterior[u, v]:.17g}\n")
+
+
+def _csv_field(s: str) -> str:
+    if any(ch in s for ch in ',"\n\r'):
+        return '"' + s.replace('"', '""') + '"'
+    return s
+
+
+# --------------------------------------------------------------------------------- data
+
+def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, str]:
+    """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash)."""
+    score = str(score).lower()
+    if score not in SCORES:
+        raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
+    if isinstance(data, Dataset):
+        ds = data
+        digest = _hash_arrays(ds.data, ds.names)
+    elif isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        table = read_table(path)
+        if table.n > MAX_NODES:
+            raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
+                              f"{MAX_NODES} variables")
+        ds = _dataset_from_table(table, score)
+        digest = _hash_file(path)
+    else:
+        arr = np.asarray(data)
+        if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
+            raise OptionError(f"data array must have shape (rows, ≥2 variables), got {arr.shape}")
+        nm = tuple(names) if names is not None else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
+        if np.issubdtype(arr.dtype, np.integer):
+            arities = arr.max(axis=0).astype(np.int64) + 1
+            levels = tuple(tuple(str(v) for v in range(a)) for a in arities)
+            ds = Dataset(nm, arr, arities, levels)
+        else:
+            from .bge import continuous_dataset
+            cells = np.asarray(arr, dtype=float).astype(str)
+            ds = continuous_dataset(Table("array", nm, cells))
+        digest = _hash_arrays(ds.data, ds.names)
+    if ds.n > MAX_NODES:
+        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
+    if score == "auto":
+        score = "bge" if ds.kind == "continuous" else "bdeu"
+    if (score == "bge") != (ds.kind == "continuous"):
+        raise OptionError(f"score '{score}' needs {'continuous' if score == 'bge' else 'discrete'} "
+                          f"data, but the data is {ds.kind}")
+    return ds, score, digest
+
+
+def _dataset_from_table(table: Table, score: str) -> Dataset:
+    from .bge import continuous_dataset, looks_continuous
+
+    if score == "bge" or (score == "auto" and looks_continuous(table)):
+        return continuous_dataset(table)
+    return discrete_dataset(table, max_nodes=MAX_NODES)
+
+
+def _hash_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hash_arrays(data: np.ndarray, names) -> str:
+    h = hashlib.sha256(np.ascontiguousarray(data).tobytes())
+    h.update(str(data.dtype).encode() + str(data.shape).encode())
+    h.update("\x00".join(names).encode())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------- model
+
+def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.0,
+                   structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0,
+                   alpha_w=None, prior_kwargs=None) -> np.ndarray:
+    """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F)."""
+    if structure_prior not in PRIORS:
+        raise OptionError(f"unknown structure prior '{structure_prior}' (choose one of: "
+                          f"{', '.join(PRIORS)})")
+    k = min(int(max_parents), ds.n - 1)
+    rho = log_prior(ds.n, k, structure_prior, names=ds.names, **(prior_kwargs or {}))
+    if score == "bge":
+        from .bge import bge_scores
+        local = bge_scores(ds, k, alpha_mu=alpha_mu, alpha_w=alpha_w)
+    else:
+        local = local_scores(ds, k, score, ess)
+    return local + rho
+
+
+# --------------------------------------------------------------------------------- lock
+
+@contextlib.contextmanager
+def workdir_lock(root: Path):
+    """Exclusive lock on a work directory; a lock left by a dead process is taken over."""
+    path = root / "lock"
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            holder = _read_json(path) or {}
+            if holder.get("host") == me["host"] and not _pid_alive(holder.get("pid")):
+                path.unlink(missing_ok=True)  # stale: its process is gone
+                continue
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+            raise WorkdirError(
+                f"{root} is in use by another bigbn run (pid {holder.get('pid')} on "
+                f"{holder.get('host')}, since {since}); wait for it or remove {path} if that "
+                "process is gone") from None
+        with os.fdopen(fd, "w") as fh:
+            json.dump(me, fh)
+        break
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _pid_alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------- run
+
+def default_memory() -> int:
+    """Memory budget when none is given: a quarter of the machine's RAM, at most 8 GiB."""
+    import psutil
+
+    return int(min(psutil.virtual_memory().total // 4, 8 << 30))
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: float = 1.0,
+          structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0, alpha_w=None,
+          prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
+          chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
+          scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
+          check_disk: bool = True, _hooks=None) -> Result:
+    """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
+
+    data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
+    floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
+    "bdeu", "k2" or "bge". structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
+    (ρ_i(G) = 1/C(n-1, |G|)); q_i ≡ 1. prior_kwargs: forbid, require, edge_prob,
+    max_parents (per node) for `priors.log_prior`. workdir: where the tables live
+    (a temporary directory, removed afterwards, if None); rerunning with the same
+    workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
+    (chunk bits default from the memory budget). progress: callable(stage, done, total).
+    """
+    t_start = time.time()
+    ds, score, digest = load_dataset(data, names, score)
+    k = int(max_parents)
+    if k < 0:
+        raise OptionError(f"max parents must be ≥ 0, got {k}")
+    k = min(k, ds.n - 1)
+    workers = int(workers or default_workers())
+    if workers < 1:
+        raise OptionError(f"workers must be ≥ 1, got {workers}")
+    memory = int(memory or default_memory())
+    alpha_mode = alpha_mode or "recompute"
+    options = {
+        "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
+        "structure_prior": structure_prior,
+        "alpha_mu": float(alpha_mu) if score == "bge" else None,
+        "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
+        "constraints": _jsonable(prior_kwargs or {}),
+    }
+    fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": NUMERICS_VERSION,
+                   **options}
+
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="bigbn-")
+        workdir = tmp
+    root = Path(workdir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    try:
+        with workdir_lock(root):
+            wd = Workdir(root)
+            plan = _prepare(wd, fingerprint, ds.n, k, chunk_bits, alpha_mode, memory, workers,
+                            fresh, check_disk, source=str(data) if isinstance(data, (str, os.PathLike)) else "")
+            beta = _scores_stage(wd, ds, score, k, ess, structure_prior, alpha_mu, alpha_w,
+                                 prior_kwargs, plan)
+            job = Job(wd, plan, beta)
+            _run_engine(job, scheduler, workers, progress, _hooks)
+            post = wd.read("posterior", slice(None))
+            rec = wd.journal()[task_id(("edges",))]
+            result = Result(post, ds.names, float(rec["log_px"]))
+            result.summary = _summary(wd, plan, fingerprint, ds, workers, memory, scheduler,
+                                      t_start)
+            result.to_csv(root / "edges.csv")
+            _write_json_atomic(root / "summary.json", result.summary)
+            return result
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in sorted(obj.items())}
+    if isinstance(obj, (list, tuple, set)):
+        return [_jsonable(v) for v in (sorted(obj) if isinstance(obj, set) else obj)]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, (np.integer, np.floating)):
+        return obj.item()
+    return obj
+
+
+def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, memory,
+             workers, fresh: bool, check_disk: bool, source: str) -> Plan:
+    """Check run.json against this run (refuse other data/options), fix the plan, make tables."""
+    old = _read_json(wd.run_json)
+    if old is not None and fresh:
+        _clear(wd)
+        old = None
+    if old is not None:
+        diff = [f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
+                for key, val in fingerprint.items() if old["fingerprint"].get(key) != val]
+        if diff:
+            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
+                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        op = old["plan"]
+        if chunk_bits is not None and chunk_bits != op["chunk_bits"]:
+            raise WorkdirError(f"{wd.root} was started with --chunk-bits {op['chunk_bits']}; "
+                               f"resume with the same value or use --fresh")
+        plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"])
+    else:
+        c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, alpha_mode)
+        plan = Plan(n, k, int(c), alpha_mode)
+        if check_disk:
+            need = sum(plan.disk_bytes().values())
+            free = shutil.disk_usage(wd.root).free
+            if need * 1.05 > free:
+                raise WorkdirError(f"{wd.root}: this run needs {_gib(need)} of disk, only "
+                                   f"{_gib(free)} free (see `bigbn plan --n {n} -k {k}`)")
+        _write_json_atomic(wd.run_json, {
+            "fingerprint": fingerprint, "source": source, "version": __version__,
+            "plan": {"n": n, "k": k, "chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode},
+            "stages": list(STAGES), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        })
+    wd.create_tables(plan)
+    return plan
+
+
+def _clear(wd: Workdir) -> None:
+    shutil.rmtree(wd.tables, ignore_errors=True)
+    for name in ("run.json", "journal.jsonl", "edges.csv", "summary.json"):
+        (wd.root / name).unlink(missing_ok=True)
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
+
+
+def _scores_stage(wd: Workdir, ds, score, k, ess, structure_prior, alpha_mu, alpha_w,
+                  prior_kwargs, plan: Plan) -> np.ndarray:
+    """Compute beta (or read it back when the journal says it is done and intact)."""
+    tid = task_id(("scores",))
+    rec = wd.journal().get(tid)
+    if rec is not None:
+        beta = wd.read("beta", slice(None))
+        if checksum(beta) == rec["crc"]:
+            return beta
+    t0 = time.time()
+    beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
+                          alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
+    crc = wd.write("beta", slice(None), beta, [(0, 0)])
+    wd.journal_append({"task": tid, "stage": "scores", "crc": crc, "start": t0,
+                       "end": time.time(), "seconds": round(time.time() - t0, 4)})
+    return beta
+
+
+def _run_engine(job: Job, scheduler, workers, progress, hooks) -> None:
+    totals = {s: len(job.plan.stage_tasks(s)) for s in ("alpha", "forward", "backward", "gamma", "edges")}
+    done_ids = set(job.workdir.journal())
+    counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done_ids) for s in totals}
+    if progress is not None:
+        for s, tot in totals.items():
+            if tot:
+                progress(s, counts[s], tot)
+
+    def on_task(tid: str) -> None:
+        s = tid.split(":", 1)[0]
+        counts[s] += 1
+        if progress is not None:
+            progress(s, counts[s], totals[s])
+
+    execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks)
+
+
+def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
+             t_start) -> dict:
+    recs = wd.journal().values()
+    stages = {}
+    for s in STAGES:
+        rs = [r for r in recs if r.get("stage") == s]
+        if rs:
+            stages[s] = {"tasks": len(rs),
+                         "wall_seconds": round(max(r.get("end", 0) for r in rs)
+                                               - min(r.get("start", 0) for r in rs), 3),
+                         "task_seconds": round(sum(r.get("seconds", 0) for r in rs), 3)}
+    edges_rec = next(r for r in recs if r.get("stage") == "edges")
+    return {
+        "log_marginal_likelihood": edges_rec["log_px"],
+        "n": ds.n, "m": ds.m, "names": list(ds.names),
+        "options": {k: v for k, v in fingerprint.items() if k not in ("data_sha256",)},
+        "data_sha256": fingerprint["data_sha256"],
+        "plan": {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
+                 "chunks": plan.n_chunks, "workers": workers, "memory_budget_bytes": memory,
+                 "scheduler": scheduler},
+        "stages": stages,
+        "wall_seconds_this_invocation": round(time.time() - t_start, 3),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "disk_bytes": {k: v for k, v in plan.disk_bytes().items()},
+        "version": __version__,
+    }

@@ -1,0 +1,198 @@
+"""Command line: a thin click layer over the library (errors become one-line messages here)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import BigBNError, OptionError
+
+
+class BigBNGroup(click.Group):
+    """Turns library errors into `Error: ...` + exit 1 (never a traceback), Ctrl-C into 130."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BigBNError as e:
+            raise click.ClickException(str(e)) from None
+        except KeyboardInterrupt:
+            click.echo("interrupted: finished tasks are kept; run the same command again to resume",
+                       err=True)
+            sys.exit(130)
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise click.ClickException(
+                    f"disk full ({e.filename or 'workdir'}): finished tasks are kept in the journal; "
+                    "free space and run the same command again to resume") from None
+            if e.errno in (errno.EACCES, errno.EROFS, errno.ENOENT, errno.EIO):
+                raise click.ClickException(f"{e.strerror}: {e.filename}") from None
+            raise
+
+
+@click.group(cls=BigBNGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bigbn")
+def main():
+    """Exact Bayesian edge posteriors for Bayesian networks (Koivisto 2006).
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia
+    """
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*$", re.I)
+
+
+def parse_size(text: str | None) -> int | None:
+    """'4G', '512M', '2.5GiB', '1000000' -> bytes."""
+    if text is None:
+        return None
+    m = _SIZE.match(str(text))
+    if not m:
+        raise OptionError(f"cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
+    mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
+class Progress:
+    """Progress events -> a tqdm bar per stage on a terminal, plain log lines otherwise."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.bars: dict = {}
+        self.last_line = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.quiet:
+            return
+        if self.tty:
+            from tqdm import tqdm
+
+            bar = self.bars.get(stage)
+            if bar is None:
+                bar = self.bars[stage] = tqdm(total=total, desc=f"{stage:>8}", unit="task",
+                                              leave=True, initial=done, file=sys.stderr)
+            bar.n = done
+            bar.refresh()
+            if done >= total:
+                bar.close()
+            return
+        now = time.monotonic()
+        if done == total or done == 0 or now - self.last_line > 5:
+            self.last_line = now
+            click.echo(f"[bigbn] {stage}: {done}/{total} tasks", err=True)
+
+    def close(self):
+        for bar in self.bars.values():
+            bar.close()
+
+
+@main.command()
+@click.argument("data", type=click.Path(dir_okay=False))
+@click.option("--workdir", "-w", type=click.Path(file_okay=False),
+              help="Where tables, journal and results go (default: ./bigbn-<data name>). "
+                   "Run the same command again to resume an interrupted run.")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--max-parents-file", type=click.Path(dir_okay=False),
+              help="CSV node,max_parents: per-node limits (≤ -k).")
+@click.option("--score", type=click.Choice(["auto", "bdeu", "k2", "bge"]), default="auto",
+              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+@click.option("--ess", default=1.0, show_default=True, type=float,
+              help="BDeu equivalent sample size.")
+@click.option("--alpha-mu", default=1.0, show_default=True, type=float, help="BGe α_μ.")
+@click.option("--alpha-w", default=None, type=float, help="BGe α_w (default n + α_μ + 1).")
+@click.option("--structure-prior", type=click.Choice(["uniform", "koivisto-sood"]),
+              default="koivisto-sood", show_default=True,
+              help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1).")
+@click.option("--forbid", type=click.Path(dir_okay=False), help="CSV parent,child: edges that may not appear.")
+@click.option("--require", type=click.Path(dir_okay=False), help="CSV parent,child: edges that must appear.")
+@click.option("--edge-prob", type=click.Path(dir_okay=False),
+              help="CSV parent,child,prob: prior probability of individual edges.")
+@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
+@click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="threads, sync, or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
+@click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
+              help="Recompute alpha chunks in forward/backward (disk 2·8·2^n bytes, default) "
+                   "or store all n·2^(n-1) of them once.")
+@click.option("--fresh", is_flag=True, help="Discard what the workdir holds and start over.")
+@click.option("--top", default=10, show_default=True, help="How many edges to print.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alpha_w,
+        structure_prior, forbid, require, edge_prob, memory, chunk_bits, workers, scheduler,
+        processes, alpha_mode, fresh, top, quiet):
+    """Exact posterior of every directed edge of DATA (CSV with a header row).
+
+    Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges) and
+    WORKDIR/summary.json (log p(data), options, timings, peak memory).
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
+    """
+    from .api import learn, load_dataset
+    from .priors import read_edge_list, read_edge_prob, read_max_parents
+
+    if not os.path.exists(data):
+        raise OptionError(f"{data}: no such file")
+    if workdir is None:
+        workdir = f"bigbn-{Path(data).stem}"
+    prior_kwargs = {}
+    if forbid or require or edge_prob or max_parents_file:
+        ds, _, _ = load_dataset(data, score=score)
+        k = min(max_parents, ds.n - 1)
+        if forbid:
+            prior_kwargs["forbid"] = read_edge_list(forbid, ds.names)
+        if require:
+            prior_kwargs["require"] = read_edge_list(require, ds.names)
+        if edge_prob:
+            prior_kwargs["edge_prob"] = read_edge_prob(edge_prob, ds.names)
+        if max_parents_file:
+            prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
+    progress = Progress(quiet)
+    try:
+        res = learn(data, max_parents=max_parents, score=score, ess=ess,
+                    structure_prior=structure_prior, alpha_mu=alpha_mu, alpha_w=alpha_w,
+                    prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
+                    chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
+                    scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
+                    progress=progress)
+    finally:
+        progress.close()
+    s = res.summary
+    click.echo(f"n = {s['n']} variables, m = {s['m']} rows, k = {s['options']['max_parents']}, "
+               f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
+    click.echo(f"log p(data) = {res.log_marginal:.6f}")
+    click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
+    for parent, child, p in res.edges()[:top]:
+        click.echo(f"  {p:8.4f}  {parent} -> {child}")
+    click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   summary: {Path(workdir) / 'summary.json'}")
+
+
+def _register_tools() -> None:
+    from . import cli_tools
+
+    for name in ("simulate", "roc", "plot", "study"):
+        cmd = getattr(cli_tools, name, None)
+        if cmd is not None:
+            main.add_command(cmd)
+
+
+_register_tools()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
