@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .fastmath import _lae_run, _lae_scalar
+from .fastmath import _exp_nonpos, _lae_run, _lae_scalar
 
 NEG_INF = -np.inf
 # contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
@@ -113,39 +113,69 @@ def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
         _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size])
 
 
+# Block size (bits) of the in-chunk recursions: the terms of the higher in-chunk bits
+# are contiguous runs of 2^_BLOCK entries, summed by vectorised loops; only the lowest
+# _BLOCK bits are handled entry by entry.
+_BLOCK = 5
+
+
 @njit(**_KW)
 def _forward_chunk(acc, alpha_low, out):
-    """In-chunk forward recursion; acc holds the high-bit terms.
+    """In-chunk forward recursion; acc holds the high-bit (cross-chunk) terms.
 
     acc: float64 (2^c,) logsumexp over high bits b ∈ H of alpha_{c+b} + L(chunk H-b)
          (0 at offset 0 of chunk 0: L(∅) = 1); alpha_low: float64 (c, 2^(c-1)),
          row i = alpha_i on the squeezed chunk of the same chunk id; out: (2^c,) L.
-    L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o-i, i)] + L[o-i] for low bits i ∈ o),
-    evaluated with one max-shift per entry (c/2 exps and one log instead of c/2 log-add-exps).
+    L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o-i, i)] + L[o-i] for low bits i ∈ o).
+
+    Entries go in blocks of 2^_BLOCK: for a bit i ≥ _BLOCK of the block's base, the
+    terms of the whole block are contiguous runs (of alpha_i and of L), so their max and
+    their max-shifted sum of exps are vectorised loops (polynomial exp, fastmath.py);
+    the bits below _BLOCK are added entry by entry, and one log finishes each entry.
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
-    for o in range(size):
-        mx = acc[o]
-        for i in range(c):
-            b = np.int64(1) << i
-            if o & b:
-                p = o - b
-                sq = (p & (b - 1)) | ((p >> (i + 1)) << i)
-                t = alpha_low[i, sq] + out[p]
-                if t > mx:
-                    mx = t
-        if mx == NEG_INF:
-            out[o] = NEG_INF
-            continue
-        s = math.exp(acc[o] - mx)
-        for i in range(c):
-            b = np.int64(1) << i
-            if o & b:
-                p = o - b
-                sq = (p & (b - 1)) | ((p >> (i + 1)) << i)
-                s += math.exp(alpha_low[i, sq] + out[p] - mx)
-        out[o] = mx + math.log(s)
+    B = min(c, _BLOCK)
+    nb = 1 << B
+    mx = np.empty(nb)
+    sm = np.empty(nb)
+    for base in range(0, size, nb):
+        for o in range(nb):
+            mx[o] = acc[base + o]
+        for i in range(B, c):
+            if (base >> i) & 1:
+                p = base - (1 << i)
+                sq = (p & ((1 << i) - 1)) | ((p >> (i + 1)) << i)
+                for o in range(nb):
+                    v = alpha_low[i, sq + o] + out[p + o]
+                    mx[o] = v if v > mx[o] else mx[o]
+        for o in range(nb):
+            sm[o] = _exp_nonpos(acc[base + o] - mx[o])
+        for i in range(B, c):
+            if (base >> i) & 1:
+                p = base - (1 << i)
+                sq = (p & ((1 << i) - 1)) | ((p >> (i + 1)) << i)
+                for o in range(nb):
+                    sm[o] += _exp_nonpos(alpha_low[i, sq + o] + out[p + o] - mx[o])
+        for o in range(nb):
+            e = base + o
+            m2 = mx[o]
+            for i in range(B):
+                if (o >> i) & 1:
+                    pp = e - (1 << i)
+                    v = alpha_low[i, (pp & ((1 << i) - 1)) | ((pp >> (i + 1)) << i)] + out[pp]
+                    if v > m2:
+                        m2 = v
+            if m2 == NEG_INF:
+                out[e] = NEG_INF
+                continue
+            tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
+            for i in range(B):
+                if (o >> i) & 1:
+                    pp = e - (1 << i)
+                    v = alpha_low[i, (pp & ((1 << i) - 1)) | ((pp >> (i + 1)) << i)] + out[pp]
+                    tot += math.exp(v - m2)
+            out[e] = m2 + math.log(tot)
 
 
 @njit(**_KW)
@@ -155,29 +185,50 @@ def _backward_chunk(acc, alpha_low, out):
     acc: float64 (2^c,) logsumexp over high bits b ∉ H of alpha_{c+b} + B(chunk H+b)
          (0 at the last offset of the last chunk: B(V) = 1); alpha_low as in
          _forward_chunk; out: (2^c,) B.
-    B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o+i] for low bits i ∉ o).
+    B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o+i] for low bits i ∉ o),
+    blocked and vectorised like _forward_chunk.
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
-    for o in range(size - 1, -1, -1):
-        mx = acc[o]
-        for i in range(c):
-            b = np.int64(1) << i
-            if not (o & b):
-                sq = (o & (b - 1)) | ((o >> (i + 1)) << i)
-                t = alpha_low[i, sq] + out[o + b]
-                if t > mx:
-                    mx = t
-        if mx == NEG_INF:
-            out[o] = NEG_INF
-            continue
-        s = math.exp(acc[o] - mx)
-        for i in range(c):
-            b = np.int64(1) << i
-            if not (o & b):
-                sq = (o & (b - 1)) | ((o >> (i + 1)) << i)
-                s += math.exp(alpha_low[i, sq] + out[o + b] - mx)
-        out[o] = mx + math.log(s)
+    B = min(c, _BLOCK)
+    nb = 1 << B
+    mx = np.empty(nb)
+    sm = np.empty(nb)
+    for base in range(size - nb, -1, -nb):
+        for o in range(nb):
+            mx[o] = acc[base + o]
+        for i in range(B, c):
+            if not (base >> i) & 1:
+                p = base + (1 << i)
+                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
+                for o in range(nb):
+                    v = alpha_low[i, sq + o] + out[p + o]
+                    mx[o] = v if v > mx[o] else mx[o]
+        for o in range(nb):
+            sm[o] = _exp_nonpos(acc[base + o] - mx[o])
+        for i in range(B, c):
+            if not (base >> i) & 1:
+                p = base + (1 << i)
+                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
+                for o in range(nb):
+                    sm[o] += _exp_nonpos(alpha_low[i, sq + o] + out[p + o] - mx[o])
+        for o in range(nb - 1, -1, -1):
+            e = base + o
+            m2 = mx[o]
+            for i in range(B):
+                if not (o >> i) & 1:
+                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e + (1 << i)]
+                    if v > m2:
+                        m2 = v
+            if m2 == NEG_INF:
+                out[e] = NEG_INF
+                continue
+            tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
+            for i in range(B):
+                if not (o >> i) & 1:
+                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e + (1 << i)]
+                    tot += math.exp(v - m2)
+            out[e] = m2 + math.log(tot)
 
 
 @njit(**_KW)

@@ -25,6 +25,7 @@ from .errors import OptionError
 from .families import family_masks, n_families
 
 MAX_NODES = 40
+MAX_DEFAULT_CHUNK_BITS = 20
 ALPHA_MODES = ("recompute", "store")
 STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges")
 BYTES = 8
@@ -189,15 +190,68 @@ def task_id(key: tuple) -> str:
 
 
 def choose_chunk_bits(n: int, k: int, memory_bytes: int, workers: int, alpha_mode: str = "recompute") -> int:
-    """Largest c ≤ min(n, 22) whose tasks, `workers` at a time, fit in half the budget.
+    """Largest c ≤ min(n, MAX_DEFAULT_CHUNK_BITS) whose tasks, `workers` at a time, fit
+    in half the budget.
 
     Half, because zarr/numpy temporaries and the Python process itself need room too.
-    Capped at 22 so that even n = 28 has 64 chunks (levels with parallel work) and tasks
-    stay in the 0.1–10 s range the scheduler likes.
+    The cap (2^20 entries, 8 MiB chunks) keeps tasks near 0.1–1 s, gives n ≥ 22 several
+    chunks per lattice level to run in parallel, and keeps a task's memory near 100 MiB.
     """
     best = 1
-    for c in range(1, min(n, 22) + 1):
+    for c in range(1, min(n, MAX_DEFAULT_CHUNK_BITS) + 1):
         p = Plan(n, min(k, n - 1), c, alpha_mode)
         if p.task_memory_bytes() * max(workers, 1) <= memory_bytes // 2:
             best = c
     return best
+
+
+def _transform_updates(d: int, k: int) -> int:
+    """Log-add-exp updates of one k-truncated transform over d bits: Σ_j 2^j·B(d-j-1, k)."""
+    from math import comb
+
+    return sum((1 << j) * sum(comb(d - j - 1, i) for i in range(min(k, d - j - 1) + 1))
+               for j in range(d))
+
+
+# Seconds per elementary operation on one core, measured by scripts/bench.py on the
+# reference machine (2-core Zen 4 VM, AVX2): a vectorised log-add-exp in the transforms,
+# one max-shifted exp term of the forward/backward recursions.
+SECONDS_PER_LAE = 2.5e-9
+SECONDS_PER_TERM = 6.0e-9
+DISK_WRITE_BPS = 0.65e9
+DISK_READ_BPS = 1.6e9
+
+
+def work_estimate(plan: Plan) -> dict[str, float]:
+    """Elementary operations per stage (exact counts from the plan)."""
+    n, h, c = plan.n, plan.h, plan.c
+    alpha_one = (1 << h) * _transform_updates(c - 1, plan.k)  # one node, all chunks
+    alpha = n * alpha_one
+    recursion = (1 << n) * (n / 2 + 1)
+    gamma_low = c * (1 << h) * _transform_updates(c - 1, plan.k)
+    gamma_high = h * (1 << max(h - 1, 0)) * _transform_updates(c, plan.k) if h else 0
+    out = {"forward": recursion, "backward": recursion, "gamma": gamma_low + gamma_high}
+    if plan.alpha_mode == "store":
+        out["alpha"] = alpha
+    else:  # rebuilt inside forward and backward
+        out["forward_alpha"] = alpha
+        out["backward_alpha"] = alpha
+    return out
+
+
+def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
+    """Rough wall seconds per stage on `workers` cores of the reference machine."""
+    w = work_estimate(plan)
+    lae = SECONDS_PER_LAE / max(workers, 1)
+    term = SECONDS_PER_TERM / max(workers, 1)
+    disk = plan.disk_bytes()
+    out = {
+        "forward": w["forward"] * term + w.get("forward_alpha", 0) * lae + disk["forward"] / DISK_WRITE_BPS,
+        "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + disk["backward"] / DISK_WRITE_BPS,
+        "gamma": w["gamma"] * lae + (disk["forward"] + 2 * disk["backward"]) / DISK_READ_BPS,
+    }
+    if "alpha" in w:
+        out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
+        out["forward"] += disk["alpha"] / DISK_READ_BPS
+        out["backward"] += disk["alpha"] / DISK_READ_BPS
+    return out

@@ -7,7 +7,7 @@ import pytest
 import naive
 from bigbn.engine import Job, execute
 from bigbn.families import family_masks
-from bigbn.plan import Plan, choose_chunk_bits
+from bigbn.plan import MAX_DEFAULT_CHUNK_BITS, Plan, choose_chunk_bits
 from bigbn.workdir import Workdir
 
 
@@ -121,7 +121,7 @@ def test_plan_levels_and_dependencies():
 def test_choose_chunk_bits_respects_budget():
     for n in (10, 20, 28):
         c = choose_chunk_bits(n, 3, 1 << 30, 2)
-        assert 1 <= c <= min(n, 22)
+        assert 1 <= c <= min(n, MAX_DEFAULT_CHUNK_BITS)
         assert Plan(n, 3, c).task_memory_bytes() * 2 <= (1 << 30) // 2
-        if c < min(n, 22):
+        if c < min(n, MAX_DEFAULT_CHUNK_BITS):
             assert Plan(n, 3, c + 1).task_memory_bytes() * 2 > (1 << 30) // 2

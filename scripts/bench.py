@@ -1,0 +1,98 @@
+#!/usr/bin/env python
+"""End-to-end benchmark: `bigbn run` on data as in the paper's section 5.2.
+
+Random network (binary, k = 3), m = 1000 rows, K2 score, koivisto-sood prior. Each n runs
+in its own process (so peak RSS is that run's), in a fresh workdir that is deleted after.
+Prints wall time per stage, peak RSS, disk used, and throughput figures.
+
+    python scripts/bench.py                    # n = 16 18 20 22
+    python scripts/bench.py --n 24 26 28 --workdir /scratch/bench --keep
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def du(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, nargs="+", default=[16, 18, 20, 22])
+    ap.add_argument("-k", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--states", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workdir", default=None, help="parent folder of the run workdirs (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the workdirs")
+    ap.add_argument("--alpha", default=None, choices=["recompute", "store"])
+    ap.add_argument("--memory", default=None)
+    ap.add_argument("--chunk-bits", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=None)
+    args = ap.parse_args()
+
+    base = Path(args.workdir or tempfile.mkdtemp(prefix="bigbn-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    bigbn = [sys.executable, "-m", "bigbn.cli"]
+    rows = []
+    for n in args.n:
+        data = base / f"data-n{n}.csv"
+        subprocess.run(bigbn + ["simulate", "--n", str(n), "-k", str(args.k), "--states", str(args.states),
+                                "--rows", str(args.rows), "--seed", str(args.seed), str(data)],
+                       check=True, stdout=subprocess.DEVNULL)
+        wd = base / f"run-n{n}"
+        cmd = bigbn + ["run", str(data), "--workdir", str(wd), "-k", str(args.k), "--score", "k2",
+                       "--structure-prior", "koivisto-sood", "--fresh", "--quiet", "--top", "0"]
+        for opt, val in (("--alpha", args.alpha), ("--memory", args.memory),
+                         ("--chunk-bits", args.chunk_bits), ("--workers", args.workers)):
+            if val is not None:
+                cmd += [opt, str(val)]
+        t0 = time.time()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        wall = time.time() - t0
+        s = json.loads((wd / "summary.json").read_text())
+        disk = du(wd)
+        st = s["stages"]
+        line = {
+            "n": n, "wall_s": round(wall, 2), "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
+            "disk_MiB": round(disk / 2**20), "chunk_bits": s["plan"]["chunk_bits"],
+            "alpha": s["plan"]["alpha_mode"],
+            **{f"{k}_wall_s": v["wall_seconds"] for k, v in st.items()},
+            **{f"{k}_task_s": v["task_seconds"] for k, v in st.items()},
+        }
+        # Throughput: log-add-exp-equivalent updates of the transforms and recursions.
+        entries = n * 2 ** (n - 1)
+        compute_s = sum(v["task_seconds"] for k, v in st.items() if k in ("forward", "backward", "gamma", "alpha"))
+        line["table_entries_per_s_per_core"] = round(3 * entries / max(compute_s, 1e-9))
+        rows.append(line)
+        print(json.dumps(line), flush=True)
+        if not args.keep:
+            shutil.rmtree(wd, ignore_errors=True)
+    if not args.keep and args.workdir is None:
+        shutil.rmtree(base, ignore_errors=True)
+    print()
+    print(f"{'n':>3} {'wall s':>8} {'RSS MiB':>8} {'disk MiB':>9} {'c':>3}  stages (wall s)")
+    for r in rows:
+        stages = " ".join(f"{k[:-7]}={v}" for k, v in r.items() if k.endswith("_wall_s") and k != "wall_s")
+        print(f"{r['n']:>3} {r['wall_s']:>8} {r['peak_rss_MiB']:>8} {r['disk_MiB']:>9} {r['chunk_bits']:>3}  {stages}")
+
+
+if __name__ == "__main__":
+    main()
