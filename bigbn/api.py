@@ -26,7 +26,7 @@ import numpy as np
 
 from . import __version__, NUMERICS_VERSION
 from .data import Dataset, Table, discrete_dataset, read_table
-from .engine import Job, execute
+from .engine import Job, execute, verify
 from .errors import OptionError, WorkdirError
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
@@ -289,12 +289,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             beta = _scores_stage(wd, ds, score, k, ess, structure_prior, alpha_mu, alpha_w,
                                  prior_kwargs, plan)
             job = Job(wd, plan, beta)
-            _run_engine(job, scheduler, workers, progress, _hooks)
+            recomputed = _run_engine(job, scheduler, workers, progress, _hooks)
             post = wd.read("posterior", slice(None))
             rec = wd.journal()[task_id(("edges",))]
             result = Result(post, ds.names, float(rec["log_px"]))
             result.summary = _summary(wd, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
+            result.summary["recomputed_corrupt_tasks"] = recomputed
             result.to_csv(root / "edges.csv")
             _write_json_atomic(root / "summary.json", result.summary)
             return result
@@ -381,10 +382,14 @@ def _scores_stage(wd: Workdir, ds, score, k, ess, structure_prior, alpha_mu, alp
     return beta
 
 
-def _run_engine(job: Job, scheduler, workers, progress, hooks) -> None:
+def _run_engine(job: Job, scheduler, workers, progress, hooks) -> list[str]:
+    """Run what the journal does not list as finished and intact; return the ids of
+    journaled tasks whose chunks failed their checksum (they are run again)."""
+    wd = job.workdir
+    wd.repair_journal()
+    done, bad = verify(job, wd.journal())
     totals = {s: len(job.plan.stage_tasks(s)) for s in ("alpha", "forward", "backward", "gamma", "edges")}
-    done_ids = set(job.workdir.journal())
-    counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done_ids) for s in totals}
+    counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done) for s in totals}
     if progress is not None:
         for s, tot in totals.items():
             if tot:
@@ -396,7 +401,8 @@ def _run_engine(job: Job, scheduler, workers, progress, hooks) -> None:
         if progress is not None:
             progress(s, counts[s], totals[s])
 
-    execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks)
+    execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks, done=done)
+    return bad
 
 
 def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
@@ -425,3 +431,42 @@ def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, sc
         "disk_bytes": {k: v for k, v in plan.disk_bytes().items()},
         "version": __version__,
     }
+
+
+def workdir_status(workdir) -> list[str]:
+    """Human-readable lines describing a work directory (for `bigbn status`)."""
+    root = Path(workdir)
+    run = _read_json(root / "run.json")
+    if run is None:
+        raise WorkdirError(f"{root}: not a bigbn work directory (no readable run.json)")
+    fp, pl = run["fingerprint"], run["plan"]
+    plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
+    wd = Workdir(root)
+    done = wd.journal()
+    lines = [f"workdir {root}",
+             f"data: {run.get('source') or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             "options: " + ", ".join(f"{k} {v}" for k, v in fp.items()
+                                     if k not in ("data_sha256", "n", "m") and v not in (None, {}, [])),
+             f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}"]
+    finished = True
+    for stage in STAGES:
+        keys = plan.stage_tasks(stage)
+        if not keys:
+            continue
+        n_done = sum(1 for key in keys if task_id(key) in done)
+        finished &= n_done == len(keys)
+        secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
+        lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {_gib(used)} of {_gib(sum(plan.disk_bytes().values()))} planned")
+    holder = _read_json(root / "lock")
+    if holder and (holder.get("host") != socket.gethostname() or _pid_alive(holder.get("pid"))):
+        lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})")
+    else:
+        lines.append("active: no" + (" (stale lock from a dead process)" if holder else ""))
+    if finished and (root / "edges.csv").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}")
+    elif not finished:
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines

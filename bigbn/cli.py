@@ -182,6 +182,83 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
     click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   summary: {Path(workdir) / 'summary.json'}")
 
 
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{int(b)} B"
+
+
+def _fmt_seconds(s: float) -> str:
+    if s < 90:
+        return f"{s:.1f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+@main.command("plan")
+@click.option("--n", "n", type=int, required=True, help="Number of variables.")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int)
+@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
+@click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
+@click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default="recompute",
+              show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Also compare the disk need with this folder's free space.")
+def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, workdir):
+    """Disk, memory and estimated time a run of N variables would need.
+
+    \b
+    Example:
+      bigbn plan --n 28 -k 3 --memory 4G
+    """
+    import shutil
+
+    from .api import default_memory, default_workers
+    from .plan import Plan, choose_chunk_bits, time_estimate
+
+    k = min(max_parents, n - 1)
+    if k < 0:
+        raise OptionError(f"max parents must be ≥ 0, got {max_parents}")
+    workers = workers or default_workers()
+    budget = parse_size(memory) or default_memory()
+    c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, budget, workers, alpha_mode)
+    p = Plan(n, k, c, alpha_mode)
+    disk = p.disk_bytes()
+    total_disk = sum(disk.values())
+    t = time_estimate(p, workers)
+    click.echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
+               f"({p.n_chunks} chunks of {_fmt_bytes(8 * p.chunk_size)}), alpha {alpha_mode}")
+    click.echo(f"disk:   {_fmt_bytes(total_disk)}  (" + ", ".join(
+        f"{name} {_fmt_bytes(b)}" for name, b in disk.items()) + ")")
+    click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
+               f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
+               f"(budget {_fmt_bytes(budget)})")
+    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of the reference machine ("
+               + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
+    if workdir is not None:
+        free = shutil.disk_usage(workdir).free
+        verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
+        click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
+
+
+@main.command()
+@click.option("--workdir", "-w", type=click.Path(file_okay=False), required=True)
+def status(workdir):
+    """What a work directory holds: what was asked, progress per stage, disk, activity.
+
+    \b
+    Example:
+      bigbn status --workdir /scratch/run28
+    """
+    from .api import workdir_status
+
+    for line in workdir_status(workdir):
+        click.echo(line)
+
+
 def _register_tools() -> None:
     from . import cli_tools
 

@@ -23,7 +23,7 @@ import numpy as np
 from . import kernels as K
 from .errors import BigBNError
 from .plan import Plan, squeeze_bit, task_id
-from .workdir import Workdir
+from .workdir import Workdir, checksum
 
 NEG_INF = -np.inf
 
@@ -67,6 +67,54 @@ def alpha_low_block(job: Job, H: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- tasks
+
+def task_output(p: Plan, key: tuple) -> tuple[str, object]:
+    """(table name, index) of the region a task writes; its journal CRC covers exactly this."""
+    stage = key[0]
+    if stage == "alpha":
+        _, node, first = key
+        lo = first * p.alpha_chunk_size
+        run = min(p.alpha_run, p.n_chunks - first)
+        return "alpha", (node, slice(lo, lo + run * p.alpha_chunk_size))
+    if stage in ("forward", "backward"):
+        return stage, _chunk_slice(p, key[1])
+    if stage == "gamma":
+        return "gamma_parts", (slice(key[1], key[1] + 1),)
+    if stage == "edges":
+        return "posterior", slice(None)
+    if stage == "scores":
+        return "beta", slice(None)
+    raise ValueError(stage)
+
+
+def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
+    """Check every journaled task's output against its CRC.
+
+    Returns (ids of intact tasks, ids whose chunks are missing, truncated or changed).
+    A bad task is simply run again: tasks are deterministic, so whatever already used
+    its (then intact) output stays valid.
+    """
+    good, bad = set(), []
+    for tid, rec in records.items():
+        key = _parse_task_id(tid)
+        if key is None or key[0] == "scores":
+            continue
+        name, index = task_output(job.plan, key)
+        try:
+            ok = checksum(job.workdir.read(name, index)) == rec.get("crc")
+        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
+            ok = False
+        (good.add(tid) if ok else bad.append(tid))
+    return good, bad
+
+
+def _parse_task_id(tid: str):
+    parts = tid.split(":")
+    try:
+        return (parts[0], *(int(x) for x in parts[1:]))
+    except ValueError:
+        return None
+
 
 def _task_alpha(job: Job, key: tuple) -> dict:
     _, node, first = key
@@ -277,9 +325,10 @@ def run_sync(job: Job, done: set[str], on_task=None, hooks=None) -> None:
 
 
 def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
-            on_task=None, hooks=None) -> None:
-    """Run every task not yet in the journal. scheduler: "sync", "threads"."""
-    done = set(job.workdir.journal())
+            on_task=None, hooks=None, done: set[str] | None = None) -> None:
+    """Run every task not in ``done`` (default: the journal). scheduler: "sync", "threads"."""
+    if done is None:
+        done = set(job.workdir.journal())
     if scheduler == "sync":
         run_sync(job, done, on_task=on_task, hooks=hooks)
         return

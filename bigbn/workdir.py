@@ -141,6 +141,16 @@ class Workdir:
                     out[rec["task"]] = rec
         return out
 
-    def reset_journal(self) -> None:
-        if self.journal_path.exists():
-            self.journal_path.unlink()
+    def repair_journal(self) -> None:
+        """End a torn last line (crash or full disk mid-append) so later lines stay whole."""
+        if not self.journal_path.exists():
+            return
+        with open(self.journal_path, "rb+") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() == 0:
+                return
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
