@@ -257,7 +257,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {k}")
     k = min(k, ds.n - 1)
-    workers = int(workers or default_workers())
+    workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise OptionError(f"workers must be ≥ 1, got {workers}")
     memory = int(memory or default_memory())
@@ -271,6 +271,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     }
     fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": NUMERICS_VERSION,
                    **options}
+
+    # Scores first: they validate every model option (constraints, ess, BGe parameters), so
+    # a refused run leaves no run.json behind that would block the corrected command.
+    t_scores = time.time()
+    beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
+                          alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
+    t_scores = (t_scores, time.time())
 
     tmp = None
     if workdir is None:
@@ -286,8 +293,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             wd = Workdir(root)
             plan = _prepare(wd, fingerprint, ds.n, k, chunk_bits, alpha_mode, memory, workers,
                             fresh, check_disk, source=str(data) if isinstance(data, (str, os.PathLike)) else "")
-            beta = _scores_stage(wd, ds, score, k, ess, structure_prior, alpha_mu, alpha_w,
-                                 prior_kwargs, plan)
+            _scores_stage(wd, beta, t_scores)
             job = Job(wd, plan, beta)
             recomputed = _run_engine(job, scheduler, workers, progress, _hooks)
             post = wd.read("posterior", slice(None))
@@ -355,6 +361,7 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
 
 
 def _clear(wd: Workdir) -> None:
+    wd.forget_arrays()
     shutil.rmtree(wd.tables, ignore_errors=True)
     for name in ("run.json", "journal.jsonl", "edges.csv", "summary.json"):
         (wd.root / name).unlink(missing_ok=True)
@@ -364,22 +371,21 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
 
 
-def _scores_stage(wd: Workdir, ds, score, k, ess, structure_prior, alpha_mu, alpha_w,
-                  prior_kwargs, plan: Plan) -> np.ndarray:
-    """Compute beta (or read it back when the journal says it is done and intact)."""
+def _scores_stage(wd: Workdir, beta: np.ndarray, times: tuple[float, float]) -> None:
+    """Store beta and journal the scores stage; on resume, check the stored beta is the
+    one just computed (scores are deterministic: a difference means corruption)."""
     tid = task_id(("scores",))
     rec = wd.journal().get(tid)
-    if rec is not None:
-        beta = wd.read("beta", slice(None))
-        if checksum(beta) == rec["crc"]:
-            return beta
-    t0 = time.time()
-    beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
-                          alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
-    crc = wd.write("beta", slice(None), beta, [(0, 0)])
-    wd.journal_append({"task": tid, "stage": "scores", "crc": crc, "start": t0,
-                       "end": time.time(), "seconds": round(time.time() - t0, 4)})
-    return beta
+    crc = checksum(beta)
+    if rec is not None and rec["crc"] == crc:
+        try:
+            if checksum(wd.read("beta", slice(None))) == crc:
+                return
+        except Exception:  # noqa: BLE001 - unreadable: rewrite it below
+            pass
+    wd.write("beta", slice(None), beta, [(0, 0)])
+    wd.journal_append({"task": tid, "stage": "scores", "crc": crc, "start": times[0],
+                       "end": times[1], "seconds": round(times[1] - times[0], 4)})
 
 
 def _run_engine(job: Job, scheduler, workers, progress, hooks) -> list[str]:

@@ -58,7 +58,7 @@ def parse_size(text: str | None) -> int | None:
         return None
     m = _SIZE.match(str(text))
     if not m:
-        raise OptionError(f"cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
+        raise OptionError(f"--memory: cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
     mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
     return int(float(m.group(1)) * mult)
 

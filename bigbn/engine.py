@@ -273,15 +273,18 @@ COMPUTE_STAGES = ("alpha", "forward", "backward", "gamma", "edges")
 
 
 def build_graph(job: Job, done: set[str], hooks=None) -> tuple[dict, list[str]]:
-    """A dask graph (plain dict) of every task not in ``done``; returns (graph, stage keys).
+    """A dask graph (plain dict) of every task not in ``done``; returns (graph, keys to get).
 
     Keys are task ids ("forward:5"); finished tasks become constants so dependants run
-    at once. Stage barriers: forward and backward wait for the whole alpha stage.
+    at once. Stage barriers: forward and backward wait for the whole alpha stage. The
+    keys to get are *all* pending tasks: dask culls what the requested keys do not need,
+    so asking only for "edges" would skip a corrupt chunk whose dependants are done.
     """
     p = job.plan
     dsk: dict = {}
     alpha_ids = [task_id(k) for k in p.stage_tasks("alpha")]
     dsk["barrier:alpha"] = (_barrier, *alpha_ids)
+    pending = []
     for stage in COMPUTE_STAGES:
         for key in p.stage_tasks(stage):
             tid = task_id(key)
@@ -292,7 +295,8 @@ def build_graph(job: Job, done: set[str], hooks=None) -> tuple[dict, list[str]]:
             if stage in ("forward", "backward"):
                 deps.append("barrier:alpha")
             dsk[tid] = (TaskCall(job, key, hooks), *deps)
-    return dsk, [task_id(("edges",))]
+            pending.append(tid)
+    return dsk, pending
 
 
 @dataclass(frozen=True)
@@ -343,7 +347,16 @@ def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
                 if on_task is not None and isinstance(result, str) and not key.startswith("barrier"):
                     on_task(result)
 
-        with _Progress():
-            dask.threaded.get(dsk, keys, num_workers=workers)
+        # A private pool, shut down (waiting for tasks in flight) before any error
+        # propagates: no task of a failed run may still be writing when the lock is
+        # released and a resume starts.
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers or None)
+        try:
+            with _Progress():
+                dask.threaded.get(dsk, keys, pool=pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return
     raise ValueError(f"unknown scheduler {scheduler!r}")

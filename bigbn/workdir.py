@@ -71,6 +71,7 @@ class Workdir:
     # -- tables ---------------------------------------------------------------------------
     def create_tables(self, plan: Plan) -> None:
         """Create every table array of the plan (existing ones of the same shape are kept)."""
+        self.forget_arrays()
         g = zarr.open_group(self.tables, mode="a")
         n, F, size = plan.n, plan.n_families, plan.chunk_size
         specs = {
@@ -91,6 +92,12 @@ class Workdir:
                     continue
             g.create_array(name, shape=shape, chunks=chunks, dtype="f8", compressors=None,
                            fill_value=np.nan, overwrite=True)
+
+    def forget_arrays(self) -> None:
+        """Drop this process's open array handles of this workdir (tables re-created)."""
+        with _cache_lock:
+            for key in [k for k in _array_cache if k[0] == str(self.tables)]:
+                del _array_cache[key]
 
     def array(self, name: str) -> zarr.Array:
         key = (str(self.tables), name)

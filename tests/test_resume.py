@@ -1,0 +1,268 @@
+"""Crash safety and resume (issue: resumable, crash-safe long runs).
+
+Fault injection counts that a resume runs exactly the missing tasks; a real `bigbn run`
+process killed with SIGKILL at random moments and resumed ends bit-identical to an
+unbroken run; fingerprint mismatch, concurrent runs, stale locks, truncated chunks,
+torn journal lines and a full disk are handled.
+"""
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bigbn import learn
+from bigbn.api import workdir_status
+from bigbn.cli import main
+from bigbn.errors import WorkdirError
+from bigbn.plan import Plan, task_id
+
+
+def write_data(path, n=9, m=300, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2, size=(m, n))
+    for j in range(1, n):  # some dependence so posteriors are not flat
+        copy = rng.random(m) < 0.7
+        x[copy, j] = x[copy, j - 1]
+    header = ",".join(f"V{j}" for j in range(n))
+    np.savetxt(path, x, fmt="%d", delimiter=",", header=header, comments="")
+    return path
+
+
+class FailOn:
+    """Hook: raise on the k-th task call (counting calls across threads)."""
+
+    def __init__(self, k, exc=None):
+        self.k = k
+        self.calls = 0
+        self.exc = exc or RuntimeError("injected fault")
+        self.lock = threading.Lock()
+
+    def __call__(self, key):
+        with self.lock:
+            self.calls += 1
+            if self.calls == self.k:
+                raise self.exc
+
+
+class Count:
+    def __init__(self):
+        self.keys = []
+        self.lock = threading.Lock()
+
+    def __call__(self, key):
+        with self.lock:
+            self.keys.append(task_id(key))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_data(tmp_path_factory.mktemp("d") / "data.csv")
+
+
+@pytest.fixture(scope="module")
+def unbroken(data, tmp_path_factory):
+    wd = tmp_path_factory.mktemp("unbroken")
+    return learn(data, workdir=wd, chunk_bits=5, max_parents=2), wd
+
+
+@pytest.mark.parametrize("fail_at", [1, 7, 25, 49])
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fail_at, scheduler):
+    with pytest.raises(RuntimeError, match="injected fault"):
+        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler,
+              _hooks=FailOn(fail_at))
+    plan = Plan(9, 2, 5)
+    all_ids = {task_id(k) for s in ("forward", "backward", "gamma", "edges") for k in plan.stage_tasks(s)}
+    journal = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    done_before = {r["task"] for r in journal} & all_ids
+    assert len(done_before) < len(all_ids)
+    count = Count()
+    res = learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler, _hooks=count)
+    assert sorted(count.keys) == sorted(all_ids - done_before)  # exactly the missing ones, once
+    ref, _ = unbroken
+    assert np.array_equal(res.posterior, ref.posterior)
+    assert res.log_marginal == ref.log_marginal
+
+
+def test_finished_run_is_not_recomputed(data, unbroken):
+    ref, wd = unbroken
+    count = Count()
+    res = learn(data, workdir=wd, max_parents=2, _hooks=count)
+    assert count.keys == []
+    assert np.array_equal(res.posterior, ref.posterior)
+
+
+def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path):
+    data = write_data(tmp_path / "big.csv", n=13, m=400, seed=5)
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "-k", "3", "--chunk-bits", "5",
+           "--workers", "2", "--quiet", "--top", "0"]
+    ref_wd = tmp_path / "ref"
+    t0 = time.monotonic()
+    subprocess.run(cmd + ["--workdir", str(ref_wd)], check=True, capture_output=True)
+    full = time.monotonic() - t0
+    wd = tmp_path / "killed"
+    rng = np.random.default_rng(11)
+    kills = 0
+    for _ in range(4):
+        proc = subprocess.Popen(cmd + ["--workdir", str(wd)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(float(rng.uniform(0.3, 0.8)) * full)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 2, "runs finished before they could be killed; make the job bigger"
+    status = "\n".join(workdir_status(wd))
+    assert "active: no" in status
+    out = subprocess.run(cmd + ["--workdir", str(wd)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (wd / "edges.csv").read_bytes() == (ref_wd / "edges.csv").read_bytes()
+    a = json.loads((wd / "summary.json").read_text())
+    b = json.loads((ref_wd / "summary.json").read_text())
+    assert a["log_marginal_likelihood"] == b["log_marginal_likelihood"]
+
+
+def test_other_options_are_refused_and_fresh_starts_over(data, tmp_path):
+    learn(data, workdir=tmp_path, max_parents=2, ess=1.0)
+    with pytest.raises(WorkdirError, match=r"ess: workdir has 1\.0, this run 5\.0"):
+        learn(data, workdir=tmp_path, max_parents=2, ess=5.0)
+    with pytest.raises(WorkdirError, match="max_parents"):
+        learn(data, workdir=tmp_path, max_parents=3, ess=1.0)
+    res = learn(data, workdir=tmp_path, max_parents=2, ess=5.0, fresh=True)
+    assert json.loads((tmp_path / "run.json").read_text())["fingerprint"]["ess"] == 5.0
+    assert np.all(np.isfinite(res.posterior))
+
+
+def test_other_chunk_bits_on_resume_is_refused(data, tmp_path):
+    learn(data, workdir=tmp_path, max_parents=2, chunk_bits=4)
+    with pytest.raises(WorkdirError, match="--chunk-bits 4"):
+        learn(data, workdir=tmp_path, max_parents=2, chunk_bits=6)
+    learn(data, workdir=tmp_path, max_parents=2)  # no --chunk-bits: the workdir's is used
+
+
+def test_second_concurrent_run_is_refused_naming_the_holder(data, tmp_path):
+    import socket
+
+    learn(data, workdir=tmp_path, max_parents=2)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "lock").write_text(json.dumps(
+            {"pid": holder.pid, "host": socket.gethostname(), "since": time.time()}))
+        with pytest.raises(WorkdirError, match=f"in use by another bigbn run \\(pid {holder.pid}"):
+            learn(data, workdir=tmp_path, max_parents=2)
+        assert f"active: yes (pid {holder.pid}" in "\n".join(workdir_status(tmp_path))
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder is dead now: its lock is stale and is taken over
+    assert "stale lock" in "\n".join(workdir_status(tmp_path))
+    res = learn(data, workdir=tmp_path, max_parents=2)
+    assert np.all(np.isfinite(res.posterior))
+    assert not (tmp_path / "lock").exists()
+
+
+def test_real_concurrent_process_is_refused(tmp_path):
+    data = write_data(tmp_path / "c.csv", n=13, m=400, seed=2)
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "--workdir", str(tmp_path / "w"),
+           "--chunk-bits", "5", "--quiet"]
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "w" / "lock").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = subprocess.run(cmd, capture_output=True, text=True)
+        if first.poll() is None:  # still running: the second must have been refused
+            assert second.returncode == 1
+            assert f"pid {first.pid}" in second.stderr
+            assert "Traceback" not in second.stderr
+    finally:
+        first.wait(timeout=120)
+    assert first.returncode == 0
+
+
+def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path):
+    ref, _ = unbroken
+    learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
+    chunks = tmp_path / "tables.zarr"
+    f1 = chunks / "forward" / "c" / "3"
+    f1.write_bytes(f1.read_bytes()[:100])  # truncated
+    f2 = chunks / "backward" / "c" / "7"
+    raw = bytearray(f2.read_bytes())
+    raw[8:16] = np.float64(-1.0).tobytes()  # silently changed value
+    f2.write_bytes(bytes(raw))
+    (chunks / "gamma_parts" / "c" / "2" / "0" / "0").unlink()  # missing
+    count = Count()
+    res = learn(data, workdir=tmp_path, max_parents=2, _hooks=count)
+    assert sorted(count.keys) == sorted(["forward:3", "backward:7", "gamma:2"])
+    assert sorted(res.summary["recomputed_corrupt_tasks"]) == sorted(count.keys)
+    assert np.array_equal(res.posterior, ref.posterior)
+
+
+def test_torn_journal_line_is_ignored_and_repaired(data, unbroken, tmp_path):
+    ref, _ = unbroken
+    with pytest.raises(RuntimeError):
+        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, _hooks=FailOn(30))
+    with open(tmp_path / "journal.jsonl", "a") as fh:
+        fh.write('{"task":"gamma:1","crc":12')  # a crash mid-append
+    res = learn(data, workdir=tmp_path, max_parents=2)
+    assert np.array_equal(res.posterior, ref.posterior)
+    lines = (tmp_path / "journal.jsonl").read_text().splitlines()
+    assert sum(1 for line in lines if line.startswith('{"task":"gamma:1","crc":12')) == 1
+    assert all(json.loads(line) for line in lines if not line.startswith('{"task":"gamma:1","crc":12'))
+
+
+class DiskFull:
+    """Hook: every task after the n-th fails as if the disk were full."""
+
+    def __init__(self, n):
+        self.n, self.calls, self.lock = n, 0, threading.Lock()
+
+    def __call__(self, key):
+        with self.lock:
+            self.calls += 1
+            if self.calls > self.n:
+                raise OSError(errno.ENOSPC, "No space left on device", "tables.zarr/forward/c/9")
+
+
+def test_disk_full_gives_one_line_error_and_rerun_finishes(data, unbroken, tmp_path, monkeypatch):
+    ref, _ = unbroken
+    import bigbn.api as api
+
+    real = api.learn
+    monkeypatch.setattr(api, "learn", lambda *a, **kw: real(*a, _hooks=DiskFull(20), **kw))
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2",
+                                  "--chunk-bits", "5", "--quiet"])
+    assert r.exit_code == 1
+    lines = [line for line in r.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: disk full")
+    assert "run the same command again" in lines[0]
+    assert "Traceback" not in r.output
+    journal = (tmp_path / "journal.jsonl").read_text().splitlines()
+    assert 1 <= len(journal) <= 21 and all(json.loads(line) for line in journal)
+    monkeypatch.setattr(api, "learn", real)
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--quiet"])
+    assert r.exit_code == 0, r.output
+    res = real(data, workdir=tmp_path, max_parents=2)
+    assert np.array_equal(res.posterior, ref.posterior)
+
+
+def test_status_reports_progress(data, tmp_path):
+    with pytest.raises(RuntimeError):
+        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync", _hooks=FailOn(10))
+    r = CliRunner().invoke(main, ["status", "--workdir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "forward: 9/16 tasks done" in r.output
+    assert "backward: 0/16 tasks done" in r.output
+    assert "active: no" in r.output
+    assert "unfinished" in r.output
+    r = CliRunner().invoke(main, ["status", "--workdir", str(tmp_path / "nothing")])
+    assert r.exit_code == 1 and "not a bigbn work directory" in r.output
