@@ -152,24 +152,26 @@ def _drive(client, job: Job, dsk: dict, on_task, retries: int) -> None:
             while ready:
                 k = ready.popleft()
                 v = dsk[k]
-                if isinstance(v[0] if _is_task(v) else None, TaskCall):
-                    call = v[0]
+                call = v[0] if _is_task(v) else None
+                if isinstance(call, TaskCall):
+                    # dask-style key ("forward-<token>", 5): the dashboard groups by stage
                     fut = client.submit(run_task, job_future, call.key, hooks=call.hooks,
-                                        key=f"{k}-{token}", retries=retries,
-                                        priority=-order[k])
+                                        key=(f"{call.key[0]}-{token}", *call.key[1:]),
+                                        retries=retries, priority=-order[k])
                     running[fut] = k
                     ac.add(fut)
                     continue
-                results[k] = v[0](*(results[d] for d in deps[k])) if _is_task(v) else v
+                results[k] = call(*(results[d] for d in deps[k])) if call is not None else v
                 _release(k, dependants, waiting, ready)
             if not running:
                 break
             fut = next(ac)
             k = running.pop(fut)
+            if fut.status == "error":
+                raise fut.exception()
             if fut.status != "finished":
-                exc = fut.exception()
-                raise exc if isinstance(exc, BaseException) else EngineError(
-                    f"task {k} ended as {fut.status!r} on the cluster")
+                raise EngineError(f"task {k} was {fut.status} on the cluster (every worker lost? "
+                                  "run again to resume from the journal)")
             results[k] = fut.result()
             fut.release()
             if on_task is not None:
@@ -189,8 +191,8 @@ def _drive(client, job: Job, dsk: dict, on_task, retries: int) -> None:
 
 def _executing_keys(token: str, dask_worker=None) -> list[str]:
     """On a worker: keys of this run still executing (a cancelled task runs to its end)."""
-    return [ts.key for ts in dask_worker.state.executing
-            if isinstance(ts.key, str) and ts.key.endswith(token)]
+    return [str(ts.key) for ts in dask_worker.state.executing
+            if isinstance(ts.key, tuple) and str(ts.key[0]).endswith(token)]
 
 
 def _wait_until_stopped(client, token: str, poll: float = 0.2) -> None:
