@@ -14,6 +14,7 @@ Executors (the plan is the same for all):
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -21,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from . import kernels as K
-from .errors import BigBNError
+from .errors import BigBNError, OptionError
 from .plan import Plan, squeeze_bit, task_id
 from .workdir import Workdir, checksum
 
@@ -210,17 +211,23 @@ def _task_edges(job: Job, key: tuple) -> dict:
 
 
 def edge_posteriors(beta: np.ndarray, gamma: np.ndarray, p: Plan, log_px: float) -> np.ndarray:
-    """P[u, v] = exp(logsumexp_{f: u ∈ G_f} beta[v, f] + gamma[v, f] - log p(x)); (n, n)."""
+    """P[u, v] = Σ_{G ∋ u} β_v(G) γ_v(G) / Σ_G β_v(G) γ_v(G); float64 (n, n).
+
+    The denominator equals L(V) = p(x) for every v (checked to 1e-9); using node v's own
+    sum over the same finite terms makes a forbidden edge exactly 0 (no finite term) and a
+    required edge exactly 1 (numerator and denominator are the same computation).
+    """
     n = p.n
     post = np.zeros((n, n))
     w = beta + gamma
     for v in range(n):
-        total = _logsumexp(w[v])
+        finite = np.isfinite(w[v])
+        total = _logsumexp(w[v][finite])
         _check_close(total, log_px, f"Σ_G β_{v}(G) γ_{v}(G) and L(V)")
         for j in range(n - 1):
             u = j if j < v else j + 1
-            mask = (p.families >> j) & 1 == 1
-            post[u, v] = math.exp(_logsumexp(w[v][mask]) - log_px) if mask.any() else 0.0
+            sel = finite & ((p.families >> j) & 1 == 1)
+            post[u, v] = math.exp(_logsumexp(w[v][sel]) - total) if sel.any() else 0.0
     if not np.all(np.isfinite(post)):
         raise EngineError("edge posteriors are not finite (bug or corrupted tables)")
     return np.clip(post, 0.0, 1.0)
@@ -330,7 +337,12 @@ def run_sync(job: Job, done: set[str], on_task=None, hooks=None) -> None:
 
 def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
             on_task=None, hooks=None, done: set[str] | None = None) -> None:
-    """Run every task not in ``done`` (default: the journal). scheduler: "sync", "threads"."""
+    """Run every task not in ``done`` (default: the journal).
+
+    scheduler: "sync" (plain loop, the specification), "threads" (dask's local threaded
+    scheduler), "processes" (a local dask.distributed cluster of ``workers`` processes),
+    a scheduler address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``.
+    """
     if done is None:
         done = set(job.workdir.journal())
     if scheduler == "sync":
@@ -359,4 +371,15 @@ def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return
-    raise ValueError(f"unknown scheduler {scheduler!r}")
+    if scheduler == "processes":
+        from .cluster import local_cluster, run_distributed
+
+        with local_cluster(workers or os.cpu_count() or 1) as client:
+            run_distributed(job, client, on_task=on_task, hooks=hooks, done=done)
+        return
+    if not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
+        from .cluster import run_distributed
+
+        run_distributed(job, scheduler, on_task=on_task, hooks=hooks, done=done)
+        return
+    raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")

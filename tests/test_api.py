@@ -354,3 +354,24 @@ def test_fresh_in_the_same_process_with_other_shapes(tmp_path):
     res = bigbn.learn(tmp_path / "d.csv", max_parents=3, workdir=wd, fresh=True)
     ref = bigbn.learn(tmp_path / "d.csv", max_parents=3)
     np.testing.assert_array_equal(res.posterior, ref.posterior)
+
+
+def test_forbidden_edges_are_exactly_zero_and_required_exactly_one(tmp_path):
+    import naive
+    from bigbn.api import load_dataset, score_families
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 2, size=(80, 5))
+    x[:, 2] = x[:, 1] ^ (rng.random(80) < 0.1)
+    path = tmp_path / "c.csv"
+    np.savetxt(path, x, fmt="%d", delimiter=",", header="A,B,C,D,E", comments="")
+    kw = {"forbid": [(1, 2), (0, 3)], "require": [(3, 4), (0, 1)]}
+    res = bigbn.learn(path, max_parents=2, prior_kwargs=kw, workdir=tmp_path / "w")
+    assert res.posterior[1, 2] == 0.0 and res.posterior[0, 3] == 0.0
+    assert res.posterior[3, 4] == 1.0 and res.posterior[0, 1] == 1.0
+    assert res.posterior[4, 3] == 0.0  # the reverse of a required edge would make a cycle
+    ds, score, _ = load_dataset(path)
+    beta = score_families(ds, score, 2, prior_kwargs=kw)
+    P0, l0 = naive.edges_by_orders(beta, 2)
+    np.testing.assert_allclose(res.posterior, P0, atol=1e-9)
+    assert res.log_marginal == pytest.approx(l0, rel=1e-12)
