@@ -215,9 +215,10 @@ def _transform_updates(d: int, k: int) -> int:
 
 # Seconds per elementary operation on one core, measured by scripts/bench.py on the
 # reference machine (2-core Zen 4 VM, AVX2): a vectorised log-add-exp in the transforms,
-# one max-shifted exp term of the forward/backward recursions.
-SECONDS_PER_LAE = 2.5e-9
-SECONDS_PER_TERM = 6.0e-9
+# one max-shifted exp term of the forward/backward recursions (n = 28 task-seconds,
+# I/O and zarr overhead included).
+SECONDS_PER_LAE = 5.5e-9
+SECONDS_PER_TERM = 12e-9
 DISK_WRITE_BPS = 0.65e9
 DISK_READ_BPS = 1.6e9
 

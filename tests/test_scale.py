@@ -1,0 +1,94 @@
+"""Out-of-core behaviour at small scale: the memory budget bounds a real process's peak
+RSS, `bigbn plan` reports what a run needs, a too-small disk is refused up front, and the
+progress stream reports every task."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bigbn import learn
+from bigbn.cli import main, parse_size
+from bigbn.plan import Plan, choose_chunk_bits, time_estimate
+
+
+def _data(path, n, m=200, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 2, size=(m, n))
+    np.savetxt(path, x, fmt="%d", delimiter=",", header=",".join(f"V{j}" for j in range(n)), comments="")
+    return path
+
+
+def _peak_rss(data, workdir, *extra):
+    subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(data), "--workdir", str(workdir),
+                    "-k", "3", "--quiet", "--workers", "2", *extra], check=True, capture_output=True)
+    summary = json.loads((workdir / "summary.json").read_text())
+    return summary["peak_rss_bytes"], summary["plan"]["chunk_bits"]
+
+
+def test_memory_budget_bounds_peak_rss(tmp_path):
+    """The budget bounds what the tables add on top of the process's fixed footprint
+    (Python, numba, zarr, dask), measured by the same run with small 2^12-entry chunks
+    (same code paths, so the same compiled kernels are loaded)."""
+    data = _data(tmp_path / "d.csv", 20)
+    _peak_rss(data, tmp_path / "warm", "--chunk-bits", "12")  # fills numba's cache
+    base, _ = _peak_rss(data, tmp_path / "base", "--chunk-bits", "12")
+    budget = 48 << 20
+    rss, c = _peak_rss(data, tmp_path / "small", "--memory", "48M")
+    assert 12 < c < 20
+    assert rss - base <= budget, f"tables used {(rss - base) / 2**20:.0f} MiB over a 48 MiB budget"
+    big, c_big = _peak_rss(data, tmp_path / "big", "--chunk-bits", "20")
+    assert c_big == 20 and big - base > budget  # the budget is what made the difference
+
+
+def test_plan_command_reports_disk_memory_time(tmp_path):
+    r = CliRunner().invoke(main, ["plan", "--n", "28", "-k", "3", "--memory", "4G", "--workers", "2",
+                                  "--workdir", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    p = Plan(28, 3, choose_chunk_bits(28, 3, 4 << 30, 2))
+    assert f"chunk bits c = {p.chunk_bits}" in r.output
+    assert "forward 2.0 GiB, backward 2.0 GiB" in r.output  # 8 × 2^28 bytes each
+    assert "alpha" not in r.output.split("disk:")[1].split("\n")[0]  # recomputed, not stored
+    assert "memory:" in r.output and "time:" in r.output and "free" in r.output
+    r = CliRunner().invoke(main, ["plan", "--n", "28", "-k", "3", "--alpha", "store"])
+    assert "alpha 28.0 GiB" in r.output
+
+
+def test_time_estimate_grows_like_n_2_to_the_n():
+    t = [sum(time_estimate(Plan(n, 3, min(n, 20)), 2).values()) for n in (22, 24, 26, 28)]
+    for a, b in zip(t, t[1:]):
+        assert 3.5 < b / a < 6  # ×4 per two variables, a bit more for the extra n factor
+
+
+def test_run_refuses_when_disk_is_too_small(tmp_path, monkeypatch):
+    import shutil
+
+    import bigbn.api as api
+
+    data = _data(tmp_path / "d.csv", 12)
+    real = shutil.disk_usage
+    monkeypatch.setattr(api.shutil, "disk_usage",
+                        lambda p: real(p)._replace(free=1000))
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w")])
+    assert r.exit_code == 1
+    assert "needs" in r.output and "of disk, only" in r.output and "bigbn plan --n 12" in r.output
+    assert not (tmp_path / "w" / "run.json").exists()
+
+
+def test_progress_events_cover_every_task(tmp_path):
+    data = _data(tmp_path / "d.csv", 10)
+    seen = {}
+    learn(data, workdir=tmp_path / "w", chunk_bits=5, progress=lambda s, d, t: seen.__setitem__(s, (d, t)))
+    plan = Plan(10, 3, 5)
+    for stage in ("forward", "backward", "gamma", "edges"):
+        total = len(plan.stage_tasks(stage))
+        assert seen[stage] == (total, total)
+
+
+@pytest.mark.parametrize("text,expected", [("4G", 4 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
+                                           ("1000", 1000), ("64k", 64 << 10)])
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
