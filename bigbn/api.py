@@ -329,7 +329,7 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
     """Check run.json against this run (refuse other data/options), fix the plan, make tables."""
     old = _read_json(wd.run_json)
     if old is not None and fresh:
-        _clear(wd)
+        wd.clear()
         old = None
     if old is not None:
         diff = [f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
@@ -358,13 +358,6 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
         })
     wd.create_tables(plan)
     return plan
-
-
-def _clear(wd: Workdir) -> None:
-    wd.forget_arrays()
-    shutil.rmtree(wd.tables, ignore_errors=True)
-    for name in ("run.json", "journal.jsonl", "edges.csv", "summary.json"):
-        (wd.root / name).unlink(missing_ok=True)
 
 
 def _gib(b: float) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import zlib
 from pathlib import Path
@@ -30,6 +31,7 @@ JOURNAL = "journal.jsonl"
 RUN_JSON = "run.json"
 
 _journal_lock = threading.Lock()
+_journal_files: dict[str, Path] = {}  # workdir -> the journal file this process appends to
 _array_cache: dict[tuple[str, str], zarr.Array] = {}
 _cache_lock = threading.Lock()
 
@@ -123,10 +125,33 @@ class Workdir:
         return np.ascontiguousarray(self.array(name)[index])
 
     # -- journal --------------------------------------------------------------------------
+    def _own_journal(self) -> Path:
+        """The file this process appends to: journal.jsonl for the process that holds the
+        run's lock (or when there is no lock: the engine used directly), otherwise (a
+        dask.distributed worker) journal-HOST-PID.jsonl, so that no two processes, maybe on
+        different hosts of a shared file system, ever append to the same file."""
+        key = str(self.root)
+        path = _journal_files.get(key)
+        if path is None:
+            try:
+                holder = json.loads((self.root / "lock").read_text())
+            except (OSError, ValueError):
+                holder = None
+            me = {"pid": os.getpid(), "host": socket.gethostname()}
+            if holder is None or {k: holder.get(k) for k in me} == me:
+                path = self.journal_path
+            else:
+                path = self.root / f"journal-{me['host']}-{me['pid']}.jsonl"
+            _journal_files[key] = path
+        return path
+
+    def journal_files(self) -> list[Path]:
+        return sorted(self.root.glob("journal*.jsonl"))
+
     def journal_append(self, record: dict) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         with _journal_lock:
-            fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._own_journal(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
@@ -134,30 +159,41 @@ class Workdir:
                 os.close(fd)
 
     def journal(self) -> dict[str, dict]:
-        """Finished tasks: task id -> its record. A torn last line (crash mid-write) is ignored."""
+        """Finished tasks (from every journal file): task id -> its record. A torn line
+        (crash or full disk mid-write) is ignored."""
         out: dict[str, dict] = {}
-        if not self.journal_path.exists():
-            return out
-        with open(self.journal_path, "rb") as fh:
-            for raw in fh:
-                try:
-                    rec = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and "task" in rec:
-                    out[rec["task"]] = rec
+        for path in self.journal_files():
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    try:
+                        rec = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict) and "task" in rec:
+                        out[rec["task"]] = rec
         return out
 
     def repair_journal(self) -> None:
-        """End a torn last line (crash or full disk mid-append) so later lines stay whole."""
-        if not self.journal_path.exists():
-            return
-        with open(self.journal_path, "rb+") as fh:
-            fh.seek(0, os.SEEK_END)
-            if fh.tell() == 0:
-                return
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":
-                fh.write(b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+        """End a torn last line in every journal file so that later lines stay whole."""
+        for path in self.journal_files():
+            with open(path, "rb+") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() == 0:
+                    continue
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    def clear(self) -> None:
+        """Remove tables, journal files and outputs (``--fresh``)."""
+        import shutil
+
+        self.forget_arrays()
+        _journal_files.pop(str(self.root), None)
+        shutil.rmtree(self.tables, ignore_errors=True)
+        for path in self.journal_files():
+            path.unlink()
+        for name in (RUN_JSON, "edges.csv", "summary.json"):
+            (self.root / name).unlink(missing_ok=True)
