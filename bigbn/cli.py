@@ -79,13 +79,12 @@ class Progress:
             from tqdm import tqdm
 
             bar = self.bars.get(stage)
-            if bar is None:
+            if bar is None:  # one line per stage, fixed; all closed together at the end
                 bar = self.bars[stage] = tqdm(total=total, desc=f"{stage:>8}", unit="task",
-                                              leave=True, initial=done, file=sys.stderr)
+                                              leave=True, initial=done, file=sys.stderr,
+                                              position=len(self.bars), dynamic_ncols=True)
             bar.n = done
             bar.refresh()
-            if done >= total:
-                bar.close()
             return
         now = time.monotonic()
         if done == total or done == 0 or now - self.last_line > 5:
@@ -95,6 +94,7 @@ class Progress:
     def close(self):
         for bar in self.bars.values():
             bar.close()
+        self.bars = {}
 
 
 @main.command()
