@@ -302,3 +302,36 @@ def discrete_dataset(table: Table, max_nodes: int | None = None) -> Dataset:
 def load_discrete(path, max_nodes: int | None = None) -> Dataset:
     """`read_table` then `discrete_dataset`: the usual way to load a discrete CSV file."""
     return discrete_dataset(read_table(path), max_nodes=max_nodes)
+
+
+def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
+    """Yield (line number, stripped cells) of a small CSV file with a fixed header.
+
+    For the edge, constraint and prior files the CLI reads. The first line must name
+    ``header`` (more columns allowed if ``extra_columns``); blank lines are skipped; a row
+    with too few (or, unless ``extra_columns``, too many) fields is a DataError naming
+    file and line.
+    """
+    try:
+        fh = open(path, newline="", encoding="utf-8")
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror})") from None
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            first = next(reader, None)
+        except (UnicodeDecodeError, csv.Error) as e:
+            raise DataError(f"{path}, line 1: not a readable UTF-8 CSV file ({e})") from None
+        got = tuple(c.strip() for c in (first or ()))
+        if (got[:len(header)] if extra_columns else got) != header:
+            raise DataError(f"{path}, line 1: expected header {','.join(header)}")
+        try:
+            for row in reader:
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if len(row) < len(header) or (len(row) > len(header) and not extra_columns):
+                    raise DataError(f"{path}, line {reader.line_num}: expected {len(header)} "
+                                    f"fields, found {len(row)}")
+                yield reader.line_num, [c.strip() for c in row]
+        except (UnicodeDecodeError, csv.Error) as e:
+            raise DataError(f"{path}, line {reader.line_num}: not a readable UTF-8 CSV file ({e})") from None

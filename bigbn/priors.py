@@ -33,12 +33,12 @@ naming the nodes). The readers at the end turn the CLI's CSV files into these ar
 
 from __future__ import annotations
 
-import csv
 import os
 from math import comb, log
 
 import numpy as np
 
+from bigbn.data import csv_records
 from bigbn.errors import DataError, OptionError
 from bigbn.families import family_masks, popcounts
 
@@ -200,33 +200,12 @@ def log_prior(n: int, k: int, kind: str = "koivisto-sood", *, edge_prob=None, fo
 
 # ---- readers for the CLI's files -------------------------------------------------------
 
-def _read_csv(path, header: tuple[str, ...]):
-    """Yield (line number, row) of a CSV with exactly this header; blank lines skipped."""
-    try:
-        f = open(path, newline="", encoding="utf-8")
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror})") from None
-    with f:
-        reader = csv.reader(f)
-        first = next(reader, None)
-        if first is None or tuple(c.strip() for c in first) != header:
-            raise DataError(f"{path}: line 1: header must be {','.join(header)}")
-        for row in reader:
-            if not row or all(not c.strip() for c in row):
-                continue
-            line = reader.line_num
-            if len(row) != len(header):
-                raise DataError(
-                    f"{path}: line {line}: expected {len(header)} fields, got {len(row)}")
-            yield line, [c.strip() for c in row]
-
-
 def _index(path, line: int, column: str, name: str, index: dict) -> int:
     try:
         return index[name]
     except KeyError:
         raise DataError(
-            f"{path}: line {line}, column {column}: unknown node {name!r} "
+            f"{path}, line {line}, column {column}: unknown node {name!r} "
             "(not a column of the data)") from None
 
 
@@ -234,7 +213,7 @@ def read_edge_list(path, names) -> list[tuple[int, int]]:
     """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs."""
     index = {str(x): j for j, x in enumerate(names)}
     out = []
-    for line, (p, c) in _read_csv(path, ("parent", "child")):
+    for line, (p, c) in csv_records(path, ("parent", "child")):
         out.append((_index(path, line, "parent", p, index), _index(path, line, "child", c, index)))
     return out
 
@@ -250,20 +229,20 @@ def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
     n = len(names)
     out = np.full((n, n), default, dtype=np.float64)
     seen = set()
-    for line, (p, c, s) in _read_csv(path, ("parent", "child", "prob")):
+    for line, (p, c, s) in csv_records(path, ("parent", "child", "prob")):
         u = _index(path, line, "parent", p, index)
         v = _index(path, line, "child", c, index)
         if u == v:
-            raise DataError(f"{path}: line {line}: self-loop {p} -> {c}")
+            raise DataError(f"{path}, line {line}: self-loop {p} -> {c}")
         if (u, v) in seen:
-            raise DataError(f"{path}: line {line}: edge {p} -> {c} listed twice")
+            raise DataError(f"{path}, line {line}: edge {p} -> {c} listed twice")
         seen.add((u, v))
         try:
             prob = float(s)
         except ValueError:
             prob = np.nan
         if not 0.0 <= prob <= 1.0:
-            raise DataError(f"{path}: line {line}, column prob: {s!r} is not a probability in [0, 1]")
+            raise DataError(f"{path}, line {line}, column prob: {s!r} is not a probability in [0, 1]")
         out[u, v] = prob
     return out
 
@@ -286,7 +265,7 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
         return np.full(n, value, dtype=np.int64)
     index = {str(x): j for j, x in enumerate(names)}
     out = np.full(n, k, dtype=np.int64)
-    for line, (name, s) in _read_csv(text, ("node", "max_parents")):
+    for line, (name, s) in csv_records(text, ("node", "max_parents")):
         i = _index(text, line, "node", name, index)
         try:
             value = int(s)
@@ -294,6 +273,6 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
             value = -1
         if not 0 <= value <= k:
             raise DataError(
-                f"{text}: line {line}, column max_parents: {s!r} is not an integer in 0..k={k}")
+                f"{text}, line {line}, column max_parents: {s!r} is not an integer in 0..k={k}")
         out[i] = value
     return out

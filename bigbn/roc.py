@@ -10,12 +10,12 @@ random non-edge s- (the Mann-Whitney statistic).
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from bigbn.data import csv_records
 from bigbn.errors import DataError
 
 
@@ -96,36 +96,23 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     Returns (names, P) with names in order of first appearance and P float64 (n, n),
     ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
     """
-    try:
-        fh = open(path, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot open ({exc.strerror})") from None
     names: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
-    with fh:
-        rows = csv.reader(fh)
-        header = next(rows, None)
-        if header is None or [h.strip() for h in header[:3]] != ["parent", "child", "posterior"]:
-            raise DataError(f"{path}, line 1: expected header 'parent,child,posterior'")
-        for line, row in enumerate(rows, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) < 3:
-                raise DataError(f"{path}, line {line}: expected 3 columns, found {len(row)}")
-            u, v = row[0].strip(), row[1].strip()
-            if u == v:
-                raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
-            try:
-                p = float(row[2])
-            except ValueError:
-                raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
-            if not (math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
-                raise DataError(f"{path}, line {line}, column 3: posterior {p} is not in [0, 1]")
-            iu = names.setdefault(u, len(names))
-            iv = names.setdefault(v, len(names))
-            if (iu, iv) in entries:
-                raise DataError(f"{path}, line {line}: pair {u!r} -> {v!r} listed twice")
-            entries[(iu, iv)] = min(max(p, 0.0), 1.0)
+    for line, row in csv_records(path, ("parent", "child", "posterior"), extra_columns=True):
+        u, v = row[0], row[1]
+        if u == v:
+            raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+        try:
+            p = float(row[2])
+        except ValueError:
+            raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
+        if not (math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
+            raise DataError(f"{path}, line {line}, column 3: posterior {p} is not in [0, 1]")
+        iu = names.setdefault(u, len(names))
+        iv = names.setdefault(v, len(names))
+        if (iu, iv) in entries:
+            raise DataError(f"{path}, line {line}: pair {u!r} -> {v!r} listed twice")
+        entries[(iu, iv)] = min(max(p, 0.0), 1.0)
     n = len(names)
     if n < 2:
         raise DataError(f"{path}: needs at least 2 nodes, found {n}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.bif import Network, read_bif
+from bigbn.data import csv_records
 from bigbn.errors import DataError, OptionError
 
 
@@ -135,27 +136,14 @@ def read_truth(path, names) -> np.ndarray:
     """
     index = {v: i for i, v in enumerate(names)}
     adj = np.zeros((len(names), len(names)), dtype=bool)
-    try:
-        fh = open(path, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot open ({exc.strerror})") from None
-    with fh:
-        rows = csv.reader(fh)
-        header = next(rows, None)
-        if header is None or [h.strip() for h in header[:2]] != ["parent", "child"]:
-            raise DataError(f"{path}, line 1: expected header 'parent,child'")
-        for line, row in enumerate(rows, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) < 2:
-                raise DataError(f"{path}, line {line}: expected 2 columns, found {len(row)}")
-            u, v = row[0].strip(), row[1].strip()
-            for col, name in ((1, u), (2, v)):
-                if name not in index:
-                    raise DataError(f"{path}, line {line}, column {col}: unknown node {name!r}")
-            if u == v:
-                raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
-            if adj[index[u], index[v]]:
-                raise DataError(f"{path}, line {line}: arc {u!r} -> {v!r} listed twice")
-            adj[index[u], index[v]] = True
+    for line, row in csv_records(path, ("parent", "child"), extra_columns=True):
+        u, v = row[0], row[1]
+        for col, name in ((1, u), (2, v)):
+            if name not in index:
+                raise DataError(f"{path}, line {line}, column {col}: unknown node {name!r}")
+        if u == v:
+            raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+        if adj[index[u], index[v]]:
+            raise DataError(f"{path}, line {line}: arc {u!r} -> {v!r} listed twice")
+        adj[index[u], index[v]] = True
     return adj

@@ -190,11 +190,11 @@ def test_read_edge_list(tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("parent,child\nA,B\nA,E\n", "e.csv: line 3, column child: unknown node 'E'"),
-    ("parent,child\nA,B\nX,A\n", "e.csv: line 3, column parent: unknown node 'X'"),
-    ("from,to\nA,B\n", "e.csv: line 1: header must be parent,child"),
-    ("parent,child\nA,B,C\n", "e.csv: line 2: expected 2 fields, got 3"),
-    ("", "e.csv: line 1: header must be parent,child"),
+    ("parent,child\nA,B\nA,E\n", "e.csv, line 3, column child: unknown node 'E'"),
+    ("parent,child\nA,B\nX,A\n", "e.csv, line 3, column parent: unknown node 'X'"),
+    ("from,to\nA,B\n", "e.csv, line 1: expected header parent,child"),
+    ("parent,child\nA,B,C\n", "e.csv, line 2: expected 2 fields, found 3"),
+    ("", "e.csv, line 1: expected header parent,child"),
 ])
 def test_read_edge_list_errors(tmp_path, text, message):
     path = write(tmp_path, "e.csv", text)
@@ -219,11 +219,11 @@ def test_read_edge_prob(tmp_path):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("parent,child,prob\nA,B,1.5\n", "p.csv: line 2, column prob: '1.5' is not a probability"),
-    ("parent,child,prob\nA,B,x\n", "p.csv: line 2, column prob: 'x' is not a probability"),
-    ("parent,child,prob\nA,B,0.1\nA,B,0.2\n", "p.csv: line 3: edge A -> B listed twice"),
-    ("parent,child,prob\nA,A,0.1\n", "p.csv: line 2: self-loop A -> A"),
-    ("parent,child,prob\nA,Q,0.1\n", "p.csv: line 2, column child: unknown node 'Q'"),
+    ("parent,child,prob\nA,B,1.5\n", "p.csv, line 2, column prob: '1.5' is not a probability"),
+    ("parent,child,prob\nA,B,x\n", "p.csv, line 2, column prob: 'x' is not a probability"),
+    ("parent,child,prob\nA,B,0.1\nA,B,0.2\n", "p.csv, line 3: edge A -> B listed twice"),
+    ("parent,child,prob\nA,A,0.1\n", "p.csv, line 2: self-loop A -> A"),
+    ("parent,child,prob\nA,Q,0.1\n", "p.csv, line 2, column child: unknown node 'Q'"),
 ])
 def test_read_edge_prob_errors(tmp_path, text, message):
     path = write(tmp_path, "p.csv", text)
@@ -241,7 +241,7 @@ def test_read_max_parents(tmp_path):
 
 def test_read_max_parents_errors(tmp_path):
     path = write(tmp_path, "m.csv", "node,max_parents\nB,4\n")
-    with pytest.raises(DataError, match="m.csv: line 2, column max_parents: '4' is not an integer in 0..k=3"):
+    with pytest.raises(DataError, match="m.csv, line 2, column max_parents: '4' is not an integer in 0..k=3"):
         read_max_parents(path, NAMES, 3)
     path = write(tmp_path, "m.csv", "node,max_parents\nZ,1\n")
     with pytest.raises(DataError, match="line 2, column node: unknown node 'Z'"):

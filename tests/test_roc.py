@@ -115,7 +115,7 @@ def test_read_edges(tmp_path):
     ("parent,child,posterior\na,b,1.5\nb,a,0\n", r"line 2, column 3: posterior 1.5 is not in \[0, 1\]"),
     ("parent,child,posterior\na,b,0.5\nb,c,0.5\n", "2 rows for 3 nodes"),
     ("parent,child,posterior\na,a,0.5\n", "line 2: self-loop"),
-    ("parent,child,posterior\na,b\n", "line 2: expected 3 columns"),
+    ("parent,child,posterior\na,b\n", "line 2: expected 3 fields"),
 ])
 def test_read_edges_errors(tmp_path, text, message):
     path = tmp_path / "e.csv"
