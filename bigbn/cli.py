@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .cli_tools import CONTEXT
 from .errors import BigBNError, OptionError
 
 
@@ -38,7 +39,7 @@ class BigBNGroup(click.Group):
             raise
 
 
-@click.group(cls=BigBNGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=BigBNGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="bigbn")
 def main():
     """Exact Bayesian edge posteriors for Bayesian networks (Koivisto 2006).

@@ -15,6 +15,10 @@ import numpy as np
 from bigbn.errors import OptionError
 
 
+# The same help options as the `bigbn` group, also when a command is invoked on its own
+# (click caches a command's help option at its first invocation).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
 def _int_list(text: str, option: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(t) for t in text.split(",") if t.strip())
@@ -25,7 +29,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
     return vals
 
 
-@click.command("simulate")
+@click.command("simulate", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
 @click.option("--n", "n", type=int, default=None, help="Number of nodes of a random network.")
 @click.option("-k", "--k", "k", type=int, default=None,
@@ -77,7 +81,7 @@ def simulate(out, n, k, r, m, seed, network, save_network):
     click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
 
 
-@click.command("roc")
+@click.command("roc", context_settings=CONTEXT)
 @click.argument("edges", type=click.Path(exists=True, dir_okay=False))
 @click.argument("truth", type=click.Path(exists=True, dir_okay=False))
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -111,7 +115,7 @@ def roc(edges, truth, plot_path, curve_path):
     click.echo(f"AUC {curve.auc:.6f}")
 
 
-@click.command("plot")
+@click.command("plot", context_settings=CONTEXT)
 @click.argument("edges", type=click.Path(exists=True, dir_okay=False))
 @click.option("--out", "heatmap_path", type=click.Path(dir_okay=False), default=None,
               help="Heatmap of the posterior matrix (.png, .svg or .pdf). Default when "
@@ -154,7 +158,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
 
 
-@click.command("study")
+@click.command("study", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--n", "ns", default="5,10,15,20,25", show_default=True,
               help="Numbers of nodes (comma-separated).")
