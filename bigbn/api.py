@@ -404,6 +404,23 @@ def _run_engine(job: Job, scheduler, workers, progress, hooks) -> list[str]:
     return bad
 
 
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process's image, in bytes.
+
+    Linux's VmHWM (reset at exec). getrusage's ru_maxrss is not used where VmHWM exists:
+    it survives fork+exec, so a run started from a big parent process would report the
+    parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
              t_start) -> dict:
     recs = wd.journal().values()
@@ -426,7 +443,7 @@ def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, sc
                  "scheduler": scheduler},
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": peak_rss_bytes(),
         "disk_bytes": {k: v for k, v in plan.disk_bytes().items()},
         "version": __version__,
     }
