@@ -16,7 +16,6 @@ import math
 import os
 import resource
 import shutil
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -26,8 +25,8 @@ import numpy as np
 
 from . import __version__, NUMERICS_VERSION
 from .data import Dataset, Table, discrete_dataset, read_table
-from .engine import Job, execute, verify
-from .errors import OptionError, WorkdirError
+from .engine import COMPUTE_STAGES, Job, execute, task_output, verify
+from .errors import DataError, OptionError, WorkdirError
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
 from .scores import local_scores
@@ -85,7 +84,7 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
         raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
     if isinstance(data, Dataset):
         ds = data
-        digest = _hash_arrays(ds.data, ds.names)
+        digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         table = read_table(path)
@@ -107,7 +106,7 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
             from .bge import continuous_dataset
             cells = np.asarray(arr, dtype=float).astype(str)
             ds = continuous_dataset(Table("array", nm, cells))
-        digest = _hash_arrays(ds.data, ds.names)
+        digest = _hash_dataset(ds)
     if ds.n > MAX_NODES:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
     if score == "auto":
@@ -134,10 +133,13 @@ def _hash_file(path: str) -> str:
     return h.hexdigest()
 
 
-def _hash_arrays(data: np.ndarray, names) -> str:
-    h = hashlib.sha256(np.ascontiguousarray(data).tobytes())
-    h.update(str(data.dtype).encode() + str(data.shape).encode())
-    h.update("\x00".join(names).encode())
+def _hash_dataset(ds: Dataset) -> str:
+    """Content hash of an in-memory dataset: everything a score depends on (the codes or
+    values, names, arities, levels, kind)."""
+    h = hashlib.sha256(np.ascontiguousarray(ds.data).tobytes())
+    h.update(f"{ds.data.dtype}{ds.data.shape}{ds.kind}".encode())
+    h.update(np.ascontiguousarray(ds.arities, dtype=np.int64).tobytes())
+    h.update(json.dumps([list(ds.names), [list(lv) for lv in ds.levels]]).encode())
     return h.hexdigest()
 
 
@@ -157,56 +159,15 @@ def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.
         local = bge_scores(ds, k, alpha_mu=alpha_mu, alpha_w=alpha_w)
     else:
         local = local_scores(ds, k, score, ess)
+    bad = np.isnan(local) | np.isinf(local)
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise DataError(f"{ds.path or 'data'}: the {score} score of column '{ds.names[i]}' is not "
+                        "finite (values too large or degenerate: rescale the data)")
     return local + rho
 
 
-# --------------------------------------------------------------------------------- lock
-
-@contextlib.contextmanager
-def workdir_lock(root: Path):
-    """Exclusive lock on a work directory; a lock left by a dead process is taken over."""
-    path = root / "lock"
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            holder = _read_json(path) or {}
-            if holder.get("host") == me["host"] and not _pid_alive(holder.get("pid")):
-                path.unlink(missing_ok=True)  # stale: its process is gone
-                continue
-            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
-            raise WorkdirError(
-                f"{root} is in use by another bigbn run (pid {holder.get('pid')} on "
-                f"{holder.get('host')}, since {since}); wait for it or remove {path} if that "
-                "process is gone") from None
-        with os.fdopen(fd, "w") as fh:
-            json.dump(me, fh)
-        break
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _pid_alive(pid) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
+# --------------------------------------------------------------------------------- run
 
 def _write_json_atomic(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -217,8 +178,6 @@ def _write_json_atomic(path: Path, obj) -> None:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
 
-
-# --------------------------------------------------------------------------------- run
 
 def default_memory() -> int:
     """Memory budget when none is given: a quarter of the machine's RAM, at most 8 GiB."""
@@ -260,8 +219,10 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise OptionError(f"workers must be ≥ 1, got {workers}")
-    memory = int(memory or default_memory())
-    alpha_mode = alpha_mode or "recompute"
+    memory = default_memory() if memory is None else int(memory)
+    if memory <= 0:
+        raise OptionError(f"memory budget must be positive, got {memory}")
+    _check_scheduler(scheduler)
     options = {
         "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
         "structure_prior": structure_prior,
@@ -283,23 +244,24 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if workdir is None:
         tmp = tempfile.mkdtemp(prefix="bigbn-")
         workdir = tmp
-    root = Path(workdir)
+    # Absolute: cluster workers resolve relative paths against their own directories.
+    root = Path(workdir).resolve()
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
     try:
-        with workdir_lock(root):
-            wd = Workdir(root)
-            plan = _prepare(wd, fingerprint, ds.n, k, chunk_bits, alpha_mode, memory, workers,
-                            fresh, check_disk, source=str(data) if isinstance(data, (str, os.PathLike)) else "")
+        with Workdir(root).lock():
+            plan, token = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
+                                   memory, workers, fresh, check_disk,
+                                   source=str(data) if isinstance(data, (str, os.PathLike)) else "")
+            wd = Workdir(root, token)
             _scores_stage(wd, beta, t_scores)
             job = Job(wd, plan, beta)
-            recomputed = _run_engine(job, scheduler, workers, progress, _hooks)
+            recomputed, journal = _run_engine(job, scheduler, workers, progress, _hooks)
             post = wd.read("posterior", slice(None))
-            rec = wd.journal()[task_id(("edges",))]
-            result = Result(post, ds.names, float(rec["log_px"]))
-            result.summary = _summary(wd, plan, fingerprint, ds, workers, memory, scheduler,
+            result = Result(post, ds.names, float(journal[task_id(("edges",))]["log_px"]))
+            result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.to_csv(root / "edges.csv")
@@ -325,12 +287,15 @@ def _jsonable(obj):
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, memory,
-             workers, fresh: bool, check_disk: bool, source: str) -> Plan:
-    """Check run.json against this run (refuse other data/options), fix the plan, make tables."""
-    old = _read_json(wd.run_json)
-    if old is not None and fresh:
+             workers, fresh: bool, check_disk: bool, source: str) -> tuple[Plan, str]:
+    """Check run.json against this run (refuse other data/options), fix the plan, make
+    tables. Returns the plan and the run token (a hash of run.json)."""
+    if fresh:
         wd.clear()
-        old = None
+    old = wd.read_run()
+    if old is None and wd.has_state():
+        raise WorkdirError(f"{wd.root} holds tables or a journal but no run.json (not made by "
+                           "this version, or damaged); use --fresh to start over")
     if old is not None:
         diff = [f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
                 for key, val in fingerprint.items() if old["fingerprint"].get(key) != val]
@@ -338,26 +303,33 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
             raise WorkdirError(f"{wd.root} holds a run of other data or options ("
                                + "; ".join(diff) + "); use --fresh to start over or another --workdir")
         op = old["plan"]
-        if chunk_bits is not None and chunk_bits != op["chunk_bits"]:
-            raise WorkdirError(f"{wd.root} was started with --chunk-bits {op['chunk_bits']}; "
-                               f"resume with the same value or use --fresh")
+        for opt, mine, theirs in (("--chunk-bits", chunk_bits, op["chunk_bits"]),
+                                  ("--alpha", alpha_mode, op["alpha_mode"])):
+            if mine is not None and mine != theirs:
+                raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
+                                   f"resume with the same value or use --fresh")
         plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"])
+        run = old
     else:
-        c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, alpha_mode)
-        plan = Plan(n, k, int(c), alpha_mode)
+        mode = alpha_mode or "recompute"
+        c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
+        plan = Plan(n, k, int(c), mode)
         if check_disk:
             need = sum(plan.disk_bytes().values())
             free = shutil.disk_usage(wd.root).free
             if need * 1.05 > free:
                 raise WorkdirError(f"{wd.root}: this run needs {_gib(need)} of disk, only "
                                    f"{_gib(free)} free (see `bigbn plan --n {n} -k {k}`)")
-        _write_json_atomic(wd.run_json, {
+        run = {
             "fingerprint": fingerprint, "source": source, "version": __version__,
             "plan": {"n": n, "k": k, "chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode},
             "stages": list(STAGES), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        })
+            "nonce": os.urandom(8).hex(),
+        }
+        _write_json_atomic(wd.run_json, run)
     wd.create_tables(plan)
-    return plan
+    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
+    return plan, token
 
 
 def _gib(b: float) -> str:
@@ -365,12 +337,17 @@ def _gib(b: float) -> str:
 
 
 def _scores_stage(wd: Workdir, beta: np.ndarray, times: tuple[float, float]) -> None:
-    """Store beta and journal the scores stage; on resume, check the stored beta is the
-    one just computed (scores are deterministic: a difference means corruption)."""
+    """Store beta and journal the scores stage. On resume the journaled beta must be the
+    one just computed: everything downstream was computed from it, so a different beta
+    (changed numerics without a version bump, nondeterminism) is refused, never mixed in.
+    A stored copy that no longer matches its (equal) checksum is simply rewritten."""
     tid = task_id(("scores",))
     rec = wd.journal().get(tid)
     crc = checksum(beta)
-    if rec is not None and rec["crc"] == crc:
+    if rec is not None and rec["crc"] != crc:
+        raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
+                           "computed with (other software versions?); use --fresh to start over")
+    if rec is not None:
         try:
             if checksum(wd.read("beta", slice(None))) == crc:
                 return
@@ -381,13 +358,17 @@ def _scores_stage(wd: Workdir, beta: np.ndarray, times: tuple[float, float]) -> 
                        "end": times[1], "seconds": round(times[1] - times[0], 4)})
 
 
-def _run_engine(job: Job, scheduler, workers, progress, hooks) -> list[str]:
-    """Run what the journal does not list as finished and intact; return the ids of
-    journaled tasks whose chunks failed their checksum (they are run again)."""
+def _run_engine(job: Job, scheduler, workers, progress, hooks) -> tuple[list[str], dict]:
+    """Run what the journal does not list as finished and intact. Returns the ids of
+    journaled tasks whose chunks failed their checksum (run again) and the final journal."""
     wd = job.workdir
     wd.repair_journal()
-    done, bad = verify(job, wd.journal())
-    totals = {s: len(job.plan.stage_tasks(s)) for s in ("alpha", "forward", "backward", "gamma", "edges")}
+    journal = wd.journal()
+    edges = journal.get(task_id(("edges",)))
+    if edges is not None and _intact(job, ("edges",), edges):
+        return [], journal  # finished and its result intact: nothing to check or run
+    done, bad = verify(job, journal)
+    totals = {s: len(job.plan.stage_tasks(s)) for s in COMPUTE_STAGES}
     counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done) for s in totals}
     if progress is not None:
         for s, tot in totals.items():
@@ -401,7 +382,23 @@ def _run_engine(job: Job, scheduler, workers, progress, hooks) -> list[str]:
             progress(s, counts[s], totals[s])
 
     execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks, done=done)
-    return bad
+    return bad, wd.journal()
+
+
+def _intact(job: Job, key: tuple, rec: dict) -> bool:
+    name, index = task_output(job.plan, key)
+    try:
+        return checksum(job.workdir.read(name, index)) == rec.get("crc")
+    except Exception:  # noqa: BLE001 - unreadable counts as not intact
+        return False
+
+
+def _check_scheduler(scheduler) -> None:
+    if isinstance(scheduler, str) and not (
+            scheduler in ("threads", "sync", "processes")
+            or scheduler.startswith(("tcp://", "tls://", "inproc://"))):
+        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or "
+                          "tcp://HOST:PORT")
 
 
 def peak_rss_bytes() -> int:
@@ -421,17 +418,22 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
+def _summary(journal: dict, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
              t_start) -> dict:
-    recs = wd.journal().values()
+    """summary.json. Per stage: tasks and task-seconds over the whole run; wall seconds
+    (first start to last end) over the tasks of this invocation only, so a resumed run
+    does not count the time it was down."""
+    recs = journal.values()
     stages = {}
     for s in STAGES:
         rs = [r for r in recs if r.get("stage") == s]
         if rs:
+            now = [r for r in rs if r.get("start", 0) >= t_start]
             stages[s] = {"tasks": len(rs),
-                         "wall_seconds": round(max(r.get("end", 0) for r in rs)
-                                               - min(r.get("start", 0) for r in rs), 3),
-                         "task_seconds": round(sum(r.get("seconds", 0) for r in rs), 3)}
+                         "task_seconds": round(sum(r.get("seconds", 0) for r in rs), 3),
+                         "tasks_this_invocation": len(now),
+                         "wall_seconds": round(max(r["end"] for r in now)
+                                               - min(r["start"] for r in now), 3) if now else 0.0}
     edges_rec = next(r for r in recs if r.get("stage") == "edges")
     return {
         "log_marginal_likelihood": edges_rec["log_px"],
@@ -452,12 +454,12 @@ def _summary(wd: Workdir, plan: Plan, fingerprint: dict, ds, workers, memory, sc
 def workdir_status(workdir) -> list[str]:
     """Human-readable lines describing a work directory (for `bigbn status`)."""
     root = Path(workdir)
-    run = _read_json(root / "run.json")
+    wd = Workdir(root)
+    run = wd.read_run()
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no readable run.json)")
     fp, pl = run["fingerprint"], run["plan"]
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
-    wd = Workdir(root)
     done = wd.journal()
     lines = [f"workdir {root}",
              f"data: {run.get('source') or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
@@ -476,11 +478,11 @@ def workdir_status(workdir) -> list[str]:
         lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
     used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
     lines.append(f"disk used: {_gib(used)} of {_gib(sum(plan.disk_bytes().values()))} planned")
-    holder = _read_json(root / "lock")
-    if holder and (holder.get("host") != socket.gethostname() or _pid_alive(holder.get("pid"))):
+    holder = wd.active_holder()
+    if holder is not None:
         lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})")
     else:
-        lines.append("active: no" + (" (stale lock from a dead process)" if holder else ""))
+        lines.append("active: no")
     if finished and (root / "edges.csv").exists():
         lines.append(f"finished: results in {root / 'edges.csv'}")
     elif not finished:

@@ -31,8 +31,8 @@ from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from .engine import EngineError, Job, TaskCall, build_graph, run_task
-from .errors import OptionError, WorkdirError
+from .engine import Job, TaskCall, build_graph, run_task
+from .errors import EngineError, OptionError, WorkdirError
 
 
 def run_distributed(job: Job, address_or_client, *, on_task: Callable[[str], None] | None = None,

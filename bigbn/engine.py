@@ -22,15 +22,12 @@ from typing import Callable
 import numpy as np
 
 from . import kernels as K
-from .errors import BigBNError, OptionError
-from .plan import Plan, squeeze_bit, task_id
+from .errors import EngineError, OptionError
+from .families import squeeze
+from .plan import Plan, task_id
 from .workdir import Workdir, checksum
 
 NEG_INF = -np.inf
-
-
-class EngineError(BigBNError):
-    """The computation produced something impossible (a bug or corrupted tables)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,7 @@ def _task_forward(job: Job, key: tuple) -> dict:
     for b in range(p.h):
         if H >> b & 1:
             G = H ^ (1 << b)
-            a = alpha_span(job, p.c + b, 2 * squeeze_bit(G, b), 2)
+            a = alpha_span(job, p.c + b, 2 * squeeze(G, b), 2)
             K._lae_into(acc, a, wd.read("forward", _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
     K._forward_chunk(acc, alpha_low_block(job, H), out)
@@ -158,7 +155,7 @@ def _task_backward(job: Job, key: tuple) -> dict:
     for b in range(p.h):
         if not H >> b & 1:
             G = H | (1 << b)
-            a = alpha_span(job, p.c + b, 2 * squeeze_bit(H, b), 2)
+            a = alpha_span(job, p.c + b, 2 * squeeze(H, b), 2)
             K._lae_into(acc, a, wd.read("backward", _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
     K._backward_chunk(acc, alpha_low_block(job, H), out)
@@ -185,7 +182,7 @@ def _task_gamma(job: Job, key: tuple) -> dict:
     for b in range(p.h):
         if not H >> b & 1:
             K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, H | (1 << b))))
-            K._gamma_partial(s, p.c, squeeze_bit(H, b), fam, small, part[p.c + b])
+            K._gamma_partial(s, p.c, squeeze(H, b), fam, small, part[p.c + b])
     return {"crc": wd.write("gamma_parts", (slice(H, H + 1),), part[None], [(H, 0, 0)])}
 
 

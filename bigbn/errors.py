@@ -21,5 +21,9 @@ class WorkdirError(BigBNError):
     """The work directory cannot be used (other run, lock held, disk too small, corrupt)."""
 
 
+class EngineError(BigBNError):
+    """The computation produced something impossible (a bug or corrupted tables)."""
+
+
 class BigBNWarning(UserWarning):
     """Warnings issued by bigbn itself (errors under pytest)."""

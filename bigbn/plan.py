@@ -26,6 +26,7 @@ from .families import family_masks, n_families
 
 MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
+MIN_CHUNK_BITS = 10
 ALPHA_MODES = ("recompute", "store")
 STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges")
 BYTES = 8
@@ -33,11 +34,6 @@ BYTES = 8
 
 def popcount(x: int) -> int:
     return bin(x).count("1")
-
-
-def squeeze_bit(x: int, b: int) -> int:
-    """Remove bit b from x (bits above move down)."""
-    return (x & ((1 << b) - 1)) | ((x >> (b + 1)) << b)
 
 
 @dataclass(frozen=True)
@@ -196,12 +192,20 @@ def choose_chunk_bits(n: int, k: int, memory_bytes: int, workers: int, alpha_mod
     Half, because zarr/numpy temporaries and the Python process itself need room too.
     The cap (2^20 entries, 8 MiB chunks) keeps tasks near 0.1–1 s, gives n ≥ 22 several
     chunks per lattice level to run in parallel, and keeps a task's memory near 100 MiB.
+    Below 2^MIN_CHUNK_BITS entries per chunk the per-task overhead (scheduling, two
+    fsyncs) dominates, so a budget that cannot hold such chunks is refused.
     """
-    best = 1
-    for c in range(1, min(n, MAX_DEFAULT_CHUNK_BITS) + 1):
+    floor = min(n, MIN_CHUNK_BITS)
+    best = None
+    for c in range(floor, min(n, MAX_DEFAULT_CHUNK_BITS) + 1):
         p = Plan(n, min(k, n - 1), c, alpha_mode)
         if p.task_memory_bytes() * max(workers, 1) <= memory_bytes // 2:
             best = c
+    if best is None:
+        need = Plan(n, min(k, n - 1), floor, alpha_mode).task_memory_bytes() * max(workers, 1) * 2
+        raise OptionError(f"memory budget of {memory_bytes / 2**20:.1f} MiB is too small for n = {n} "
+                          f"with {workers} workers: give --memory at least {need / 2**20:.0f}M "
+                          f"(or --chunk-bits to choose the chunk size yourself)")
     return best
 
 

@@ -14,24 +14,29 @@ chunk it may have left.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import socket
 import threading
+import time
 import zlib
 from pathlib import Path
 
 import numpy as np
 import zarr
 
+from .errors import WorkdirError
 from .plan import Plan
 
 TABLES = "tables.zarr"
 JOURNAL = "journal.jsonl"
 RUN_JSON = "run.json"
+LOCK = "lock"
 
 _journal_lock = threading.Lock()
-_journal_files: dict[str, Path] = {}  # workdir -> the journal file this process appends to
+_journal_files: dict[tuple[str, str], Path] = {}  # (workdir, token) -> this process's journal file
 _array_cache: dict[tuple[str, str], zarr.Array] = {}
 _cache_lock = threading.Lock()
 
@@ -50,13 +55,19 @@ def fsync_path(path: Path) -> None:
 
 
 class Workdir:
-    """Paths and table access of one work directory; cheap to create, picklable."""
+    """Paths and table access of one work directory; cheap to create, picklable.
 
-    def __init__(self, root: str | os.PathLike):
+    ``token`` names the run the tables belong to (it changes when --fresh re-creates
+    them); it keys the per-process cache of open zarr arrays, so a long-lived cluster
+    worker never writes through handles of an earlier run's tables.
+    """
+
+    def __init__(self, root: str | os.PathLike, token: str = ""):
         self.root = Path(root)
+        self.token = token
 
     def __reduce__(self):
-        return (Workdir, (str(self.root),))
+        return (Workdir, (str(self.root), self.token))
 
     @property
     def tables(self) -> Path:
@@ -102,7 +113,7 @@ class Workdir:
                 del _array_cache[key]
 
     def array(self, name: str) -> zarr.Array:
-        key = (str(self.tables), name)
+        key = (str(self.tables), name, self.token)
         with _cache_lock:
             a = _array_cache.get(key)
             if a is None:
@@ -124,21 +135,98 @@ class Workdir:
     def read(self, name: str, index) -> np.ndarray:
         return np.ascontiguousarray(self.array(name)[index])
 
+    # -- run.json ---------------------------------------------------------------------------
+    def read_run(self) -> dict | None:
+        """run.json as a dict, None if absent; WorkdirError if present but unusable."""
+        try:
+            text = self.run_json.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise WorkdirError(f"{self.run_json}: cannot read ({e.strerror})") from None
+        try:
+            run = json.loads(text)
+            fp, pl = run["fingerprint"], run["plan"]
+            ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
+            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k", "chunk_bits"))
+            ok = ok and pl["alpha_mode"] in ("recompute", "store")
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise WorkdirError(f"{self.run_json} is damaged; use --fresh to start over")
+        return run
+
+    def has_state(self) -> bool:
+        """Whether tables or journal files exist (work of some run)."""
+        return self.tables.exists() or bool(self.journal_files())
+
+    # -- lock ---------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self):
+        """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
+        the process dies (so a lock left by a killed run is never stale). The file holds
+        the holder's pid, host and start time, for messages and `bigbn status`."""
+        path = self.root / LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = self._holder(fd)
+                since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+                raise WorkdirError(
+                    f"{self.root} is in use by another bigbn run (pid {holder.get('pid')} on "
+                    f"{holder.get('host')}, since {since}); wait for it to finish") from None
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+            try:
+                yield
+            finally:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _holder(fd: int) -> dict:
+        try:
+            data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            return data if isinstance(data, dict) else {}
+        except ValueError:
+            return {}
+
+    def active_holder(self) -> dict | None:
+        """The holder (pid, host, since) of a run active on this workdir, else None."""
+        path = self.root / LOCK
+        if not path.exists():
+            return None
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return self._holder(fd) or {"pid": "?", "host": "?"}
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
     # -- journal --------------------------------------------------------------------------
     def _own_journal(self) -> Path:
         """The file this process appends to: journal.jsonl for the process that holds the
         run's lock (or when there is no lock: the engine used directly), otherwise (a
         dask.distributed worker) journal-HOST-PID.jsonl, so that no two processes, maybe on
         different hosts of a shared file system, ever append to the same file."""
-        key = str(self.root)
+        key = (str(self.root), self.token)
         path = _journal_files.get(key)
         if path is None:
             try:
-                holder = json.loads((self.root / "lock").read_text())
+                holder = json.loads((self.root / LOCK).read_text() or "null")
             except (OSError, ValueError):
                 holder = None
             me = {"pid": os.getpid(), "host": socket.gethostname()}
-            if holder is None or {k: holder.get(k) for k in me} == me:
+            if not isinstance(holder, dict) or {k: holder.get(k) for k in me} == me:
                 path = self.journal_path
             else:
                 path = self.root / f"journal-{me['host']}-{me['pid']}.jsonl"
@@ -191,7 +279,7 @@ class Workdir:
         import shutil
 
         self.forget_arrays()
-        _journal_files.pop(str(self.root), None)
+        _journal_files.pop((str(self.root), self.token), None)
         shutil.rmtree(self.tables, ignore_errors=True)
         for path in self.journal_files():
             path.unlink()
