@@ -34,9 +34,8 @@ class BigBNGroup(click.Group):
                 raise click.ClickException(
                     f"disk full ({e.filename or 'workdir'}): finished tasks are kept in the journal; "
                     "free space and run the same command again to resume") from None
-            if e.errno in (errno.EACCES, errno.EROFS, errno.ENOENT, errno.EIO):
-                raise click.ClickException(f"{e.strerror}: {e.filename}") from None
-            raise
+            where = f": {e.filename}" if e.filename else ""
+            raise click.ClickException(f"{e.strerror or e}{where}") from None
 
 
 @click.group(cls=BigBNGroup, context_settings=CONTEXT)
@@ -61,7 +60,10 @@ def parse_size(text: str | None) -> int | None:
     if not m:
         raise OptionError(f"--memory: cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
     mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
+    size = int(float(m.group(1)) * mult)
+    if size <= 0:
+        raise OptionError(f"--memory must be positive, got {text!r}")
+    return size
 
 
 class Progress:
@@ -223,8 +225,10 @@ def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, workdir):
     k = min(max_parents, n - 1)
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {max_parents}")
-    workers = workers or default_workers()
-    budget = parse_size(memory) or default_memory()
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise OptionError(f"--workers must be ≥ 1, got {workers}")
+    budget = parse_size(memory) if memory is not None else default_memory()
     c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode)
     disk = p.disk_bytes()

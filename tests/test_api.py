@@ -23,6 +23,7 @@ import csv
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -419,3 +420,45 @@ def test_edge_probabilities_and_per_node_limits_against_brute_force(tmp_path, pr
     assert res.log_marginal == pytest.approx(l0, rel=1e-12)
     assert np.all(res.posterior[:, 4] == 0.0)  # node E may have no parents
     assert res.posterior[:, 1].sum() <= 1 + 1e-12  # node B has at most one parent
+
+
+def test_dataset_fingerprint_includes_arities(tmp_path):
+    """Review finding: the same codes declared with other arities score differently and
+    must not resume each other's workdir."""
+    from bigbn.data import Dataset
+    from bigbn.errors import WorkdirError
+
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 2, size=(40, 4))
+    levels2 = (("0", "1"),) * 4
+    levels3 = (("0", "1", "2"),) * 4
+    ds2 = Dataset(("a", "b", "c", "d"), codes, [2] * 4, levels2)
+    ds3 = Dataset(("a", "b", "c", "d"), codes, [3] * 4, levels3)
+    bigbn.learn(ds2, workdir=tmp_path / "w", max_parents=2)
+    with pytest.raises(WorkdirError, match="data_sha256"):
+        bigbn.learn(ds3, workdir=tmp_path / "w", max_parents=2)
+    a = bigbn.learn(ds3, workdir=tmp_path / "w", max_parents=2, fresh=True)
+    b = bigbn.learn(ds3, max_parents=2)
+    assert a.log_marginal == b.log_marginal
+
+
+def test_non_finite_scores_are_a_data_error_before_any_work(tmp_path):
+    from bigbn.errors import DataError
+
+    x = np.random.default_rng(0).normal(size=(50, 3))
+    x[3, 1] = 1e300  # finite, but its square is not
+    path = tmp_path / "big.csv"
+    np.savetxt(path, x, delimiter=",", header="a,b,c", comments="", fmt="%.6g")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(DataError, match="not finite"):
+            bigbn.learn(path, score="bge", workdir=tmp_path / "w")
+    assert not (tmp_path / "w" / "run.json").exists()
+
+
+def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
+    """Review finding: cluster workers resolve relative paths in their own directory."""
+    monkeypatch.chdir(tmp_path)
+    res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
+    assert (tmp_path / "rel" / "edges.csv").exists()
+    assert np.all(np.isfinite(res.posterior))

@@ -92,3 +92,13 @@ def test_progress_events_cover_every_task(tmp_path):
                                            ("1000", 1000), ("64k", 64 << 10)])
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
+
+
+def test_too_small_memory_budget_is_refused_not_silently_tiny_chunks(tmp_path):
+    with pytest.raises(Exception, match="memory budget .* too small"):
+        choose_chunk_bits(24, 3, 1 << 20, 2)
+    r = CliRunner().invoke(main, ["plan", "--n", "24", "--memory", "1M"])
+    assert r.exit_code == 1 and "too small" in r.output
+    for bad in (["--workers", "-3"], ["--workers", "0"], ["--memory", "0"]):
+        r = CliRunner().invoke(main, ["plan", "--n", "20", *bad])
+        assert r.exit_code == 1 and "Error:" in r.output, bad
