@@ -144,8 +144,9 @@ def draw_roc_panel(ax, curves, labels=None) -> None:
     for j, c in enumerate(curves):
         lab = None if labels is None else labels[j]
         ax.plot(c.fpr, c.tpr, lw=1.4, label=lab, drawstyle="default")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    # A small margin, so that perfect curves along the frame (AUC 1) stay visible.
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
     ax.set_aspect("equal")
     ax.set_xlabel("1 - specificity")
     ax.set_ylabel("sensitivity")

@@ -21,7 +21,7 @@ Output directory::
       networks/n10_k4_r2_rep00.truth.csv
       cells/n10_k4_r2_rep00_m00100.edges.csv   parent,child,posterior
       cells/n10_k4_r2_rep00_m00100.json        auc, log_marginal, seconds (written last)
-      auc.csv                          one row per finished cell of the grid
+      auc.csv                          one row per finished cell in OUT (every grid run there)
       figures/by_k_n10.png             paper fig. 1 style: panels (r, k), a curve per m
       figures/by_n_k4.png              paper fig. 2 style: panels (r, n), a curve per m
       figures/variance_n10_k4.png      paper figs. 3-4 style: panels (r, m), a curve per replicate
@@ -41,6 +41,7 @@ import numpy as np
 from bigbn.bif import write_bif
 from bigbn.errors import DataError, OptionError
 from bigbn.roc import RocCurve, draw_roc_panel, edge_roc, read_edges
+from bigbn.workdir import Workdir
 from bigbn.simulate import random_network, read_truth, sample, write_truth
 
 #: The paper's grid (section 5.2).
@@ -184,7 +185,11 @@ def run_study(plan: StudyPlan, out, learn=None, progress=None, figures: bool = T
     _check_study_json(out, plan)
     (out / "cells").mkdir(exist_ok=True)
     (out / "networks").mkdir(exist_ok=True)
-    emit = progress or (lambda event, cell, info: None)
+    with Workdir(out).lock():  # two studies must not write the same folder at once
+        return _run_cells(plan, out, learn, progress or (lambda event, cell, info: None), figures)
+
+
+def _run_cells(plan: StudyPlan, out: Path, learn, emit, figures: bool) -> list[dict]:
     for rep in plan.replicates_list():
         todo = [Cell(rep.n, rep.k, rep.r, rep.replicate, m) for m in plan.ms]
         pending = [c for c in todo if not cell_done(out, c)]
@@ -235,15 +240,17 @@ TABLE_COLUMNS = ("n", "k", "r", "replicate", "m", "auc", "log_marginal", "second
 
 
 def collect(plan: StudyPlan, out) -> list[dict]:
-    """The result record of every finished cell of the plan, in plan order."""
+    """The result record of every finished cell in ``out`` (of this plan and of any
+    earlier grid run into the same folder), sorted by (n, k, r, replicate, m), so that a
+    smaller later run never shrinks auc.csv."""
+    del plan  # every finished cell counts, whichever grid produced it
     rows = []
-    for c in plan.cells():
-        path = Path(out) / "cells" / f"{c.key}.json"
-        if path.exists():
-            try:
-                rows.append(json.loads(path.read_text(encoding="utf-8")))
-            except ValueError as exc:
-                raise DataError(f"{path}: corrupt result file ({exc}); delete it to redo the cell") from None
+    for path in sorted((Path(out) / "cells").glob("*.json")):
+        try:
+            rows.append(json.loads(path.read_text(encoding="utf-8")))
+        except ValueError as exc:
+            raise DataError(f"{path}: corrupt result file ({exc}); delete it to redo the cell") from None
+    rows.sort(key=lambda r: tuple(r[c] for c in ("n", "k", "r", "replicate", "m")))
     return rows
 
 

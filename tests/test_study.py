@@ -200,3 +200,25 @@ def test_every_command_has_help_with_an_example(command):
     res = CliRunner().invoke(command, ["--help"])
     assert res.exit_code == 0
     assert "Example" in res.output and "bigbn " + command.name in res.output
+
+
+def test_smaller_later_grid_keeps_every_finished_cell_in_the_table(tmp_path):
+    big = StudyPlan(ns=(4,), ks=(2,), rs=(2,), ms=(20, 100), replicates=3, seed=0)
+    run_study(big, tmp_path, learn=FakeLearn(), figures=False)
+    small = StudyPlan(ns=(4,), ks=(2,), rs=(2,), ms=(20, 100), replicates=1, seed=0)
+    fake = FakeLearn()
+    rows = run_study(small, tmp_path, learn=fake, figures=False)
+    assert fake.calls == [] and len(rows) == 6
+    lines = (tmp_path / "auc.csv").read_text().splitlines()
+    assert len(lines) == 7 and {line.split(",")[3] for line in lines[1:]} == {"0", "1", "2"}
+
+
+def test_two_studies_cannot_share_a_folder(tmp_path):
+    from bigbn.errors import WorkdirError
+    from bigbn.workdir import Workdir
+
+    plan = StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(20,), replicates=1, seed=0)
+    with Workdir(tmp_path).lock():
+        with pytest.raises(WorkdirError, match="in use by another bigbn run"):
+            run_study(plan, tmp_path, learn=FakeLearn(), figures=False)
+    assert len(run_study(plan, tmp_path, learn=FakeLearn(), figures=False)) == 1
