@@ -120,10 +120,8 @@ def _task_alpha(job: Job, key: tuple) -> dict:
     run = min(p.alpha_run, p.n_chunks - first)
     out = np.empty(run * p.alpha_chunk_size)
     K._alpha_chunks(job.beta, p.families, node, first, p.c - 1, p.small_masks, out)
-    lo = first * p.alpha_chunk_size
-    crc = job.workdir.write("alpha", (node, slice(lo, lo + out.size)), out,
-                            [(node, first + t) for t in range(run)])
-    return {"crc": crc}
+    name, index = task_output(p, key)
+    return {"crc": job.workdir.write(name, index, out, [(node, first + t) for t in range(run)])}
 
 
 def _chunk_slice(p: Plan, H: int) -> slice:
@@ -143,7 +141,7 @@ def _task_forward(job: Job, key: tuple) -> dict:
             K._lae_into(acc, a, wd.read("forward", _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
     K._forward_chunk(acc, alpha_low_block(job, H), out)
-    return {"crc": wd.write("forward", _chunk_slice(p, H), out, [(H,)])}
+    return {"crc": wd.write(*task_output(p, key), out, [(H,)])}
 
 
 def _task_backward(job: Job, key: tuple) -> dict:
@@ -159,7 +157,7 @@ def _task_backward(job: Job, key: tuple) -> dict:
             K._lae_into(acc, a, wd.read("backward", _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
     K._backward_chunk(acc, alpha_low_block(job, H), out)
-    return {"crc": wd.write("backward", _chunk_slice(p, H), out, [(H,)])}
+    return {"crc": wd.write(*task_output(p, key), out, [(H,)])}
 
 
 def _task_gamma(job: Job, key: tuple) -> dict:
@@ -183,7 +181,7 @@ def _task_gamma(job: Job, key: tuple) -> dict:
         if not H >> b & 1:
             K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, H | (1 << b))))
             K._gamma_partial(s, p.c, squeeze(H, b), fam, small, part[p.c + b])
-    return {"crc": wd.write("gamma_parts", (slice(H, H + 1),), part[None], [(H, 0, 0)])}
+    return {"crc": wd.write(*task_output(p, key), part[None], [(H, 0, 0)])}
 
 
 def _task_edges(job: Job, key: tuple) -> dict:
@@ -203,7 +201,7 @@ def _task_edges(job: Job, key: tuple) -> dict:
     _check_close(log_px, log_px_b, "L(V) and R(V) (forward and backward sums)")
     post = edge_posteriors(job.beta, gamma, p, log_px)
     wd.write("gamma", slice(None), gamma, [(0, 0)])
-    crc = wd.write("posterior", slice(None), post, [(0, 0)])
+    crc = wd.write(*task_output(p, key), post, [(0, 0)])
     return {"crc": crc, "log_px": log_px}
 
 
