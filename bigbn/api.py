@@ -25,7 +25,7 @@ import numpy as np
 
 from . import __version__, NUMERICS_VERSION
 from .data import Dataset, Table, discrete_dataset, read_table
-from .engine import COMPUTE_STAGES, Job, execute, task_output, verify
+from .engine import COMPUTE_STAGES, Job, execute, intact, verify
 from .errors import DataError, OptionError, WorkdirError
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
@@ -365,7 +365,7 @@ def _run_engine(job: Job, scheduler, workers, progress, hooks) -> tuple[list[str
     wd.repair_journal()
     journal = wd.journal()
     edges = journal.get(task_id(("edges",)))
-    if edges is not None and _intact(job, ("edges",), edges):
+    if edges is not None and intact(job, ("edges",), edges):
         return [], journal  # finished and its result intact: nothing to check or run
     done, bad = verify(job, journal)
     totals = {s: len(job.plan.stage_tasks(s)) for s in COMPUTE_STAGES}
@@ -383,14 +383,6 @@ def _run_engine(job: Job, scheduler, workers, progress, hooks) -> tuple[list[str
 
     execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks, done=done)
     return bad, wd.journal()
-
-
-def _intact(job: Job, key: tuple, rec: dict) -> bool:
-    name, index = task_output(job.plan, key)
-    try:
-        return checksum(job.workdir.read(name, index)) == rec.get("crc")
-    except Exception:  # noqa: BLE001 - unreadable counts as not intact
-        return False
 
 
 def _check_scheduler(scheduler) -> None:

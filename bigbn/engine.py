@@ -97,13 +97,18 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
         key = _parse_task_id(tid)
         if key is None or key[0] == "scores":
             continue
-        name, index = task_output(job.plan, key)
-        try:
-            ok = checksum(job.workdir.read(name, index)) == rec.get("crc")
-        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
-            ok = False
-        (good.add(tid) if ok else bad.append(tid))
+        (good.add(tid) if intact(job, key, rec) else bad.append(tid))
     return good, bad
+
+
+def intact(job: Job, key: tuple, rec: dict) -> bool:
+    """Whether the region task ``key`` wrote still has the CRC its journal record holds
+    (missing, truncated or unreadable chunks count as not intact)."""
+    name, index = task_output(job.plan, key)
+    try:
+        return checksum(job.workdir.read(name, index)) == rec.get("crc")
+    except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
+        return False
 
 
 def _parse_task_id(tid: str):
