@@ -14,4 +14,11 @@ def learn(*args, **kwargs):
     return _learn(*args, **kwargs)
 
 
-__all__ = ["learn", "__version__"]
+def sample(*args, **kwargs):
+    """Exact i.i.d. DAG samples from a finished run; see `bigbn.samples.sample`."""
+    from .samples import sample as _sample
+
+    return _sample(*args, **kwargs)
+
+
+__all__ = ["learn", "sample", "__version__"]

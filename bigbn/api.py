@@ -27,6 +27,7 @@ from . import __version__, NUMERICS_VERSION
 from .data import Dataset, Table, discrete_dataset, read_table
 from .engine import COMPUTE_STAGES, Job, execute, intact, verify
 from .errors import DataError, OptionError, WorkdirError
+from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
 from .scores import local_scores
@@ -49,6 +50,26 @@ class Result:
     names: tuple[str, ...]
     log_marginal: float
     summary: dict = field(default_factory=dict)
+    parent_set_posterior: np.ndarray | None = field(default=None, repr=False)
+    families: np.ndarray | None = field(default=None, repr=False)
+
+    def parent_sets(self, child) -> list[tuple[tuple[str, ...], float]]:
+        """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
+        (parent names in data order, p(G_child = G | data)), highest first; they sum to 1."""
+        if self.parent_set_posterior is None:
+            raise OptionError("this result has no parent-set posteriors")
+        v = self._node(child)
+        return [(tuple(self.names[u] for u in ps), p)
+                for ps, p in ranked(self.parent_set_posterior[v], self.families, v)]
+
+    def _node(self, node) -> int:
+        if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
+            if 0 <= node < len(self.names):
+                return int(node)
+            raise OptionError(f"node index {node} out of range 0..{len(self.names) - 1}")
+        if node in self.names:
+            return self.names.index(node)
+        raise OptionError(f"no variable named {node!r}")
 
     def edges(self) -> list[tuple[str, str, float]]:
         """All n(n-1) directed edges as (parent, child, posterior), highest first."""
@@ -198,7 +219,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
-          check_disk: bool = True, _hooks=None) -> Result:
+          check_disk: bool = True, parent_set_mass: float = 0.999, _hooks=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
@@ -209,6 +230,9 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     (a temporary directory, removed afterwards, if None); rerunning with the same
     workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
     (chunk bits default from the memory budget). progress: callable(stage, done, total).
+    parent_set_mass: WORKDIR/parent_sets.csv lists each node's most probable parent sets
+    until they carry this much of its posterior (1: every set of nonzero posterior);
+    `Result.parent_sets` always has all of them.
     """
     t_start = time.time()
     ds, score, digest = load_dataset(data, names, score)
@@ -223,6 +247,8 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if memory <= 0:
         raise OptionError(f"memory budget must be positive, got {memory}")
     _check_scheduler(scheduler)
+    if not (isinstance(parent_set_mass, (int, float)) and 0 < parent_set_mass <= 1):
+        raise OptionError(f"parent-set mass must be in (0, 1], got {parent_set_mass!r}")
     options = {
         "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
         "structure_prior": structure_prior,
@@ -260,11 +286,14 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress, _hooks)
             post = wd.read("posterior", slice(None))
-            result = Result(post, ds.names, float(journal[task_id(("edges",))]["log_px"]))
+            log_px = float(journal[task_id(("edges",))]["log_px"])
+            ps = parent_set_posteriors(beta, wd.read("gamma", slice(None)), log_px)
+            result = Result(post, ds.names, log_px, parent_set_posterior=ps, families=plan.families)
             result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.to_csv(root / "edges.csv")
+            write_parent_sets(root / "parent_sets.csv", ps, plan.families, ds.names, parent_set_mass)
             _write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:

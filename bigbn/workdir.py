@@ -4,7 +4,8 @@
       run.json        what was asked (fingerprint), plan, version
       tables.zarr/    zarr v3 group: beta, [alpha], forward, backward, gamma_parts, gamma
       journal.jsonl   one line per finished task, appended and fsynced after its chunks
-      edges.csv, summary.json
+      edges.csv, parent_sets.csv, summary.json
+      samples-PRIOR/  what `bigbn sample` wrote
 
 A task writes its chunk(s), fsyncs the chunk files, and only then appends its journal
 line (also fsynced). So a line in the journal means its chunks are durably on disk; a
@@ -283,5 +284,7 @@ class Workdir:
         shutil.rmtree(self.tables, ignore_errors=True)
         for path in self.journal_files():
             path.unlink()
-        for name in (RUN_JSON, "edges.csv", "summary.json"):
+        for name in (RUN_JSON, "edges.csv", "summary.json", "parent_sets.csv"):
             (self.root / name).unlink(missing_ok=True)
+        for path in self.root.glob("samples-*"):
+            shutil.rmtree(path, ignore_errors=True)

@@ -53,6 +53,13 @@ __all__ = [
     "edges_by_dags",
     "edges_by_orders",
     "edges_by_forward_sums",
+    "parent_sets_by_dags",
+    "parent_sets_by_orders",
+    "dag_posterior",
+    "ancestor_masks",
+    "markov_blanket_masks",
+    "linear_extensions_by_permutations",
+    "sample_by_recursion",
 ]
 
 
@@ -388,3 +395,154 @@ def edges_by_forward_sums(beta, k):
                 feat[v] = la_u[u, v]
                 log_joint[u, v] = _forward_full(feat)[-1]
     return _posteriors(log_joint, log_px)
+
+
+# ------------------------------------------------- 4. parent sets, whole DAGs, samples
+
+
+def parent_sets_by_dags(beta, k):
+    """p(G_v = family f | x) by summing over every DAG (n <= 5); float64 (n, F)."""
+    beta, n = _check_beta(beta, k, 5)
+    dags, pm, lle = _dag_table(n, k)
+    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+    log_px = logsumexp(w)
+    out = np.zeros(beta.shape)
+    for v in range(n):
+        for f in range(beta.shape[1]):
+            sel = dags[:, v] == f
+            if sel.any():
+                out[v, f] = np.exp(logsumexp(w[sel]) - log_px)
+    return out
+
+
+def parent_sets_by_orders(beta, k):
+    """p(G_v = family f | x) by summing over all n! orders (n <= 8); float64 (n, F).
+
+    p(x, G_v = G) = Σ_≺ [G ⊆ U_v] exp β_v(G) Π_{i ≠ v} α_i(U_i)."""
+    beta, n = _check_beta(beta, k, 8)
+    la, _ = _log_alpha_full(beta, k)
+    fam = _full_family_masks(n, k)
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    M = perms.shape[0]
+    prefix = np.zeros((M, n), dtype=np.int64)
+    for j in range(1, n):
+        prefix[:, j] = prefix[:, j - 1] | (np.int64(1) << perms[:, j - 1])
+    U = np.empty((M, n), dtype=np.int64)
+    U[np.arange(M)[:, None], perms] = prefix
+    A = np.stack([la[i, U[:, i]] for i in range(n)], axis=1)
+    log_px = logsumexp(A.sum(axis=1))
+    out = np.zeros(beta.shape)
+    for v in range(n):
+        rest = np.delete(A, v, axis=1).sum(axis=1)
+        for f in range(beta.shape[1]):
+            ok = (fam[v, f] & ~U[:, v]) == 0
+            if ok.any() and np.isfinite(beta[v, f]):
+                out[v, f] = np.exp(logsumexp(rest[ok]) + beta[v, f] - log_px)
+    return out
+
+
+def dag_posterior(beta, k, prior="order-modular"):
+    """Every DAG with indegree <= k (n <= 5) and its exact posterior.
+
+    Returns (pm, prob, lle): full parent masks (D, n), p(G | x) (D,), log #LE (D,).
+    order-modular: p ∝ #LE(G) Π exp β; dag-modular: p ∝ Π exp β."""
+    beta, n = _check_beta(beta, k, 5)
+    dags, pm, lle = _dag_table(n, k)
+    w = beta[np.arange(n)[None, :], dags].sum(axis=1)
+    if prior == "order-modular":
+        w = w + lle
+    return pm, np.exp(w - logsumexp(w)), lle
+
+
+def ancestor_masks(pm):
+    """out[d, v] bit u ⟺ a directed path u ⇝ v in DAG d (by repeated relaxation)."""
+    pm = np.asarray(pm, dtype=np.int64)
+    anc = pm.copy()
+    for _ in range(pm.shape[1]):
+        nxt = anc.copy()
+        for v in range(pm.shape[1]):
+            for u in range(pm.shape[1]):
+                nxt[:, v] |= np.where((anc[:, v] >> u) & 1 == 1, anc[:, u], 0)
+        anc = nxt
+    return anc
+
+
+def markov_blanket_masks(pm):
+    """out[d, v] bit u ⟺ u is a parent, child or co-parent of a child of v, u ≠ v."""
+    pm = np.asarray(pm, dtype=np.int64)
+    D, n = pm.shape
+    out = np.zeros_like(pm)
+    for v in range(n):
+        for u in range(n):
+            if u == v:
+                continue
+            par = (pm[:, v] >> u) & 1
+            chi = (pm[:, u] >> v) & 1
+            co = np.zeros(D, dtype=np.int64)
+            for w in range(n):
+                co |= ((pm[:, w] >> v) & 1) & ((pm[:, w] >> u) & 1)
+            out[:, v] |= (par | chi | co) << u
+    return out
+
+
+def linear_extensions_by_permutations(parents):
+    """#LE of one DAG (full parent masks, (n,)) by testing every permutation; n <= 8."""
+    n = len(parents)
+    count = 0
+    for perm in itertools.permutations(range(n)):
+        pos = {v: j for j, v in enumerate(perm)}
+        if all(pos[u] < pos[v] for v in range(n) for u in range(n) if int(parents[v]) >> u & 1):
+            count += 1
+    return count
+
+
+def sample_by_recursion(beta, k, T, seed, uniform):
+    """The backward sampler in memory from the full tables (n <= 12).
+
+    For t < T: S = V; draw the last node i of S with probability α_i(S−i) L(S−i) / L(S) by
+    inverse CDF over i ascending with u = uniform(seed, t, a, step, 0), then the parent set
+    by inverse CDF over the families (ascending) of node i inside S − i with
+    uniform(seed, t, a, step, 1); a u beyond the total (rounding) redraws the sample with
+    attempt a + 1. Returns (nodes (T, n): node placed at each step, parents (T, n) full
+    masks)."""
+    beta, n = _check_beta(beta, k, 12)
+    la, _ = _log_alpha_full(beta, k)
+    L = _forward_full(la)
+    fam = _full_family_masks(n, k)
+    nodes = np.zeros((T, n), dtype=np.int64)
+    parents = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        a = 0
+        while True:
+            S, ok = (1 << n) - 1, True
+            chosen = []
+            for step in range(n):
+                u, cum, pick = uniform(seed, t, a, step, 0), 0.0, -1
+                for i in range(n):
+                    if S >> i & 1:
+                        w = la[i, S ^ (1 << i)] + L[S ^ (1 << i)]
+                        if w > -np.inf:
+                            cum += math.exp(w - L[S])
+                            if u < cum:
+                                pick = i
+                                break
+                if pick < 0:
+                    ok = False
+                    break
+                S ^= 1 << pick
+                chosen.append((pick, S))
+            if ok:
+                break
+            a += 1
+        for step, (i, P) in enumerate(chosen):
+            nodes[t, step] = i
+            allowed = [f for f in range(fam.shape[1]) if fam[i, f] & ~P == 0 and beta[i, f] > -np.inf]
+            mx = max(beta[i, f] for f in allowed)
+            tot = sum(math.exp(beta[i, f] - mx) for f in allowed)
+            u, cum = uniform(seed, t, a, step, 1) * tot, 0.0
+            for f in allowed:
+                cum += math.exp(beta[i, f] - mx)
+                if u < cum:
+                    break
+            parents[t, i] = fam[i, f]
+    return nodes, parents

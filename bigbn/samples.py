@@ -1,0 +1,359 @@
+"""Exact i.i.d. DAG samples from a finished run, and features estimated from them.
+
+``sample(workdir, samples=T, seed=S, prior=...)`` reads the tables a finished `bigbn run`
+leaves (β, the forward sums L and the exact edge posteriors) and draws T DAGs from the
+exact posterior of the order-modular model in one descending sweep over the chunks of L
+(`bigbn/sampling.py`): no MCMC, no burn-in, no mixing.
+
+Priors:
+- ``"order-modular"`` (the run's model): p(G | x) ∝ #LE(G) Π_i β_i(G_i); the samples have
+  equal weights 1/T.
+- ``"dag-modular"`` (uniform over DAGs given the same ρ_i): p(G | x) ∝ Π_i β_i(G_i). Each
+  sample is reweighted by 1/#LE(G) (importance sampling, self-normalised); the effective
+  sample size and standard errors say what that costs.
+
+Features (edges, ancestor relations, Markov-blanket membership) are weighted means of
+0/1 indicators; standard errors by the delta method for self-normalised weights,
+se² = Σ_t w_t² (f_t − p̂)², which is p̂(1 − p̂)/T for equal weights. Distinct DAGs are
+listed with their exact posterior under the order-modular prior,
+#LE(G) Π_i β_i(G_i) / L(V), and under the DAG-modular prior with Π_i β_i(G_i) / Z where
+Z = L(V) E[1/#LE] is estimated from the same samples (its relative standard error is
+reported).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import sampling as SK
+from .engine import Job, alpha_low_block, alpha_span, intact
+from .errors import OptionError, WorkdirError
+from .families import family_rank, squeeze
+from .linext import log_linear_extensions
+from .plan import Plan, task_id
+from .workdir import Workdir
+
+PRIORS = ("order-modular", "dag-modular")
+MAX_SAMPLES = 10**8
+
+
+@dataclass
+class Samples:
+    """T DAGs drawn i.i.d. from the exact order-modular posterior, with weights for a prior.
+
+    names: the n variable names (data column order); parents: int64 (T, n), bit u of
+    parents[t, v] set ⟺ u → v in sample t; weights: float64 (T,), summing to 1 (equal for
+    the order-modular prior, ∝ 1/#LE(G) for the DAG-modular one); prior; seed;
+    log_linear_extensions: float64 (T,) log #LE of each sample; log_score: float64 (T,)
+    Σ_i β_i(G_i) of each sample; log_marginal: log L(V) of the run; orders: int64 (T, n),
+    the node order drawn with each DAG (orders[t, 0] first).
+    """
+
+    names: tuple[str, ...]
+    parents: np.ndarray
+    weights: np.ndarray
+    prior: str
+    seed: int
+    log_linear_extensions: np.ndarray = field(repr=False)
+    log_score: np.ndarray = field(repr=False)
+    log_marginal: float = 0.0
+    orders: np.ndarray = field(default=None, repr=False)
+    exact_edges: np.ndarray | None = field(default=None, repr=False)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def __len__(self) -> int:
+        return self.parents.shape[0]
+
+    @property
+    def ess(self) -> float:
+        """Effective sample size 1 / Σ w_t² (T for equal weights)."""
+        return float(1.0 / np.sum(self.weights ** 2))
+
+    def _feature(self, masks: np.ndarray, with_se: bool):
+        s1, s2 = SK.weighted_bit_sums(masks, self.weights)
+        p = np.clip(s1, 0.0, 1.0)
+        if not with_se:
+            return p
+        w2 = float(np.sum(self.weights ** 2))
+        var = s2 * (1.0 - 2.0 * p) + p * p * w2
+        return p, np.sqrt(np.maximum(var, 0.0))
+
+    def edge_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u → v | x) under the samples' prior (and its standard
+        error if with_se)."""
+        return self._feature(self.parents, with_se)
+
+    def ancestor_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u ⇝ v | x): a directed path from u to v."""
+        return self._feature(SK.ancestors(self.parents, self._nodes()), with_se)
+
+    def markov_blanket_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u ∈ MB(v) | x) (parent, child or co-parent); symmetric."""
+        return self._feature(SK.markov_blankets(self.parents), with_se)
+
+    def _nodes(self) -> np.ndarray:
+        """The node placed at each backward step (orders reversed)."""
+        return np.ascontiguousarray(self.orders[:, ::-1])
+
+    def edge_check(self) -> dict:
+        """Sampled edge frequencies (equal weights) against the exact edge posteriors of the
+        run: the largest |z| = |f̂ − p| / sqrt(p(1 − p)/T) over edges with 0 < p < 1, and
+        whether every edge of posterior 0 or 1 was sampled as such."""
+        if self.exact_edges is None:
+            raise OptionError("no exact edge posteriors to compare with")
+        T = len(self)
+        f, _ = SK.weighted_bit_sums(self.parents, np.full(T, 1.0 / T))
+        P = self.exact_edges
+        np.fill_diagonal(f, 0.0)
+        inner = (P > 0) & (P < 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(inner, (f - P) / np.sqrt(P * (1 - P) / T), 0.0)
+        u, v = np.unravel_index(int(np.argmax(np.abs(z))), z.shape)
+        hard = ~inner & ~np.eye(self.n, dtype=bool)
+        return {"max_abs_z": float(abs(z[u, v])), "edge": [self.names[u], self.names[v]],
+                "frequency": float(f[u, v]), "exact": float(P[u, v]),
+                "hard_edges_ok": bool(np.all(f[hard] == P[hard]))}
+
+    def dags(self, top: int | None = None) -> list[dict]:
+        """Distinct sampled DAGs, most frequent first: parents (n,) int64, count, estimated
+        probability (sum of weights) with its standard error, log #LE, log score, and the
+        exact posterior under the order-modular prior; under the DAG-modular prior also the
+        posterior Π β / Ẑ with Ẑ estimated from the samples."""
+        uniq, inv, counts = np.unique(self.parents, axis=0, return_inverse=True, return_counts=True)
+        inv = inv.reshape(-1)
+        wsum = np.bincount(inv, weights=self.weights, minlength=len(uniq))
+        w2 = float(np.sum(self.weights ** 2))
+        w2sum = np.bincount(inv, weights=self.weights ** 2, minlength=len(uniq))
+        first = np.full(len(uniq), len(inv))
+        np.minimum.at(first, inv, np.arange(len(inv)))
+        lle = self.log_linear_extensions[first]
+        lsc = self.log_score[first]
+        log_z_dag = self.info.get("log_z_dag_modular")
+        order = np.lexsort((first, -wsum))
+        if top is not None:
+            order = order[:top]
+        out = []
+        for d in order.tolist():
+            p = float(wsum[d])
+            rec = {"parents": uniq[d].copy(), "count": int(counts[d]), "probability": p,
+                   "se": math.sqrt(max(w2sum[d] * (1 - 2 * p) + p * p * w2, 0.0)),
+                   "log_linear_extensions": float(lle[d]), "log_score": float(lsc[d]),
+                   "exact_order_modular": math.exp(lle[d] + lsc[d] - self.log_marginal)}
+            if log_z_dag is not None:
+                rec["estimated_dag_modular"] = math.exp(lsc[d] - log_z_dag)
+            out.append(rec)
+        return out
+
+    def arcs(self, parents_row) -> list[tuple[str, str]]:
+        """The arcs (parent name, child name) of one DAG given as a parents row."""
+        return [(self.names[u], self.names[v]) for v in range(self.n) for u in range(self.n)
+                if int(parents_row[v]) >> u & 1]
+
+
+# ------------------------------------------------------------------------------ sampling
+
+def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
+    """The finished run in ``workdir``: (Workdir with the run's token, plan, summary, beta)."""
+    root = Path(workdir).resolve()
+    run = Workdir(root).read_run()
+    if run is None:
+        raise WorkdirError(f"{root}: not a bigbn work directory (no run.json); run `bigbn run` first")
+    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
+    wd = Workdir(root, token)
+    pl = run["plan"]
+    plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
+    try:
+        summary = json.loads((root / "summary.json").read_text())
+        names = summary["names"]
+        ok = isinstance(names, list) and len(names) == plan.n and all(isinstance(s, str) for s in names)
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    rec = wd.journal().get(task_id(("edges",)))
+    if not ok or rec is None:
+        raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
+                           "again to finish it, then sample")
+    beta = wd.read("beta", slice(None))
+    job = Job(wd, plan, beta)
+    if not intact(job, ("edges",), rec):
+        raise WorkdirError(f"{root}: the run's results are damaged; run the same `bigbn run` "
+                           "command again to repair them")
+    return wd, plan, summary, beta
+
+
+def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
+    (rounding) are drawn again. Returns (nodes, preds, attempt, chunks read)."""
+    p, wd = job.plan, job.workdir
+    n, c = p.n, p.c
+    size = p.chunk_size
+    top = p.n_chunks - 1
+    cur = np.full(T, (1 << n) - 1, dtype=np.int64)
+    step = np.zeros(T, dtype=np.int64)
+    attempt = np.zeros(T, dtype=np.int64)
+    status = np.full(T, SK.ACTIVE, dtype=np.int8)
+    key = np.full(T, top, dtype=np.int64)
+    pu, pcum, plog = np.zeros(T), np.zeros(T), np.zeros(T)
+    pbit = np.zeros(T, dtype=np.int64)
+    nodes = np.zeros((T, n), dtype=np.int64)
+    preds = np.zeros((T, n), dtype=np.int64)
+    reads = 0
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        while True:
+            H = int(key.max())
+            if H < 0:
+                rej = status == SK.REJECTED
+                if not rej.any():
+                    break
+                cur[rej] = (1 << n) - 1
+                step[rej] = 0
+                attempt[rej] += 1
+                status[rej] = SK.ACTIVE
+                key[rej] = top
+                continue
+            L = wd.read("forward", slice(H * size, (H + 1) * size))
+            reads += 1
+            waiting = (status == SK.PENDING) & (key == H)
+            bits = np.unique(pbit[waiting]).tolist()
+            spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+            for b, span in zip(bits, spans):
+                SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
+                                   nodes, preds)
+            if np.any((status == SK.ACTIVE) & (key == H)):
+                low = np.empty((c, p.alpha_chunk_size))
+                list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+                SK.walk_chunk(H, c, L, low, seed, cur, step, attempt, status, key,
+                              pu, pcum, plog, pbit, nodes, preds)
+            if progress is not None:
+                progress(H)
+    finally:
+        pool.shutdown(wait=True)
+    return nodes, preds, attempt, reads
+
+
+def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
+           workers: int | None = None, progress=None) -> Samples:
+    """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir``.
+
+    prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
+    weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
+    ρ_i). The same seed gives the same samples whatever the chunk bits or workers.
+    progress: callable(chunk id) after each chunk of the sweep.
+    """
+    if prior not in PRIORS:
+        raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
+    T = int(samples)
+    if not 1 <= T <= MAX_SAMPLES:
+        raise OptionError(f"samples must be between 1 and {MAX_SAMPLES}, got {samples}")
+    seed = int(seed)
+    if not 0 <= seed < 2**63:
+        raise OptionError(f"seed must be between 0 and 2^63 - 1, got {seed}")
+    from .api import default_workers
+
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 1:
+        raise OptionError(f"workers must be ≥ 1, got {workers}")
+    t0 = time.perf_counter()
+    wd, plan, summary, beta = _open_finished(workdir)
+    with wd.lock():
+        job = Job(wd, plan, beta)
+        nodes, preds, attempt, reads = _sweep(job, T, seed, workers, progress)
+        t_sweep = time.perf_counter()
+        parents = np.zeros((T, plan.n), dtype=np.int64)
+        SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
+        log_px = float(wd.read("forward", slice((1 << plan.n) - 1, 1 << plan.n))[0])
+        exact = wd.read("posterior", slice(None))
+    t_parents = time.perf_counter()
+    log_score = np.zeros(T)
+    for v in range(plan.n):
+        sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
+        log_score += beta[v, family_rank(plan.families, sq)]
+    uniq, inv = np.unique(parents, axis=0, return_inverse=True)
+    lle = log_linear_extensions(uniq)[inv.reshape(-1)]
+    t_le = time.perf_counter()
+    info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": reads,
+            "chunks": plan.n_chunks, "redrawn_for_rounding": int(np.count_nonzero(attempt)),
+            "distinct_dags": int(len(uniq)),
+            "seconds": {"sweep": round(t_sweep - t0, 3), "parents": round(t_parents - t_sweep, 3),
+                        "linear_extensions": round(t_le - t_parents, 3)}}
+    if prior == "order-modular":
+        weights = np.full(T, 1.0 / T)
+    else:
+        r = -lle - np.max(-lle)
+        weights = np.exp(r) / np.sum(np.exp(r))
+    # Z_dag / L(V) = E_order-modular[1/#LE]; estimated with its relative standard error.
+    shift = float(np.max(-lle))
+    inv_le = np.exp(-lle - shift)
+    mean = float(np.mean(inv_le))
+    info["log_z_dag_modular"] = log_px + math.log(mean) + shift
+    info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else float("inf")
+    orders = np.ascontiguousarray(nodes[:, ::-1])
+    out = Samples(tuple(summary["names"]), parents, weights, prior, seed, lle, log_score, log_px,
+                  orders, exact, info)
+    info["ess"] = out.ess
+    info["edge_check"] = out.edge_check()
+    return out
+
+
+# ------------------------------------------------------------------------------ outputs
+
+def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
+    n = len(names)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        for u in range(n):
+            for v in range(n):
+                if u != v:
+                    row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
+                    if extra is not None:
+                        row.append(f"{extra[u, v]:.17g}")
+                    w.writerow(row)
+
+
+def write_outputs(s: Samples, workdir) -> Path:
+    """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
+    with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
+    [parent, child] names), samples.npz (the samples themselves) and summary.json."""
+    out = Path(workdir).resolve() / f"samples-{s.prior}"
+    out.mkdir(exist_ok=True)
+    names = list(s.names)
+    p, se = s.edge_probabilities(with_se=True)
+    if s.prior == "order-modular":
+        _pairs_csv(out / "edges.csv", ["parent", "child", "probability", "se", "exact"], names, p, se,
+                   s.exact_edges)
+    else:
+        _pairs_csv(out / "edges.csv", ["parent", "child", "probability", "se"], names, p, se)
+    _pairs_csv(out / "ancestors.csv", ["ancestor", "descendant", "probability", "se"], names,
+               *s.ancestor_probabilities(with_se=True))
+    _pairs_csv(out / "markov_blanket.csv", ["node", "member", "probability", "se"], names,
+               *(m.T for m in s.markov_blanket_probabilities(with_se=True)))
+    with open(out / "dags.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
+        w.writerow(["rank", "count", "probability", "se", post, "log_linear_extensions",
+                    "log_score", "arcs"])
+        for r, d in enumerate(s.dags(), 1):
+            exact = d["exact_order_modular"] if s.prior == "order-modular" else d["estimated_dag_modular"]
+            w.writerow([r, d["count"], f"{d['probability']:.17g}", f"{d['se']:.6g}", f"{exact:.17g}",
+                        f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}",
+                        json.dumps([list(a) for a in s.arcs(d["parents"])], ensure_ascii=False)])
+    np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
+             orders=s.orders, log_linear_extensions=s.log_linear_extensions, log_score=s.log_score)
+    with open(out / "summary.json", "w") as fh:
+        json.dump({**s.info, "names": names, "log_marginal_likelihood": s.log_marginal}, fh, indent=2)
+        fh.write("\n")
+    return out

@@ -1,0 +1,256 @@
+"""Numba kernels of the exact DAG sampler (`bigbn.sample`); pure arithmetic, no I/O.
+
+A sample is drawn backwards from S = V (He, Tian & Wu 2016; Friedman & Koller 2003 for the
+parents given the order): the last node i of S is drawn with probability
+α_i(S−i) L(S−i) / L(S), its parent set G ⊆ S−i with probability β_i(G) / α_i(S−i), and
+S ← S − i, until S = ∅. This draws (order, DAG) from the exact joint posterior of the
+order-modular model, so the DAGs are i.i.d. from p(G | x).
+
+Out of core: a step only moves to a smaller subset, so all samples advance together in one
+descending sweep over the chunks of L. A sample in chunk H at offset o chooses among the
+nodes of S in ascending node order with one uniform u: the low nodes i < c (S − i is in the
+same chunk, read now) and then the high nodes c + b, b ∈ H (S − (c+b) is at the same offset
+of chunk H − 2^b, a later chunk of the sweep). If u falls beyond the low nodes, the sample
+waits ("pending") with u and its running cumulative sum, and each candidate chunk H − 2^b
+adds its term when the sweep reaches it (in ascending b, which is descending chunk id:
+the sweep order). The arithmetic is the same sequence of additions whatever the chunk
+bits, so a seed gives the same samples for every lattice (up to decisions within a few
+ulps of a boundary, where tables of different lattices differ in their last bits).
+
+A u at or beyond the computed total (possible only by rounding: the exact total is 1) is
+rejected and the sample is drawn again from S = V with the next attempt's random numbers.
+
+Random numbers are a counter-based hash (splitmix64) of (seed, sample, attempt, step,
+purpose), so they do not depend on the processing order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+NEG_INF = -np.inf
+ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
+_KW = dict(cache=True, nogil=True)
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(**_KW)
+def _mix(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**_KW)
+def uniform(seed, t, attempt, step, kind):
+    """A uniform double in [0, 1) determined by (seed, t, attempt, step, kind) only."""
+    z = _mix(np.uint64(seed) + _GOLDEN)
+    z = _mix(z ^ (np.uint64(t) * _GOLDEN))
+    z = _mix(z ^ ((np.uint64(attempt) << np.uint64(16)) | (np.uint64(step) << np.uint64(2))
+                  | np.uint64(kind)))
+    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(**_KW)
+def _popcount(x):
+    c = 0
+    while x:
+        x &= x - 1
+        c += 1
+    return c
+
+
+@njit(**_KW)
+def _lowest_bit(x):
+    return _popcount((x & -x) - 1)
+
+
+@njit(**_KW)
+def _place(t, node, cur, step, nodes, preds):
+    j = step[t]
+    nodes[t, j] = node
+    cur[t] = cur[t] & ~(np.int64(1) << node)
+    preds[t, j] = cur[t]
+    step[t] = j + 1
+
+
+@njit(**_KW)
+def walk_chunk(H, c, L, alpha_low, seed, cur, step, attempt, status, key,
+               pu, pcum, plog, pbit, nodes, preds):
+    """Advance every ACTIVE sample of chunk H as far as chunk H allows.
+
+    L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
+    for the low nodes i < c (as the forward recursion reads it). A sample either reaches
+    ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != ACTIVE or key[t] != H:
+            continue
+        while True:
+            S = cur[t]
+            if S == 0:
+                status[t] = DONE
+                key[t] = -1
+                break
+            o = S & lowmask
+            logL = L[o]
+            u = uniform(seed, t, attempt[t], step[t], 0)
+            cum = 0.0
+            chosen = -1
+            rest = o
+            while rest:
+                i = _lowest_bit(rest)
+                rest &= rest - 1
+                pp = o - (np.int64(1) << i)
+                w = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)] + L[pp]
+                if w > NEG_INF:
+                    cum += math.exp(w - logL)
+                    if u < cum:
+                        chosen = i
+                        break
+            if chosen >= 0:
+                _place(t, chosen, cur, step, nodes, preds)
+                continue
+            if H == 0:
+                status[t] = REJECTED  # u beyond the total by rounding
+                key[t] = -1
+                break
+            b = _lowest_bit(H)
+            status[t] = PENDING
+            pu[t] = u
+            pcum[t] = cum
+            plog[t] = logL
+            pbit[t] = b
+            key[t] = H - (np.int64(1) << b)
+            break
+
+
+@njit(**_KW)
+def advance_pending(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
+                    nodes, preds):
+    """Offer high node c + b to every PENDING sample waiting for chunk H = (its chunk) − 2^b.
+
+    L: forward chunk H; alpha_span: float64 (2^c,) α_{c+b} on the squeezed chunk pair of
+    chunk H (offset o of the span is S − (c+b) at offset o). A sample takes node c + b if its
+    u falls in this term; otherwise it waits for its next high bit, or is REJECTED when
+    there is none (u beyond the total by rounding).
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != PENDING or key[t] != H or pbit[t] != b:
+            continue
+        o = cur[t] & lowmask
+        w = alpha_span[o] + L[o]
+        if w > NEG_INF:
+            pcum[t] += math.exp(w - plog[t])
+            if pu[t] < pcum[t]:
+                _place(t, c + b, cur, step, nodes, preds)
+                status[t] = ACTIVE
+                key[t] = H
+                continue
+        hi = cur[t] >> c
+        above = hi & ~((np.int64(2) << b) - 1)
+        if above == 0:
+            status[t] = REJECTED
+            key[t] = -1
+        else:
+            nb = _lowest_bit(above)
+            pbit[t] = nb
+            key[t] = hi - (np.int64(1) << nb)
+
+
+@njit(parallel=True, **_KW)
+def draw_parents(beta, fam, nodes, preds, seed, attempt, parents):
+    """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / Σ_{G' ⊆ S−i} β_i(G').
+
+    beta: (n, F) log scores, fam: (F,) squeezed family masks; nodes/preds: (T, n) the node
+    placed at each step and the set before it (its possible parents, a full mask).
+    parents: int64 (T, n) output, full parent masks. A u beyond the total by rounding takes
+    the last family of positive weight.
+    """
+    T, n = nodes.shape
+    for t in prange(T):
+        for j in range(n):
+            i = nodes[t, j]
+            P = preds[t, j]
+            U = (P & ((np.int64(1) << i) - 1)) | ((P >> (i + 1)) << i)
+            mx = NEG_INF
+            for f in range(fam.shape[0]):
+                if fam[f] & ~U == 0 and beta[i, f] > mx:
+                    mx = beta[i, f]
+            tot = 0.0
+            for f in range(fam.shape[0]):
+                if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                    tot += math.exp(beta[i, f] - mx)
+            u = uniform(seed, t, attempt[t], j, 1) * tot
+            cum = 0.0
+            pick = -1
+            for f in range(fam.shape[0]):
+                if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                    pick = f
+                    cum += math.exp(beta[i, f] - mx)
+                    if u < cum:
+                        break
+            g = fam[pick]
+            parents[t, i] = (g & ((np.int64(1) << i) - 1)) | ((g >> i) << (i + 1))
+
+
+@njit(**_KW)
+def ancestors(parents, nodes):
+    """Ancestor masks: out[t, v] bit u ⟺ u ⇝ v (a directed path) in sample t.
+
+    nodes[t, j] is the node placed at step j (the last one of the remaining set), so
+    reversed steps are a topological order."""
+    T, n = parents.shape
+    out = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        for j in range(n - 1, -1, -1):
+            v = nodes[t, j]
+            a = np.int64(0)
+            p = parents[t, v]
+            while p:
+                u = _lowest_bit(p)
+                p &= p - 1
+                a |= out[t, u] | (np.int64(1) << u)
+            out[t, v] = a
+    return out
+
+
+@njit(**_KW)
+def markov_blankets(parents):
+    """out[t, v] bit u ⟺ u is a parent, a child or a co-parent of a child of v."""
+    T, n = parents.shape
+    out = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        for v in range(n):
+            m = parents[t, v]
+            for w in range(n):
+                if parents[t, w] >> v & 1:
+                    m |= (np.int64(1) << w) | parents[t, w]
+            out[t, v] = m & ~(np.int64(1) << v)
+    return out
+
+
+@njit(**_KW)
+def weighted_bit_sums(masks, w):
+    """S1[u, v] = Σ_t w_t [bit u of masks[t, v]], S2 likewise with w_t²."""
+    T, n = masks.shape
+    s1 = np.zeros((n, n))
+    s2 = np.zeros((n, n))
+    for t in range(T):
+        wt = w[t]
+        for v in range(n):
+            m = masks[t, v]
+            while m:
+                u = _lowest_bit(m)
+                m &= m - 1
+                s1[u, v] += wt
+                s2[u, v] += wt * wt
+    return s1, s2

@@ -1,0 +1,420 @@
+"""The posterior beyond edges: parent-set posteriors, exact DAG samples, ancestors, Markov
+blankets, the DAG-modular prior and linear-extension counts, each against the slow
+references of tests/naive.py (enumeration of DAGs or orders, an in-memory sampler,
+permutation counting).
+
+Monte Carlo tests use fixed seeds, so they are deterministic; their bounds are a few
+standard errors of the exact answer, so a sampler that is wrong by more than noise fails.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+import naive
+from bigbn import sampling as SK
+from bigbn.cli import main
+from bigbn.engine import Job, execute
+from bigbn.errors import EngineError, OptionError, WorkdirError
+from bigbn.families import family_masks
+from bigbn.linext import count_linear_extensions, log_linear_extensions
+from bigbn.parentsets import parent_set_posteriors
+from bigbn.plan import Plan
+from bigbn.workdir import Workdir
+
+ROOT = Path(__file__).resolve().parent.parent
+ASIA = ROOT / "examples" / "asia.csv"
+
+
+def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: str = "sync") -> Path:
+    """A work directory as `bigbn run` leaves it, for a given beta (engine run directly)."""
+    n = beta.shape[0]
+    plan = Plan(n, k, c)
+    path.mkdir(parents=True)
+    run = {"fingerprint": {"data_sha256": "test", "n": n, "m": 1},
+           "plan": {"n": n, "k": k, "chunk_bits": c, "alpha_mode": "recompute"}}
+    (path / "run.json").write_text(json.dumps(run))
+    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
+    wd = Workdir(path, token)
+    wd.create_tables(plan)
+    wd.write("beta", slice(None), beta, [(0, 0)])
+    execute(Job(wd, plan, beta), scheduler=scheduler, workers=2)
+    (path / "summary.json").write_text(json.dumps({"names": [f"X{i}" for i in range(n)]}))
+    return path
+
+
+def engine_parent_sets(path: Path) -> np.ndarray:
+    wd = Workdir(path)
+    n = wd.read("beta", slice(None)).shape[0]
+    log_px = float(wd.read("forward", slice((1 << n) - 1, 1 << n))[0])
+    return parent_set_posteriors(wd.read("beta", slice(None)), wd.read("gamma", slice(None)), log_px)
+
+
+# ----------------------------------------------------------------------- parent sets
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_parent_sets_against_all_dags(n, seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    mid = 0
+    for k in range(n):
+        beta = naive.random_beta(n, k, rng, spread=4)
+        ref = naive.parent_sets_by_dags(beta, k)
+        c = int(rng.integers(1, n + 1))
+        got = engine_parent_sets(finished_workdir(tmp_path / f"k{k}", beta, k, c))
+        np.testing.assert_allclose(got, ref, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(got.sum(axis=1), 1.0, atol=1e-12)
+        mid += np.count_nonzero((ref > 0.01) & (ref < 0.99))
+    assert mid >= n, "test data should be mid-range"
+
+
+@pytest.mark.parametrize("n,k,c", [(6, 2, 3), (7, 3, 4), (8, 2, 5), (8, 7, 8)])
+def test_parent_sets_against_all_orders(n, k, c, tmp_path):
+    rng = np.random.default_rng(n * 10 + k)
+    beta = naive.random_beta(n, k, rng, spread=6, p_forbidden=0.2)
+    ref = naive.parent_sets_by_orders(beta, k)
+    got = engine_parent_sets(finished_workdir(tmp_path / "w", beta, k, c))
+    np.testing.assert_allclose(got, ref, atol=1e-9, rtol=0)
+    assert np.all(got[~np.isfinite(beta)] == 0.0), "forbidden families are exactly 0"
+    assert np.count_nonzero((ref > 0.01) & (ref < 0.99)) >= n
+
+
+def test_inconsistent_tables_are_refused(tmp_path):
+    rng = np.random.default_rng(3)
+    beta = naive.random_beta(4, 2, rng, spread=4)
+    wd = Workdir(finished_workdir(tmp_path / "w", beta, 2, 2))
+    log_px = float(wd.read("forward", slice(15, 16))[0])
+    gamma = wd.read("gamma", slice(None))
+    with pytest.raises(EngineError, match="disagree"):
+        parent_set_posteriors(beta, gamma + 1e-3, log_px)
+
+
+# ----------------------------------------------------------------------- linear extensions
+
+def random_dag(rng, n, density):
+    order = rng.permutation(n)
+    pm = np.zeros(n, dtype=np.int64)
+    for a in range(n):
+        for b in range(a + 1, n):
+            if rng.random() < density:
+                pm[order[b]] |= 1 << order[a]
+    return pm
+
+
+def test_linear_extensions_against_permutations():
+    rng = np.random.default_rng(0)
+    dags = [random_dag(rng, int(rng.integers(1, 9)), rng.random()) for _ in range(300)]
+    for pm in dags:
+        assert count_linear_extensions(pm) == naive.linear_extensions_by_permutations(pm)
+    eight = np.array([random_dag(rng, 8, rng.random()) for _ in range(40)])
+    np.testing.assert_array_equal(log_linear_extensions(eight), naive.log_linear_extensions(eight))
+
+
+def test_linear_extensions_at_n_30_and_cycles():
+    star = np.zeros(30, dtype=np.int64)
+    star[1:] = 1  # node 0 → every other node: 29! orders
+    # beyond 2^53 the float count is good to a few ulps (linext.py)
+    assert count_linear_extensions(star) == pytest.approx(math.factorial(29), rel=1e-14)
+    assert count_linear_extensions(np.zeros(30, dtype=np.int64)) == pytest.approx(math.factorial(30), rel=1e-14)
+    chain = np.array([0] + [1 << (i - 1) for i in range(1, 30)], dtype=np.int64)
+    assert count_linear_extensions(chain) == 1.0
+    assert count_linear_extensions(np.array([2, 1, 0], dtype=np.int64)) == 0.0  # 0 ⇄ 1: a cycle
+    # Two chains of 15 interleave: C(30, 15) orders.
+    two = np.array([0] + [1 << (i - 1) for i in range(1, 15)] + [0] + [1 << (i - 1) for i in range(16, 30)],
+                   dtype=np.int64)
+    assert count_linear_extensions(two) == float(math.comb(30, 15))
+
+
+# ----------------------------------------------------------------------- sampler kernels
+
+def test_sampler_equals_the_in_memory_recursion(tmp_path):
+    """Same uniforms, same decisions: the chunk sweep is the plain backward recursion."""
+    rng = np.random.default_rng(7)
+    n, k, T, seed = 6, 2, 400, 11
+    beta = naive.random_beta(n, k, rng, spread=3, p_forbidden=0.1)
+    nodes_ref, parents_ref = naive.sample_by_recursion(beta, k, T, seed, SK.uniform)
+    for c in (6, 3, 1):
+        s = bigbn.sample(finished_workdir(tmp_path / f"c{c}", beta, k, c), T, seed=seed, workers=2)
+        np.testing.assert_array_equal(s.orders[:, ::-1], nodes_ref)
+        np.testing.assert_array_equal(s.parents, parents_ref)
+
+
+def test_uniform_is_a_counter_based_hash():
+    u = np.array([SK.uniform(5, t, 0, 0, 0) for t in range(20000)])
+    assert 0 <= u.min() and u.max() < 1
+    assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.003
+    assert SK.uniform(5, 3, 0, 2, 1) == SK.uniform(5, 3, 0, 2, 1)
+    others = {SK.uniform(5, 3, 0, 2, 0), SK.uniform(5, 3, 1, 2, 1), SK.uniform(5, 3, 0, 3, 1),
+              SK.uniform(6, 3, 0, 2, 1), SK.uniform(5, 4, 0, 2, 1)}
+    assert SK.uniform(5, 3, 0, 2, 1) not in others and len(others) == 5
+
+
+def test_feature_kernels_against_naive():
+    rng = np.random.default_rng(2)
+    pm, _, _ = naive.dag_posterior(naive.random_beta(5, 2, rng), 2)
+    pick = rng.choice(len(pm), 300)
+    parents = np.ascontiguousarray(pm[pick])
+    nodes = np.array([topological_backward(row) for row in parents])
+    np.testing.assert_array_equal(SK.ancestors(parents, nodes), naive.ancestor_masks(parents))
+    np.testing.assert_array_equal(SK.markov_blankets(parents), naive.markov_blanket_masks(parents))
+    w = rng.random(len(parents))
+    s1, s2 = SK.weighted_bit_sums(parents, w)
+    bits = (parents[:, None, :] >> np.arange(5)[None, :, None]) & 1  # [t, u, v]
+    np.testing.assert_allclose(s1, np.einsum("t,tuv->uv", w, bits), rtol=1e-12)
+    np.testing.assert_allclose(s2, np.einsum("t,tuv->uv", w * w, bits), rtol=1e-12)
+
+
+def topological_backward(parents_row):
+    """Nodes in the order the sampler places them: each the last of the remaining ones."""
+    n, left, out = len(parents_row), (1 << len(parents_row)) - 1, []
+    while left:
+        for v in range(n):
+            if left >> v & 1 and not any(left >> w & 1 and int(parents_row[w]) >> v & 1 for w in range(n)):
+                out.append(v)
+                left &= ~(1 << v)
+                break
+    return out
+
+
+def test_rounding_gap_is_rejected_not_forced():
+    """A u beyond the computed total can only come from rounding; the kernels reject it
+    (the sample is drawn again) instead of forcing some node."""
+    c = 3
+    # α ≡ 1 (log 0): L(S) = |S|!, consistent everywhere but at V
+    L = np.array([math.lgamma(bin(S).count("1") + 1) for S in range(8)])
+    alpha_low = np.zeros((c, 4))
+    L_bad = L.copy()
+    L_bad[7] = L[7] + 5.0  # L(S) far above its terms: their total is e^-5
+    T = 2000
+    state = dict(cur=np.full(T, 7, dtype=np.int64), step=np.zeros(T, dtype=np.int64),
+                 attempt=np.zeros(T, dtype=np.int64), status=np.zeros(T, dtype=np.int8),
+                 key=np.zeros(T, dtype=np.int64))
+    pend = dict(pu=np.zeros(T), pcum=np.zeros(T), plog=np.zeros(T), pbit=np.zeros(T, dtype=np.int64))
+    nodes, preds = np.zeros((T, 3), dtype=np.int64), np.zeros((T, 3), dtype=np.int64)
+    SK.walk_chunk(0, c, L_bad, alpha_low, 1, state["cur"], state["step"], state["attempt"],
+                  state["status"], state["key"], pend["pu"], pend["pcum"], pend["plog"], pend["pbit"],
+                  nodes, preds)
+    u = np.array([SK.uniform(1, t, 0, 0, 0) for t in range(T)])
+    total = sum(math.exp(L_bad[7 ^ (1 << i)] - L_bad[7]) for i in range(3))
+    rejected = state["status"] == SK.REJECTED
+    np.testing.assert_array_equal(rejected, u >= total)
+    assert rejected.sum() > 1900 and np.all(state["status"][~rejected] == SK.DONE)
+
+
+def test_pending_samples_without_a_taker_are_rejected():
+    c, H, b = 2, 0, 0  # a sample of chunk 1 (high bit 0) waits for chunk 0
+    cur = np.array([0b111], dtype=np.int64)
+    status = np.array([SK.PENDING], dtype=np.int8)
+    key = np.array([0], dtype=np.int64)
+    pu, pcum, plog = np.array([0.9]), np.array([0.2]), np.array([0.0])
+    pbit = np.array([0], dtype=np.int64)
+    nodes, preds, step = np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    L, span = np.full(4, np.log(0.5)), np.zeros(4)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
+    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+    assert status[0] == SK.REJECTED and step[0] == 0
+    pu[0], pcum[0], status[0], key[0], pbit[0] = 0.6, 0.2, SK.PENDING, 0, 0
+    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+    assert status[0] == SK.ACTIVE and cur[0] == 0b011 and nodes[0, 0] == 2 and preds[0, 0] == 0b011
+
+
+def test_redrawn_samples_after_rounding_are_valid(tmp_path):
+    """Inflate L(V) a little, as gross rounding would: some first steps are rejected and
+    drawn again with new random numbers; every sample is still a DAG of the model."""
+    rng = np.random.default_rng(4)
+    beta = naive.random_beta(5, 2, rng, spread=3)
+    path = finished_workdir(tmp_path / "w", beta, 2, 3)
+    wd = Workdir(path)
+    wd.array("forward")[31] = wd.read("forward", slice(31, 32))[0] + 0.05
+    s = bigbn.sample(path, 2000, seed=1)
+    assert 40 < s.info["redrawn_for_rounding"] < 200  # ≈ 2000 (1 - e^-0.05) ≈ 98
+    pm, prob, _ = naive.dag_posterior(beta, 2)
+    support = {tuple(r) for r in pm[prob > 0]}
+    assert all(tuple(r) in support for r in s.parents)
+
+
+# ----------------------------------------------------------------------- samples vs exact
+
+def dag_counts(parents, pm):
+    index = {tuple(r): d for d, r in enumerate(pm.tolist())}
+    counts = np.zeros(len(pm))
+    for r in parents.tolist():
+        counts[index[tuple(r)]] += 1
+    return counts
+
+
+def test_samples_follow_the_exact_dag_distribution(tmp_path):
+    rng = np.random.default_rng(5)
+    n, k, T = 4, 3, 20000
+    beta = naive.random_beta(n, k, rng, spread=3)
+    pm, prob, lle = naive.dag_posterior(beta, k)
+    s = bigbn.sample(finished_workdir(tmp_path / "w", beta, k, 2), T, seed=3)
+    counts = dag_counts(s.parents, pm)
+    assert counts[prob == 0].sum() == 0
+    z = (counts - T * prob) / np.sqrt(T * prob * (1 - prob) + 1e-300)
+    big = T * prob >= 5
+    assert big.sum() >= 50, "many DAGs of noticeable probability"
+    assert np.max(np.abs(z[big])) < 4.5
+    chi2 = float(np.sum((counts[big] - T * prob[big]) ** 2 / (T * prob[big])))
+    dof = int(big.sum())
+    assert chi2 < dof + 5 * math.sqrt(2 * dof)
+    # Reported exact posteriors and #LE of the sampled DAGs equal the enumeration's.
+    index = {tuple(r): d for d, r in enumerate(pm.tolist())}
+    for d in s.dags():
+        j = index[tuple(d["parents"].tolist())]
+        assert d["exact_order_modular"] == pytest.approx(prob[j], abs=1e-12, rel=1e-9)
+        assert d["log_linear_extensions"] == pytest.approx(lle[j], abs=1e-12)
+        assert d["probability"] == pytest.approx(counts[j] / T, abs=1e-12)
+
+
+@pytest.mark.parametrize("prior", ["order-modular", "dag-modular"])
+def test_features_against_enumeration(prior, tmp_path):
+    rng = np.random.default_rng(6)
+    n, k, T = 5, 2, 6000
+    beta = naive.random_beta(n, k, rng, spread=3)
+    pm, prob, _ = naive.dag_posterior(beta, k, prior)
+    exact = {
+        "edge": np.einsum("d,duv->uv", prob, (pm[:, None, :] >> np.arange(n)[None, :, None]) & 1),
+        "ancestor": _mean_bits(naive.ancestor_masks(pm), prob),
+        "blanket": _mean_bits(naive.markov_blanket_masks(pm), prob),
+    }
+    s = bigbn.sample(finished_workdir(tmp_path / "w", beta, k, 3), T, seed=9, prior=prior)
+    got = {"edge": s.edge_probabilities(with_se=True), "ancestor": s.ancestor_probabilities(with_se=True),
+           "blanket": s.markov_blanket_probabilities(with_se=True)}
+    mid = 0
+    for name, P in exact.items():
+        p, se = got[name]
+        off = ~np.eye(n, dtype=bool)
+        inner = off & (P > 1e-3) & (P < 1 - 1e-3)
+        mid += np.count_nonzero((P > 0.05) & (P < 0.95))
+        assert np.all(np.abs(p - P)[inner] < 5 * se[inner] + 1e-3), name
+        if prior == "order-modular":  # equal weights: se = sqrt(p̂(1 − p̂)/T)
+            np.testing.assert_allclose(se[inner], np.sqrt(P * (1 - P) / T)[inner], rtol=0.2)
+    assert mid >= 10, "test data should give mid-range features"
+    if prior == "dag-modular":
+        assert 0.2 * T < s.ess < T
+        # Π β / Ẑ against the exact dag-modular posterior of the most probable DAGs.
+        index = {tuple(r): d for d, r in enumerate(pm.tolist())}
+        rel = s.info["log_z_dag_modular_rel_se"]
+        for d in s.dags(5):
+            assert d["estimated_dag_modular"] == pytest.approx(prob[index[tuple(d["parents"].tolist())]],
+                                                               rel=5 * rel)
+    else:
+        assert s.ess == pytest.approx(T)
+
+
+def _mean_bits(masks, prob):
+    n = masks.shape[1]
+    return np.einsum("d,duv->uv", prob, (masks[:, None, :] >> np.arange(n)[None, :, None]) & 1)
+
+
+def test_edge_self_check_and_determinism(tmp_path):
+    rng = np.random.default_rng(8)
+    beta = naive.random_beta(7, 3, rng, spread=3)
+    a = finished_workdir(tmp_path / "a", beta, 3, 7)
+    b = finished_workdir(tmp_path / "b", beta, 3, 2, scheduler="threads")
+    s1 = bigbn.sample(a, 3000, seed=21, workers=1)
+    s2 = bigbn.sample(b, 3000, seed=21, workers=2)
+    np.testing.assert_array_equal(s1.parents, s2.parents)
+    np.testing.assert_array_equal(s1.orders, s2.orders)
+    assert not np.array_equal(bigbn.sample(a, 3000, seed=22).parents, s1.parents)
+    check = s1.info["edge_check"]
+    assert check["max_abs_z"] < 4.5 and check["hard_edges_ok"]
+    assert s1.info["chunks_read"] == 1 and s2.info["chunks_read"] <= 32
+
+
+def test_bad_sample_options(tmp_path):
+    rng = np.random.default_rng(9)
+    path = finished_workdir(tmp_path / "w", naive.random_beta(3, 1, rng), 1, 3)
+    for kwargs in ({"samples": 0}, {"seed": -1}, {"prior": "uniform"}, {"workers": 0}):
+        with pytest.raises(OptionError):
+            bigbn.sample(path, **{"samples": 10, **kwargs})
+    with pytest.raises(WorkdirError, match="not a bigbn work directory"):
+        bigbn.sample(tmp_path / "nothing", 10)
+    (path / "summary.json").unlink()
+    with pytest.raises(WorkdirError, match="not finished"):
+        bigbn.sample(path, 10)
+
+
+# ----------------------------------------------------------------------- API and CLI
+
+def test_learn_parent_sets_api_and_file(tmp_path):
+    names = ['a,b', 'say "hi"', "[x]", "plain"]
+    rng = np.random.default_rng(10)
+    X = rng.integers(0, 2, size=(300, 4))
+    X[:, 1] = np.where(rng.random(300) < 0.8, X[:, 0], X[:, 1])
+    X[:, 3] = np.where(rng.random(300) < 0.7, X[:, 1] ^ X[:, 2], X[:, 3])
+    data = tmp_path / "d.csv"
+    with open(data, "w", newline="") as fh:
+        csv.writer(fh).writerows([names] + X.tolist())
+    res = bigbn.learn(data, max_parents=2, workdir=tmp_path / "w", parent_set_mass=1.0)
+    for v, name in enumerate(names):
+        rows = res.parent_sets(name)
+        assert rows == res.parent_sets(v)
+        probs = [p for _, p in rows]
+        assert probs == sorted(probs, reverse=True) and all(p > 0 for p in probs)
+        assert sum(probs) == pytest.approx(1.0, abs=1e-12)
+        # the edge posteriors are sums of parent-set posteriors
+        for u, parent in enumerate(names):
+            if u != v:
+                assert sum(p for ps, p in rows if parent in ps) == pytest.approx(res.posterior[u, v], abs=1e-12)
+    with open(tmp_path / "w" / "parent_sets.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["child", "parents", "posterior"]
+    from_file = {}
+    for child, parents, p in rows[1:]:
+        from_file.setdefault(child, []).append((tuple(json.loads(parents)), float(p)))
+    assert from_file == {name: res.parent_sets(name) for name in names}
+    res = bigbn.learn(data, max_parents=2, workdir=tmp_path / "w", parent_set_mass=0.5)
+    with open(tmp_path / "w" / "parent_sets.csv", newline="") as fh:
+        short = list(csv.DictReader(fh))
+    for name in names:
+        ps = [float(r["posterior"]) for r in short if r["child"] == name]
+        assert sum(ps) >= 0.5 and sum(ps[:-1]) < 0.5
+    with pytest.raises(OptionError):
+        res.parent_sets("nope")
+    with pytest.raises(OptionError):
+        bigbn.learn(data, workdir=tmp_path / "w", parent_set_mass=0)
+
+
+def test_cli_run_and_sample_on_asia(tmp_path):
+    w = tmp_path / "w"
+    r = CliRunner().invoke(main, ["run", str(ASIA), "-w", str(w), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "most probable parent set of each node:" in r.output
+    assert "dysp <- {bronc, either}" in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "3000", "--seed", "2"])
+    assert r.exit_code == 0, r.output
+    out = w / "samples-order-modular"
+    for name in ("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv", "samples.npz", "summary.json"):
+        assert (out / name).exists(), name
+    assert "worst |z|" in r.output and "either ⇝ dysp" in r.output
+    with open(out / "dags.csv", newline="") as fh:
+        dags = list(csv.DictReader(fh))
+    assert sum(int(d["count"]) for d in dags) == 3000
+    assert all(0 < float(d["exact_posterior"]) < 1 for d in dags)
+    npz = np.load(out / "samples.npz")
+    s = bigbn.sample(w, 3000, seed=2)
+    np.testing.assert_array_equal(npz["parents"], s.parents)
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "500", "--prior", "dag-modular"])
+    assert r.exit_code == 0, r.output
+    with open(w / "samples-dag-modular" / "edges.csv", newline="") as fh:
+        assert next(csv.reader(fh)) == ["parent", "child", "probability", "se"]
+    r = CliRunner().invoke(main, ["run", str(ASIA), "-w", str(w), "-q", "--fresh"])
+    assert r.exit_code == 0 and not out.exists(), "--fresh removes old samples"
+
+
+def test_cli_sample_errors(tmp_path):
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path)])
+    assert r.exit_code == 1 and r.output.count("Error:") == 1 and "not a bigbn work directory" in r.output
+    assert "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path), "-T", "0"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
