@@ -317,11 +317,17 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, top):
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
     click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
                f"{check['max_abs_z']:.2f} ({check['edge'][0]} -> {check['edge'][1]})")
-    click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled):")
+    if prior == "order-modular":
+        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): exact posterior, "
+                   "sampled frequency ± se, arcs")
+    else:
+        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): posterior "
+                   f"(± {100 * s.info['log_z_dag_modular_rel_se']:.1f} % from the estimated "
+                   "normaliser), weighted frequency ± se, arcs")
     exact = "exact_order_modular" if prior == "order-modular" else "estimated_dag_modular"
     for d in s.dags(top):
         arcs = ", ".join(f"{a}->{b}" for a, b in s.arcs(d["parents"])) or "(no arcs)"
-        click.echo(f"  {d[exact]:8.4f}  {arcs}")
+        click.echo(f"  {d[exact]:.4f}  {d['probability']:.4f} ± {d['se']:.4f}  {arcs}")
     anc, se = s.ancestor_probabilities(with_se=True)
     pairs = sorted(((anc[u, v], u, v) for u in range(s.n) for v in range(s.n) if u != v),
                    key=lambda x: -x[0])[:top]
