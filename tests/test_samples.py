@@ -431,3 +431,4 @@ def test_linear_extension_counting_is_bounded():
         count_linear_extensions(pm, max_sets=100_000)
     pm[2:] = 0b1  # 0 → 28 nodes, node 1 alone: 30 · 28! orders, found at once
     assert count_linear_extensions(pm, max_sets=100_000) == pytest.approx(30 * math.factorial(28), rel=1e-14)
+
