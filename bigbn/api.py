@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, NUMERICS_VERSION
+from . import __version__, NUMERICS_VERSION, frames
 from .data import Dataset, Table, discrete_dataset, read_table
 from .engine import COMPUTE_STAGES, Job, execute, intact, verify
 from .errors import DataError, OptionError, WorkdirError
@@ -78,6 +78,27 @@ class Result:
                for u in range(n) for v in range(n) if u != v]
         return sorted(out, key=lambda e: -e[2])
 
+    def to_pandas(self):
+        """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
+        edges in node order (pandas is an optional dependency)."""
+        n = len(self.names)
+        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
+                                "child": [self.names[v] for _, v in pairs],
+                                "posterior": [float(self.posterior[u, v]) for u, v in pairs]})
+
+    def to_networkx(self, threshold: float | None = None):
+        """A networkx DiGraph with every variable as a node and an arc u → v with attribute
+        ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
+
+    def parent_sets_to_pandas(self):
+        """A DataFrame with columns child, parents (a tuple of names), posterior: every
+        parent set of nonzero posterior, per node in data order, highest first."""
+        rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
+        return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
+                                "posterior": [r[2] for r in rows]})
+
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         n = len(self.names)
@@ -106,6 +127,12 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
+    elif frames.is_dataframe(data):
+        table, categories = frames.table_from_frame(data)
+        if table.n > MAX_NODES:
+            raise OptionError(f"{table.n} columns, but the engine supports at most {MAX_NODES} variables")
+        ds = frames.declared_order(_dataset_from_table(table, score), categories)
+        digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         table = read_table(path)
@@ -119,14 +146,15 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
         if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
             raise OptionError(f"data array must have shape (rows, ≥2 variables), got {arr.shape}")
         nm = tuple(names) if names is not None else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
+        if arr.dtype == bool:
+            arr = arr.astype(np.int64)
         if np.issubdtype(arr.dtype, np.integer):
             arities = arr.max(axis=0).astype(np.int64) + 1
             levels = tuple(tuple(str(v) for v in range(a)) for a in arities)
             ds = Dataset(nm, arr, arities, levels)
-        else:
-            from .bge import continuous_dataset
-            cells = np.asarray(arr, dtype=float).astype(str)
-            ds = continuous_dataset(Table("array", nm, cells))
+        else:  # numbers as a CSV file would hold them: the same rule picks the kind
+            cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
+            ds = _dataset_from_table(Table("array", nm, cells), score)
         digest = _hash_dataset(ds)
     if ds.n > MAX_NODES:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")

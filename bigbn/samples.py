@@ -160,6 +160,32 @@ class Samples:
             out.append(rec)
         return out
 
+    def to_pandas(self):
+        """A pandas DataFrame with one row per ordered pair (u, v), u ≠ v: columns u, v,
+        edge, edge_se (u → v), ancestor, ancestor_se (u ⇝ v), markov_blanket,
+        markov_blanket_se (u ∈ MB(v)), estimated under the samples' prior."""
+        from .frames import to_frame
+
+        n = self.n
+        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        cols = {"u": [self.names[u] for u, _ in pairs], "v": [self.names[v] for _, v in pairs]}
+        for name, (p, se) in (("edge", self.edge_probabilities(True)),
+                              ("ancestor", self.ancestor_probabilities(True)),
+                              ("markov_blanket", self.markov_blanket_probabilities(True))):
+            cols[name] = [float(p[u, v]) for u, v in pairs]
+            cols[name + "_se"] = [float(se[u, v]) for u, v in pairs]
+        return to_frame(cols)
+
+    def to_networkx(self, t: int = 0):
+        """Sample t as a networkx DiGraph (every variable a node)."""
+        from .frames import require
+
+        nx = require("networkx", "to_networkx()")
+        g = nx.DiGraph()
+        g.add_nodes_from(self.names)
+        g.add_edges_from(self.arcs(self.parents[t]))
+        return g
+
     def arcs(self, parents_row) -> list[tuple[str, str]]:
         """The arcs (parent name, child name) of one DAG given as a parents row."""
         return [(self.names[u], self.names[v]) for v in range(self.n) for u in range(self.n)

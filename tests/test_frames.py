@@ -1,0 +1,126 @@
+"""pandas in, pandas and networkx out: a DataFrame gives the numbers its CSV file gives;
+results convert to DataFrames and DiGraphs that hold exactly the result's numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bigbn
+from bigbn.api import load_dataset
+from bigbn.errors import DataError, OptionError
+
+pd = pytest.importorskip("pandas")
+nx = pytest.importorskip("networkx")
+
+ROOT = Path(__file__).resolve().parent.parent
+ASIA = ROOT / "examples" / "asia.csv"
+
+
+@pytest.fixture(scope="module")
+def asia_pair(tmp_path_factory):
+    df = pd.read_csv(ASIA, dtype=str)
+    return bigbn.learn(df, max_parents=2), bigbn.learn(ASIA, max_parents=2)
+
+
+def test_frame_of_strings_equals_its_csv_file(asia_pair):
+    from_frame, from_file = asia_pair
+    np.testing.assert_array_equal(from_frame.posterior, from_file.posterior)
+    assert from_frame.log_marginal == from_file.log_marginal
+    assert from_frame.names == from_file.names
+
+
+def test_frame_column_kinds_and_the_csv_rule(tmp_path):
+    rng = np.random.default_rng(0)
+    m = 300
+    a = rng.integers(0, 3, m)
+    df = pd.DataFrame({"i": a, "b": rng.random(m) < np.where(a == 1, 0.9, 0.2),
+                       "s": np.where(a == 2, "hi", "lo"), "c": pd.Categorical(rng.choice(["z", "y"], m),
+                                                                              categories=["z", "y", "w"])})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    ds, score, _ = load_dataset(df)
+    assert ds.kind == "discrete" and score == "bdeu"
+    assert ds.levels[3] == ("z", "y"), "declared category order, observed levels only"
+    assert ds.levels[1] == ("False", "True")
+    ref = bigbn.learn(path, max_parents=2)
+    got = bigbn.learn(df, max_parents=2)
+    np.testing.assert_allclose(got.posterior, ref.posterior, atol=1e-12)
+    assert got.log_marginal == pytest.approx(ref.log_marginal, rel=1e-13)
+    # continuous floats: BGe, exactly as the CSV file
+    X = rng.normal(size=(200, 3))
+    X[:, 1] += 2 * X[:, 0]
+    cont = pd.DataFrame(X, columns=["x", "y", "z"])
+    cont.to_csv(tmp_path / "c.csv", index=False)
+    a_, b_ = bigbn.learn(cont, max_parents=2), bigbn.learn(tmp_path / "c.csv", max_parents=2)
+    assert a_.summary["options"]["score"] == "bge"
+    np.testing.assert_array_equal(a_.posterior, b_.posterior)
+
+
+def test_bad_frames_give_one_line_errors():
+    with pytest.raises(DataError, match=r"row 2, column 'a': missing value"):
+        load_dataset(pd.DataFrame({"a": [1.5, 2.5, None], "b": ["x", "y", "z"]}))
+    mixed = pd.DataFrame({"a": np.linspace(0, 1, 40) ** 2, "b": ["x", "y"] * 20})
+    with pytest.raises(DataError, match="not a finite number"):
+        load_dataset(mixed, score="bge")
+    with pytest.raises(DataError, match="duplicate column name"):
+        load_dataset(pd.DataFrame([[1, 2], [2, 1]], columns=["a", "a"]))
+    with pytest.raises(DataError, match="need at least 2 columns"):
+        load_dataset(pd.DataFrame({"a": [1, 2]}))
+    with pytest.raises(DataError, match="at least one row"):
+        load_dataset(pd.DataFrame({"a": [], "b": []}))
+
+
+def test_bool_and_integer_valued_arrays_are_discrete():
+    rng = np.random.default_rng(1)
+    B = rng.random((100, 3)) < 0.5
+    ds, score, _ = load_dataset(B)
+    assert ds.kind == "discrete" and score == "bdeu" and list(ds.arities) == [2, 2, 2]
+    ds, score, _ = load_dataset(B.astype(float))
+    assert ds.kind == "discrete" and score == "bdeu"
+    ds, score, _ = load_dataset(rng.normal(size=(100, 3)))
+    assert ds.kind == "continuous" and score == "bge"
+
+
+def test_results_to_pandas_and_networkx(asia_pair):
+    res = asia_pair[1]
+    n = len(res.names)
+    df = res.to_pandas()
+    assert list(df.columns) == ["parent", "child", "posterior"] and len(df) == n * (n - 1)
+    for row in df.itertuples():
+        assert row.posterior == res.posterior[res.names.index(row.parent), res.names.index(row.child)]
+    g = res.to_networkx()
+    assert set(g.nodes) == set(res.names) and g.number_of_edges() == n * (n - 1)
+    assert g["either"]["dysp"]["posterior"] == res.posterior[5, 7]
+    strong = res.to_networkx(threshold=0.5)
+    assert set(strong.nodes) == set(res.names)
+    assert {(u, v) for u, v in strong.edges} == {(p, c) for p, c, x in res.edges() if x >= 0.5}
+    ps = res.parent_sets_to_pandas()
+    sums = ps.groupby("child")["posterior"].sum()
+    np.testing.assert_allclose(sums.to_numpy(), 1.0, atol=1e-12)
+    assert ps[ps.child == "dysp"].iloc[0].parents == ("bronc", "either")
+
+
+def test_samples_to_pandas_and_networkx(tmp_path):
+    bigbn.learn(ASIA, max_parents=2, workdir=tmp_path / "w")
+    s = bigbn.sample(tmp_path / "w", 500, seed=3)
+    df = s.to_pandas()
+    p = s.ancestor_probabilities()
+    row = df[(df.u == "lung") & (df.v == "dysp")].iloc[0]
+    assert row.ancestor == p[3, 7] and row.edge == s.edge_probabilities()[3, 7]
+    assert len(df) == 56 and set(df.columns) >= {"edge_se", "ancestor_se", "markov_blanket_se"}
+    g = s.to_networkx(7)
+    assert set(g.nodes) == set(s.names) and nx.is_directed_acyclic_graph(g)
+    assert sorted(g.edges) == sorted(s.arcs(s.parents[7]))
+
+
+def test_missing_optional_packages_are_named(asia_pair, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(OptionError, match="pip install pandas"):
+        asia_pair[1].to_pandas()
+    monkeypatch.setitem(sys.modules, "networkx", None)
+    with pytest.raises(OptionError, match="pip install networkx"):
+        asia_pair[1].to_networkx()
