@@ -148,6 +148,13 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
                 ax.add_patch(FancyArrowPatch(
                     xy[iu], xy[iv], arrowstyle="-|>", mutation_scale=10, lw=0.8,
                     color="0.6", ls="--", shrinkA=14, shrinkB=14))
+    if truth is not None:
+        from matplotlib.lines import Line2D
+
+        keys = [("tab:green", "-", "true arc"), ("tab:orange", "-", "true arc, reversed"),
+                ("tab:red", "-", "not in the true network"), ("0.6", "--", "true arc, missed")]
+        ax.legend(handles=[Line2D([], [], color=c, ls=ls, lw=2, label=lab) for c, ls, lab in keys],
+                  loc="lower left", fontsize="small", frameon=False)
     lim = 1.0 + node_size + 0.45
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
