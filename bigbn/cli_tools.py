@@ -19,6 +19,13 @@ from bigbn.errors import OptionError
 # (click caches a command's help option at its first invocation).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
+def _alias(new, old, new_name: str, old_name: str):
+    """The value of an option given under its current name or its old (hidden) spelling."""
+    if new is not None and old is not None:
+        raise OptionError(f"{old_name} is the old spelling of {new_name}: give one of them")
+    return old if new is None else new
+
+
 def _int_list(text: str, option: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(t) for t in text.split(",") if t.strip())
@@ -32,8 +39,9 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 @click.command("simulate", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
 @click.option("--n", "n", type=int, default=None, help="Number of nodes of a random network.")
-@click.option("-k", "--k", "k", type=int, default=None,
-              help="Maximum indegree of a random network (default 3).")
+@click.option("--max-parents", "-k", "k", type=int, default=None,
+              help="Maximum number of parents of a node of the random network (default 3).")
+@click.option("--k", "k_old", type=int, default=None, hidden=True)
 @click.option("--states", "r", type=int, default=None,
               help="States per variable of a random network (default 2).")
 @click.option("--rows", "m", type=int, required=True, help="Number of records to draw.")
@@ -43,7 +51,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
                    "(asia, sachs, child, alarm, survey, cancer, earthquake) or a BIF file.")
 @click.option("--save-network", type=click.Path(dir_okay=False), default=None,
               metavar="FILE.bif[.gz]", help="Also write the network (with its CPTs) as BIF.")
-def simulate(out, n, k, r, m, seed, network, save_network):
+def simulate(out, n, k, k_old, r, m, seed, network, save_network):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -60,9 +68,10 @@ def simulate(out, n, k, r, m, seed, network, save_network):
     from bigbn.bif import write_bif
     from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
 
+    k = _alias(k, k_old, "--max-parents", "--k")
     rng = np.random.default_rng(seed)
     if network is not None:
-        given = [name for name, v in (("--n", n), ("-k", k), ("--states", r)) if v is not None]
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
         if given:
             raise OptionError(f"{', '.join(given)} cannot be combined with --network")
         net = load_network(network)
@@ -81,8 +90,18 @@ def simulate(out, n, k, r, m, seed, network, save_network):
     click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
 
 
+def _edges_file(edges: str) -> str:
+    """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
+    p = Path(edges)
+    if p.is_dir():
+        if not (p / "edges.csv").is_file():
+            raise OptionError(f"{edges}: a folder without edges.csv (not a finished bigbn run)")
+        return str(p / "edges.csv")
+    return edges
+
+
 @click.command("roc", context_settings=CONTEXT)
-@click.argument("edges", type=click.Path(exists=True, dir_okay=False))
+@click.argument("edges", type=click.Path(exists=True))
 @click.argument("truth", type=click.Path(exists=True, dir_okay=False))
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write the ROC curve as a picture (.png, .svg or .pdf).")
@@ -91,8 +110,8 @@ def simulate(out, n, k, r, m, seed, network, save_network):
 def roc(edges, truth, plot_path, curve_path):
     """ROC curve and AUC of undirected edge discovery (paper, section 5.1).
 
-    EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs; TRUTH is a
-    parent,child CSV of the true arcs. The pair {u,v} is claimed iff
+    EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs (or the work
+    directory of a finished run); TRUTH is a parent,child CSV of the true arcs. The pair {u,v} is claimed iff
     p(u->v) + p(v->u) exceeds the threshold; sensitivity is plotted against
     1 - specificity over all thresholds. Prints the AUC.
 
@@ -103,20 +122,24 @@ def roc(edges, truth, plot_path, curve_path):
     from bigbn.roc import edge_roc, plot_roc, read_edges
     from bigbn.simulate import read_truth
 
+    edges = _edges_file(edges)
     names, P = read_edges(edges)
     curve = edge_roc(P, read_truth(truth, names))
+    click.echo(f"AUC {curve.auc:.6f}")
     if plot_path:
-        plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"], title=Path(edges).name)
+        plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],
+                 title=f"Undirected-edge ROC of {edges} against {Path(truth).name}")
+        click.echo(f"wrote {plot_path}")
     if curve_path:
         with open(curve_path, "w", encoding="utf-8") as fh:
             fh.write("fpr,tpr,threshold\n")
             for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
                 fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")
-    click.echo(f"AUC {curve.auc:.6f}")
+        click.echo(f"wrote {curve_path}")
 
 
 @click.command("plot", context_settings=CONTEXT)
-@click.argument("edges", type=click.Path(exists=True, dir_okay=False))
+@click.argument("edges", type=click.Path(exists=True))
 @click.option("--out", "heatmap_path", type=click.Path(dir_okay=False), default=None,
               help="Heatmap of the posterior matrix (.png, .svg or .pdf). Default when "
                    "--graph is not given: EDGES with suffix .heatmap.png.")
@@ -130,7 +153,8 @@ def roc(edges, truth, plot_path, curve_path):
               help="parent,child CSV of the true network: colours drawn arcs right/reversed/wrong "
                    "and shows missed ones dashed.")
 def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
-    """Pictures of an edge-posterior file: heatmap and thresholded graph.
+    """Pictures of an edge-posterior file (or a finished run's work directory): heatmap
+    and thresholded graph.
 
     \b
     Examples:
@@ -142,6 +166,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     from bigbn.roc import read_edges
     from bigbn.simulate import read_truth
 
+    edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
     if heatmap_path is None and graph_path is None:
@@ -150,10 +175,12 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=Path(edges).name)
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}")
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
-        used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj)
+        used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
+                           title=f"{edges}: arcs with posterior > {threshold:g}"
+                                 + (f" against {Path(truth).name}" if truth else ""))
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
 
@@ -162,8 +189,10 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
 @click.argument("out", type=click.Path(file_okay=False))
 @click.option("--n", "ns", default="5,10,15,20,25", show_default=True,
               help="Numbers of nodes (comma-separated).")
-@click.option("-k", "--k", "ks", default="2,3,4,5", show_default=True,
-              help="Maximum indegrees (comma-separated).")
+@click.option("--max-parents", "-k", "ks", default=None,
+              help="Maximum numbers of parents, of the generating networks and of the "
+                   "analysis (comma-separated)  [default: 2,3,4,5]")
+@click.option("--k", "ks_old", default=None, hidden=True)
 @click.option("--states", "rs", default="2,4", show_default=True,
               help="States per variable (comma-separated).")
 @click.option("--rows", "ms", default="20,100,500,2000,10000", show_default=True,
@@ -171,16 +200,18 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
 @click.option("--replicates", type=int, default=10, show_default=True,
               help="Random networks (and data sets) per configuration (n, k, r).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Base random seed.")
-@click.option("--score", default="k2", show_default=True,
+@click.option("--score", type=click.Choice(["k2", "bdeu"]), default="k2", show_default=True,
               help="Local score used in the analysis (the generating model's is k2).")
-@click.option("--prior", "structure_prior", default="koivisto-sood", show_default=True,
-              help="Structure prior used in the analysis.")
+@click.option("--structure-prior", "structure_prior", type=click.Choice(["koivisto-sood", "uniform"]),
+              default=None, help="Structure prior used in the analysis  [default: koivisto-sood]")
+@click.option("--prior", "prior_old", type=click.Choice(["koivisto-sood", "uniform"]), default=None,
+              hidden=True)
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Draw ROC figures in the style of the paper's figures 1-4.")
 @click.option("--figure-replicate", type=int, default=0, show_default=True,
               help="Replicate shown in the per-m figures (by_k_*, by_n_*).")
-def study(out, ns, ks, rs, ms, replicates, seed, score, structure_prior, figures,
-          figure_replicate):
+def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior, prior_old,
+          figures, figure_replicate):
     """The paper's simulation study (section 5), resumable.
 
     For every (n, k, r) and replicate: a random network, max(--rows) records from it,
@@ -195,7 +226,9 @@ def study(out, ns, ks, rs, ms, replicates, seed, score, structure_prior, figures
     """
     from bigbn.study import StudyPlan, run_study, write_figures
 
-    plan = StudyPlan(ns=_int_list(ns, "--n"), ks=_int_list(ks, "-k"), rs=_int_list(rs, "--states"),
+    ks = _alias(ks, ks_old, "--max-parents", "--k") or "2,3,4,5"
+    structure_prior = _alias(structure_prior, prior_old, "--structure-prior", "--prior") or "koivisto-sood"
+    plan = StudyPlan(ns=_int_list(ns, "--n"), ks=_int_list(ks, "--max-parents"), rs=_int_list(rs, "--states"),
                      ms=_int_list(ms, "--rows"), replicates=replicates, seed=seed, score=score,
                      structure_prior=structure_prior)
     if not 0 <= figure_replicate < plan.replicates:

@@ -160,7 +160,10 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     ax.set_ylim(-lim, lim)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(title or f"edges with posterior > {threshold:g} ({len(edges)})")
+    import textwrap
+
+    text = title or f"edges with posterior > {threshold:g}"
+    ax.set_title("\n".join(textwrap.wrap(f"{text} ({len(edges)} arcs)", 60)))
     save_figure(fig, path, fmt)
 
 
@@ -182,7 +185,7 @@ def graph_format(path, fmt=None) -> str:
     return fmt
 
 
-def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None) -> str:
+def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, title=None) -> str:
     """Write the thresholded graph as a picture or as DOT/GraphML text; returns the format."""
     fmt = graph_format(path, fmt)
     if fmt in ("dot", "graphml"):
@@ -190,6 +193,6 @@ def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None) -> 
         text = to_dot(names, edges) if fmt == "dot" else to_graphml(names, edges)
         Path(path).write_text(text, encoding="utf-8")
     else:
-        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt)
+        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title)
     return fmt
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bigbn.cli_tools import roc
-from bigbn.errors import DataError
+from bigbn.errors import DataError, OptionError
 from bigbn.roc import (edge_roc, read_edges, roc_curve, undirected_labels,
                        undirected_scores)
 
@@ -151,8 +151,16 @@ def test_cli_roc(tmp_path):
     assert res.exit_code == 0, res.output
     iu, ju = np.triu_indices(6, 1)
     ref = mann_whitney_auc(P[iu, ju] + P[ju, iu], A[iu, ju] | A[ju, iu])
-    assert res.output.strip() == f"AUC {ref:.6f}"
+    assert res.output.splitlines() == [f"AUC {ref:.6f}", f"wrote {png}", f"wrote {curve}"]
     assert is_png(png)
+    # a run's work directory works as well as its edges file
+    res = CliRunner().invoke(roc, [str(tmp_path), str(truth)])
+    assert res.exit_code == 0 and res.output.strip() == f"AUC {ref:.6f}"
+    res = CliRunner().invoke(roc, [str(tmp_path / "curve.csv"), str(truth)])
+    assert res.exit_code != 0
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(roc, [str(tmp_path / "empty"), str(truth)])
+    assert isinstance(res.exception, OptionError) and "without edges.csv" in str(res.exception)
     pts = np.loadtxt(curve, delimiter=",", skiprows=1)
     assert pts[0, :2].tolist() == [0, 0] and pts[-1, :2].tolist() == [1, 1]
 
