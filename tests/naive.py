@@ -60,6 +60,8 @@ __all__ = [
     "markov_blanket_masks",
     "linear_extensions_by_permutations",
     "sample_by_recursion",
+    "map_by_dags",
+    "map_by_subsets",
 ]
 
 
@@ -546,3 +548,44 @@ def sample_by_recursion(beta, k, T, seed, uniform):
                     break
             parents[t, i] = fam[i, f]
     return nodes, parents
+
+
+# ------------------------------------------------------------------ 5. the MAP network
+
+
+def map_by_dags(beta, k):
+    """max over every DAG (n <= 5) of Σ_i beta[i, f_i]; returns (score, set of the parent-
+    mask tuples of every DAG attaining it)."""
+    beta, n = _check_beta(beta, k, 5)
+    dags, pm, _ = _dag_table(n, k)
+    w = beta[np.arange(n)[None, :], dags].sum(axis=1)
+    best = float(np.max(w))
+    return best, {tuple(r) for r in pm[w == best].tolist()}
+
+
+def map_by_subsets(beta, k):
+    """The plain subset DP (n <= 12): a_i(U) = max_{G ⊆ U} beta_i(G) by brute force,
+    M(S) = max_{i ∈ S} a_i(S − i) + M(S − i). Returns (M(V), parent masks of one optimal
+    DAG by backtracking)."""
+    beta, n = _check_beta(beta, k, 12)
+    fam = _full_family_masks(n, k)
+    U = np.arange(1 << n, dtype=np.int64)
+    a = np.full((n, 1 << n), -np.inf)
+    arg = np.zeros((n, 1 << n), dtype=np.int64)
+    for i in range(n):
+        W = np.where((fam[i][None, :] & ~U[:, None]) == 0, beta[i][None, :], -np.inf)
+        a[i], arg[i] = W.max(axis=1), W.argmax(axis=1)
+    M = np.full(1 << n, -np.inf)
+    M[0] = 0.0
+    sink = np.full(1 << n, -1)
+    for S in range(1, 1 << n):
+        for i in range(n):
+            if S >> i & 1 and a[i, S ^ (1 << i)] + M[S ^ (1 << i)] > M[S]:
+                M[S], sink[S] = a[i, S ^ (1 << i)] + M[S ^ (1 << i)], i
+    parents = np.zeros(n, dtype=np.int64)
+    S = (1 << n) - 1
+    while S:
+        i = int(sink[S])
+        parents[i] = fam[i, arg[i, S ^ (1 << i)]]
+        S ^= 1 << i
+    return float(M[-1]), parents
