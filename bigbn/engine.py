@@ -269,7 +269,7 @@ def run_task(job: Job, key: tuple, *deps, hooks=None) -> str:
     start, t0 = time.time(), time.perf_counter()
     rec = _TASKS[key[0]](job, key)
     rec.update(task=tid, stage=key[0], seconds=round(time.perf_counter() - t0, 4),
-               start=start, end=time.time())
+               start=start, end=time.time(), pid=os.getpid())
     job.workdir.journal_append(rec)
     return tid
 

@@ -457,8 +457,16 @@ def test_non_finite_scores_are_a_data_error_before_any_work(tmp_path):
 
 
 def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
-    """Review finding: cluster workers resolve relative paths in their own directory."""
+    """Review finding: cluster workers resolve relative paths in their own directory, so
+    the work directory the tasks get (and pickle to workers) must be absolute."""
+    import bigbn.api
+
+    seen = []
+    real = bigbn.api.execute
+    monkeypatch.setattr(bigbn.api, "execute", lambda job, **kw: (seen.append(job.workdir), real(job, **kw)))
     monkeypatch.chdir(tmp_path)
     res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
     assert (tmp_path / "rel" / "edges.csv").exists()
     assert np.all(np.isfinite(res.posterior))
+    [wd] = seen
+    assert wd.root.is_absolute() and wd.root == tmp_path.resolve() / "rel"
