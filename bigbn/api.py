@@ -9,7 +9,6 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -25,7 +24,8 @@ import numpy as np
 
 from . import __version__, NUMERICS_VERSION
 from .data import Dataset, Table, discrete_dataset, read_table
-from .engine import COMPUTE_STAGES, Job, execute, intact, verify
+from .engine import Job, execute, intact, verify
+from .executors import Callback
 from .errors import DataError, OptionError, WorkdirError
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
@@ -198,7 +198,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
-          check_disk: bool = True, _hooks=None) -> Result:
+          check_disk: bool = True) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
@@ -238,7 +238,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     t_scores = time.time()
     beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
                           alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
-    t_scores = (t_scores, time.time())
+    t_scores = round(time.time() - t_scores, 4)
 
     tmp = None
     if workdir is None:
@@ -256,14 +256,14 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
                                    memory, workers, fresh, check_disk,
                                    source=str(data) if isinstance(data, (str, os.PathLike)) else "")
             wd = Workdir(root, token)
-            _scores_stage(wd, beta, t_scores)
             job = Job(wd, plan, beta)
-            recomputed, journal = _run_engine(job, scheduler, workers, progress, _hooks)
+            recomputed, journal = _run_engine(job, scheduler, workers, progress)
             post = wd.read("posterior", slice(None))
             result = Result(post, ds.names, float(journal[task_id(("edges",))]["log_px"]))
             result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
+            result.summary["scoring_seconds_this_invocation"] = t_scores
             result.to_csv(root / "edges.csv")
             _write_json_atomic(root / "summary.json", result.summary)
             return result
@@ -336,52 +336,49 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
 
 
-def _scores_stage(wd: Workdir, beta: np.ndarray, times: tuple[float, float]) -> None:
-    """Store beta and journal the scores stage. On resume the journaled beta must be the
-    one just computed: everything downstream was computed from it, so a different beta
-    (changed numerics without a version bump, nondeterminism) is refused, never mixed in.
-    A stored copy that no longer matches its (equal) checksum is simply rewritten."""
-    tid = task_id(("scores",))
-    rec = wd.journal().get(tid)
-    crc = checksum(beta)
-    if rec is not None and rec["crc"] != crc:
+def _check_scores(wd: Workdir, beta: np.ndarray) -> None:
+    """On resume the journaled beta must be the one just computed: everything downstream
+    was computed from it, so a different beta (changed numerics, nondeterminism) is
+    refused, never mixed in. (A stored copy that no longer matches its checksum is
+    rewritten by the engine's scores task, like any corrupt chunk.)"""
+    rec = wd.journal().get(task_id(("scores",)))
+    if rec is not None and rec.get("crc") != checksum(beta):
         raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
                            "computed with (other software versions?); use --fresh to start over")
-    if rec is not None:
-        try:
-            if checksum(wd.read("beta", slice(None))) == crc:
-                return
-        except Exception:  # noqa: BLE001 - unreadable: rewrite it below
-            pass
-    wd.write("beta", slice(None), beta, [(0, 0)])
-    wd.journal_append({"task": tid, "stage": "scores", "crc": crc, "start": times[0],
-                       "end": times[1], "seconds": round(times[1] - times[0], 4)})
 
 
-def _run_engine(job: Job, scheduler, workers, progress, hooks) -> tuple[list[str], dict]:
+class _Progress(Callback):
+    """Executor callback: counts finished tasks per stage for ``progress(stage, done, total)``."""
+
+    def __init__(self, plan: Plan, done: set[str], progress):
+        self.totals = {s: len(plan.stage_tasks(s)) for s in STAGES if s != "scores"}
+        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if task_id(key) in done) for s in self.totals}
+        self.progress = progress
+        for s, tot in self.totals.items():
+            if tot:
+                progress(s, self.counts[s], tot)
+
+    def on_task_end(self, event) -> None:
+        s = event.key[0]
+        if s in self.counts:
+            self.counts[s] += 1
+            self.progress(s, self.counts[s], self.totals[s])
+
+
+def _run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict]:
     """Run what the journal does not list as finished and intact. Returns the ids of
     journaled tasks whose chunks failed their checksum (run again) and the final journal."""
     wd = job.workdir
     wd.repair_journal()
+    _check_scores(wd, job.beta)
     journal = wd.journal()
     edges = journal.get(task_id(("edges",)))
-    if edges is not None and intact(job, ("edges",), edges):
+    if edges is not None and intact(job, job.plan.task(("edges",)), edges) \
+            and intact(job, job.plan.task(("scores",)), journal.get(task_id(("scores",)), {})):
         return [], journal  # finished and its result intact: nothing to check or run
     done, bad = verify(job, journal)
-    totals = {s: len(job.plan.stage_tasks(s)) for s in COMPUTE_STAGES}
-    counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done) for s in totals}
-    if progress is not None:
-        for s, tot in totals.items():
-            if tot:
-                progress(s, counts[s], tot)
-
-    def on_task(tid: str) -> None:
-        s = tid.split(":", 1)[0]
-        counts[s] += 1
-        if progress is not None:
-            progress(s, counts[s], totals[s])
-
-    execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks, done=done)
+    callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
+    execute(job, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
     return bad, wd.journal()
 
 

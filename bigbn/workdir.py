@@ -28,7 +28,7 @@ import numpy as np
 import zarr
 
 from .errors import WorkdirError
-from .plan import Plan
+from .plan import Plan, Region
 
 TABLES = "tables.zarr"
 JOURNAL = "journal.jsonl"
@@ -86,19 +86,8 @@ class Workdir:
         """Create every table array of the plan (existing ones of the same shape are kept)."""
         self.forget_arrays()
         g = zarr.open_group(self.tables, mode="a")
-        n, F, size = plan.n, plan.n_families, plan.chunk_size
-        specs = {
-            "beta": ((n, F), (n, F)),
-            "forward": ((1 << n,), (size,)),
-            "backward": ((1 << n,), (size,)),
-            "gamma_parts": ((plan.n_chunks, n, F), (1, n, F)),
-            "gamma": ((n, F), (n, F)),
-            "posterior": ((n, n), (n, n)),
-        }
-        if plan.alpha_mode == "store":
-            specs["alpha"] = ((n, 1 << (n - 1)), (1, plan.alpha_chunk_size))
         existing = set(g.array_keys())
-        for name, (shape, chunks) in specs.items():
+        for name, (shape, chunks) in plan.tables().items():
             if name in existing:
                 a = g[name]
                 if tuple(a.shape) == shape and tuple(a.chunks) == chunks:
@@ -122,8 +111,9 @@ class Workdir:
         return a
 
     def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
-        """Path of one chunk's file (zarr v3 default chunk key encoding "c/i/j")."""
-        return self.tables / name / "c" / Path(*[str(i) for i in chunk_coords])
+        """Path of one chunk's file, as zarr names it (the array's chunk key encoding)."""
+        a = self.array(name)
+        return Path(a.store_path.store.root) / a.path / a.metadata.encode_chunk_key(tuple(chunk_coords))
 
     def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
         """Write data at index of table name, fsync the listed chunk files; return CRC-32."""
@@ -131,6 +121,24 @@ class Workdir:
         for cc in chunk_coords:
             fsync_path(self.chunk_file(name, cc))
         return checksum(data)
+
+    def region_index(self, region: Region) -> tuple[slice, ...]:
+        """The index (one slice per axis) of a region's box of whole chunks."""
+        shape = self.array(region.table).chunks
+        lo = [min(cc[d] for cc in region.chunks) for d in range(len(shape))]
+        hi = [max(cc[d] for cc in region.chunks) + 1 for d in range(len(shape))]
+        return tuple(slice(a * s, b * s) for a, b, s in zip(lo, hi, shape))
+
+    def read_region(self, region: Region) -> np.ndarray:
+        """A region's values, C-contiguous, shaped as its box."""
+        return self.read(region.table, self.region_index(region))
+
+    def write_region(self, region: Region, data: np.ndarray) -> int:
+        """Write a region (data of its box's size, any shape), fsync its chunk files;
+        return the CRC-32 of the data."""
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
 
     def read(self, name: str, index) -> np.ndarray:
         return np.ascontiguousarray(self.array(name)[index])

@@ -3,7 +3,6 @@
 proved mirrors of each other bit for bit, and property tests for the mask arithmetic the
 kernels and the plan rely on (squeeze/unsqueeze, family ranks, chunk ↔ alpha indexing)."""
 
-import math
 
 import numpy as np
 import pytest
