@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, NUMERICS_VERSION
+from . import __version__
 from .data import Dataset, Table, discrete_dataset, read_table
 from .engine import Job, execute, intact, verify
 from .executors import Callback
@@ -169,6 +169,24 @@ def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.
 
 # --------------------------------------------------------------------------------- run
 
+# The modules whose code decides any number a run stores: the kernels and the fast
+# log-add-exp they inline, the task functions and edge fold, the plan (summation order
+# follows the chunk lattice), the family order, the scores and the priors.
+NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
+                    "scores.py", "bge.py", "priors.py")
+
+
+def numerics_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of the source of NUMERICS_MODULES: part of the run
+    fingerprint, so a workdir is never resumed by code that computes differently (no
+    version number to remember to bump)."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in NUMERICS_MODULES:
+        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def _write_json_atomic(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as fh:
@@ -230,7 +248,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
         "constraints": _jsonable(prior_kwargs or {}),
     }
-    fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": NUMERICS_VERSION,
+    fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": numerics_fingerprint(),
                    **options}
 
     # Scores first: they validate every model option (constraints, ess, BGe parameters), so

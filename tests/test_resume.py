@@ -9,6 +9,7 @@ torn journal lines and a full disk are handled.
 import contextlib
 import errno
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -408,3 +409,36 @@ def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
             learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
     with pytest.raises(WorkdirError, match="--alpha recompute"):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
+
+
+def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
+    """Any change to the code that computes tables changes the run fingerprint (a hash of
+    the sources, not a hand-bumped number), so a workdir is never resumed by other code."""
+    import shutil
+
+    import bigbn
+    import bigbn.api as api
+
+    pkg = tmp_path / "copy" / "bigbn"
+    shutil.copytree(os.path.dirname(bigbn.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; print(f())"]
+    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+
+    def fingerprint():
+        out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    assert fingerprint() == api.numerics_fingerprint()
+    for name in api.NUMERICS_MODULES:
+        before = (pkg / name).read_text()
+        (pkg / name).write_text(before + "\n# edited\n")
+        assert fingerprint() != api.numerics_fingerprint(), name
+        (pkg / name).write_text(before)
+    (pkg / "plot.py").write_text((pkg / "plot.py").read_text() + "\n# edited\n")
+    assert fingerprint() == api.numerics_fingerprint()  # not numerics: resume still allowed
+
+    with pytest.raises(RuntimeError), wrapped(FailOn(10)):
+        learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
+    monkeypatch.setattr(api, "numerics_fingerprint", lambda: "0123456789abcdef")
+    with pytest.raises(WorkdirError, match="numerics: workdir has"):
+        learn(data, workdir=tmp_path / "w", max_parents=2)
