@@ -269,11 +269,11 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     except OSError as e:
         raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
     try:
-        with Workdir(root).lock():
-            plan, token = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
+        with Workdir(root).lock() as owner:
+            plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
                                    memory, workers, fresh, check_disk,
                                    source=str(data) if isinstance(data, (str, os.PathLike)) else "")
-            wd = Workdir(root, token)
+            wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)
             post = wd.read("posterior", slice(None))
@@ -305,9 +305,9 @@ def _jsonable(obj):
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, memory,
-             workers, fresh: bool, check_disk: bool, source: str) -> tuple[Plan, str]:
+             workers, fresh: bool, check_disk: bool, source: str) -> Plan:
     """Check run.json against this run (refuse other data/options), fix the plan, make
-    tables. Returns the plan and the run token (a hash of run.json)."""
+    tables. Returns the plan."""
     if fresh:
         wd.clear()
     old = wd.read_run()
@@ -327,7 +327,6 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
                 raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
                                    f"resume with the same value or use --fresh")
         plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"])
-        run = old
     else:
         mode = alpha_mode or "recompute"
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
@@ -342,12 +341,10 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
             "fingerprint": fingerprint, "source": source, "version": __version__,
             "plan": {"n": n, "k": k, "chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode},
             "stages": list(STAGES), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "nonce": os.urandom(8).hex(),
         }
-        _write_json_atomic(wd.run_json, run)
+        wd.write_run(run)
     wd.create_tables(plan)
-    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
-    return plan, token
+    return plan
 
 
 def _gib(b: float) -> str:
