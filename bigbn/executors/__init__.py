@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from ..errors import EngineError
 from ..plan import TaskSpec
 
 
@@ -90,7 +91,7 @@ class Ready:
     def check_done(self) -> None:
         if self.left:
             stuck = next(k for k, w in self.waiting.items() if w > 0)
-            raise RuntimeError(f"{self.left} tasks never became ready, e.g. {stuck} (cycle in the plan?)")
+            raise EngineError(f"{self.left} tasks never became ready, e.g. {stuck} (cycle in the plan?)")
 
 
 def emit_start(callbacks: Iterable[Callback], key: tuple) -> float:
