@@ -290,3 +290,19 @@ def test_chunk_alpha_indexing(n, data):
             q = squeeze(S, c + b)
             Q = squeeze(H, b)
             assert 2 * Q * plan.alpha_chunk_size + o == q
+
+
+def test_kernels_use_the_current_fastmath_bit_for_bit():
+    """numba's on-disk cache keys a kernel by its own file only, so a kernels.py compiled
+    before an edit of fastmath.py (whose helpers it inlines) would silently keep the old
+    arithmetic. fastmath's own functions are recompiled when it changes: the kernels must
+    agree with them bit for bit (clear bigbn/__pycache__ if this fails after an edit)."""
+    from bigbn.fastmath import _lae_run
+
+    rng = np.random.default_rng(12)
+    acc, x, y = (log_table(rng, 4096, 0.1, 300.0) for _ in range(3))
+    got = acc.copy()
+    K._lae_into(got, x, y)
+    z = np.concatenate([acc, x + y])
+    _lae_run(z, 0, 4096, 4096)
+    np.testing.assert_array_equal(got, z[:4096])
