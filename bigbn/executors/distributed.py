@@ -119,22 +119,21 @@ def local_cluster(workers: int, threads_per_worker: int = 1,
             yield client
 
 
-def _executing_keys(token: str, dask_worker=None) -> list[str]:
-    """On a worker: keys of this run still executing (a cancelled task runs to its end).
-
-    ``Worker.state`` is the documented worker state machine (distributed's "Worker State
-    Machine" docs, `WorkerState.executing`); the scheduler forgets a cancelled task at
-    once, so only the worker can say whether it still runs."""
-    return [str(ts.key) for ts in dask_worker.state.executing
-            if isinstance(ts.key, tuple) and str(ts.key[0]).endswith(token)]
+def _executing_keys(client, token: str) -> list:
+    """Keys of this run still executing on some worker (a cancelled task runs to its end;
+    the scheduler forgets it at once, so ask the workers). ``Client.call_stack()`` with no
+    keys asks every worker for the call stack of each task its threads are running."""
+    stacks = client.call_stack()
+    return [key for per_worker in stacks.values() for key in per_worker
+            if isinstance(key, (tuple, list)) and str(key[0]).endswith(token)]
 
 
 def _wait_until_stopped(client, token: str, poll: float = 0.2) -> None:
     while True:
         try:
-            busy = client.run(_executing_keys, token, on_error="ignore")
+            busy = _executing_keys(client, token)
         except Exception:  # scheduler gone: nothing more can be learned or done
             return
-        if not any(busy.values()):
+        if not busy:
             return
         time.sleep(poll)
