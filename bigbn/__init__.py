@@ -1,7 +1,7 @@
 """bigbn: exact Bayesian posterior probabilities of every directed edge of a Bayesian
 network (Koivisto 2006), with every 2^n-sized table on disk as a zarr chunk lattice."""
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def learn(*args, **kwargs):

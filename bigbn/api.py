@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .data import Dataset, Table, discrete_dataset, read_table
 from .engine import Job, execute, intact, verify
 from .executors import Callback
