@@ -140,8 +140,7 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     for node, first, G in spec.terms:
         K._lae_into(acc, alpha_span(job, node, first, 2), wd.read(spec.kind, _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
-    kernel = K._forward_chunk if spec.kind == "forward" else K._backward_chunk
-    kernel(acc, alpha_low_block(job, spec.chunk), out)
+    K._recursion_chunk(acc, alpha_low_block(job, spec.chunk), out, spec.kind == "forward")
     return {"crc": _write_all(job, spec, out)}
 
 
