@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import os
 import time
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -24,7 +23,7 @@ import numpy as np
 from . import kernels as K
 from .errors import EngineError, OptionError
 from .plan import Plan, TaskSpec
-from .workdir import Workdir
+from .workdir import Workdir, checksum
 
 NEG_INF = -np.inf
 
@@ -80,12 +79,8 @@ def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
     crc = 0
     for region, a in zip(spec.writes, arrays):
         job.workdir.write_region(region, a)
-        crc = _crc(a, crc)
+        crc = checksum(a, crc)
     return crc
-
-
-def _crc(a: np.ndarray, start: int = 0) -> int:
-    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8), start) & 0xFFFFFFFF
 
 
 def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
@@ -109,7 +104,7 @@ def intact(job: Job, spec: TaskSpec, rec: dict) -> bool:
     try:
         crc = 0
         for region in spec.writes:
-            crc = _crc(job.workdir.read_region(region), crc)
+            crc = checksum(job.workdir.read_region(region), crc)
         return crc == rec.get("crc")
     except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
         return False

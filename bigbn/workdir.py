@@ -36,9 +36,9 @@ RUN_JSON = "run.json"
 LOCK = "lock"
 
 
-def checksum(a: np.ndarray) -> int:
-    """CRC-32 of an array's bytes (C order)."""
-    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8)) & 0xFFFFFFFF
+def checksum(a: np.ndarray, start: int = 0) -> int:
+    """CRC-32 of an array's bytes (C order), continuing from ``start`` (to chain arrays)."""
+    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8), start) & 0xFFFFFFFF
 
 
 def fsync_path(path: Path) -> None:
