@@ -303,7 +303,7 @@ class Workdir:
         self.root = Path(root)
         self.owner = tuple(owner) if owner is not None else None
         self.store = TableStore(self.root / TABLES)
-        self.journal_ = Journal(self.root, self.owner)
+        self.task_journal = Journal(self.root, self.owner)
         self.run_lock = RunLock(self.root)
         self.manifest = Manifest(self.root / RUN_JSON)
 
@@ -316,7 +316,7 @@ class Workdir:
 
     @property
     def journal_path(self) -> Path:
-        return self.journal_.path
+        return self.task_journal.path
 
     @property
     def run_json(self) -> Path:
@@ -356,16 +356,16 @@ class Workdir:
         self.manifest.write(run)
 
     def journal(self) -> dict[str, dict]:
-        return self.journal_.records()
+        return self.task_journal.records()
 
     def journal_files(self) -> list[Path]:
-        return self.journal_.files()
+        return self.task_journal.files()
 
     def journal_append(self, record: dict) -> None:
-        self.journal_.append(record)
+        self.task_journal.append(record)
 
     def repair_journal(self) -> None:
-        self.journal_.repair()
+        self.task_journal.repair()
 
     def lock(self):
         """Context manager: hold the run's lock (yields this process's (host, pid))."""
@@ -381,6 +381,6 @@ class Workdir:
     def clear(self) -> None:
         """Remove tables, journal files and outputs (``--fresh``)."""
         self.store.clear()
-        self.journal_.clear()
+        self.task_journal.clear()
         for name in (RUN_JSON, "edges.csv", "summary.json"):
             (self.root / name).unlink(missing_ok=True)
