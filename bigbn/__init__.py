@@ -1,10 +1,7 @@
 """bigbn: exact Bayesian posterior probabilities of every directed edge of a Bayesian
 network (Koivisto 2006), with every 2^n-sized table on disk as a zarr chunk lattice."""
 
-__version__ = "0.1.0"
-# Bumped whenever a change can alter any number a run produces; part of the workdir
-# fingerprint, so an old workdir is never resumed by code that computes differently.
-NUMERICS_VERSION = 1
+from ._version import __version__
 
 
 def learn(*args, **kwargs):

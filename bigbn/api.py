@@ -9,7 +9,6 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -23,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, NUMERICS_VERSION, frames
+from . import frames
+from ._version import __version__
 from .data import Dataset, Table, discrete_dataset, read_table
-from .engine import COMPUTE_STAGES, Job, execute, intact, verify
+from .engine import Job, execute, intact, verify
+from .executors import Callback
 from .errors import DataError, OptionError, WorkdirError
 from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
@@ -218,6 +219,24 @@ def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.
 
 # --------------------------------------------------------------------------------- run
 
+# The modules whose code decides any number a run stores: the kernels and the fast
+# log-add-exp they inline, the task functions and edge fold, the plan (summation order
+# follows the chunk lattice), the family order, the scores and the priors.
+NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
+                    "scores.py", "bge.py", "priors.py")
+
+
+def numerics_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of the source of NUMERICS_MODULES: part of the run
+    fingerprint, so a workdir is never resumed by code that computes differently (no
+    version number to remember to bump)."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in NUMERICS_MODULES:
+        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def _write_json_atomic(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as fh:
@@ -247,7 +266,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
-          check_disk: bool = True, parent_set_mass: float = 0.999, _hooks=None) -> Result:
+          check_disk: bool = True, parent_set_mass: float = 0.999) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
@@ -284,7 +303,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
         "constraints": _jsonable(prior_kwargs or {}),
     }
-    fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": NUMERICS_VERSION,
+    fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": numerics_fingerprint(),
                    **options}
 
     # Scores first: they validate every model option (constraints, ess, BGe parameters), so
@@ -292,7 +311,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     t_scores = time.time()
     beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
                           alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
-    t_scores = (t_scores, time.time())
+    t_scores = round(time.time() - t_scores, 4)
 
     tmp = None
     if workdir is None:
@@ -305,14 +324,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     except OSError as e:
         raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
     try:
-        with Workdir(root).lock():
-            plan, token = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
+        with Workdir(root).lock() as owner:
+            plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
                                    memory, workers, fresh, check_disk,
                                    source=str(data) if isinstance(data, (str, os.PathLike)) else "")
-            wd = Workdir(root, token)
-            _scores_stage(wd, beta, t_scores)
+            wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
-            recomputed, journal = _run_engine(job, scheduler, workers, progress, _hooks)
+            recomputed, journal = _run_engine(job, scheduler, workers, progress)
             post = wd.read("posterior", slice(None))
             log_px = float(journal[task_id(("edges",))]["log_px"])
             ps = parent_set_posteriors(beta, wd.read("gamma", slice(None)), log_px)
@@ -320,6 +338,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
+            result.summary["scoring_seconds_this_invocation"] = t_scores
             result.to_csv(root / "edges.csv")
             write_parent_sets(root / "parent_sets.csv", ps, plan.families, ds.names, parent_set_mass)
             _write_json_atomic(root / "summary.json", result.summary)
@@ -344,9 +363,9 @@ def _jsonable(obj):
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, memory,
-             workers, fresh: bool, check_disk: bool, source: str) -> tuple[Plan, str]:
+             workers, fresh: bool, check_disk: bool, source: str) -> Plan:
     """Check run.json against this run (refuse other data/options), fix the plan, make
-    tables. Returns the plan and the run token (a hash of run.json)."""
+    tables. Returns the plan."""
     if fresh:
         wd.clear()
     old = wd.read_run()
@@ -366,7 +385,6 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
                 raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
                                    f"resume with the same value or use --fresh")
         plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"])
-        run = old
     else:
         mode = alpha_mode or "recompute"
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
@@ -381,64 +399,59 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
             "fingerprint": fingerprint, "source": source, "version": __version__,
             "plan": {"n": n, "k": k, "chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode},
             "stages": list(STAGES), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "nonce": os.urandom(8).hex(),
         }
-        _write_json_atomic(wd.run_json, run)
+        wd.write_run(run)
     wd.create_tables(plan)
-    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
-    return plan, token
+    return plan
 
 
 def _gib(b: float) -> str:
     return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
 
 
-def _scores_stage(wd: Workdir, beta: np.ndarray, times: tuple[float, float]) -> None:
-    """Store beta and journal the scores stage. On resume the journaled beta must be the
-    one just computed: everything downstream was computed from it, so a different beta
-    (changed numerics without a version bump, nondeterminism) is refused, never mixed in.
-    A stored copy that no longer matches its (equal) checksum is simply rewritten."""
-    tid = task_id(("scores",))
-    rec = wd.journal().get(tid)
-    crc = checksum(beta)
-    if rec is not None and rec["crc"] != crc:
+def _check_scores(wd: Workdir, beta: np.ndarray) -> None:
+    """On resume the journaled beta must be the one just computed: everything downstream
+    was computed from it, so a different beta (changed numerics, nondeterminism) is
+    refused, never mixed in. (A stored copy that no longer matches its checksum is
+    rewritten by the engine's scores task, like any corrupt chunk.)"""
+    rec = wd.journal().get(task_id(("scores",)))
+    if rec is not None and rec.get("crc") != checksum(beta):
         raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
                            "computed with (other software versions?); use --fresh to start over")
-    if rec is not None:
-        try:
-            if checksum(wd.read("beta", slice(None))) == crc:
-                return
-        except Exception:  # noqa: BLE001 - unreadable: rewrite it below
-            pass
-    wd.write("beta", slice(None), beta, [(0, 0)])
-    wd.journal_append({"task": tid, "stage": "scores", "crc": crc, "start": times[0],
-                       "end": times[1], "seconds": round(times[1] - times[0], 4)})
 
 
-def _run_engine(job: Job, scheduler, workers, progress, hooks) -> tuple[list[str], dict]:
+class _Progress(Callback):
+    """Executor callback: counts finished tasks per stage for ``progress(stage, done, total)``."""
+
+    def __init__(self, plan: Plan, done: set[str], progress):
+        self.totals = {s: len(plan.stage_tasks(s)) for s in STAGES if s != "scores"}
+        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if task_id(key) in done) for s in self.totals}
+        self.progress = progress
+        for s, tot in self.totals.items():
+            if tot:
+                progress(s, self.counts[s], tot)
+
+    def on_task_end(self, event) -> None:
+        s = event.key[0]
+        if s in self.counts:
+            self.counts[s] += 1
+            self.progress(s, self.counts[s], self.totals[s])
+
+
+def _run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict]:
     """Run what the journal does not list as finished and intact. Returns the ids of
     journaled tasks whose chunks failed their checksum (run again) and the final journal."""
     wd = job.workdir
     wd.repair_journal()
+    _check_scores(wd, job.beta)
     journal = wd.journal()
     edges = journal.get(task_id(("edges",)))
-    if edges is not None and intact(job, ("edges",), edges):
+    if edges is not None and intact(job, job.plan.task(("edges",)), edges) \
+            and intact(job, job.plan.task(("scores",)), journal.get(task_id(("scores",)), {})):
         return [], journal  # finished and its result intact: nothing to check or run
     done, bad = verify(job, journal)
-    totals = {s: len(job.plan.stage_tasks(s)) for s in COMPUTE_STAGES}
-    counts = {s: sum(1 for key in job.plan.stage_tasks(s) if task_id(key) in done) for s in totals}
-    if progress is not None:
-        for s, tot in totals.items():
-            if tot:
-                progress(s, counts[s], tot)
-
-    def on_task(tid: str) -> None:
-        s = tid.split(":", 1)[0]
-        counts[s] += 1
-        if progress is not None:
-            progress(s, counts[s], totals[s])
-
-    execute(job, scheduler=scheduler, workers=workers, on_task=on_task, hooks=hooks, done=done)
+    callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
+    execute(job, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
     return bad, wd.journal()
 
 

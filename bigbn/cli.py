@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from ._version import __version__
 from .cli_tools import CONTEXT
 from .errors import BigBNError, OptionError
 

@@ -1,14 +1,13 @@
-"""The engine: chunk tasks of every stage and the executors that run them.
+"""The engine: the task functions of every stage, and how a run is executed.
 
-A task is a plain function of (job, key, *dependency results): it reads the chunks it
-needs from the work directory's zarr tables, calls one numba kernel per chunk, writes its
-output chunk (fsynced) and appends its journal line. Tasks pass only keys; data flows
-through zarr, so the scheduler never holds a table (DESIGN.md, "Scheduling").
+A task is a pure function of (job, spec): `Plan.tasks()` gives each task's `TaskSpec`
+(what it reads and writes, and what it combines); the function reads those regions from
+the work directory's zarr tables, calls one numba kernel per chunk and writes its region
+(fsynced). `JournaledTask` adds the journal line after the write. Tasks pass only specs;
+data flows through zarr, so the scheduler never holds a table (DESIGN.md, "Scheduling").
 
-Executors (the plan is the same for all):
-- ``"sync"``     plain Python loop in dependency order: the specification.
-- ``"threads"``  dask's local threaded scheduler (numba kernels release the GIL).
-- a ``distributed.Client`` or scheduler address: the same graph on a dask cluster.
+`execute` hands the pending specs and a `JournaledTask` to one of the executors in
+bigbn/executors/ (sync, threads, distributed); the plan is the same for all.
 """
 
 from __future__ import annotations
@@ -17,14 +16,13 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from . import kernels as K
 from .errors import EngineError, OptionError
-from .families import squeeze
-from .plan import Plan, task_id
+from .plan import Plan, TaskSpec
 from .workdir import Workdir, checksum
 
 NEG_INF = -np.inf
@@ -66,23 +64,23 @@ def alpha_low_block(job: Job, H: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- tasks
 
-def task_output(p: Plan, key: tuple) -> tuple[str, object]:
-    """(table name, index) of the region a task writes; its journal CRC covers exactly this."""
-    stage = key[0]
-    if stage == "alpha":
-        _, node, first = key
-        lo = first * p.alpha_chunk_size
-        run = min(p.alpha_run, p.n_chunks - first)
-        return "alpha", (node, slice(lo, lo + run * p.alpha_chunk_size))
-    if stage in ("forward", "backward"):
-        return stage, _chunk_slice(p, key[1])
-    if stage == "gamma":
-        return "gamma_parts", (slice(key[1], key[1] + 1),)
-    if stage == "edges":
-        return "posterior", slice(None)
-    if stage == "scores":
-        return "beta", slice(None)
-    raise ValueError(stage)
+def compute(job: Job, spec: TaskSpec) -> dict:
+    """Run one task: read its regions, compute, write (and fsync) exactly ``spec.writes``.
+
+    Returns the task's record: ``crc`` (CRC-32 of everything it wrote, in ``spec.writes``
+    order; the journal keeps it for verification) and, for the edges task, ``log_px``.
+    """
+    return _TASKS[spec.kind](job, spec)
+
+
+def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
+    """Write array t to ``spec.writes[t]``; the CRC-32 chained over all of them."""
+    assert len(arrays) == len(spec.writes)
+    crc = 0
+    for region, a in zip(spec.writes, arrays):
+        job.workdir.write_region(region, a)
+        crc = checksum(a, crc)
+    return crc
 
 
 def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
@@ -93,85 +91,65 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
     its (then intact) output stays valid.
     """
     good, bad = set(), []
-    for tid, rec in records.items():
-        key = _parse_task_id(tid)
-        if key is None or key[0] == "scores":
-            continue
-        (good.add(tid) if intact(job, key, rec) else bad.append(tid))
+    for spec in job.plan.tasks():
+        rec = records.get(spec.id)
+        if rec is not None:
+            (good.add(spec.id) if intact(job, spec, rec) else bad.append(spec.id))
     return good, bad
 
 
-def intact(job: Job, key: tuple, rec: dict) -> bool:
-    """Whether the region task ``key`` wrote still has the CRC its journal record holds
+def intact(job: Job, spec: TaskSpec, rec: dict) -> bool:
+    """Whether the regions task ``spec`` wrote still have the CRC its journal record holds
     (missing, truncated or unreadable chunks count as not intact)."""
-    name, index = task_output(job.plan, key)
     try:
-        return checksum(job.workdir.read(name, index)) == rec.get("crc")
+        crc = 0
+        for region in spec.writes:
+            crc = checksum(job.workdir.read_region(region), crc)
+        return crc == rec.get("crc")
     except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
         return False
 
 
-def _parse_task_id(tid: str):
-    parts = tid.split(":")
-    try:
-        return (parts[0], *(int(x) for x in parts[1:]))
-    except ValueError:
-        return None
+def _task_scores(job: Job, spec: TaskSpec) -> dict:
+    return {"crc": _write_all(job, spec, job.beta)}
 
 
-def _task_alpha(job: Job, key: tuple) -> dict:
-    _, node, first = key
+def _task_alpha(job: Job, spec: TaskSpec) -> dict:
+    [(node, first, run)] = spec.terms
     p = job.plan
-    run = min(p.alpha_run, p.n_chunks - first)
     out = np.empty(run * p.alpha_chunk_size)
     K._alpha_chunks(job.beta, p.families, node, first, p.c - 1, p.small_masks, out)
-    name, index = task_output(p, key)
-    return {"crc": job.workdir.write(name, index, out, [(node, first + t) for t in range(run)])}
+    return {"crc": _write_all(job, spec, out)}
+
+
+def _task_recursion(job: Job, spec: TaskSpec) -> dict:
+    """Forward (L) or backward (B) recursion on chunk H: one computation, mirrored.
+
+    acc = logsumexp over the spec's high-bit terms of alpha_node (a 2-chunk span) plus
+    the neighbour chunk (H - b forward, H + b backward), then the in-chunk kernel.
+    """
+    p, wd = job.plan, job.workdir
+    acc = np.full(p.chunk_size, NEG_INF)
+    if spec.origin is not None:
+        acc[spec.origin] = 0.0  # L(∅) = 1, B(V) = R(∅) = 1
+    for node, first, G in spec.terms:
+        K._lae_into(acc, alpha_span(job, node, first, 2), wd.read(spec.kind, _chunk_slice(p, G)))
+    out = np.empty(p.chunk_size)
+    K._recursion_chunk(acc, alpha_low_block(job, spec.chunk), out, spec.kind == "forward")
+    return {"crc": _write_all(job, spec, out)}
 
 
 def _chunk_slice(p: Plan, H: int) -> slice:
     return slice(H * p.chunk_size, (H + 1) * p.chunk_size)
 
 
-def _task_forward(job: Job, key: tuple) -> dict:
-    H = key[1]
-    p, wd = job.plan, job.workdir
-    acc = np.full(p.chunk_size, NEG_INF)
-    if H == 0:
-        acc[0] = 0.0  # L(∅) = 1
-    for b in range(p.h):
-        if H >> b & 1:
-            G = H ^ (1 << b)
-            a = alpha_span(job, p.c + b, 2 * squeeze(G, b), 2)
-            K._lae_into(acc, a, wd.read("forward", _chunk_slice(p, G)))
-    out = np.empty(p.chunk_size)
-    K._forward_chunk(acc, alpha_low_block(job, H), out)
-    return {"crc": wd.write(*task_output(p, key), out, [(H,)])}
-
-
-def _task_backward(job: Job, key: tuple) -> dict:
-    H = key[1]
-    p, wd = job.plan, job.workdir
-    acc = np.full(p.chunk_size, NEG_INF)
-    if H == p.n_chunks - 1:
-        acc[-1] = 0.0  # B(V) = R(∅) = 1
-    for b in range(p.h):
-        if not H >> b & 1:
-            G = H | (1 << b)
-            a = alpha_span(job, p.c + b, 2 * squeeze(H, b), 2)
-            K._lae_into(acc, a, wd.read("backward", _chunk_slice(p, G)))
-    out = np.empty(p.chunk_size)
-    K._backward_chunk(acc, alpha_low_block(job, H), out)
-    return {"crc": wd.write(*task_output(p, key), out, [(H,)])}
-
-
-def _task_gamma(job: Job, key: tuple) -> dict:
+def _task_gamma(job: Job, spec: TaskSpec) -> dict:
     """Partial gamma_v of every node v from chunk H of s_v(S) = L(S) + B(S+v).
 
     Low nodes v < c: S and S+v both lie in chunk H (half of its offsets).
     High nodes v = c+b with b ∉ H: S in forward chunk H, S+v in backward chunk H+b.
     """
-    H = key[1]
+    H = spec.chunk
     p, wd = job.plan, job.workdir
     fam, small = p.families, p.small_masks
     fwd = wd.read("forward", _chunk_slice(p, H))
@@ -182,14 +160,13 @@ def _task_gamma(job: Job, key: tuple) -> dict:
     for v in range(p.c):
         K._gather_low(fwd, bwd, v, half)
         K._gamma_partial(half, p.c - 1, H, fam, small, part[v])
-    for b in range(p.h):
-        if not H >> b & 1:
-            K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, H | (1 << b))))
-            K._gamma_partial(s, p.c, squeeze(H, b), fam, small, part[p.c + b])
-    return {"crc": wd.write(*task_output(p, key), part[None], [(H, 0, 0)])}
+    for node, Q, G in spec.terms:
+        K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, G)))
+        K._gamma_partial(s, p.c, Q, fam, small, part[node])
+    return {"crc": _write_all(job, spec, part)}
 
 
-def _task_edges(job: Job, key: tuple) -> dict:
+def _task_edges(job: Job, spec: TaskSpec) -> dict:
     """gamma_v = logsumexp of the partials; p(u→v) = Σ_{G∋u} β_v(G) γ_v(G) / L(V)."""
     p, wd = job.plan, job.workdir
     gamma = np.full((p.n, p.n_families), NEG_INF)
@@ -205,9 +182,7 @@ def _task_edges(job: Job, key: tuple) -> dict:
     _check_finite(log_px, "log p(x) = L(V)")
     _check_close(log_px, log_px_b, "L(V) and R(V) (forward and backward sums)")
     post = edge_posteriors(job.beta, gamma, p, log_px)
-    wd.write("gamma", slice(None), gamma, [(0, 0)])
-    crc = wd.write(*task_output(p, key), post, [(0, 0)])
-    return {"crc": crc, "log_px": log_px}
+    return {"crc": _write_all(job, spec, gamma, post), "log_px": log_px}
 
 
 def edge_posteriors(beta: np.ndarray, gamma: np.ndarray, p: Plan, log_px: float) -> np.ndarray:
@@ -251,135 +226,93 @@ def _check_close(a: float, b: float, what: str) -> None:
         raise EngineError(f"{what} disagree ({a!r} vs {b!r}): bug or corrupted tables")
 
 
-_TASKS: dict[str, Callable[[Job, tuple], dict]] = {
+_TASKS: dict[str, Callable[[Job, TaskSpec], dict]] = {
+    "scores": _task_scores,
     "alpha": _task_alpha,
-    "forward": _task_forward,
-    "backward": _task_backward,
+    "forward": _task_recursion,
+    "backward": _task_recursion,
     "gamma": _task_gamma,
     "edges": _task_edges,
 }
 
 
-def run_task(job: Job, key: tuple, *deps, hooks=None) -> str:
-    """Run one task, journal it, return its id (dependency results are ignored: they only
-    order the graph). ``hooks`` (tests only) may raise to inject faults."""
-    tid = task_id(key)
-    if hooks is not None:
-        hooks(key)
-    start, t0 = time.time(), time.perf_counter()
-    rec = _TASKS[key[0]](job, key)
-    rec.update(task=tid, stage=key[0], seconds=round(time.perf_counter() - t0, 4),
-               start=start, end=time.time())
-    job.workdir.journal_append(rec)
-    return tid
-
-
-# ----------------------------------------------------------------------------- graph
-
-COMPUTE_STAGES = ("alpha", "forward", "backward", "gamma", "edges")
-
-
-def build_graph(job: Job, done: set[str], hooks=None) -> tuple[dict, list[str]]:
-    """A dask graph (plain dict) of every task not in ``done``; returns (graph, keys to get).
-
-    Keys are task ids ("forward:5"); finished tasks become constants so dependants run
-    at once. Stage barriers: forward and backward wait for the whole alpha stage. The
-    keys to get are *all* pending tasks: dask culls what the requested keys do not need,
-    so asking only for "edges" would skip a corrupt chunk whose dependants are done.
-    """
-    p = job.plan
-    dsk: dict = {}
-    alpha_ids = [task_id(k) for k in p.stage_tasks("alpha")]
-    dsk["barrier:alpha"] = (_barrier, *alpha_ids)
-    pending = []
-    for stage in COMPUTE_STAGES:
-        for key in p.stage_tasks(stage):
-            tid = task_id(key)
-            if tid in done:
-                dsk[tid] = tid + ":done"
-                continue
-            deps = [task_id(d) for d in p.task_deps(key)]
-            if stage in ("forward", "backward"):
-                deps.append("barrier:alpha")
-            dsk[tid] = (TaskCall(job, key, hooks), *deps)
-            pending.append(tid)
-    return dsk, pending
-
-
 @dataclass(frozen=True)
-class TaskCall:
-    """A graph node's callable: carries the job and key so dask sees only dependency
-    keys as arguments (dask would read a string inside a literal key as a reference)."""
+class JournaledTask:
+    """The task function the executors run: compute, then append the journal line.
+
+    A line in the journal means the task's regions are durably on disk (they were
+    fsynced before the line was written). Picklable (a cluster worker gets it once).
+    """
 
     job: Job
-    key: tuple
-    hooks: object = None
 
-    def __call__(self, *deps) -> str:
-        return run_task(self.job, self.key, *deps, hooks=self.hooks)
-
-
-def _barrier(*args):
-    return None
-
-
-def run_sync(job: Job, done: set[str], on_task=None, hooks=None) -> None:
-    """The specification executor: every pending task in plan order, one at a time."""
-    for stage in COMPUTE_STAGES:
-        for key in job.plan.stage_tasks(stage):
-            tid = task_id(key)
-            if tid in done:
-                continue
-            run_task(job, key, hooks=hooks)
-            if on_task is not None:
-                on_task(tid)
+    def __call__(self, spec: TaskSpec) -> dict:
+        start, t0 = time.time(), time.perf_counter()
+        rec = compute(self.job, spec)
+        rec.update(task=spec.id, stage=spec.kind, seconds=round(time.perf_counter() - t0, 4),
+                   start=start, end=time.time(), pid=os.getpid())
+        self.job.workdir.journal_append(rec)
+        return rec
 
 
-def execute(job: Job, *, scheduler: str = "threads", workers: int | None = None,
-            on_task=None, hooks=None, done: set[str] | None = None) -> None:
-    """Run every task not in ``done`` (default: the journal).
+# ----------------------------------------------------------------------------- executing
 
-    scheduler: "sync" (plain loop, the specification), "threads" (dask's local threaded
-    scheduler), "processes" (a local dask.distributed cluster of ``workers`` processes),
-    a scheduler address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``.
+
+
+def execute(job: Job, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
+            done: set[str] | None = None, task: Callable[[TaskSpec], object] | None = None) -> None:
+    """Run every task of the plan not in ``done`` (task ids; default: the journal).
+
+    scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
+    "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
+    address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
+    objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
+    task: the function run per spec (default `JournaledTask(job)`).
     """
     if done is None:
         done = set(job.workdir.journal())
+    specs = [s for s in job.plan.tasks() if s.id not in done]
+    fn = task if task is not None else JournaledTask(job)
     if scheduler == "sync":
-        run_sync(job, done, on_task=on_task, hooks=hooks)
-        return
-    if scheduler == "threads":
-        import dask.threaded
-        from dask.callbacks import Callback
+        from .executors import sync
 
-        dsk, keys = build_graph(job, done, hooks=hooks)
+        sync.run(specs, fn, callbacks=callbacks)
+    elif scheduler == "threads":
+        from .executors import threads
 
-        class _Progress(Callback):
-            def _posttask(self, key, result, dsk, state, id):
-                if on_task is not None and isinstance(result, str) and not key.startswith("barrier"):
-                    on_task(result)
+        threads.run(specs, fn, workers=workers, callbacks=callbacks)
+    elif scheduler == "processes":
+        from .executors import distributed
 
-        # A private pool, shut down (waiting for tasks in flight) before any error
-        # propagates: no task of a failed run may still be writing when the lock is
-        # released and a resume starts.
-        from concurrent.futures import ThreadPoolExecutor
+        with distributed.local_cluster(workers or os.cpu_count() or 1) as client:
+            _check_workdir_visible(client, job)
+            distributed.run(specs, fn, client, callbacks=callbacks)
+    elif not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
+        from .executors import distributed
 
-        pool = ThreadPoolExecutor(max_workers=workers or None)
+        client, owned = distributed.connect(scheduler)
         try:
-            with _Progress():
-                dask.threaded.get(dsk, keys, pool=pool)
+            _check_workdir_visible(client, job)
+            distributed.run(specs, fn, client, callbacks=callbacks)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        return
-    if scheduler == "processes":
-        from .cluster import local_cluster, run_distributed
+            if owned:
+                client.close()
+    else:
+        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")
 
-        with local_cluster(workers or os.cpu_count() or 1) as client:
-            run_distributed(job, client, on_task=on_task, hooks=hooks, done=done)
-        return
-    if not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        from .cluster import run_distributed
 
-        run_distributed(job, scheduler, on_task=on_task, hooks=hooks, done=done)
-        return
-    raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")
+def _tables_exist(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def _check_workdir_visible(client, job: Job) -> None:
+    """Fail early, naming the worker, if a connected worker cannot see the tables."""
+    from .errors import WorkdirError
+
+    tables = str(job.workdir.tables.resolve())
+    seen = client.run(_tables_exist, tables)
+    blind = sorted(w for w, ok in seen.items() if not ok)
+    if blind:
+        raise WorkdirError(f"work directory {job.workdir.root} is not visible on worker(s) "
+                           f"{', '.join(blind)}: put it on a file system every worker mounts "
+                           "at the same path")

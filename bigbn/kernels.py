@@ -9,9 +9,11 @@ Kernels (paper references are to Koivisto 2006):
                       beta is folded into the chunk's low bits over the high-part subsets
                       of the chunk id, then a k-truncated upward transform runs over the
                       low bits (section 4, the Koivisto–Sood variant). No cross-chunk work.
-- ``_forward_chunk``  L(S) = logsumexp_{i∈S} alpha_i(S-i) + L(S-i) (eq. 2), in-chunk part.
-- ``_backward_chunk`` B(S) = logsumexp_{i∉S} alpha_i(S) + B(S+i), B(V) = 0; B(S) = R(V-S)
-                      (section 3, stored by predecessor set so no complement is ever read).
+- ``_recursion_chunk`` the in-chunk part of the forward recursion
+                      L(S) = logsumexp_{i∈S} alpha_i(S-i) + L(S-i) (eq. 2) and, mirrored,
+                      of the backward one B(S) = logsumexp_{i∉S} alpha_i(S) + B(S+i),
+                      B(V) = 0; B(S) = R(V-S) (section 3, stored by predecessor set so no
+                      complement is ever read); ``_forward_chunk``/``_backward_chunk`` call it.
 - ``_gamma_partial``  k-truncated downward transform (FTDMT, section 4) of one chunk of
                       s_v(S) = L(S) + B(S+v), scattered to the families whose high part
                       lies inside the chunk id: gamma_v(G) = logsumexp over chunks of these.
@@ -120,50 +122,59 @@ _BLOCK = 5
 
 
 @njit(**_KW)
-def _forward_chunk(acc, alpha_low, out):
-    """In-chunk forward recursion; acc holds the high-bit (cross-chunk) terms.
+def _recursion_chunk(acc, alpha_low, out, forward):
+    """In-chunk forward (L) or backward (B) recursion: one kernel, mirrored by ``forward``.
 
-    acc: float64 (2^c,) logsumexp over high bits b ∈ H of alpha_{c+b} + L(chunk H-b)
-         (0 at offset 0 of chunk 0: L(∅) = 1); alpha_low: float64 (c, 2^(c-1)),
-         row i = alpha_i on the squeezed chunk of the same chunk id; out: (2^c,) L.
-    L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o-i, i)] + L[o-i] for low bits i ∈ o).
+    acc: float64 (2^c,) the high-bit (cross-chunk) terms: logsumexp over high bits b ∈ H
+         of alpha_{c+b} + L(chunk H-b) forward, over b ∉ H of alpha_{c+b} + B(chunk H+b)
+         backward (log 1 at L(∅) resp. B(V)); alpha_low: float64 (c, 2^(c-1)), row i =
+         alpha_i on the squeezed chunk of the same chunk id; out: (2^c,) L or B.
+    forward:  L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + L[o - 2^i] for i ∈ o),
+              offsets ascending (paper eq. 2);
+    backward: B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o + 2^i] for i ∉ o),
+              offsets descending (section 3, B(S) = R(V - S)).
+    Both read the neighbour o ^ 2^i and alpha at squeeze(o, i) (squeeze drops bit i), so
+    the two differ only in which bits count and in the order of the offsets.
 
     Entries go in blocks of 2^_BLOCK: for a bit i ≥ _BLOCK of the block's base, the
-    terms of the whole block are contiguous runs (of alpha_i and of L), so their max and
-    their max-shifted sum of exps are vectorised loops (polynomial exp, fastmath.py);
-    the bits below _BLOCK are added entry by entry, and one log finishes each entry.
+    terms of the whole block are contiguous runs (of alpha_i and of the table), so their
+    max and their max-shifted sum of exps are vectorised loops (polynomial exp,
+    fastmath.py); the bits below _BLOCK are added entry by entry, and one log finishes
+    each entry.
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
     B = min(c, _BLOCK)
     nb = 1 << B
+    want = 1 if forward else 0  # the value of bit i in o for which i contributes
     mx = np.empty(nb)
     sm = np.empty(nb)
-    for base in range(0, size, nb):
+    for blk in range(size // nb):
+        base = blk * nb if forward else size - nb - blk * nb
         for o in range(nb):
             mx[o] = acc[base + o]
         for i in range(B, c):
-            if (base >> i) & 1:
-                p = base - (1 << i)
-                sq = (p & ((1 << i) - 1)) | ((p >> (i + 1)) << i)
+            if (base >> i) & 1 == want:
+                p = base ^ (1 << i)
+                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
                 for o in range(nb):
                     v = alpha_low[i, sq + o] + out[p + o]
                     mx[o] = v if v > mx[o] else mx[o]
         for o in range(nb):
             sm[o] = _exp_nonpos(acc[base + o] - mx[o])
         for i in range(B, c):
-            if (base >> i) & 1:
-                p = base - (1 << i)
-                sq = (p & ((1 << i) - 1)) | ((p >> (i + 1)) << i)
+            if (base >> i) & 1 == want:
+                p = base ^ (1 << i)
+                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
                 for o in range(nb):
                     sm[o] += _exp_nonpos(alpha_low[i, sq + o] + out[p + o] - mx[o])
-        for o in range(nb):
+        for t in range(nb):
+            o = t if forward else nb - 1 - t
             e = base + o
             m2 = mx[o]
             for i in range(B):
-                if (o >> i) & 1:
-                    pp = e - (1 << i)
-                    v = alpha_low[i, (pp & ((1 << i) - 1)) | ((pp >> (i + 1)) << i)] + out[pp]
+                if (o >> i) & 1 == want:
+                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
                     if v > m2:
                         m2 = v
             if m2 == NEG_INF:
@@ -171,64 +182,22 @@ def _forward_chunk(acc, alpha_low, out):
                 continue
             tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
             for i in range(B):
-                if (o >> i) & 1:
-                    pp = e - (1 << i)
-                    v = alpha_low[i, (pp & ((1 << i) - 1)) | ((pp >> (i + 1)) << i)] + out[pp]
+                if (o >> i) & 1 == want:
+                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
                     tot += math.exp(v - m2)
             out[e] = m2 + math.log(tot)
 
 
 @njit(**_KW)
-def _backward_chunk(acc, alpha_low, out):
-    """In-chunk backward recursion (offsets descending); acc holds the high-bit terms.
+def _forward_chunk(acc, alpha_low, out):
+    """In-chunk forward recursion: `_recursion_chunk` with forward=True."""
+    _recursion_chunk(acc, alpha_low, out, True)
 
-    acc: float64 (2^c,) logsumexp over high bits b ∉ H of alpha_{c+b} + B(chunk H+b)
-         (0 at the last offset of the last chunk: B(V) = 1); alpha_low as in
-         _forward_chunk; out: (2^c,) B.
-    B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o+i] for low bits i ∉ o),
-    blocked and vectorised like _forward_chunk.
-    """
-    c = alpha_low.shape[0]
-    size = out.shape[0]
-    B = min(c, _BLOCK)
-    nb = 1 << B
-    mx = np.empty(nb)
-    sm = np.empty(nb)
-    for base in range(size - nb, -1, -nb):
-        for o in range(nb):
-            mx[o] = acc[base + o]
-        for i in range(B, c):
-            if not (base >> i) & 1:
-                p = base + (1 << i)
-                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
-                for o in range(nb):
-                    v = alpha_low[i, sq + o] + out[p + o]
-                    mx[o] = v if v > mx[o] else mx[o]
-        for o in range(nb):
-            sm[o] = _exp_nonpos(acc[base + o] - mx[o])
-        for i in range(B, c):
-            if not (base >> i) & 1:
-                p = base + (1 << i)
-                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
-                for o in range(nb):
-                    sm[o] += _exp_nonpos(alpha_low[i, sq + o] + out[p + o] - mx[o])
-        for o in range(nb - 1, -1, -1):
-            e = base + o
-            m2 = mx[o]
-            for i in range(B):
-                if not (o >> i) & 1:
-                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e + (1 << i)]
-                    if v > m2:
-                        m2 = v
-            if m2 == NEG_INF:
-                out[e] = NEG_INF
-                continue
-            tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
-            for i in range(B):
-                if not (o >> i) & 1:
-                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e + (1 << i)]
-                    tot += math.exp(v - m2)
-            out[e] = m2 + math.log(tot)
+
+@njit(**_KW)
+def _backward_chunk(acc, alpha_low, out):
+    """In-chunk backward recursion: `_recursion_chunk` with forward=False."""
+    _recursion_chunk(acc, alpha_low, out, False)
 
 
 @njit(**_KW)

@@ -6,12 +6,17 @@ node (alpha_i, the gamma input) use chunks of 2^(c-1) entries, so that chunk id 
 lines up with chunk id H of every low node's alpha (nodes i < c), and a high node
 c+b needs the two alpha chunks 2Q, 2Q+1 with Q = squeeze(H - b, b).
 
-Stages and their tasks (each task is identified by a key tuple):
+`Plan.tasks()` lists every task as a frozen `TaskSpec`: its key, the regions (whole
+chunks of named tables) it reads and writes, and its dependencies, derived from those
+reads. The engine's task functions, the journal CRC, fsync, verification and resume all
+use these specs; nothing else says what a task touches.
+
+- ``scores``   ("scores",): writes beta
 - ``alpha``    (only when alpha is stored): ("alpha", node, first_chunk) for runs of chunks
-- ``forward``  ("forward", H): needs ("forward", H - {b}) for each high bit b in H
-- ``backward`` ("backward", H): needs ("backward", H + {b}) for each high bit b not in H
-- ``gamma``    ("gamma", H): needs forward H and backward H, H + {b}
-- ``edges``    ("edges",): needs every gamma task
+- ``forward``  ("forward", H): reads forward H - {b} for each high bit b in H
+- ``backward`` ("backward", H): reads backward H + {b} for each high bit b not in H
+- ``gamma``    ("gamma", H): reads forward H and backward H, H + {b}
+- ``edges``    ("edges",): reads every gamma part, writes gamma and the posterior
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from .errors import OptionError
-from .families import family_masks, n_families
+from .families import family_masks, n_families, squeeze
 
 MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
@@ -34,6 +39,52 @@ BYTES = 8
 
 def popcount(x: int) -> int:
     return bin(x).count("1")
+
+
+@dataclass(frozen=True)
+class Region:
+    """Whole chunks of one table: ``chunks`` are zarr chunk coordinates (a box, listed in
+    C order). A task reads and writes only regions; the journal CRC covers its writes."""
+
+    table: str
+    chunks: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of the plan: what it is, what it reads, what it writes.
+
+    key: ("scores",), ("alpha", node, first_chunk), ("forward", H), ("backward", H),
+    ("gamma", H) or ("edges",). reads / writes: the regions it reads and writes (alpha
+    chunks that are recomputed rather than stored are read as ``beta``). deps: keys of
+    the tasks that write what it reads, derived from the regions, never listed by hand.
+    chunk: the chunk id H of chunk tasks. terms: what the task combines, so that it never
+    re-derives lattice neighbours:
+
+    - forward/backward: (node c+b, first alpha chunk of its 2-chunk span, neighbour chunk
+      id) for every high bit b of the recursion (b ∈ H forward, b ∉ H backward);
+    - gamma: (node c+b, squeezed chunk id of S within V - (c+b), backward chunk id H + b)
+      for every high bit b ∉ H (low nodes v < c need nothing but chunk H);
+    - alpha: ((node, first_chunk, number of chunks),).
+
+    origin: offset in chunk H of the recursion's log 1 (L(∅) forward, B(V) backward).
+    """
+
+    key: tuple
+    reads: tuple[Region, ...]
+    writes: tuple[Region, ...]
+    deps: tuple[tuple, ...]
+    chunk: int | None = None
+    terms: tuple = ()
+    origin: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.key[0]
+
+    @property
+    def id(self) -> str:
+        return task_id(self.key)
 
 
 @dataclass(frozen=True)
@@ -99,62 +150,120 @@ class Plan:
         """Masks over c bits with ≤ k bits, ascending: the truncation sets of the transforms."""
         return family_masks(self.chunk_bits, min(self.k, self.chunk_bits))
 
-    # -- tasks --------------------------------------------------------------------------
-    def levels(self) -> list[list[int]]:
-        """Chunk ids grouped by popcount (the chunk lattice's levels), lowest first."""
-        out: list[list[int]] = [[] for _ in range(self.h + 1)]
-        for H in range(self.n_chunks):
-            out[popcount(H)].append(H)
-        return out
-
-    def forward_deps(self, H: int) -> list[int]:
-        return [H ^ (1 << b) for b in range(self.h) if H >> b & 1]
-
-    def backward_deps(self, H: int) -> list[int]:
-        return [H | (1 << b) for b in range(self.h) if not H >> b & 1]
-
     @property
     def alpha_run(self) -> int:
         """Alpha chunks per alpha-stage task: enough for ≈ 2^20 entries, at most all."""
         per = max(1, (1 << 20) // self.alpha_chunk_size)
         return min(per, self.n_chunks)
 
+    # -- tables ---------------------------------------------------------------------------
+    def tables(self) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Every stored table: name -> (shape, chunk shape); float64, one zarr array each."""
+        n, F, size = self.n, self.n_families, self.chunk_size
+        out = {
+            "beta": ((n, F), (n, F)),
+            "forward": ((1 << n,), (size,)),
+            "backward": ((1 << n,), (size,)),
+            "gamma_parts": ((self.n_chunks, n, F), (1, n, F)),
+            "gamma": ((n, F), (n, F)),
+            "posterior": ((n, n), (n, n)),
+        }
+        if self.alpha_mode == "store":
+            out["alpha"] = ((n, 1 << (n - 1)), (1, self.alpha_chunk_size))
+        return out
+
+    # -- tasks --------------------------------------------------------------------------
+    def tasks(self) -> tuple[TaskSpec, ...]:
+        """Every task of the run, in an order that respects dependencies (the sync order).
+
+        Each spec says what the task reads and writes (whole chunks of the tables); its
+        dependencies are the tasks that write what it reads. See `TaskSpec`.
+        """
+        return self._tasks
+
+    def task(self, key: tuple) -> TaskSpec:
+        return self._task_index[key]
+
     def stage_tasks(self, stage: str) -> list[tuple]:
         """The task keys of a stage, in an order that respects dependencies."""
-        if stage == "scores":
-            return [("scores",)]
-        if stage == "alpha":
-            if self.alpha_mode != "store":
-                return []
-            run = self.alpha_run
-            return [("alpha", i, K) for i in range(self.n) for K in range(0, self.n_chunks, run)]
-        if stage == "forward":
-            return [("forward", H) for lvl in self.levels() for H in lvl]
-        if stage == "backward":
-            return [("backward", H) for lvl in reversed(self.levels()) for H in lvl]
-        if stage == "gamma":
-            return [("gamma", H) for H in range(self.n_chunks)]
-        if stage == "edges":
-            return [("edges",)]
-        raise ValueError(stage)
+        if stage not in STAGES:
+            raise ValueError(stage)
+        return [t.key for t in self._tasks if t.kind == stage]
 
-    def task_deps(self, key: tuple) -> list[tuple]:
-        """Task keys whose output this task reads (the scores and, when stored, the
-        alpha stage are finished before forward/backward start; the executor adds
-        that stage barrier)."""
-        stage = key[0]
-        if stage in ("scores", "alpha"):
-            return []
-        if stage == "forward":
-            return [("forward", G) for G in self.forward_deps(key[1])]
-        if stage == "backward":
-            return [("backward", G) for G in self.backward_deps(key[1])]
-        if stage == "gamma":
-            H = key[1]
-            return [("forward", H), ("backward", H)] + [("backward", G) for G in self.backward_deps(H)]
-        if stage == "edges":
-            return self.stage_tasks("gamma") + [("forward", self.n_chunks - 1), ("backward", 0)]
-        raise ValueError(stage)
+    @cached_property
+    def _task_index(self) -> dict[tuple, TaskSpec]:
+        return {t.key: t for t in self._tasks}
+
+    @cached_property
+    def _tasks(self) -> tuple[TaskSpec, ...]:
+        n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
+        beta = Region("beta", ((0, 0),))
+        store = self.alpha_mode == "store"
+
+        def alpha(node: int, first: int, count: int) -> Region:
+            """Where alpha_node's chunks come from: the alpha table, or beta (recomputed)."""
+            return Region("alpha", tuple((node, first + t) for t in range(count))) if store else beta
+
+        def chunk(table: str, H: int) -> Region:
+            return Region(table, ((H,),))
+
+        drafts: list[tuple] = [(("scores",), (), (beta,), None, (), None)]
+        if store:
+            for i in range(n):
+                for first in range(0, self.n_chunks, self.alpha_run):
+                    run = min(self.alpha_run, self.n_chunks - first)
+                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
+                                   ((i, first, run),), None))
+        for lvl in self.levels():
+            for H in lvl:  # L on chunk H needs L on chunks H - {b}, b ∈ H
+                terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
+                              for b in range(h) if H >> b & 1)
+                drafts.append(self._recursion("forward", H, terms, 0 if H == 0 else None, alpha, chunk))
+        for lvl in reversed(self.levels()):
+            for H in lvl:  # B on chunk H needs B on chunks H + {b}, b ∉ H
+                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b))
+                              for b in range(h) if not H >> b & 1)
+                origin = self.chunk_size - 1 if H == last else None
+                drafts.append(self._recursion("backward", H, terms, origin, alpha, chunk))
+        for H in range(self.n_chunks):
+            # low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in chunk H+b
+            terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+            reads = (chunk("forward", H), chunk("backward", H)) + tuple(chunk("backward", G) for _, _, G in terms)
+            drafts.append((("gamma", H), reads, (Region("gamma_parts", ((H, 0, 0),)),), H, terms, None))
+        reads = ((beta, Region("gamma_parts", tuple((H, 0, 0) for H in range(self.n_chunks))),
+                  chunk("forward", last), chunk("backward", 0)))
+        drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
+                       None, (), None))
+
+        writer: dict[tuple, tuple] = {}
+        for key, _, writes, *_ in drafts:
+            for r in writes:
+                for cc in r.chunks:
+                    if (r.table, cc) in writer:
+                        raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
+                    writer[r.table, cc] = key
+        order = {d[0]: i for i, d in enumerate(drafts)}
+        out = []
+        for key, reads, writes, H, terms, origin in drafts:
+            deps = {writer[r.table, cc] for r in reads for cc in r.chunks}
+            out.append(TaskSpec(key=key, reads=reads, writes=writes,
+                                deps=tuple(sorted(deps, key=order.__getitem__)),
+                                chunk=H, terms=terms, origin=origin))
+        return tuple(out)
+
+    def _recursion(self, kind, H, terms, origin, alpha, chunk) -> tuple:
+        """Draft of a forward/backward task on chunk H (one computation, mirrored)."""
+        reads = tuple(alpha(i, j, 2) for i, j, _ in terms)
+        reads += tuple(chunk(kind, G) for _, _, G in terms)
+        reads += tuple(alpha(i, H, 1) for i in range(self.c))  # low nodes: alpha chunk H
+        return ((kind, H), tuple(dict.fromkeys(reads)), (chunk(kind, H),), H, terms, origin)
+
+    def levels(self) -> list[list[int]]:
+        """Chunk ids grouped by popcount (the chunk lattice's levels), lowest first."""
+        out: list[list[int]] = [[] for _ in range(self.h + 1)]
+        for H in range(self.n_chunks):
+            out[popcount(H)].append(H)
+        return out
 
     # -- resources ---------------------------------------------------------------------
     def disk_bytes(self) -> dict[str, int]:

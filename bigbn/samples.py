@@ -24,7 +24,6 @@ reported).
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 import time
@@ -195,13 +194,12 @@ class Samples:
 # ------------------------------------------------------------------------------ sampling
 
 def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
-    """The finished run in ``workdir``: (Workdir with the run's token, plan, summary, beta)."""
+    """The finished run in ``workdir``: (Workdir, plan, summary, beta)."""
     root = Path(workdir).resolve()
-    run = Workdir(root).read_run()
+    wd = Workdir(root)
+    run = wd.read_run()
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no run.json); run `bigbn run` first")
-    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
-    wd = Workdir(root, token)
     pl = run["plan"]
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
     try:
@@ -216,7 +214,7 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
                            "again to finish it, then sample")
     beta = wd.read("beta", slice(None))
     job = Job(wd, plan, beta)
-    if not intact(job, ("edges",), rec):
+    if not intact(job, plan.task(("edges",)), rec):
         raise WorkdirError(f"{root}: the run's results are damaged; run the same `bigbn run` "
                            "command again to repair them")
     return wd, plan, summary, beta

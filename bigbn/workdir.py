@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import threading
 import time
@@ -29,22 +30,17 @@ import numpy as np
 import zarr
 
 from .errors import WorkdirError
-from .plan import Plan
+from .plan import Plan, Region
 
 TABLES = "tables.zarr"
 JOURNAL = "journal.jsonl"
 RUN_JSON = "run.json"
 LOCK = "lock"
 
-_journal_lock = threading.Lock()
-_journal_files: dict[tuple[str, str], Path] = {}  # (workdir, token) -> this process's journal file
-_array_cache: dict[tuple[str, str], zarr.Array] = {}
-_cache_lock = threading.Lock()
 
-
-def checksum(a: np.ndarray) -> int:
-    """CRC-32 of an array's bytes (C order)."""
-    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8)) & 0xFFFFFFFF
+def checksum(a: np.ndarray, start: int = 0) -> int:
+    """CRC-32 of an array's bytes (C order), continuing from ``start`` (to chain arrays)."""
+    return zlib.crc32(np.ascontiguousarray(a).view(np.uint8), start) & 0xFFFFFFFF
 
 
 def fsync_path(path: Path) -> None:
@@ -55,51 +51,24 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-class Workdir:
-    """Paths and table access of one work directory; cheap to create, picklable.
+class TableStore:
+    """The zarr v3 tables of one run (``WORKDIR/tables.zarr``): region I/O with fsync.
 
-    ``token`` names the run the tables belong to (it changes when --fresh re-creates
-    them); it keys the per-process cache of open zarr arrays, so a long-lived cluster
-    worker never writes through handles of an earlier run's tables.
+    Open array handles are cached in the instance (its lifetime is a run: a cluster
+    worker gets its own copy with the task function, never an earlier run's handles).
     """
 
-    def __init__(self, root: str | os.PathLike, token: str = ""):
-        self.root = Path(root)
-        self.token = token
+    def __init__(self, path: Path):
+        self.path = path
+        self._arrays: dict[str, zarr.Array] = {}
+        self._lock = threading.Lock()
 
-    def __reduce__(self):
-        return (Workdir, (str(self.root), self.token))
-
-    @property
-    def tables(self) -> Path:
-        return self.root / TABLES
-
-    @property
-    def journal_path(self) -> Path:
-        return self.root / JOURNAL
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / RUN_JSON
-
-    # -- tables ---------------------------------------------------------------------------
-    def create_tables(self, plan: Plan) -> None:
+    def create(self, plan: Plan) -> None:
         """Create every table array of the plan (existing ones of the same shape are kept)."""
-        self.forget_arrays()
-        g = zarr.open_group(self.tables, mode="a")
-        n, F, size = plan.n, plan.n_families, plan.chunk_size
-        specs = {
-            "beta": ((n, F), (n, F)),
-            "forward": ((1 << n,), (size,)),
-            "backward": ((1 << n,), (size,)),
-            "gamma_parts": ((plan.n_chunks, n, F), (1, n, F)),
-            "gamma": ((n, F), (n, F)),
-            "posterior": ((n, n), (n, n)),
-        }
-        if plan.alpha_mode == "store":
-            specs["alpha"] = ((n, 1 << (n - 1)), (1, plan.alpha_chunk_size))
+        self.forget()
+        g = zarr.open_group(self.path, mode="a")
         existing = set(g.array_keys())
-        for name, (shape, chunks) in specs.items():
+        for name, (shape, chunks) in plan.tables().items():
             if name in existing:
                 a = g[name]
                 if tuple(a.shape) == shape and tuple(a.chunks) == chunks:
@@ -107,24 +76,25 @@ class Workdir:
             g.create_array(name, shape=shape, chunks=chunks, dtype="f8", compressors=None,
                            fill_value=np.nan, overwrite=True)
 
-    def forget_arrays(self) -> None:
-        """Drop this process's open array handles of this workdir (tables re-created)."""
-        with _cache_lock:
-            for key in [k for k in _array_cache if k[0] == str(self.tables)]:
-                del _array_cache[key]
+    def forget(self) -> None:
+        """Drop the open array handles (the tables were re-created or removed)."""
+        with self._lock:
+            self._arrays.clear()
 
     def array(self, name: str) -> zarr.Array:
-        key = (str(self.tables), name, self.token)
-        with _cache_lock:
-            a = _array_cache.get(key)
+        with self._lock:
+            a = self._arrays.get(name)
             if a is None:
-                a = zarr.open_array(self.tables / name, mode="r+")
-                _array_cache[key] = a
+                a = self._arrays[name] = zarr.open_array(self.path / name, mode="r+")
         return a
 
     def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
-        """Path of one chunk's file (zarr v3 default chunk key encoding "c/i/j")."""
-        return self.tables / name / "c" / Path(*[str(i) for i in chunk_coords])
+        """Path of one chunk's file, as zarr names it (the array's chunk key encoding)."""
+        a = self.array(name)
+        return Path(a.store_path.store.root) / a.path / a.metadata.encode_chunk_key(tuple(chunk_coords))
+
+    def read(self, name: str, index) -> np.ndarray:
+        return np.ascontiguousarray(self.array(name)[index])
 
     def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
         """Write data at index of table name, fsync the listed chunk files; return CRC-32."""
@@ -133,42 +103,115 @@ class Workdir:
             fsync_path(self.chunk_file(name, cc))
         return checksum(data)
 
-    def read(self, name: str, index) -> np.ndarray:
-        return np.ascontiguousarray(self.array(name)[index])
+    def region_index(self, region: Region) -> tuple[slice, ...]:
+        """The index (one slice per axis) of a region's box of whole chunks."""
+        shape = self.array(region.table).chunks
+        lo = [min(cc[d] for cc in region.chunks) for d in range(len(shape))]
+        hi = [max(cc[d] for cc in region.chunks) + 1 for d in range(len(shape))]
+        return tuple(slice(a * s, b * s) for a, b, s in zip(lo, hi, shape))
 
-    # -- run.json ---------------------------------------------------------------------------
-    def read_run(self) -> dict | None:
-        """run.json as a dict, None if absent; WorkdirError if present but unusable."""
-        try:
-            text = self.run_json.read_text()
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise WorkdirError(f"{self.run_json}: cannot read ({e.strerror})") from None
-        try:
-            run = json.loads(text)
-            fp, pl = run["fingerprint"], run["plan"]
-            ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
-            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k", "chunk_bits"))
-            ok = ok and pl["alpha_mode"] in ("recompute", "store")
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise WorkdirError(f"{self.run_json} is damaged; use --fresh to start over")
-        return run
+    def read_region(self, region: Region) -> np.ndarray:
+        """A region's values, C-contiguous, shaped as its box."""
+        return self.read(region.table, self.region_index(region))
 
-    def has_state(self) -> bool:
-        """Whether tables or journal files exist (work of some run)."""
-        return self.tables.exists() or bool(self.journal_files())
+    def write_region(self, region: Region, data: np.ndarray) -> int:
+        """Write a region (data of its box's size, any shape), fsync its chunk files;
+        return the CRC-32 of the data."""
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
 
-    # -- lock ---------------------------------------------------------------------------------
+    def clear(self) -> None:
+        import shutil
+
+        self.forget()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Journal:
+    """The task journal: one JSON line per finished task, appended and fsynced.
+
+    ``owner`` (host, pid) is the process that holds the run's lock, None when there is no
+    lock (the engine used directly). That process appends to ``journal.jsonl``; any other
+    (a dask.distributed worker) to ``journal-HOST-PID.jsonl``, so that no two processes,
+    maybe on different hosts of a shared file system, ever append to the same file.
+    Reading merges every journal file.
+    """
+
+    def __init__(self, root: Path, owner: tuple[str, int] | None = None):
+        self.root = root
+        self.owner = owner
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self.root / JOURNAL
+
+    def own_file(self) -> Path:
+        me = (socket.gethostname(), os.getpid())
+        if self.owner is None or tuple(self.owner) == me:
+            return self.path
+        return self.root / f"journal-{me[0]}-{me[1]}.jsonl"
+
+    def files(self) -> list[Path]:
+        return sorted(self.root.glob("journal*.jsonl"))
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.own_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def records(self) -> dict[str, dict]:
+        """Finished tasks (from every journal file): task id -> its record. A torn line
+        (crash or full disk mid-write) is ignored."""
+        out: dict[str, dict] = {}
+        for path in self.files():
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    try:
+                        rec = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if isinstance(rec, dict) and "task" in rec:
+                        out[rec["task"]] = rec
+        return out
+
+    def repair(self) -> None:
+        """End a torn last line in every journal file so that later lines stay whole."""
+        for path in self.files():
+            with open(path, "rb+") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() == 0:
+                    continue
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    def clear(self) -> None:
+        for path in self.files():
+            path.unlink()
+
+
+class RunLock:
+    """Exclusive lock for one run on ``WORKDIR/lock`` (see `RunLock.hold`)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.path = root / LOCK
+
     @contextlib.contextmanager
-    def lock(self):
+    def hold(self):
         """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
         the process dies (so a lock left by a killed run is never stale). The file holds
         the holder's pid, host and start time, for messages and `bigbn status`."""
-        path = self.root / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -182,7 +225,7 @@ class Workdir:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(me).encode(), 0)
             try:
-                yield
+                yield (me["host"], me["pid"])
             finally:
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -199,10 +242,9 @@ class Workdir:
 
     def active_holder(self) -> dict | None:
         """The holder (pid, host, since) of a run active on this workdir, else None."""
-        path = self.root / LOCK
-        if not path.exists():
+        if not self.path.exists():
             return None
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -213,77 +255,135 @@ class Workdir:
         finally:
             os.close(fd)
 
-    # -- journal --------------------------------------------------------------------------
-    def _own_journal(self) -> Path:
-        """The file this process appends to: journal.jsonl for the process that holds the
-        run's lock (or when there is no lock: the engine used directly), otherwise (a
-        dask.distributed worker) journal-HOST-PID.jsonl, so that no two processes, maybe on
-        different hosts of a shared file system, ever append to the same file."""
-        key = (str(self.root), self.token)
-        path = _journal_files.get(key)
-        if path is None:
-            try:
-                holder = json.loads((self.root / LOCK).read_text() or "null")
-            except (OSError, ValueError):
-                holder = None
-            me = {"pid": os.getpid(), "host": socket.gethostname()}
-            if not isinstance(holder, dict) or {k: holder.get(k) for k in me} == me:
-                path = self.journal_path
-            else:
-                path = self.root / f"journal-{me['host']}-{me['pid']}.jsonl"
-            _journal_files[key] = path
-        return path
 
-    def journal_files(self) -> list[Path]:
-        return sorted(self.root.glob("journal*.jsonl"))
+class Manifest:
+    """``WORKDIR/run.json``: what was asked (fingerprint), the plan, the version."""
 
-    def journal_append(self, record: dict) -> None:
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        with _journal_lock:
-            fd = os.open(self._own_journal(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> dict | None:
+        """run.json as a dict, None if absent; WorkdirError if present but unusable."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise WorkdirError(f"{self.path}: cannot read ({e.strerror})") from None
+        try:
+            run = json.loads(text)
+            fp, pl = run["fingerprint"], run["plan"]
+            ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
+            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k", "chunk_bits"))
+            ok = ok and pl["alpha_mode"] in ("recompute", "store")
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise WorkdirError(f"{self.path} is damaged; use --fresh to start over")
+        return run
+
+    def write(self, run: dict) -> None:
+        """Replace run.json atomically (write a temporary file, fsync, rename)."""
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(run, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+class Workdir:
+    """One work directory: its table store, journal, lock and manifest; picklable.
+
+    Cheap to create; the parts keep their state (open arrays, the journal's thread lock)
+    in the instance, so nothing outlives the run that made it. ``owner`` is the
+    (host, pid) of the process holding the run's lock (see `Journal`).
+    """
+
+    def __init__(self, root: str | os.PathLike, owner: tuple[str, int] | None = None):
+        self.root = Path(root)
+        self.owner = tuple(owner) if owner is not None else None
+        self.store = TableStore(self.root / TABLES)
+        self.task_journal = Journal(self.root, self.owner)
+        self.run_lock = RunLock(self.root)
+        self.manifest = Manifest(self.root / RUN_JSON)
+
+    def __reduce__(self):
+        return (Workdir, (str(self.root), self.owner))
+
+    @property
+    def tables(self) -> Path:
+        return self.store.path
+
+    @property
+    def journal_path(self) -> Path:
+        return self.task_journal.path
+
+    @property
+    def run_json(self) -> Path:
+        return self.manifest.path
+
+    # -- the parts' operations, for callers that hold only a Workdir -------------------------
+    def create_tables(self, plan: Plan) -> None:
+        self.store.create(plan)
+
+    def array(self, name: str) -> zarr.Array:
+        return self.store.array(name)
+
+    def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
+        return self.store.chunk_file(name, chunk_coords)
+
+    def read(self, name: str, index) -> np.ndarray:
+        return self.store.read(name, index)
+
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
+        return self.store.write(name, index, data, chunk_coords)
+
+    def region_index(self, region: Region) -> tuple[slice, ...]:
+        return self.store.region_index(region)
+
+    def read_region(self, region: Region) -> np.ndarray:
+        return self.read(region.table, self.region_index(region))
+
+    def write_region(self, region: Region, data: np.ndarray) -> int:
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+
+    def read_run(self) -> dict | None:
+        return self.manifest.read()
+
+    def write_run(self, run: dict) -> None:
+        self.manifest.write(run)
 
     def journal(self) -> dict[str, dict]:
-        """Finished tasks (from every journal file): task id -> its record. A torn line
-        (crash or full disk mid-write) is ignored."""
-        out: dict[str, dict] = {}
-        for path in self.journal_files():
-            with open(path, "rb") as fh:
-                for raw in fh:
-                    try:
-                        rec = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if isinstance(rec, dict) and "task" in rec:
-                        out[rec["task"]] = rec
-        return out
+        return self.task_journal.records()
+
+    def journal_files(self) -> list[Path]:
+        return self.task_journal.files()
+
+    def journal_append(self, record: dict) -> None:
+        self.task_journal.append(record)
 
     def repair_journal(self) -> None:
-        """End a torn last line in every journal file so that later lines stay whole."""
-        for path in self.journal_files():
-            with open(path, "rb+") as fh:
-                fh.seek(0, os.SEEK_END)
-                if fh.tell() == 0:
-                    continue
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
+        self.task_journal.repair()
+
+    def lock(self):
+        """Context manager: hold the run's lock (yields this process's (host, pid))."""
+        return self.run_lock.hold()
+
+    def active_holder(self) -> dict | None:
+        return self.run_lock.active_holder()
+
+    def has_state(self) -> bool:
+        """Whether tables or journal files exist (work of some run)."""
+        return self.tables.exists() or bool(self.journal_files())
 
     def clear(self) -> None:
         """Remove tables, journal files and outputs (``--fresh``)."""
-        import shutil
-
-        self.forget_arrays()
-        _journal_files.pop((str(self.root), self.token), None)
-        shutil.rmtree(self.tables, ignore_errors=True)
-        for path in self.journal_files():
-            path.unlink()
+        self.store.clear()
+        self.task_journal.clear()
         for name in (RUN_JSON, "edges.csv", "summary.json", "parent_sets.csv"):
             (self.root / name).unlink(missing_ok=True)
         for path in self.root.glob("samples-*"):

@@ -75,7 +75,7 @@ def main() -> None:
         line = {
             "n": n, "wall_s": round(wall, 2), "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
             "disk_MiB": round(disk / 2**20), "chunk_bits": s["plan"]["chunk_bits"],
-            "alpha": s["plan"]["alpha_mode"],
+            "alpha": s["plan"]["alpha_mode"], "scoring_s": s.get("scoring_seconds_this_invocation"),
             **{f"{k}_wall_s": v["wall_seconds"] for k, v in st.items()},
             **{f"{k}_task_s": v["task_seconds"] for k, v in st.items()},
         }

@@ -43,7 +43,7 @@ def make_job(root: Path, plan: Plan, beta: np.ndarray) -> Job:
 def bench(n: int, chunk_bits: int, workers: int, tmp: Path) -> None:
     plan = Plan(n, K, chunk_bits)
     beta = random_beta(n, K, np.random.default_rng(n))
-    ntasks = 3 * plan.n_chunks + 1
+    ntasks = len(plan.tasks())
     print(f"n = {n}, k = {K}, chunk bits {chunk_bits}: {plan.n_chunks} chunks, {ntasks} tasks")
 
     warm = Plan(8, K, 4)  # load numba's cached kernels first: time the run, not the loading

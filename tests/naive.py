@@ -62,6 +62,17 @@ __all__ = [
     "sample_by_recursion",
     "map_by_dags",
     "map_by_subsets",
+    "lae",
+    "upward_truncated",
+    "downward_truncated",
+    "alpha_chunk",
+    "forward_chunk",
+    "backward_chunk",
+    "gather_low",
+    "gamma_partial",
+    "log_gamma",
+    "edge_fold",
+    "midrange_beta",
 ]
 
 
@@ -589,3 +600,142 @@ def map_by_subsets(beta, k):
         parents[i] = fam[i, arg[i, S ^ (1 << i)]]
         S ^= 1 << i
     return float(M[-1]), parents
+# ------------------------------------------------------------ 4. one twin per kernel
+#
+# Slow twins of the numba kernels of bigbn/kernels.py (and the edge fold of
+# bigbn/engine.py), written from their definitions, entry by entry, with no blocking,
+# truncation tricks or polynomial exp/log. tests/test_kernels.py calls each kernel
+# directly and compares it with its twin here.
+
+
+def _popcount(x):
+    return bin(int(x)).count("1")
+
+
+def _squeeze(mask, i):
+    return (mask & ((1 << i) - 1)) | ((mask >> (i + 1)) << i)
+
+
+def lae(a, b):
+    """log(exp(a) + exp(b)) in float64 by libm; -inf is the neutral element."""
+    return logsumexp([a, b])
+
+
+def upward_truncated(x, d, k):
+    """y(T) = logsumexp_{S ⊆ T, |S| <= k} x(S) over d bits; x float64 (2^d,). The
+    kernel assumes x = -inf on |S| > k; here those entries are simply not summed."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty(1 << d)
+    for T in range(1 << d):
+        out[T] = logsumexp([x[S] for S in range(1 << d) if S & ~T == 0 and _popcount(S) <= k])
+    return out
+
+
+def downward_truncated(x, d, k):
+    """y(T) = logsumexp_{S ⊇ T} x(S) over d bits for |T| <= k; NaN (undefined) for
+    |T| > k, where the kernel leaves garbage."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.full(1 << d, np.nan)
+    for T in range(1 << d):
+        if _popcount(T) <= k:
+            out[T] = logsumexp([x[S] for S in range(1 << d) if T & ~S == 0])
+    return out
+
+
+def alpha_chunk(beta_row, fam, chunk_id, d):
+    """alpha on one chunk: out[o] = logsumexp_{f: fam[f] ⊆ U} beta_row[f] with the
+    squeezed mask U = chunk_id·2^d + o; float64 (2^d,). Paper section 2 (q = 1)."""
+    out = np.empty(1 << d)
+    for o in range(1 << d):
+        U = (chunk_id << d) | o
+        out[o] = logsumexp([b for b, g in zip(beta_row, fam) if int(g) & ~U == 0])
+    return out
+
+
+def forward_chunk(acc, alpha_low):
+    """In-chunk forward recursion, offsets ascending (paper eq. 2):
+    L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o - 2^i, i)] + L[o - 2^i] for i ∈ o)."""
+    c = alpha_low.shape[0]
+    L = np.empty(1 << c)
+    for o in range(1 << c):
+        terms = [acc[o]] + [alpha_low[i, _squeeze(o ^ (1 << i), i)] + L[o ^ (1 << i)]
+                            for i in range(c) if o >> i & 1]
+        L[o] = logsumexp(terms)
+    return L
+
+
+def backward_chunk(acc, alpha_low):
+    """In-chunk backward recursion, offsets descending (paper section 3, B(S) = R(V-S)):
+    B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o + 2^i] for i ∉ o)."""
+    c = alpha_low.shape[0]
+    B = np.empty(1 << c)
+    for o in range((1 << c) - 1, -1, -1):
+        terms = [acc[o]] + [alpha_low[i, _squeeze(o, i)] + B[o | (1 << i)]
+                            for i in range(c) if not o >> i & 1]
+        B[o] = logsumexp(terms)
+    return B
+
+
+def gather_low(fwd, bwd, v):
+    """s[squeeze(o, v)] = fwd[o] + bwd[o + 2^v] for the offsets o with bit v clear."""
+    c = int(np.log2(fwd.shape[0]))
+    out = np.empty(1 << (c - 1))
+    for o in range(1 << c):
+        if not o >> v & 1:
+            out[_squeeze(o, v)] = fwd[o] + bwd[o | (1 << v)]
+    return out
+
+
+def gamma_partial(s, d, chunk_id, fam):
+    """part[f] = logsumexp_{S_low ⊇ G_low} s[S_low] if the family's high part
+    G_high = fam[f] >> d lies inside chunk_id, else -inf (paper section 4, FTDMT)."""
+    part = np.empty(len(fam))
+    for f, g in enumerate(int(x) for x in fam):
+        if (g >> d) & ~chunk_id:
+            part[f] = -np.inf
+        else:
+            gl = g & ((1 << d) - 1)
+            part[f] = logsumexp([s[S] for S in range(1 << d) if gl & ~S == 0])
+    return part
+
+
+def log_gamma(alpha, k):
+    """gamma_v(G) = logsumexp_{G ⊆ S ⊆ V-v} L(S) + B(S + v) (q = 1) for every family G
+    of family_masks(n-1, k) (squeezed; S in squeezed form too); float64 (n, F).
+
+    From squeezed log alpha (n, 2^(n-1)) via `log_forward` and `log_backward`; the
+    downward sum is done by brute force over all S. Paper section 4.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    n = alpha.shape[0]
+    L, B = log_forward(alpha), log_backward(alpha)
+    fam = family_masks(n - 1, k)
+    out = np.empty((n, fam.size))
+    for v in range(n):
+        s = np.array([L[unsqueeze(q, v)] + B[unsqueeze(q, v) | (1 << v)] for q in range(1 << (n - 1))])
+        for f, g in enumerate(int(x) for x in fam):
+            out[v, f] = logsumexp([s[q] for q in range(1 << (n - 1)) if g & ~q == 0])
+    return out
+
+
+def edge_fold(beta, gamma, k):
+    """P[u, v] = Σ_{G ∋ u} exp(β_v(G) + γ_v(G)) / Σ_G exp(β_v(G) + γ_v(G)); (n, n).
+
+    The edge step of the paper's section 4, by full parent masks (unsqueezed)."""
+    n = beta.shape[0]
+    fam = _full_family_masks(n, k)
+    w = beta + gamma
+    P = np.zeros((n, n))
+    for v in range(n):
+        total = logsumexp(w[v])
+        for u in range(n):
+            if u != v:
+                P[u, v] = math.exp(logsumexp(w[v][(fam[v] >> u) & 1 == 1]) - total)
+    return P
+
+
+def midrange_beta(n, k, rng, spread=2.0):
+    """A score table whose edge posteriors are far from 0 and 1: entries normal with a
+    standard deviation of ``spread`` nats (real scores differ by thousands of nats and
+    give posteriors within 1e-60 of 0 or 1, which a wrong fold can still match)."""
+    return random_beta(n, k, rng, spread=spread, dist="normal")

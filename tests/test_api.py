@@ -457,8 +457,40 @@ def test_non_finite_scores_are_a_data_error_before_any_work(tmp_path):
 
 
 def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
-    """Review finding: cluster workers resolve relative paths in their own directory."""
+    """Review finding: cluster workers resolve relative paths in their own directory, so
+    the work directory the tasks get (and pickle to workers) must be absolute."""
+    import bigbn.api
+
+    seen = []
+    real = bigbn.api.execute
+    monkeypatch.setattr(bigbn.api, "execute", lambda job, **kw: (seen.append(job.workdir), real(job, **kw)))
     monkeypatch.chdir(tmp_path)
     res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
     assert (tmp_path / "rel" / "edges.csv").exists()
     assert np.all(np.isfinite(res.posterior))
+    [wd] = seen
+    assert wd.root.is_absolute() and wd.root == tmp_path.resolve() / "rel"
+
+
+def test_no_module_level_state_grows_with_runs(tmp_path):
+    """A study calls learn() thousands of times: no module-level container of the package
+    (cache, registry) may grow with them; state lives in objects whose lifetime is a run."""
+    import sys
+
+    asia = Path(__file__).resolve().parents[1] / "examples" / "asia.csv"
+    bigbn.learn(asia, workdir=tmp_path / "w0", max_parents=1, scheduler="sync")
+
+    def sizes():
+        out = {}
+        for name, mod in list(sys.modules.items()):
+            if name == "bigbn" or name.startswith("bigbn."):
+                for attr, val in vars(mod).items():
+                    if isinstance(val, (dict, list, set)) and not attr.startswith("__"):
+                        out[name, attr] = len(val)
+        return out
+
+    before = sizes()
+    for i, scheduler in enumerate(["sync", "threads", "threads"]):
+        bigbn.learn(asia, workdir=tmp_path / f"w{i + 1}", max_parents=1, scheduler=scheduler, workers=2)
+    after = sizes()
+    assert before and {k: v for k, v in after.items() if before.get(k) != v} == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,7 +13,7 @@ from scipy.special import multigammaln
 from scipy.stats import multivariate_t
 
 from bigbn.bge import bge_log_marginal, bge_scores, continuous_dataset, looks_continuous
-from bigbn.data import Dataset, Table
+from bigbn.data import Table
 from bigbn.errors import DataError, OptionError
 from bigbn.families import family_masks, family_rank
 
@@ -173,8 +174,14 @@ def test_score_finds_the_true_parent():
 
 
 def test_large_table_is_fast_and_finite():
+    """9216 families of n = 16 at m = 300: ≈ 3 ms on the reference machine (one shared
+    Cholesky per family size); 0.5 s leaves room for a busy CI host, not for a per-family
+    O(m·k²) refit (≈ 100× slower)."""
     X = gaussian_data(300, 16, seed=5)
+    bge_scores(in_memory(X), 3)  # compile
+    t0 = time.perf_counter()
     s = bge_scores(in_memory(X), 3)
+    assert time.perf_counter() - t0 < 0.5
     assert s.shape == (16, len(family_masks(15, 3)))
     assert np.isfinite(s).all()
 
@@ -198,21 +205,6 @@ def table(rows, names=("a", "b", "c")):
     return Table(path="d.csv", names=tuple(names), cells=np.array(rows, dtype=str))
 
 
-def _continuous_supported():
-    try:
-        Dataset(names=("a",), data=np.zeros((1, 1)), arities=np.zeros(1, dtype=np.int64),
-                levels=((),), kind="continuous")
-    except DataError:
-        return False
-    return True
-
-
-needs_continuous_dataset = pytest.mark.skipif(
-    not _continuous_supported(),
-    reason="bigbn.data.Dataset does not accept kind='continuous' yet (float data, arity 0)")
-
-
-@needs_continuous_dataset
 def test_continuous_dataset():
     ds = continuous_dataset(table([["1.5", "-2", "3e-1"], ["0", "4.25", "7"]]))
     assert ds.kind == "continuous" and ds.data.dtype == np.float64
@@ -221,7 +213,6 @@ def test_continuous_dataset():
     assert ds.levels == ((), (), ()) and ds.names == ("a", "b", "c") and ds.path == "d.csv"
 
 
-@needs_continuous_dataset
 def test_continuous_dataset_scores_like_the_array():
     X = gaussian_data(20, 3, seed=4)
     ds = continuous_dataset(table([[repr(float(v)) for v in row] for row in X]))

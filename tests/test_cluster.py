@@ -9,20 +9,21 @@ processes on 127.0.0.1, started with the CLI as a user would.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bigbn.cluster import local_cluster, run_distributed
-from bigbn.engine import Job, execute
+from bigbn.engine import Job, JournaledTask, execute
+from bigbn.executors import Callback
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.plan import Plan, task_id
 from bigbn.workdir import Workdir
@@ -43,8 +44,7 @@ def make_job(root: Path, n: int, chunk_bits: int, beta: np.ndarray, alpha_mode: 
 
 
 def all_task_ids(plan: Plan) -> set[str]:
-    stages = ("alpha", "forward", "backward", "gamma", "edges")
-    return {task_id(key) for s in stages for key in plan.stage_tasks(s)}
+    return {t.id for t in plan.tasks()}
 
 
 def sync_posterior(root: Path, n: int, chunk_bits: int, beta: np.ndarray, alpha_mode: str) -> np.ndarray:
@@ -53,18 +53,47 @@ def sync_posterior(root: Path, n: int, chunk_bits: int, beta: np.ndarray, alpha_
     return job.workdir.read("posterior", slice(None))
 
 
-def slow_hook(log_path: str, seconds: float, key: tuple) -> None:
-    """Runs on a worker before each task: note (pid, task) then sleep."""
-    with open(log_path, "a") as fh:
-        fh.write(f"{os.getpid()} {task_id(key)}\n")
-    time.sleep(seconds)
+class Ended(Callback):
+    """Executor callback: the ids of the tasks that finished, in order."""
+
+    def __init__(self, then=None):
+        self.ids: list[str] = []
+        self.then = then
+
+    def on_task_end(self, event) -> None:
+        self.ids.append(task_id(event.key))
+        if self.then is not None:
+            self.then(self.ids[-1])
 
 
-def failing_hook(fail: str, seconds: float, key: tuple) -> None:
-    """Runs on a worker before each task: task ``fail`` raises, the others sleep."""
-    if task_id(key) == fail:
-        raise RuntimeError(f"injected fault in {fail}")
-    time.sleep(seconds)
+@dataclass(frozen=True)
+class Slow:
+    """Task wrapper, run on the workers: note (pid, task), sleep, then run the task."""
+
+    task: object
+    log_path: str
+    seconds: float
+
+    def __call__(self, spec):
+        with open(self.log_path, "a") as fh:
+            fh.write(f"{os.getpid()} {spec.id}\n")
+        time.sleep(self.seconds)
+        return self.task(spec)
+
+
+@dataclass(frozen=True)
+class Failing:
+    """Task wrapper, run on the workers: task ``fail`` raises, the others sleep and run."""
+
+    task: object
+    fail: str
+    seconds: float
+
+    def __call__(self, spec):
+        if spec.id == self.fail:
+            raise RuntimeError(f"injected fault in {self.fail}")
+        time.sleep(self.seconds)
+        return self.task(spec)
 
 
 # ----------------------------------------------------------------------------- the cluster
@@ -165,27 +194,30 @@ def test_cluster_matches_sync(cluster, tmp_path, n, chunk_bits, alpha_mode):
     ref = sync_posterior(tmp_path / "sync", n, chunk_bits, beta, alpha_mode)
 
     job = make_job(tmp_path / "dist", n, chunk_bits, beta, alpha_mode)
-    seen: list[str] = []
-    run_distributed(job, c.address, on_task=seen.append)  # by address: opens its own client
+    ended = Ended()
+    run_distributed(job, c.address, callbacks=[ended])  # by address: opens its own client
+    seen = ended.ids
 
     expected = all_task_ids(job.plan)
     assert len(expected) > 50  # many tasks, several levels
     assert sorted(seen) == sorted(expected)  # every task reported once, nothing else
     journal_lines = job.workdir.journal_path.read_text().splitlines()
     assert len(journal_lines) == len(expected)  # no worker died: nothing ran twice
-    np.testing.assert_allclose(job.workdir.read("posterior", slice(None)), ref, rtol=0, atol=1e-12)
-    # both workers took part (the journal is written by the worker processes)
-    assert len(client.scheduler_info()["workers"]) == 2
+    # tasks are deterministic: the cluster's numbers are the specification's, bit for bit
+    np.testing.assert_array_equal(job.workdir.read("posterior", slice(None)), ref)
+    # both workers took part (each journal record names the process that ran the task)
+    pids = {json.loads(line)["pid"] for line in journal_lines}
+    assert len(pids) == 2 and os.getpid() not in pids
 
     # a second call resumes from the journal: nothing is left to run
-    again: list[str] = []
-    run_distributed(job, client, on_task=again.append)
-    assert again == []
+    again = Ended()
+    run_distributed(job, client, callbacks=[again])
+    assert again.ids == []
 
 
 def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
     c, client = fresh_cluster
-    n, chunk_bits = 10, 5  # 32 chunks: 97 tasks
+    n, chunk_bits = 10, 5  # 32 chunks: 98 tasks
     ref = sync_posterior(tmp_path / "sync", n, chunk_bits, beta10, "recompute")
     job = make_job(tmp_path / "dist", n, chunk_bits, beta10)
     hook_log = tmp_path / "hooks.log"
@@ -209,8 +241,8 @@ def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
             killed["journaled"] = mine[-1] in job.workdir.journal()
             killed["starts"] = len(starts())
 
-    run_distributed(job, client, on_task=on_task,
-                    hooks=functools.partial(slow_hook, str(hook_log), 0.05))
+    run_distributed(job, client, callbacks=[Ended(then=on_task)],
+                    task=Slow(JournaledTask(job), str(hook_log), 0.05))
 
     assert killed, "the victim worker was never caught inside a task"
     assert victim.returncode == -signal.SIGKILL
@@ -235,9 +267,8 @@ def test_failure_waits_for_tasks_in_flight(cluster, tmp_path):
     c, client = cluster
     job = make_job(tmp_path / "dist", 8, 4, random_beta(8, K, np.random.default_rng(8)))
     # forward:3 runs alongside other level-2 tasks (forward:5, backward:12, ...)
-    hook = functools.partial(failing_hook, "forward:3", 0.6)
     with pytest.raises(RuntimeError, match="injected fault in forward:3"):
-        run_distributed(job, client, hooks=hook, retries=1)
+        run_distributed(job, client, task=Failing(JournaledTask(job), "forward:3", 0.6), retries=1)
     lines = job.workdir.journal_path.read_text()
     assert "forward:3" not in job.workdir.journal()
     time.sleep(1.0)  # a straggler would append its line in ≤ 0.6 s

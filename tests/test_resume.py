@@ -6,6 +6,7 @@ unbroken run; fingerprint mismatch, concurrent runs, stale locks, truncated chun
 torn journal lines and a full disk are handled.
 """
 
+import contextlib
 import errno
 import json
 import os
@@ -22,8 +23,10 @@ from click.testing import CliRunner
 from bigbn import learn
 from bigbn.api import workdir_status
 from bigbn.cli import main
+from bigbn.engine import JournaledTask, compute
 from bigbn.errors import WorkdirError
-from bigbn.plan import Plan, task_id
+from bigbn.plan import Plan
+from bigbn.workdir import Workdir
 
 
 def write_data(path, n=9, m=300, seed=0):
@@ -38,29 +41,64 @@ def write_data(path, n=9, m=300, seed=0):
 
 
 class FailOn:
-    """Hook: raise on the k-th task call (counting calls across threads)."""
+    """Fault injection as a wrapper around the task function (as cubed's tests do): the
+    k-th call (counting across threads) raises — before the task runs (``when="before"``),
+    after it wrote its chunks but before its journal line (``"after_write"``), or after
+    its journal line (``"after_journal"``)."""
 
-    def __init__(self, k, exc=None):
-        self.k = k
+    def __init__(self, k, exc=None, when="before"):
+        self.k, self.when = k, when
         self.calls = 0
         self.exc = exc or RuntimeError("injected fault")
         self.lock = threading.Lock()
 
-    def __call__(self, key):
+    def wrap(self, task):
+        self.task = task
+        return self
+
+    def __call__(self, spec):
         with self.lock:
             self.calls += 1
-            if self.calls == self.k:
-                raise self.exc
+            hit = self.calls == self.k
+        if hit and self.when == "before":
+            raise self.exc
+        if hit and self.when == "after_write":
+            compute(self.task.job, spec)
+            raise self.exc
+        rec = self.task(spec)
+        if hit:
+            raise self.exc
+        return rec
 
 
 class Count:
+    """Wrapper around the task function: records the id of every task that runs."""
+
     def __init__(self):
         self.keys = []
         self.lock = threading.Lock()
 
-    def __call__(self, key):
+    def wrap(self, task):
+        self.task = task
+        return self
+
+    def __call__(self, spec):
         with self.lock:
-            self.keys.append(task_id(key))
+            self.keys.append(spec.id)
+        return self.task(spec)
+
+
+@contextlib.contextmanager
+def wrapped(wrapper):
+    """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``."""
+    import bigbn.api as api
+
+    real = api.execute
+    api.execute = lambda job, **kw: real(job, task=wrapper.wrap(JournaledTask(job)), **kw)
+    try:
+        yield wrapper
+    finally:
+        api.execute = real
 
 
 @pytest.fixture(scope="module")
@@ -74,19 +112,22 @@ def unbroken(data, tmp_path_factory):
     return learn(data, workdir=wd, chunk_bits=5, max_parents=2), wd
 
 
-@pytest.mark.parametrize("fail_at", [1, 7, 25, 49])
+@pytest.mark.parametrize("fail_at,when", [(1, "before"), (7, "after_write"), (25, "before"),
+                                          (34, "after_journal"), (50, "after_write")])
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
-def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fail_at, scheduler):
-    with pytest.raises(RuntimeError, match="injected fault"):
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler,
-              _hooks=FailOn(fail_at))
+def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fail_at, when, scheduler):
+    with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(fail_at, when=when)):
+        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler)
     plan = Plan(9, 2, 5)
-    all_ids = {task_id(k) for s in ("forward", "backward", "gamma", "edges") for k in plan.stage_tasks(s)}
-    journal = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
-    done_before = {r["task"] for r in journal} & all_ids
+    all_ids = {t.id for t in plan.tasks()}
+    assert len(all_ids) == 50
+    done_before = set(Workdir(tmp_path).journal()) & all_ids
     assert len(done_before) < len(all_ids)
+    if when == "after_journal":
+        assert len(done_before) >= fail_at  # the failing task itself was journaled
     count = Count()
-    res = learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler, _hooks=count)
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler)
     assert sorted(count.keys) == sorted(all_ids - done_before)  # exactly the missing ones, once
     ref, _ = unbroken
     assert np.array_equal(res.posterior, ref.posterior)
@@ -96,7 +137,8 @@ def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fai
 def test_finished_run_is_not_recomputed(data, unbroken):
     ref, wd = unbroken
     count = Count()
-    res = learn(data, workdir=wd, max_parents=2, _hooks=count)
+    with wrapped(count):
+        res = learn(data, workdir=wd, max_parents=2)
     assert count.keys == []
     assert np.array_equal(res.posterior, ref.posterior)
 
@@ -223,8 +265,9 @@ def test_lock_is_exclusive_under_a_race(tmp_path):
 
 def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path):
     ref, _ = unbroken
-    with pytest.raises(RuntimeError):  # everything but the edges task (the 49th) finishes
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync", _hooks=FailOn(49))
+    with pytest.raises(RuntimeError):  # everything but the edges task (the 50th) finishes
+        with wrapped(FailOn(50)):
+            learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
     chunks = tmp_path / "tables.zarr"
     f1 = chunks / "forward" / "c" / "3"
     f1.write_bytes(f1.read_bytes()[:100])  # truncated
@@ -234,7 +277,8 @@ def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path)
     f2.write_bytes(bytes(raw))
     (chunks / "gamma_parts" / "c" / "2" / "0" / "0").unlink()  # missing
     count = Count()
-    res = learn(data, workdir=tmp_path, max_parents=2, _hooks=count)
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, max_parents=2)
     assert sorted(count.keys) == sorted(["forward:3", "backward:7", "gamma:2", "edges"])
     assert sorted(res.summary["recomputed_corrupt_tasks"]) == sorted(["forward:3", "backward:7", "gamma:2"])
     assert np.array_equal(res.posterior, ref.posterior)
@@ -246,11 +290,13 @@ def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_i
     f = tmp_path / "tables.zarr" / "forward" / "c" / "3"
     f.write_bytes(f.read_bytes()[:100])  # an intermediate chunk nothing will read again
     count = Count()
-    res = learn(data, workdir=tmp_path, max_parents=2, _hooks=count)
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, max_parents=2)
     assert count.keys == [] and np.array_equal(res.posterior, ref.posterior)
     post = tmp_path / "tables.zarr" / "posterior" / "c" / "0" / "0"
     post.write_bytes(post.read_bytes()[:-8])  # the result itself damaged
-    res = learn(data, workdir=tmp_path, max_parents=2, _hooks=count)
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, max_parents=2)
     assert sorted(count.keys) == ["edges", "forward:3"]
     assert np.array_equal(res.posterior, ref.posterior)
 
@@ -258,7 +304,8 @@ def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_i
 def test_torn_journal_line_is_ignored_and_repaired(data, unbroken, tmp_path):
     ref, _ = unbroken
     with pytest.raises(RuntimeError):
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, _hooks=FailOn(30))
+        with wrapped(FailOn(30)):
+            learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
     with open(tmp_path / "journal.jsonl", "a") as fh:
         fh.write('{"task":"gamma:1","crc":12')  # a crash mid-append
     res = learn(data, workdir=tmp_path, max_parents=2)
@@ -269,26 +316,28 @@ def test_torn_journal_line_is_ignored_and_repaired(data, unbroken, tmp_path):
 
 
 class DiskFull:
-    """Hook: every task after the n-th fails as if the disk were full."""
+    """Task wrapper: every task after the n-th fails as if the disk were full."""
 
     def __init__(self, n):
         self.n, self.calls, self.lock = n, 0, threading.Lock()
 
-    def __call__(self, key):
+    def wrap(self, task):
+        self.task = task
+        return self
+
+    def __call__(self, spec):
         with self.lock:
             self.calls += 1
             if self.calls > self.n:
                 raise OSError(errno.ENOSPC, "No space left on device", "tables.zarr/forward/c/9")
+        return self.task(spec)
 
 
 def test_disk_full_gives_one_line_error_and_rerun_finishes(data, unbroken, tmp_path, monkeypatch):
     ref, _ = unbroken
-    import bigbn.api as api
-
-    real = api.learn
-    monkeypatch.setattr(api, "learn", lambda *a, **kw: real(*a, _hooks=DiskFull(20), **kw))
-    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2",
-                                  "--chunk-bits", "5", "--quiet"])
+    with wrapped(DiskFull(20)):
+        r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2",
+                                      "--chunk-bits", "5", "--quiet"])
     assert r.exit_code == 1
     lines = [line for line in r.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: disk full")
@@ -296,16 +345,16 @@ def test_disk_full_gives_one_line_error_and_rerun_finishes(data, unbroken, tmp_p
     assert "Traceback" not in r.output
     journal = (tmp_path / "journal.jsonl").read_text().splitlines()
     assert 1 <= len(journal) <= 21 and all(json.loads(line) for line in journal)
-    monkeypatch.setattr(api, "learn", real)
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--quiet"])
     assert r.exit_code == 0, r.output
-    res = real(data, workdir=tmp_path, max_parents=2)
+    res = learn(data, workdir=tmp_path, max_parents=2)
     assert np.array_equal(res.posterior, ref.posterior)
 
 
 def test_status_reports_progress(data, tmp_path):
     with pytest.raises(RuntimeError):
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync", _hooks=FailOn(10))
+        with wrapped(FailOn(11)):  # scores and 9 forward tasks finish
+            learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
     r = CliRunner().invoke(main, ["status", "--workdir", str(tmp_path)])
     assert r.exit_code == 0, r.output
     assert "forward: 9/16 tasks done" in r.output
@@ -346,7 +395,8 @@ def test_changed_scores_on_resume_are_refused_not_mixed(data, tmp_path, monkeypa
     import bigbn.api as api
 
     with pytest.raises(RuntimeError):
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, _hooks=FailOn(30))
+        with wrapped(FailOn(30)):
+            learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
     real = api.score_families
     monkeypatch.setattr(api, "score_families", lambda *a, **kw: real(*a, **kw) + 1e-13)
     with pytest.raises(WorkdirError, match="local scores differ"):
@@ -355,6 +405,40 @@ def test_changed_scores_on_resume_are_refused_not_mixed(data, tmp_path, monkeypa
 
 def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
     with pytest.raises(RuntimeError):
-        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, _hooks=FailOn(10))
+        with wrapped(FailOn(10)):
+            learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
     with pytest.raises(WorkdirError, match="--alpha recompute"):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
+
+
+def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
+    """Any change to the code that computes tables changes the run fingerprint (a hash of
+    the sources, not a hand-bumped number), so a workdir is never resumed by other code."""
+    import shutil
+
+    import bigbn
+    import bigbn.api as api
+
+    pkg = tmp_path / "copy" / "bigbn"
+    shutil.copytree(os.path.dirname(bigbn.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; print(f())"]
+    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+
+    def fingerprint():
+        out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    assert fingerprint() == api.numerics_fingerprint()
+    for name in api.NUMERICS_MODULES:
+        before = (pkg / name).read_text()
+        (pkg / name).write_text(before + "\n# edited\n")
+        assert fingerprint() != api.numerics_fingerprint(), name
+        (pkg / name).write_text(before)
+    (pkg / "plot.py").write_text((pkg / "plot.py").read_text() + "\n# edited\n")
+    assert fingerprint() == api.numerics_fingerprint()  # not numerics: resume still allowed
+
+    with pytest.raises(RuntimeError), wrapped(FailOn(10)):
+        learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
+    monkeypatch.setattr(api, "numerics_fingerprint", lambda: "0123456789abcdef")
+    with pytest.raises(WorkdirError, match="numerics: workdir has"):
+        learn(data, workdir=tmp_path / "w", max_parents=2)

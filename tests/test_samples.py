@@ -10,7 +10,6 @@ standard errors of the exact answer, so a sampler that is wrong by more than noi
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -43,10 +42,8 @@ def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: st
     run = {"fingerprint": {"data_sha256": "test", "n": n, "m": 1},
            "plan": {"n": n, "k": k, "chunk_bits": c, "alpha_mode": "recompute"}}
     (path / "run.json").write_text(json.dumps(run))
-    token = hashlib.sha256(json.dumps(run, sort_keys=True).encode()).hexdigest()[:16]
-    wd = Workdir(path, token)
+    wd = Workdir(path)
     wd.create_tables(plan)
-    wd.write("beta", slice(None), beta, [(0, 0)])
     execute(Job(wd, plan, beta), scheduler=scheduler, workers=2)
     (path / "summary.json").write_text(json.dumps({"names": [f"X{i}" for i in range(n)]}))
     return path

@@ -1,7 +1,9 @@
-"""Study bookkeeping (plan, resume, table, figures) with a fake `learn`.
+"""Study bookkeeping (plan, resume, table, figures) with a fake `learn`, and one small
+grid through the real engine.
 
-The engine itself is not run here: `learn` is replaced by a cheap pairwise
-mutual-information score, which is enough to check what the study does with results.
+Most tests replace `learn` by a cheap pairwise mutual-information score, which is enough
+to check what the study does with results; the last one runs the real engine and checks
+every cell against the all-orders reference of tests/naive.py.
 """
 
 from __future__ import annotations
@@ -222,3 +224,25 @@ def test_two_studies_cannot_share_a_folder(tmp_path):
         with pytest.raises(WorkdirError, match="in use by another bigbn run"):
             run_study(plan, tmp_path, learn=FakeLearn(), figures=False)
     assert len(run_study(plan, tmp_path, learn=FakeLearn(), figures=False)) == 1
+
+
+def test_study_with_the_real_engine_matches_the_all_orders_reference(tmp_path):
+    """One small grid through the real `learn`: every cell's stored posteriors equal the
+    sum over all orders (tests/naive.py) of the cell's own data prefix and score."""
+    import naive
+    from bigbn.api import score_families
+    from bigbn.study import _learn_input
+
+    plan = StudyPlan(ns=(4, 5), ks=(2,), rs=(2,), ms=(15, 60), replicates=1, seed=7)
+    rows = run_study(plan, tmp_path / "out", figures=False)
+    assert len(rows) == 4
+    for c in plan.cells():
+        net, data = replicate_network_and_data(plan, c)
+        beta = score_families(_learn_input(net, data[: c.m]), plan.score, c.k,
+                              structure_prior=plan.structure_prior)
+        P0, l0 = naive.edges_by_orders(beta, c.k)
+        names, P = read_edges(tmp_path / "out" / "cells" / f"{c.key}.edges.csv")
+        order = [names.index(x) for x in net.names]
+        np.testing.assert_allclose(P[np.ix_(order, order)], P0, rtol=0, atol=1e-9)
+        info = json.loads((tmp_path / "out" / "cells" / f"{c.key}.json").read_text())
+        assert info["log_marginal"] == pytest.approx(l0, abs=1e-9)

@@ -1,0 +1,21 @@
+"""The specification executor: one task at a time, each after its dependencies."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..plan import TaskSpec
+from . import Callback, Ready, emit_end, emit_start
+
+
+def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], *,
+        callbacks: Sequence[Callback] = ()) -> None:
+    """Run ``fn(spec)`` for every spec in dependency order (the plan's order among ready ones)."""
+    ready = Ready(specs)
+    while ready:
+        spec = ready.pop()
+        start = emit_start(callbacks, spec.key)
+        result = fn(spec)
+        ready.finish(spec.key)
+        emit_end(callbacks, spec.key, result, start)
+    ready.check_done()

@@ -1,0 +1,108 @@
+"""Plan.tasks(): the one definition of what every task reads and writes, checked on
+hundreds of plans (every (n, c, k, alpha mode) of a small grid, and random larger ones)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from bigbn.plan import STAGES, Plan
+from bigbn.workdir import Workdir
+
+
+def chunk_grid(plan, table):
+    shape, chunks = plan.tables()[table]
+    return set(itertools.product(*(range(-(-s // c)) for s, c in zip(shape, chunks))))
+
+
+def check_plan(plan: Plan) -> None:
+    specs = plan.tasks()
+    keys = [t.key for t in specs]
+    assert len(set(keys)) == len(keys)
+    position = {k: i for i, k in enumerate(keys)}
+    writer = {}
+    for t in specs:
+        for r in t.writes:
+            assert r.table in plan.tables()
+            for cc in r.chunks:
+                assert (r.table, cc) not in writer, f"{r.table}{cc} written twice"
+                writer[r.table, cc] = t.key
+    # every chunk of every table is written, exactly once (above)
+    for table in plan.tables():
+        assert {cc for (tb, cc) in writer if tb == table} == chunk_grid(plan, table), table
+    for t in specs:
+        read_writers = {writer[r.table, cc] for r in t.reads for cc in r.chunks}
+        # every read is written by a dependency, and the dependencies are exactly those
+        assert set(t.deps) == read_writers, t.key
+        assert t.key not in t.deps
+        # the sync order respects the dependencies
+        assert all(position[d] < position[t.key] for d in t.deps), t.key
+        assert t.kind in STAGES
+    # what the task functions combine is what they read
+    c, h = plan.c, plan.h
+    for t in specs:
+        if t.kind in ("forward", "backward"):
+            H = t.chunk
+            bits = [b for b in range(h) if (H >> b & 1) == (t.kind == "forward")]
+            assert [node for node, _, _ in t.terms] == [c + b for b in bits]
+            assert [G for _, _, G in t.terms] == [H ^ (1 << b) for b in bits]
+            assert all(plan.task((t.kind, G)).key in t.deps for _, _, G in t.terms)
+            origin = {"forward": (0, 0), "backward": (plan.n_chunks - 1, plan.chunk_size - 1)}[t.kind]
+            assert t.origin == (origin[1] if H == origin[0] else None)
+        if t.kind == "gamma":
+            assert ("forward", t.chunk) in t.deps and ("backward", t.chunk) in t.deps
+    assert keys[0] == ("scores",) and keys[-1] == ("edges",)
+    assert len(plan.stage_tasks("forward")) == plan.n_chunks == len(plan.stage_tasks("gamma"))
+
+
+GRID = [Plan(n, k, c, mode) for n in range(2, 9) for c in range(1, n + 1) for k in sorted({0, 1, 2, n - 1} & set(range(n)))
+        for mode in ("recompute", "store")]
+
+
+def test_grid_is_hundreds_of_plans():
+    assert len(GRID) >= 200
+
+
+@pytest.mark.parametrize("plan", GRID, ids=lambda p: f"n{p.n}k{p.k}c{p.c}{p.alpha_mode[0]}")
+def test_every_read_is_written_by_a_dependency_once(plan):
+    check_plan(plan)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(8, 14), st.data())
+def test_random_larger_plans(n, data):
+    c = data.draw(st.integers(max(1, n - 7), n))
+    k = data.draw(st.integers(0, n - 1))
+    mode = data.draw(st.sampled_from(["recompute", "store"]))
+    check_plan(Plan(n, k, c, mode))
+
+
+def test_forward_and_backward_are_mirrors_in_the_plan():
+    """Backward on chunk H is forward on the complement chunk, with mirrored terms."""
+    plan = Plan(9, 2, 4)
+    last = plan.n_chunks - 1
+    for H in range(plan.n_chunks):
+        f, b = plan.task(("forward", last ^ H)), plan.task(("backward", H))
+        assert [node for node, _, _ in f.terms] == [node for node, _, _ in b.terms]
+        assert [last ^ G for _, _, G in f.terms] == [G for _, _, G in b.terms]
+        # the alpha span of the mirror is the complement span (within n - 1 bits)
+        spans = 1 << (plan.h - 1)  # 2-chunk spans per node
+        assert [(spans - 1) - first // 2 for _, first, _ in f.terms] == [first // 2 for _, first, _ in b.terms]
+
+
+def test_regions_index_whole_chunks(tmp_path):
+    plan = Plan(8, 2, 5, "store")
+    wd = Workdir(tmp_path)
+    wd.create_tables(plan)
+    for t in plan.tasks():
+        for r in t.writes:
+            index = wd.region_index(r)
+            shape, chunks = plan.tables()[r.table]
+            size = int(np.prod([sl.stop - sl.start for sl in index]))
+            assert size == len(r.chunks) * int(np.prod(chunks))
+            data = np.arange(size, dtype=float)
+            wd.write_region(r, data)
+            np.testing.assert_array_equal(wd.read_region(r).ravel(), data)
+            for cc in r.chunks:
+                assert wd.chunk_file(r.table, cc).is_file()
