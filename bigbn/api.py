@@ -53,6 +53,8 @@ class Result:
     summary: dict = field(default_factory=dict)
     parent_set_posterior: np.ndarray | None = field(default=None, repr=False)
     families: np.ndarray | None = field(default=None, repr=False)
+    map_parents: np.ndarray | None = field(default=None, repr=False)
+    map_log_score: float | None = None
 
     def parent_sets(self, child) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -78,6 +80,15 @@ class Result:
         out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
                for u in range(n) for v in range(n) if u != v]
         return sorted(out, key=lambda e: -e[2])
+
+    def map_arcs(self) -> list[tuple[str, str]]:
+        """The arcs (parent, child) of the MAP network (learn(..., map_dag=True)): the DAG
+        with the highest Σ_i β_i(G_i), i.e. the highest posterior under a DAG-modular prior."""
+        if self.map_parents is None:
+            raise OptionError("no MAP network in this result: learn(..., map_dag=True)")
+        n = len(self.names)
+        return [(self.names[u], self.names[v]) for v in range(n) for u in range(n)
+                if int(self.map_parents[v]) >> u & 1]
 
     def to_pandas(self):
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
@@ -110,6 +121,13 @@ class Result:
                     if u != v:
                         fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
                                  f"{self.posterior[u, v]:.17g}\n")
+
+
+def _write_arcs(path, arcs) -> None:
+    with open(path, "w", newline="") as fh:
+        fh.write("parent,child\n")
+        for u, v in arcs:
+            fh.write(f"{_csv_field(u)},{_csv_field(v)}\n")
 
 
 def _csv_field(s: str) -> str:
@@ -266,7 +284,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
-          check_disk: bool = True, parent_set_mass: float = 0.999) -> Result:
+          check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
@@ -279,7 +297,9 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     (chunk bits default from the memory budget). progress: callable(stage, done, total).
     parent_set_mass: WORKDIR/parent_sets.csv lists each node's most probable parent sets
     until they carry this much of its posterior (1: every set of nonzero posterior);
-    `Result.parent_sets` always has all of them.
+    `Result.parent_sets` always has all of them. map_dag: also find the highest-scoring
+    DAG (argmax Σ_i β_i(G_i); WORKDIR/map_dag.csv, `Result.map_arcs()`); it can be added
+    to a finished run by running again with map_dag=True.
     """
     t_start = time.time()
     ds, score, digest = load_dataset(data, names, score)
@@ -325,7 +345,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
     try:
         with Workdir(root).lock() as owner:
-            plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode,
+            plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
                                    memory, workers, fresh, check_disk,
                                    source=str(data) if isinstance(data, (str, os.PathLike)) else "")
             wd = Workdir(root, owner)
@@ -338,6 +358,12 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
+            if plan.map_dag:
+                result.map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                result.map_log_score = float(journal[task_id(("map_dag",))]["log_score"])
+                result.summary["map_dag"] = {"log_score": result.map_log_score,
+                                             "arcs": [list(a) for a in result.map_arcs()]}
+                _write_arcs(root / "map_dag.csv", result.map_arcs())
             result.summary["scoring_seconds_this_invocation"] = t_scores
             result.to_csv(root / "edges.csv")
             write_parent_sets(root / "parent_sets.csv", ps, plan.families, ds.names, parent_set_mass)
@@ -362,8 +388,8 @@ def _jsonable(obj):
     return obj
 
 
-def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, memory,
-             workers, fresh: bool, check_disk: bool, source: str) -> Plan:
+def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, map_dag: bool,
+             memory, workers, fresh: bool, check_disk: bool, source: str) -> Plan:
     """Check run.json against this run (refuse other data/options), fix the plan, make
     tables. Returns the plan."""
     if fresh:
@@ -384,11 +410,11 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
             if mine is not None and mine != theirs:
                 raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
                                    f"resume with the same value or use --fresh")
-        plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"])
+        plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"], map_dag)
     else:
         mode = alpha_mode or "recompute"
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
-        plan = Plan(n, k, int(c), mode)
+        plan = Plan(n, k, int(c), mode, map_dag)
         if check_disk:
             need = sum(plan.disk_bytes().values())
             free = shutil.disk_usage(wd.root).free
@@ -445,10 +471,9 @@ def _run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict
     wd.repair_journal()
     _check_scores(wd, job.beta)
     journal = wd.journal()
-    edges = journal.get(task_id(("edges",)))
-    if edges is not None and intact(job, job.plan.task(("edges",)), edges) \
-            and intact(job, job.plan.task(("scores",)), journal.get(task_id(("scores",)), {})):
-        return [], journal  # finished and its result intact: nothing to check or run
+    final = [("edges",), ("scores",)] + ([("map_dag",)] if job.plan.map_dag else [])
+    if all(intact(job, job.plan.task(key), journal.get(task_id(key), {})) for key in final):
+        return [], journal  # finished and its results intact: nothing to check or run
     done, bad = verify(job, journal)
     callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
     execute(job, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)

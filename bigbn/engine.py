@@ -185,6 +185,28 @@ def _task_edges(job: Job, spec: TaskSpec) -> dict:
     return {"crc": _write_all(job, spec, gamma, post), "log_px": log_px}
 
 
+def _task_map(job: Job, spec: TaskSpec) -> dict:
+    """M(S) = max_i a_i(S − i) + M(S − i) and the best sinks on chunk H (bigbn/mapdag.py)."""
+    from .mapdag import map_chunk
+
+    p, wd = job.plan, job.workdir
+    out, sink = map_chunk(job, spec.chunk, spec.terms, lambda G: wd.read("map", _chunk_slice(p, G)))
+    return {"crc": _write_all(job, spec, out, sink)}
+
+
+def _task_map_dag(job: Job, spec: TaskSpec) -> dict:
+    """Backtrack the MAP network from V through the best sinks; its score is M(V)."""
+    from .mapdag import backtrack, dag_score
+
+    p, wd = job.plan, job.workdir
+    log_score = float(wd.read("map", slice((1 << p.n) - 1, 1 << p.n))[0])
+    _check_finite(log_score, "the MAP network's score M(V)")
+    parents = backtrack(job.beta, p.families, p.n, lambda S: wd.read("map_sink", slice(S, S + 1))[0])
+    _check_close(dag_score(job.beta, p.families, parents), log_score,
+                 "the MAP network's score and M(V)")
+    return {"crc": _write_all(job, spec, parents.astype(np.float64)), "log_score": log_score}
+
+
 def edge_posteriors(beta: np.ndarray, gamma: np.ndarray, p: Plan, log_px: float) -> np.ndarray:
     """P[u, v] = Σ_{G ∋ u} β_v(G) γ_v(G) / Σ_G β_v(G) γ_v(G); float64 (n, n).
 
@@ -233,6 +255,8 @@ _TASKS: dict[str, Callable[[Job, TaskSpec], dict]] = {
     "backward": _task_recursion,
     "gamma": _task_gamma,
     "edges": _task_edges,
+    "map": _task_map,
+    "map_dag": _task_map_dag,
 }
 
 

@@ -30,17 +30,17 @@ def _span(job, node: int, first_chunk: int, nchunks: int) -> np.ndarray:
     return out
 
 
-def map_chunk(job, H: int, read_m) -> tuple[np.ndarray, np.ndarray]:
-    """M and the best sinks on chunk H; read_m(G) returns the finished M chunk G."""
+def map_chunk(job, H: int, terms, read_m) -> tuple[np.ndarray, np.ndarray]:
+    """M and the best sinks on chunk H. terms: (high node c+b, first chunk of its 2-chunk
+    span, chunk H - b) in ascending b, as the forward task's (plan.py); read_m(G) returns
+    the finished M chunk G."""
     p = job.plan
     acc = np.full(p.chunk_size, NEG_INF)
     arg = np.full(p.chunk_size, -1, dtype=np.int8)
     if H == 0:
         acc[0] = 0.0  # M(∅) = 0
-    for b in range(p.h):
-        if H >> b & 1:
-            G = H ^ (1 << b)
-            MP.max_into(acc, arg, _span(job, p.c + b, 2 * squeeze(G, b), 2), read_m(G), p.c + b)
+    for node, first, G in terms:
+        MP.max_into(acc, arg, _span(job, node, first, 2), read_m(G), node)
     low = np.empty((p.c, p.alpha_chunk_size))
     for i in range(p.c):
         MP.best_chunk(job.beta[i], p.families, H, p.c - 1, p.small_masks, low[i])
@@ -87,7 +87,8 @@ def map_in_memory(job) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     size = p.chunk_size
     for level in p.levels():
         for H in level:
-            out, sink = map_chunk(job, H, lambda G: M[G * size:(G + 1) * size])
+            terms = [(p.c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(p.h) if H >> b & 1]
+            out, sink = map_chunk(job, H, terms, lambda G: M[G * size:(G + 1) * size])
             M[H * size:(H + 1) * size] = out
             sinks[H * size:(H + 1) * size] = sink
     parents = backtrack(job.beta, p.families, p.n, lambda S: sinks[S])

@@ -33,7 +33,7 @@ MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
 MIN_CHUNK_BITS = 10
 ALPHA_MODES = ("recompute", "store")
-STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges")
+STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges", "map", "map_dag")
 BYTES = 8
 
 
@@ -101,6 +101,7 @@ class Plan:
     k: int
     chunk_bits: int
     alpha_mode: str = "recompute"
+    map_dag: bool = False
 
     def __post_init__(self):
         if not 2 <= self.n <= MAX_NODES:
@@ -170,6 +171,10 @@ class Plan:
         }
         if self.alpha_mode == "store":
             out["alpha"] = ((n, 1 << (n - 1)), (1, self.alpha_chunk_size))
+        if self.map_dag:  # M(S), its best sink (int8), the MAP parent masks
+            out["map"] = ((1 << n,), (size,))
+            out["map_sink"] = ((1 << n,), (size,), "i1")
+            out["map_parents"] = ((n,), (n,))
         return out
 
     # -- tasks --------------------------------------------------------------------------
@@ -234,6 +239,16 @@ class Plan:
                   chunk("forward", last), chunk("backward", 0)))
         drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
                        None, (), None))
+        if self.map_dag:  # the MAP network: the forward recursion in max-plus (mapdag.py)
+            for lvl in self.levels():
+                for H in lvl:
+                    terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
+                                  for b in range(h) if H >> b & 1)
+                    reads = (beta,) + tuple(chunk("map", G) for _, _, G in terms)
+                    drafts.append((("map", H), reads, (chunk("map", H), chunk("map_sink", H)), H, terms,
+                                   0 if H == 0 else None))
+            reads = (beta, chunk("map", last)) + tuple(chunk("map_sink", H) for H in range(self.n_chunks))
+            drafts.append((("map_dag",), reads, (Region("map_parents", ((0,),)),), None, (), None))
 
         writer: dict[tuple, tuple] = {}
         for key, _, writes, *_ in drafts:
@@ -276,6 +291,9 @@ class Plan:
         }
         if self.alpha_mode == "store":
             out["alpha"] = BYTES * self.n << (self.n - 1)
+        if self.map_dag:
+            out["map"] = BYTES << self.n
+            out["map_sink"] = 1 << self.n
         return out
 
     def task_memory_bytes(self) -> int:
@@ -350,6 +368,9 @@ def work_estimate(plan: Plan) -> dict[str, float]:
     else:  # rebuilt inside forward and backward
         out["forward_alpha"] = alpha
         out["backward_alpha"] = alpha
+    if plan.map_dag:  # max for log-add-exp; the best-parent tables always rebuilt
+        out["map"] = recursion
+        out["map_alpha"] = alpha
     return out
 
 
@@ -364,6 +385,8 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
         "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + disk["backward"] / DISK_WRITE_BPS,
         "gamma": w["gamma"] * lae + (disk["forward"] + 2 * disk["backward"]) / DISK_READ_BPS,
     }
+    if "map" in w:  # max costs less than log-add-exp: an upper bound
+        out["map"] = w["map"] * term + w["map_alpha"] * lae + disk["map"] / DISK_WRITE_BPS
     if "alpha" in w:
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
         out["forward"] += disk["alpha"] / DISK_READ_BPS

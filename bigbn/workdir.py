@@ -68,13 +68,14 @@ class TableStore:
         self.forget()
         g = zarr.open_group(self.path, mode="a")
         existing = set(g.array_keys())
-        for name, (shape, chunks) in plan.tables().items():
+        for name, (shape, chunks, *dtype) in plan.tables().items():
+            dtype = np.dtype(dtype[0] if dtype else "f8")
             if name in existing:
                 a = g[name]
-                if tuple(a.shape) == shape and tuple(a.chunks) == chunks:
+                if tuple(a.shape) == shape and tuple(a.chunks) == chunks and a.dtype == dtype:
                     continue
-            g.create_array(name, shape=shape, chunks=chunks, dtype="f8", compressors=None,
-                           fill_value=np.nan, overwrite=True)
+            g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
+                           fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
     def forget(self) -> None:
         """Drop the open array handles (the tables were re-created or removed)."""
@@ -384,7 +385,7 @@ class Workdir:
         """Remove tables, journal files and outputs (``--fresh``)."""
         self.store.clear()
         self.task_journal.clear()
-        for name in (RUN_JSON, "edges.csv", "summary.json", "parent_sets.csv"):
+        for name in (RUN_JSON, "edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv"):
             (self.root / name).unlink(missing_ok=True)
         for path in self.root.glob("samples-*"):
             shutil.rmtree(path, ignore_errors=True)

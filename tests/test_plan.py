@@ -12,7 +12,7 @@ from bigbn.workdir import Workdir
 
 
 def chunk_grid(plan, table):
-    shape, chunks = plan.tables()[table]
+    shape, chunks = plan.tables()[table][:2]
     return set(itertools.product(*(range(-(-s // c)) for s, c in zip(shape, chunks))))
 
 
@@ -50,13 +50,19 @@ def check_plan(plan: Plan) -> None:
             assert all(plan.task((t.kind, G)).key in t.deps for _, _, G in t.terms)
             origin = {"forward": (0, 0), "backward": (plan.n_chunks - 1, plan.chunk_size - 1)}[t.kind]
             assert t.origin == (origin[1] if H == origin[0] else None)
+        if t.kind == "map":  # the forward recursion's lattice, in max-plus
+            H = t.chunk
+            assert t.terms == plan.task(("forward", H)).terms
+            assert set(t.deps) == {("scores",)} | {("map", G) for _, _, G in t.terms}
         if t.kind == "gamma":
             assert ("forward", t.chunk) in t.deps and ("backward", t.chunk) in t.deps
-    assert keys[0] == ("scores",) and keys[-1] == ("edges",)
+    assert keys[0] == ("scores",) and keys[-1] == (("map_dag",) if plan.map_dag else ("edges",))
+    assert len(plan.stage_tasks("map")) == (plan.n_chunks if plan.map_dag else 0)
     assert len(plan.stage_tasks("forward")) == plan.n_chunks == len(plan.stage_tasks("gamma"))
 
 
-GRID = [Plan(n, k, c, mode) for n in range(2, 9) for c in range(1, n + 1) for k in sorted({0, 1, 2, n - 1} & set(range(n)))
+GRID = [Plan(n, k, c, mode, map_dag=(mode == "recompute" and (n + c) % 2 == 0))
+        for n in range(2, 9) for c in range(1, n + 1) for k in sorted({0, 1, 2, n - 1} & set(range(n)))
         for mode in ("recompute", "store")]
 
 
@@ -64,7 +70,7 @@ def test_grid_is_hundreds_of_plans():
     assert len(GRID) >= 200
 
 
-@pytest.mark.parametrize("plan", GRID, ids=lambda p: f"n{p.n}k{p.k}c{p.c}{p.alpha_mode[0]}")
+@pytest.mark.parametrize("plan", GRID, ids=lambda p: f"n{p.n}k{p.k}c{p.c}{p.alpha_mode[0]}{'m' * p.map_dag}")
 def test_every_read_is_written_by_a_dependency_once(plan):
     check_plan(plan)
 
@@ -75,7 +81,7 @@ def test_random_larger_plans(n, data):
     c = data.draw(st.integers(max(1, n - 7), n))
     k = data.draw(st.integers(0, n - 1))
     mode = data.draw(st.sampled_from(["recompute", "store"]))
-    check_plan(Plan(n, k, c, mode))
+    check_plan(Plan(n, k, c, mode, map_dag=data.draw(st.booleans())))
 
 
 def test_forward_and_backward_are_mirrors_in_the_plan():
@@ -92,16 +98,16 @@ def test_forward_and_backward_are_mirrors_in_the_plan():
 
 
 def test_regions_index_whole_chunks(tmp_path):
-    plan = Plan(8, 2, 5, "store")
+    plan = Plan(8, 2, 5, "store", map_dag=True)
     wd = Workdir(tmp_path)
     wd.create_tables(plan)
     for t in plan.tasks():
         for r in t.writes:
             index = wd.region_index(r)
-            shape, chunks = plan.tables()[r.table]
+            shape, chunks = plan.tables()[r.table][:2]
             size = int(np.prod([sl.stop - sl.start for sl in index]))
             assert size == len(r.chunks) * int(np.prod(chunks))
-            data = np.arange(size, dtype=float)
+            data = np.arange(size) % 100  # fits every table's dtype (map_sink is int8)
             wd.write_region(r, data)
             np.testing.assert_array_equal(wd.read_region(r).ravel(), data)
             for cc in r.chunks:
