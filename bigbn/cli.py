@@ -319,7 +319,8 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, top):
     from .samples import sample, write_outputs
 
     s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers)
-    out = write_outputs(s, workdir)
+    write_outputs(s, workdir)
+    out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
     check = s.info["edge_check"]
     click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")

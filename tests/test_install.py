@@ -1,0 +1,43 @@
+"""The README's quick start in order must not break the install: numba's compile cache
+lives in a per-user folder, never inside the installed package (a later `pip install`
+would leave it behind as an empty namespace package that hides the new install)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import bigbn
+
+PKG = Path(bigbn.__file__).resolve().parent
+RUN = ("import bigbn, numpy as np; "
+       "from bigbn import kernels, sampling, linext, maxplus; "
+       "linext.count_linear_extensions(np.zeros(3, dtype=np.int64)); "
+       "import numba; print(numba.config.CACHE_DIR)")
+
+
+def numba_files(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.suffix in (".nbi", ".nbc")}
+
+
+def run(code: str, env: dict) -> str:
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_numba_cache_is_per_user_not_in_the_package(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = str(PKG.parent)
+    before = numba_files(PKG)
+    assert run(RUN, env) == str(tmp_path / "cache" / "bigbn" / "numba")
+    assert numba_files(PKG) == before, "numba wrote its cache inside the package"
+    assert numba_files(tmp_path / "cache" / "bigbn" / "numba"), "no cache written at all"
+    # numba imported before bigbn: its config is set anyway
+    assert run("import numba; " + RUN, env) == str(tmp_path / "cache" / "bigbn" / "numba")
+    # a user's own NUMBA_CACHE_DIR wins
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")
+    assert run(RUN, env) == str(tmp_path / "mine")
