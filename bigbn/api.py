@@ -159,7 +159,7 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{MAX_NODES} variables")
         ds = _dataset_from_table(table, score)
-        digest = _hash_file(path)
+        digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         arr = np.asarray(data)
         if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
@@ -193,17 +193,10 @@ def _dataset_from_table(table: Table, score: str) -> Dataset:
     return discrete_dataset(table, max_nodes=MAX_NODES)
 
 
-def _hash_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _hash_dataset(ds: Dataset) -> str:
-    """Content hash of an in-memory dataset: everything a score depends on (the codes or
-    values, names, arities, levels, kind)."""
+    """Content hash of a dataset: everything a score depends on (the codes or values,
+    names, arities, levels, kind). The same data give the same hash whether they came
+    from a file, a pipe, a DataFrame or an array."""
     h = hashlib.sha256(np.ascontiguousarray(ds.data).tobytes())
     h.update(f"{ds.data.dtype}{ds.data.shape}{ds.kind}".encode())
     h.update(np.ascontiguousarray(ds.arities, dtype=np.int64).tobytes())
@@ -347,7 +340,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
                                    memory, workers, fresh, check_disk,
-                                   source=str(data) if isinstance(data, (str, os.PathLike)) else "")
+                                   source=str(data) if isinstance(data, (str, os.PathLike)) else ds.path)
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)

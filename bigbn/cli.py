@@ -162,21 +162,20 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         raise OptionError(f"{data}: no such file")
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
+    ds, _, _ = load_dataset(data, score=score)  # read once: DATA may be a pipe
     prior_kwargs = {}
-    if forbid or require or edge_prob or max_parents_file:
-        ds, _, _ = load_dataset(data, score=score)
-        k = min(max_parents, ds.n - 1)
-        if forbid:
-            prior_kwargs["forbid"] = read_edge_list(forbid, ds.names)
-        if require:
-            prior_kwargs["require"] = read_edge_list(require, ds.names)
-        if edge_prob:
-            prior_kwargs["edge_prob"] = read_edge_prob(edge_prob, ds.names)
-        if max_parents_file:
-            prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
+    k = min(max_parents, ds.n - 1)
+    if forbid:
+        prior_kwargs["forbid"] = read_edge_list(forbid, ds.names)
+    if require:
+        prior_kwargs["require"] = read_edge_list(require, ds.names)
+    if edge_prob:
+        prior_kwargs["edge_prob"] = read_edge_prob(edge_prob, ds.names)
+    if max_parents_file:
+        prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
     progress = Progress(quiet)
     try:
-        res = learn(data, max_parents=max_parents, score=score, ess=ess,
+        res = learn(ds, max_parents=max_parents, score=score, ess=ess,
                     structure_prior=structure_prior, alpha_mu=alpha_mu, alpha_w=alpha_w,
                     prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
                     chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import shutil
 import socket
@@ -129,6 +130,29 @@ class TableStore:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# Fields a stage's record carries besides task, stage, crc, seconds, start, end.
+_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",)}
+
+
+def valid_record(rec) -> bool:
+    """Whether a journal line is a task record as `JournaledTask` writes it: task and
+    stage strings, a CRC-32, finite times, and the stage's own numbers. Everything read
+    from disk goes through here, so a damaged or hand-edited line is never trusted."""
+    if not isinstance(rec, dict):
+        return False
+    task, stage, crc = rec.get("task"), rec.get("stage"), rec.get("crc")
+    if not (isinstance(task, str) and isinstance(stage, str) and task.split(":", 1)[0] == stage):
+        return False
+    if not (isinstance(crc, int) and not isinstance(crc, bool) and 0 <= crc < 2**32):
+        return False
+    fields = ("seconds", "start", "end") + _RECORD_EXTRAS.get(stage, ())
+    return all(_number(rec.get(f)) for f in fields)
+
+
 class Journal:
     """The task journal: one JSON line per finished task, appended and fsynced.
 
@@ -169,7 +193,8 @@ class Journal:
 
     def records(self) -> dict[str, dict]:
         """Finished tasks (from every journal file): task id -> its record. A torn line
-        (crash or full disk mid-write) is ignored."""
+        (crash or full disk mid-write) and a record that is not what a task writes (see
+        `valid_record`) are ignored: their task simply runs again."""
         out: dict[str, dict] = {}
         for path in self.files():
             with open(path, "rb") as fh:
@@ -178,7 +203,7 @@ class Journal:
                         rec = json.loads(raw)
                     except ValueError:
                         continue
-                    if isinstance(rec, dict) and "task" in rec:
+                    if valid_record(rec):
                         out[rec["task"]] = rec
         return out
 
