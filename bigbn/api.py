@@ -330,8 +330,11 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if workdir is None:
         tmp = tempfile.mkdtemp(prefix="bigbn-")
         workdir = tmp
+    if not str(workdir).strip():
+        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
     # Absolute: cluster workers resolve relative paths against their own directories.
     root = Path(workdir).resolve()
+    check_workdir_is_ours(root)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -379,6 +382,35 @@ def _jsonable(obj):
     if isinstance(obj, (np.integer, np.floating)):
         return obj.item()
     return obj
+
+
+# What bigbn itself puts in a work directory (workdir.py); a folder holding anything
+# else and no run of bigbn's is somebody else's and is never written into.
+_OURS = ("run.json", "tables.zarr", "lock", "edges.csv", "summary.json", "parent_sets.csv",
+         "map_dag.csv", "run.json.tmp", "summary.json.tmp")
+
+
+def check_workdir_is_ours(root: Path) -> None:
+    """A work directory must be new, empty, or recognisably bigbn's (it holds a run's
+    run.json, tables or journal, or only files bigbn writes). Anything else is refused
+    before a single file is written (WorkdirError)."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
+    try:
+        entries = os.listdir(root)
+    except OSError as e:
+        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
+    state = {"run.json", "tables.zarr"}
+    if state & set(entries) or any(e.startswith("journal") and e.endswith(".jsonl") for e in entries):
+        return
+    foreign = [e for e in entries if e not in _OURS and not e.startswith("samples-")
+               and not (e.startswith("journal") and e.endswith(".jsonl"))]
+    if foreign:
+        shown = ", ".join(sorted(foreign)[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown}); "
+                           "give --workdir a new or empty folder")
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, map_dag: bool,

@@ -313,7 +313,7 @@ def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
     file and line.
     """
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        fh = open(path, newline="", encoding="utf-8-sig")  # a BOM is fine, as in data files
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror})") from None
     with fh:

@@ -97,3 +97,36 @@ def test_named_pipe_with_constraint_files(tmp_path):
     assert p.returncode == 0, p.stderr
     edges = (tmp_path / "p" / "edges.csv").read_text().splitlines()
     assert "asia,tub,0" in edges
+
+
+# 5. other people's folders
+def test_a_folder_that_is_not_a_workdir_is_refused_and_untouched(tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "edges.csv").write_text("mine\n")
+    (theirs / "notes.txt").write_text("keep me\n")
+    for extra in ([], ["--fresh"]):
+        r = cli("run", ASIA, "-w", theirs, "-k", 1, "-q", *extra)
+        assert r.exit_code == 1 and "not a bigbn work directory" in r.output and "notes.txt" in r.output
+        assert sorted(os.listdir(theirs)) == ["edges.csv", "notes.txt"]
+        assert (theirs / "edges.csv").read_text() == "mine\n"
+
+
+def test_empty_workdir_name_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "precious.txt").write_text("x")
+    r = cli("run", ASIA, "-w", "", "-k", 1, "-q", "--fresh")
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert sorted(os.listdir(tmp_path)) == ["precious.txt"]
+    with pytest.raises(bigbn.errors.OptionError, match="empty work directory name"):
+        bigbn.learn(ASIA, workdir="")
+
+
+def test_bigbn_folders_stay_usable(tmp_path):
+    w = tmp_path / "w"
+    w.mkdir()  # empty: fine
+    assert cli("run", ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
+    (w / "my-notes.txt").write_text("x")  # a run's folder with a stray file: still ours
+    assert cli("run", ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
+    assert cli("run", ASIA, "-w", w, "-k", 1, "-q", "--fresh").exit_code == 0
+    assert (w / "my-notes.txt").read_text() == "x", "--fresh removes only bigbn's files"
