@@ -424,7 +424,12 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
         raise WorkdirError(f"{wd.root} holds tables or a journal but no run.json (not made by "
                            "this version, or damaged); use --fresh to start over")
     if old is not None:
-        diff = [f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
+        plain = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
+                 "numerics": "the workdir was computed by another bigbn version (its numerical "
+                             "code differs)", "m": "the data have {new} rows, the run's {old}",
+                 "n": "the data have {new} columns, the run's {old}"}
+        diff = [plain[key].format(old=str(old["fingerprint"].get(key)), new=str(val)) if key in plain
+                else f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
                 for key, val in fingerprint.items() if old["fingerprint"].get(key) != val]
         if diff:
             raise WorkdirError(f"{wd.root} holds a run of other data or options ("

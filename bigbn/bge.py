@@ -76,7 +76,10 @@ def continuous_dataset(table: Table) -> Dataset:
 
 
 def looks_continuous(table: Table) -> bool:
-    """True if every column is numeric and some column has > 10 distinct non-integer values.
+    """True if every cell is a number and some column has > 10 distinct values that are
+    not all integers (or are integers too large to be category codes, |x| ≥ 2^53), or if
+    every cell is a number and some are inf/nan (then `continuous_dataset` names the bad
+    cell, instead of a discrete reading blaming another column).
 
     Used to pick a default score (BGe vs a discrete one); it never raises.
     """
@@ -87,10 +90,13 @@ def looks_continuous(table: Table) -> bool:
                 values = table.cells[:, j].astype(np.float64)
         except ValueError:
             return False
-        if not np.isfinite(values).all():
-            return False
+        finite = np.isfinite(values)
+        if not finite.all():
+            seen_continuous = True
+            continue
         distinct = np.unique(values)
-        if distinct.size > 10 and np.any(distinct != np.round(distinct)):
+        if distinct.size > 10 and (np.any(distinct != np.round(distinct))
+                                   or np.any(np.abs(distinct) >= 2.0**53)):
             seen_continuous = True
     return seen_continuous
 
@@ -175,14 +181,17 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     if not 0 <= k <= n - 1:
         raise OptionError(f"max parents k={k} must be in 0..n-1={n - 1}")
     alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
-    t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
-
-    sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
-    logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w)
+    # Overflow (values near 1e154 and beyond) shows as non-finite scores, which the
+    # caller turns into one error line naming the column: no numpy warnings on the way.
+    with np.errstate(all="ignore"):
+        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
+        logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w)
     masks = family_masks(n - 1, k)
     out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):
         low = masks & ((1 << i) - 1)
         parents = low | ((masks >> i) << (i + 1))  # unsqueeze, vectorised
-        out[i] = logml[family_rank(sets, parents | (1 << i))] - logml[family_rank(sets, parents)]
+        with np.errstate(invalid="ignore"):
+            out[i] = logml[family_rank(sets, parents | (1 << i))] - logml[family_rank(sets, parents)]
     return out

@@ -244,6 +244,8 @@ def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, workdir):
     from .api import default_memory, default_workers
     from .plan import Plan, choose_chunk_bits, time_estimate
 
+    if workdir is not None and not os.path.isdir(workdir):
+        raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
     k = min(max_parents, n - 1)
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {max_parents}")

@@ -205,10 +205,18 @@ def read_table(path) -> Table:
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
+        start = 1
         for record in reader:
+            line = reader.line_num
+            first, start = start, line + 1  # the record's first physical line
             if _is_blank(record):
                 continue
-            line = reader.line_num
+            if any("\n" in c or "\r" in c for c in record):
+                raise DataError(f"{p}, row {first}: a quote opened on this line is not closed on it "
+                                f"(the cell runs on to line {line}); close the quote or remove it")
+            if any("\x00" in c for c in record):
+                j = next(j for j, c in enumerate(record) if "\x00" in c)
+                raise DataError(f"{p}, row {line}, column {j + 1}: a NUL byte (not a text file?)")
             cells = [c.strip() for c in record]
             if names is None:
                 names = _check_header(p, cells)

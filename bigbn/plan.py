@@ -330,10 +330,21 @@ def choose_chunk_bits(n: int, k: int, memory_bytes: int, workers: int, alpha_mod
             best = c
     if best is None:
         need = Plan(n, min(k, n - 1), floor, alpha_mode).task_memory_bytes() * max(workers, 1) * 2
-        raise OptionError(f"memory budget of {memory_bytes / 2**20:.1f} MiB is too small for n = {n} "
-                          f"with {workers} workers: give --memory at least {need / 2**20:.0f}M "
+        raise OptionError(f"memory budget of {_size(memory_bytes)} is too small for n = {n} with "
+                          f"{workers} workers: give --memory at least {_size(need, up=True)} "
                           f"(or --chunk-bits to choose the chunk size yourself)")
     return best
+
+
+def _size(b: float, up: bool = False) -> str:
+    """Bytes as --memory would take them: '512K', '3M', '1.5G' (rounded up if ``up``)."""
+    import math
+
+    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if b >= size:
+            x = b / size
+            return f"{(math.ceil(x * 10) / 10 if up else round(x, 1)):g}{unit}"
+    return f"{math.ceil(b) if up else int(b)}"
 
 
 def _transform_updates(d: int, k: int) -> int:

@@ -130,3 +130,64 @@ def test_bigbn_folders_stay_usable(tmp_path):
     assert cli("run", ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
     assert cli("run", ASIA, "-w", w, "-k", 1, "-q", "--fresh").exit_code == 0
     assert (w / "my-notes.txt").read_text() == "x", "--fresh removes only bigbn's files"
+
+
+# 6. messages that say what is wrong, where
+def test_unterminated_quote_is_reported_where_it_opens(tmp_path):
+    f = tmp_path / "q.csv"
+    f.write_text('a,b\n1,2\n"1,2\n3,4\n5,6\n')
+    r = cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3: a quote opened on this line is not closed" in r.output
+
+
+def test_bom_in_constraint_files(tmp_path):
+    forbid = tmp_path / "forbid.csv"
+    forbid.write_bytes(b"\xef\xbb\xbfparent,child\nasia,tub\n")
+    r = cli("run", ASIA, "-w", tmp_path / "w", "-q", "-k", 1, "--forbid", forbid)
+    assert r.exit_code == 0, r.output
+    assert "asia,tub,0\n" in (tmp_path / "w" / "edges.csv").read_text()
+
+
+def test_changed_data_under_the_same_workdir_says_so(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text(ASIA.read_text())
+    assert cli("run", data, "-w", tmp_path / "w", "-q", "-k", 1).exit_code == 0
+    data.write_text(ASIA.read_text().replace("\nno,", "\nyes,", 1))
+    r = cli("run", data, "-w", tmp_path / "w", "-q", "-k", 1)
+    assert r.exit_code == 1 and "the data differ from the run's" in r.output
+    assert "software" not in r.output
+
+
+def test_plan_with_a_missing_workdir_prints_no_plan(tmp_path):
+    r = cli("plan", "--n", 20, "--workdir", tmp_path / "nope")
+    assert r.exit_code == 1 and r.output.startswith("Error:") and "disk:" not in r.output
+
+
+def test_tiny_memory_budget_names_a_usable_size(tmp_path):
+    r = cli("run", ASIA, "-w", tmp_path / "w", "-q", "--memory", "1k")
+    assert r.exit_code == 1 and "at least 0M" not in r.output
+    need = r.output.split("at least ")[1].split()[0]
+    assert cli("run", ASIA, "-w", tmp_path / "w", "-q", "--memory", need).exit_code == 0
+
+
+def test_huge_values_give_one_error_line_without_numpy_warnings(tmp_path):
+    import warnings
+
+    rng = np.random.default_rng(0)
+    f = tmp_path / "huge.csv"
+    np.savetxt(f, rng.normal(size=(50, 3)) * 1e300, delimiter=",", header="a,b,c", comments="")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(bigbn.errors.DataError, match="column 'a' is not finite"):
+            bigbn.learn(f)
+    assert not caught, [str(w.message) for w in caught]
+
+
+def test_inf_cell_under_auto_names_its_own_column(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = ["a,b,c"] + [",".join(f"{v:.5f}" for v in r) for r in rng.normal(size=(50, 3))]
+    rows[10] = "0.5,inf,0.3"
+    f = tmp_path / "inf.csv"
+    f.write_text("\n".join(rows) + "\n")
+    r = cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 11, column 'b': 'inf' is not a finite number" in r.output
