@@ -17,25 +17,49 @@ from .cli_tools import CONTEXT
 from .errors import BigBNError, OptionError
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (what batch schedulers send at the wall-time limit), unwound like Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 class BigBNGroup(click.Group):
-    """Turns library errors into `Error: ...` + exit 1 (never a traceback), Ctrl-C into 130."""
+    """Turns library errors into `Error: ...` + exit 1 (never a traceback), Ctrl-C into 130
+    and SIGTERM into 143, both with the line that says how to resume."""
 
     def invoke(self, ctx):
+        import signal
+        import threading
+
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return super().invoke(ctx)
         except BigBNError as e:
             raise click.ClickException(str(e)) from None
+        except _Terminated:
+            click.echo("terminated (SIGTERM): finished tasks are kept; run the same command again "
+                       "to resume", err=True)
+            sys.exit(143)
         except KeyboardInterrupt:
             click.echo("interrupted: finished tasks are kept; run the same command again to resume",
                        err=True)
             sys.exit(130)
         except OSError as e:
+            if e.errno == errno.EPIPE:  # output piped into `head` and the like: not an error
+                sys.exit(141)
             if e.errno == errno.ENOSPC:
                 raise click.ClickException(
                     f"disk full ({e.filename or 'workdir'}): finished tasks are kept in the journal; "
                     "free space and run the same command again to resume") from None
             where = f": {e.filename}" if e.filename else ""
             raise click.ClickException(f"{e.strerror or e}{where}") from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=BigBNGroup, context_settings=CONTEXT)
@@ -111,9 +135,9 @@ class Progress:
               help="CSV node,max_parents: per-node limits (≤ -k).")
 @click.option("--score", type=click.Choice(["auto", "bdeu", "k2", "bge"]), default="auto",
               show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
-@click.option("--ess", default=1.0, show_default=True, type=float,
-              help="BDeu equivalent sample size.")
-@click.option("--alpha-mu", default=1.0, show_default=True, type=float, help="BGe α_μ.")
+@click.option("--ess", default=None, type=float,
+              help="BDeu equivalent sample size  [default: 1]")
+@click.option("--alpha-mu", default=None, type=float, help="BGe α_μ  [default: 1]")
 @click.option("--alpha-w", default=None, type=float, help="BGe α_w (default n + α_μ + 1).")
 @click.option("--structure-prior", type=click.Choice(["uniform", "koivisto-sood"]),
               default="koivisto-sood", show_default=True,
@@ -139,7 +163,8 @@ class Progress:
 @click.option("--map", "map_dag", is_flag=True,
               help="Also find the MAP network (the DAG of highest score Σ β_i(G_i)): "
                    "WORKDIR/map_dag.csv. Adds 9·2^n bytes of disk and about one forward pass.")
-@click.option("--top", default=10, show_default=True, help="How many edges to print.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0),
+              help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alpha_w,
         structure_prior, forbid, require, edge_prob, memory, chunk_bits, workers, scheduler,
@@ -162,7 +187,10 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         raise OptionError(f"{data}: no such file")
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
-    ds, _, _ = load_dataset(data, score=score)  # read once: DATA may be a pipe
+    ds, resolved, _ = load_dataset(data, score=score)  # read once: DATA may be a pipe
+    _check_score_options(resolved, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w)
+    for line in data_warnings(ds):
+        click.echo(f"Warning: {line}", err=True)
     prior_kwargs = {}
     k = min(max_parents, ds.n - 1)
     if forbid:
@@ -175,8 +203,9 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
     progress = Progress(quiet)
     try:
-        res = learn(ds, max_parents=max_parents, score=score, ess=ess,
-                    structure_prior=structure_prior, alpha_mu=alpha_mu, alpha_w=alpha_w,
+        res = learn(ds, max_parents=max_parents, score=score, ess=1.0 if ess is None else ess,
+                    structure_prior=structure_prior, alpha_w=alpha_w,
+                    alpha_mu=1.0 if alpha_mu is None else alpha_mu,
                     prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
                     chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
@@ -201,6 +230,30 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         click.echo(f"  {arcs}")
     click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
                f"{Path(workdir) / 'parent_sets.csv'}   summary: {Path(workdir) / 'summary.json'}")
+
+
+def data_warnings(ds) -> list[str]:
+    """Columns that are legal but suspicious under a discrete score, one line each."""
+    out = []
+    if ds.kind != "discrete":
+        return out
+    for name, r in zip(ds.names, ds.arities.tolist()):
+        if r == 1:
+            out.append(f"{ds.path}, column '{name}': a single value in every row; it carries no "
+                       "information, so its edges' posteriors only restate the prior")
+        elif r > ds.m / 2:
+            out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows; with so few rows "
+                       "per level a discrete score finds confident spurious parents")
+    return out
+
+
+def _check_score_options(score: str, **given) -> None:
+    """An option of another score than the one in use would be silently ignored: refuse it."""
+    owner = {"ess": "bdeu", "alpha_mu": "bge", "alpha_w": "bge"}
+    for name, value in given.items():
+        if value is not None and owner[name] != score:
+            raise OptionError(f"--{name.replace('_', '-')} is a parameter of the {owner[name]} score; "
+                              f"this run uses {score} (say --score {owner[name]}, or drop the option)")
 
 
 def _set_text(names) -> str:

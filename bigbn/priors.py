@@ -265,8 +265,13 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
         return np.full(n, value, dtype=np.int64)
     index = {str(x): j for j, x in enumerate(names)}
     out = np.full(n, k, dtype=np.int64)
+    seen: dict[int, int] = {}
     for line, (name, s) in csv_records(text, ("node", "max_parents")):
         i = _index(text, line, "node", name, index)
+        if i in seen:
+            raise DataError(f"{text}, line {line}: node '{name}' is listed again (first on line "
+                            f"{seen[i]}); give each node once")
+        seen[i] = line
         try:
             value = int(s)
         except ValueError:

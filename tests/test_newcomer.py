@@ -191,3 +191,72 @@ def test_inf_cell_under_auto_names_its_own_column(tmp_path):
     f.write_text("\n".join(rows) + "\n")
     r = cli("run", f, "-w", tmp_path / "w", "-q")
     assert r.exit_code == 1 and "row 11, column 'b': 'inf' is not a finite number" in r.output
+
+
+# 7. silently questionable
+def test_tiny_chunks_get_an_honest_plan():
+    r = cli("plan", "--n", 14, "-k", 2, "--chunk-bits", 4)
+    seconds = float(r.output.split("time:   ≈ ")[1].split()[0])
+    assert r.exit_code == 0 and seconds >= 10, r.output  # 3074 tasks: measured ≈ 38 s
+
+
+def test_suspicious_columns_get_a_warning_line(tmp_path):
+    f = tmp_path / "c.csv"
+    f.write_text("a,b,c\nx,1,p\nx,2,q\nx,1,p\nx,2,p\nx,1,q\n")
+    r = cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 0
+    warn = [x for x in r.stderr.splitlines() if x.startswith("Warning:")]
+    assert len(warn) == 1 and "column 'a': a single value in every row" in warn[0]
+
+
+def test_nul_byte_is_refused(tmp_path):
+    f = tmp_path / "n.csv"
+    f.write_bytes(b"a,b\n1,2\n1\x00,2\n2,1\n")
+    r = cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3, column 1: a NUL byte" in r.output
+
+
+def test_negative_top_and_options_of_another_score(tmp_path):
+    assert cli("run", ASIA, "-w", tmp_path / "w", "--top", "-3").exit_code == 2
+    for args, needle in ((["--score", "k2", "--ess", "5"], "--ess is a parameter of the bdeu score"),
+                         (["--alpha-mu", "2"], "--alpha-mu is a parameter of the bge score"),
+                         (["--alpha-w", "20"], "--alpha-w is a parameter of the bge score")):
+        r = cli("run", ASIA, "-w", tmp_path / "w", "-q", *args)
+        assert r.exit_code == 1 and needle in r.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_node_listed_twice_in_a_max_parents_file(tmp_path):
+    f = tmp_path / "mp.csv"
+    f.write_text("node,max_parents\ntub,1\nlung,2\ntub,0\n")
+    r = cli("run", ASIA, "-w", tmp_path / "w", "-q", "--max-parents-file", f)
+    assert r.exit_code == 1 and "line 4: node 'tub' is listed again (first on line 2)" in r.output
+
+
+def test_sigterm_says_how_to_resume(tmp_path):
+    import signal
+    import time
+
+    data = tmp_path / "d.csv"
+    assert cli("simulate", "--n", 15, "--rows", 300, "--seed", 2, data).exit_code == 0
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "-w", str(tmp_path / "w"), "-k", "4",
+           "--chunk-bits", "6", "-q", "--top", "0"]
+    p = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = tmp_path / "w" / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None and \
+            (not journal.exists() or journal.read_text().count("\n") < 20):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == ("terminated (SIGTERM): finished tasks are kept; run the "
+                                            "same command again to resume")
+    assert "Traceback" not in err
+    done = journal.read_text().count("\n")
+    p = subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    rerun = sum(s["tasks_this_invocation"] for s in summary["stages"].values())
+    total = sum(s["tasks"] for s in summary["stages"].values())
+    assert rerun <= total - done + 2, "finished tasks were kept"
