@@ -435,7 +435,7 @@ def test_dataset_fingerprint_includes_arities(tmp_path):
     ds2 = Dataset(("a", "b", "c", "d"), codes, [2] * 4, levels2)
     ds3 = Dataset(("a", "b", "c", "d"), codes, [3] * 4, levels3)
     bigbn.learn(ds2, workdir=tmp_path / "w", max_parents=2)
-    with pytest.raises(WorkdirError, match="data_sha256"):
+    with pytest.raises(WorkdirError, match="the data differ"):
         bigbn.learn(ds3, workdir=tmp_path / "w", max_parents=2)
     a = bigbn.learn(ds3, workdir=tmp_path / "w", max_parents=2, fresh=True)
     b = bigbn.learn(ds3, max_parents=2)
