@@ -102,12 +102,18 @@ def looks_continuous(table: Table) -> bool:
 
 
 def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
+    from .scores import MAX_HYPER
+
     alpha_mu = float(alpha_mu)
     if not (np.isfinite(alpha_mu) and alpha_mu > 0):
         raise OptionError(f"BGe alpha_mu must be a positive number, got {alpha_mu}")
     alpha_w = float(n + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (np.isfinite(alpha_w) and alpha_w > n + 1):
         raise OptionError(f"BGe alpha_w must exceed n + 1 = {n + 1}, got {alpha_w}")
+    for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
+        if value > MAX_HYPER:
+            raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
+                              "differences lose the precision the posteriors need")
     if nu is None:
         nu = data.mean(axis=0)
     nu = np.asarray(nu, dtype=np.float64)

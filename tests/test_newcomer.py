@@ -260,3 +260,54 @@ def test_sigterm_says_how_to_resume(tmp_path):
     rerun = sum(s["tasks_this_invocation"] for s in summary["stages"].values())
     total = sum(s["tasks"] for s in summary["stages"].values())
     assert rerun <= total - done + 2, "finished tasks were kept"
+
+
+# 4. extreme hyperparameters: right up to the accepted bound, refused beyond it
+def _bdeu_mpmath(X, r, i, parents, ess):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    q = int(np.prod([r[p] for p in parents])) if parents else 1
+    cfg = np.zeros(len(X), dtype=np.int64)
+    for p in parents:
+        cfg = cfg * r[p] + X[:, p]
+    a_ij, a_ijk = mp.mpf(ess) / q, mp.mpf(ess) / (q * r[i])
+    total = mp.mpf(0)
+    for j in np.unique(cfg):
+        sel = cfg == j
+        total += mp.loggamma(a_ij) - mp.loggamma(a_ij + int(sel.sum()))
+        for level in range(r[i]):
+            total += mp.loggamma(a_ijk + int((X[sel, i] == level).sum())) - mp.loggamma(a_ijk)
+    return float(total)
+
+
+@pytest.mark.parametrize("ess", [1e-3, 1.0, 1e4, 1e8])
+def test_bdeu_against_high_precision_up_to_the_bound(ess):
+    from bigbn.api import load_dataset
+    from bigbn.data import Dataset
+    from bigbn.families import family_masks, unsqueeze
+    from bigbn.scores import local_scores
+
+    ds, _, _ = load_dataset(ASIA)
+    X = ds.data[:400]
+    small = Dataset(ds.names, X, ds.arities, ds.levels)
+    got = local_scores(small, 2, "bdeu", ess)
+    fam = family_masks(7, 2)
+    for i in (0, 3, 7):
+        for f in (0, 4, 17, 28):
+            m = unsqueeze(int(fam[f]), i)
+            parents = [b for b in range(8) if m >> b & 1]
+            assert abs(got[i, f] - _bdeu_mpmath(X, ds.arities, i, parents, ess)) < 1e-6
+
+
+def test_hyperparameters_beyond_float64_are_refused(tmp_path):
+    from bigbn.errors import OptionError
+
+    with pytest.raises(OptionError, match="above 1e"):
+        bigbn.learn(ASIA, ess=1e16)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 3))
+    for kw in ({"alpha_w": 1e16}, {"alpha_mu": 1e16}):
+        with pytest.raises(OptionError, match="above 1e"):
+            bigbn.learn(X, **kw)
+    r = cli("run", ASIA, "-w", tmp_path / "w", "--ess", "1e16")
+    assert r.exit_code == 1 and "posteriors" in r.output and not (tmp_path / "w").exists()
