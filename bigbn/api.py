@@ -24,7 +24,7 @@ import numpy as np
 
 from . import frames
 from ._version import __version__
-from .data import Dataset, Table, discrete_dataset, read_table
+from .data import Dataset, Table, _check_header, discrete_dataset, read_table
 from .engine import Job, execute, intact, verify
 from .executors import Callback
 from .errors import DataError, OptionError, WorkdirError
@@ -161,18 +161,38 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
         ds = _dataset_from_table(table, score)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
-        arr = np.asarray(data)
+        if data is None or isinstance(data, (bytes, dict, int, float, bool)):
+            raise OptionError(f"data must be a CSV path, a pandas DataFrame, a Dataset or a 2-d "
+                              f"array, got {type(data).__name__}")
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as e:  # ragged nested lists and the like
+            raise OptionError(f"data cannot be read as a 2-d array ({e})") from None
         if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
             raise OptionError(f"data array must have shape (rows, ≥2 variables), got {arr.shape}")
-        nm = tuple(names) if names is not None else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
+        nm = tuple(str(x) for x in names) if names is not None \
+            else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
+        if len(nm) != arr.shape[1]:
+            raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
+        _check_header("array", list(nm))
         if arr.dtype == bool:
             arr = arr.astype(np.int64)
         if np.issubdtype(arr.dtype, np.integer):
+            if arr.min() < 0:
+                raise DataError("integer data are category codes 0, 1, 2, ...; found a negative "
+                                f"value in column '{nm[int(np.argmin(arr.min(axis=0)))]}'")
             arities = arr.max(axis=0).astype(np.int64) + 1
             levels = tuple(tuple(str(v) for v in range(a)) for a in arities)
             ds = Dataset(nm, arr, arities, levels)
-        else:  # numbers as a CSV file would hold them: the same rule picks the kind
+        elif arr.dtype.kind in "fc":  # numbers as a CSV file would hold them: the same rule
+            if arr.dtype.kind == "c":
+                raise DataError("complex numbers are not data bigbn can score")
             cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
+            ds = _dataset_from_table(Table("array", nm, cells), score)
+        else:  # strings or objects: the cells' text, as in a CSV file
+            if any(v is None for v in arr.ravel().tolist()):
+                raise DataError("data array: missing value (None); bigbn needs complete data")
+            cells = np.char.strip(arr.astype(str))
             ds = _dataset_from_table(Table("array", nm, cells), score)
         digest = _hash_dataset(ds)
     if ds.n > MAX_NODES:

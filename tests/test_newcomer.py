@@ -311,3 +311,22 @@ def test_hyperparameters_beyond_float64_are_refused(tmp_path):
             bigbn.learn(X, **kw)
     r = cli("run", ASIA, "-w", tmp_path / "w", "--ess", "1e16")
     assert r.exit_code == 1 and "posteriors" in r.output and not (tmp_path / "w").exists()
+
+
+# 8. the Python API raises bigbn's own errors, never a raw exception
+@pytest.mark.parametrize("data,kw", [
+    (None, {}), (123, {}), ({"a": [1]}, {}), ([[1, 2], [3]], {}), (np.zeros(5), {}),
+    (np.zeros((0, 3)), {}), (np.array([["a", "b"], ["c", None]], dtype=object), {}),
+    (np.array([[1, 2], [3, -1]]), {}), (np.ones((4, 2)) * 1j, {}),
+    (np.array([[1, 2], [2, 1]]), {"names": ["a"]}), (np.array([[1, 2], [2, 1]]), {"names": ["a", "a"]}),
+    (ROOT / "examples", {}), (ROOT / "nope.csv", {}),
+])
+def test_no_raw_exception_from_learn(data, kw):
+    with pytest.raises(bigbn.errors.BigBNError):
+        bigbn.learn(data, **kw)
+
+
+def test_string_arrays_are_discrete_data():
+    X = np.array([["a", "x"], ["b", "y"], ["a", "y"], ["b", "x"]] * 5)
+    res = bigbn.learn(X, names=["u", "v"], max_parents=1)
+    assert res.summary["options"]["score"] == "bdeu" and res.names == ("u", "v")
