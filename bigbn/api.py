@@ -254,7 +254,7 @@ def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.
 # log-add-exp they inline, the task functions and edge fold, the plan (summation order
 # follows the chunk lattice), the family order, the scores and the priors.
 NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
-                    "scores.py", "bge.py", "priors.py")
+                    "scores.py", "bge.py", "priors.py", "maxplus.py", "mapdag.py")
 
 
 def numerics_fingerprint() -> str:

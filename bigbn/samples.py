@@ -200,6 +200,11 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
     run = wd.read_run()
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no run.json); run `bigbn run` first")
+    from .api import numerics_fingerprint
+
+    if run["fingerprint"].get("numerics") != numerics_fingerprint():
+        raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
+                           "differs); run the `bigbn run` command again with --fresh, then sample")
     pl = run["plan"]
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
     try:

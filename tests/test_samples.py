@@ -22,6 +22,7 @@ import bigbn
 import naive
 from bigbn import sampling as SK
 from bigbn.cli import main
+from bigbn.api import numerics_fingerprint
 from bigbn.engine import Job, execute
 from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.families import family_masks
@@ -39,7 +40,7 @@ def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: st
     n = beta.shape[0]
     plan = Plan(n, k, c)
     path.mkdir(parents=True)
-    run = {"fingerprint": {"data_sha256": "test", "n": n, "m": 1},
+    run = {"fingerprint": {"data_sha256": "test", "n": n, "m": 1, "numerics": numerics_fingerprint()},
            "plan": {"n": n, "k": k, "chunk_bits": c, "alpha_mode": "recompute"}}
     (path / "run.json").write_text(json.dumps(run))
     wd = Workdir(path)
@@ -337,6 +338,11 @@ def test_bad_sample_options(tmp_path):
             bigbn.sample(path, **{"samples": 10, **kwargs})
     with pytest.raises(WorkdirError, match="not a bigbn work directory"):
         bigbn.sample(tmp_path / "nothing", 10)
+    run = json.loads((path / "run.json").read_text())
+    (path / "run.json").write_text(json.dumps({**run, "fingerprint": {**run["fingerprint"], "numerics": "old"}}))
+    with pytest.raises(WorkdirError, match="another bigbn version"):
+        bigbn.sample(path, 10)
+    (path / "run.json").write_text(json.dumps(run))
     (path / "summary.json").unlink()
     with pytest.raises(WorkdirError, match="not finished"):
         bigbn.sample(path, 10)
