@@ -33,19 +33,11 @@ import numpy as np
 from numba import njit, prange, types
 from numba.typed import Dict
 
+from .bits import popcount as _popcount
 from .errors import EngineError
 
 _KW = dict(cache=True, nogil=True)
 MAX_SETS = 1 << 23
-
-
-@njit(**_KW)
-def _popcount(x):
-    c = 0
-    while x:
-        x &= x - 1
-        c += 1
-    return c
 
 
 @njit(**_KW)

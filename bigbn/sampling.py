@@ -33,6 +33,8 @@ from numba import njit, prange
 
 NEG_INF = -np.inf
 ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
+from .bits import lowest_bit as _lowest_bit, popcount as _popcount
+
 _KW = dict(cache=True, nogil=True)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -55,20 +57,6 @@ def uniform(seed, t, attempt, step, kind):
     z = _mix(z ^ ((np.uint64(attempt) << np.uint64(16)) | (np.uint64(step) << np.uint64(2))
                   | np.uint64(kind)))
     return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
-@njit(**_KW)
-def _popcount(x):
-    c = 0
-    while x:
-        x &= x - 1
-        c += 1
-    return c
-
-
-@njit(**_KW)
-def _lowest_bit(x):
-    return _popcount((x & -x) - 1)
 
 
 @njit(**_KW)

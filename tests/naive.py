@@ -359,15 +359,10 @@ def log_backward(alpha):
 # --------------------------------------------------------------------- 2. over orders
 
 
-def edges_by_orders(beta, k):
-    """Edge posteriors by summing over all n! linear orders; n <= 8.
-
-    For an order with predecessor sets U_i, its weight is Σ_i log α_i(U_i); the joint
-    with the edge u→v replaces α_v by α_v^{(u)}(U_v) = Σ_{G ⊆ U_v, u ∈ G} exp beta[v, G].
-    Returns (P, log_px) as `edges_by_dags`.
-    """
-    beta, n = _check_beta(beta, k, 8)
-    la, la_u = _log_alpha_full(beta, k)
+def _orders(la):
+    """Every linear order of the n nodes: (U, A, log p(x)) with U[o, i] the predecessor
+    set of node i in order o, A[o, i] = log α_i(U[o, i]) (la: full-layout log α)."""
+    n = la.shape[0]
     perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)  # (M, n)
     M = perms.shape[0]
     # Predecessor set of the node at position j: OR of the nodes at positions < j.
@@ -377,7 +372,19 @@ def edges_by_orders(beta, k):
     U = np.empty((M, n), dtype=np.int64)
     U[np.arange(M)[:, None], perms] = prefix
     A = np.stack([la[i, U[:, i]] for i in range(n)], axis=1)  # (M, n) log α_i(U_i)
-    log_px = logsumexp(A.sum(axis=1))
+    return U, A, logsumexp(A.sum(axis=1))
+
+
+def edges_by_orders(beta, k):
+    """Edge posteriors by summing over all n! linear orders; n <= 8.
+
+    For an order with predecessor sets U_i, its weight is Σ_i log α_i(U_i); the joint
+    with the edge u→v replaces α_v by α_v^{(u)}(U_v) = Σ_{G ⊆ U_v, u ∈ G} exp beta[v, G].
+    Returns (P, log_px) as `edges_by_dags`.
+    """
+    beta, n = _check_beta(beta, k, 8)
+    la, la_u = _log_alpha_full(beta, k)
+    U, A, log_px = _orders(la)
     log_joint = np.full((n, n), -np.inf)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)  # no -inf - -inf anywhere
@@ -435,15 +442,7 @@ def parent_sets_by_orders(beta, k):
     beta, n = _check_beta(beta, k, 8)
     la, _ = _log_alpha_full(beta, k)
     fam = _full_family_masks(n, k)
-    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
-    M = perms.shape[0]
-    prefix = np.zeros((M, n), dtype=np.int64)
-    for j in range(1, n):
-        prefix[:, j] = prefix[:, j - 1] | (np.int64(1) << perms[:, j - 1])
-    U = np.empty((M, n), dtype=np.int64)
-    U[np.arange(M)[:, None], perms] = prefix
-    A = np.stack([la[i, U[:, i]] for i in range(n)], axis=1)
-    log_px = logsumexp(A.sum(axis=1))
+    U, A, log_px = _orders(la)
     out = np.zeros(beta.shape)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)
