@@ -138,7 +138,7 @@ def _csv_field(s: str) -> str:
 
 # --------------------------------------------------------------------------------- data
 
-def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, str]:
+def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) -> tuple[Dataset, str, str]:
     """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash)."""
     score = str(score).lower()
     if score not in SCORES:
@@ -154,7 +154,7 @@ def load_dataset(data, names=None, score: str = "auto") -> tuple[Dataset, str, s
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
-        table = read_table(path)
+        table = read_table(path, sep)
         if table.n > MAX_NODES:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{MAX_NODES} variables")
@@ -297,10 +297,12 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
-          check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False) -> Result:
+          check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
+          sep: str | None = None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
-    data: a CSV path, a `Dataset`, or an array (m, n) — integer codes for discrete data,
+    data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
+    pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
     floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
     "bdeu", "k2" or "bge". structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
     (ρ_i(G) = 1/C(n-1, |G|)); q_i ≡ 1. prior_kwargs: forbid, require, edge_prob,
@@ -315,7 +317,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     to a finished run by running again with map_dag=True.
     """
     t_start = time.time()
-    ds, score, digest = load_dataset(data, names, score)
+    ds, score, digest = load_dataset(data, names, score, sep)
     k = int(max_parents)
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {k}")

@@ -156,6 +156,9 @@ class Progress:
               help="Recompute alpha chunks in forward/backward (disk 2·8·2^n bytes, default) "
                    "or store all n·2^(n-1) of them once.")
 @click.option("--fresh", is_flag=True, help="Discard what the workdir holds and start over.")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of DATA: ',', ';' or 'tab' (default: detected from the "
+                   "header line; constraint files are always detected).")
 @click.option("--parent-sets", "parent_set_mass", default=0.999, show_default=True,
               type=click.FloatRange(0, 1, min_open=True),
               help="parent_sets.csv lists each node's most probable parent sets until they "
@@ -168,7 +171,7 @@ class Progress:
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alpha_w,
         structure_prior, forbid, require, edge_prob, memory, chunk_bits, workers, scheduler,
-        processes, alpha_mode, fresh, parent_set_mass, map_dag, top, quiet):
+        processes, alpha_mode, fresh, sep, parent_set_mass, map_dag, top, quiet):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -187,7 +190,7 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         raise OptionError(f"{data}: no such file")
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
-    ds, resolved, _ = load_dataset(data, score=score)  # read once: DATA may be a pipe
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep)  # read once: DATA may be a pipe
     _check_score_options(resolved, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w)
     for line in data_warnings(ds):
         click.echo(f"Warning: {line}", err=True)
@@ -201,6 +204,9 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         prior_kwargs["edge_prob"] = read_edge_prob(edge_prob, ds.names)
     if max_parents_file:
         prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
+    if not quiet and not kernels_compiled():
+        click.echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
+                   err=True)
     progress = Progress(quiet)
     try:
         res = learn(ds, max_parents=max_parents, score=score, ess=1.0 if ess is None else ess,
@@ -230,6 +236,22 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         click.echo(f"  {arcs}")
     click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
                f"{Path(workdir) / 'parent_sets.csv'}   summary: {Path(workdir) / 'summary.json'}")
+
+
+def kernels_compiled() -> bool:
+    """Whether numba's cache (a per-user folder, bigbn/__init__.py) holds compiled engine
+    kernels of this installation, i.e. a run starts without compiling them."""
+    import hashlib
+
+    from . import kernels
+
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache:
+        return False
+    # numba's cache sub-folder for a module: its folder's name, "_", sha1 of the folder path
+    folder = os.path.dirname(os.path.abspath(kernels.__file__))
+    sub = Path(cache) / f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
+    return sub.is_dir() and any(sub.glob("kernels.*.nbi"))
 
 
 def data_warnings(ds) -> list[str]:

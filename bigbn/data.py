@@ -181,8 +181,38 @@ def _is_blank(record: list[str]) -> bool:
     return not record or (len(record) == 1 and not record[0].strip())
 
 
-def read_table(path) -> Table:
-    """Read a comma-separated file with a header line into a `Table`.
+SEPARATORS = {",": "comma", "\t": "tab", ";": "semicolon"}
+
+
+def sniff_separator(text: str) -> str:
+    """The separator of a delimited text: the one of comma, tab and semicolon that occurs
+    most often in its first non-blank line (outside double quotes); comma on a tie."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    counts = dict.fromkeys(SEPARATORS, 0)
+    quoted = False
+    for ch in first:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in counts:
+            counts[ch] += 1
+    best = max(SEPARATORS, key=lambda c: (counts[c], c == ","))
+    return best if counts[best] else ","
+
+
+def _separator(sep: str | None, text: str) -> str:
+    if sep is None:
+        return sniff_separator(text)
+    sep = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";"}.get(sep, sep)
+    if len(sep) != 1 or sep in '"\r\n':
+        raise DataError(f"separator {sep!r}: give one character (',', ';', tab) or 'tab'")
+    return sep
+
+
+def read_table(path, sep: str | None = None) -> Table:
+    """Read a delimited file with a header line into a `Table`.
+
+    ``sep``: the separator (one character, or "tab"); None detects comma, tab or
+    semicolon from the header line (`sniff_separator`).
 
     The first non-blank line holds the column names. Cells are stripped of surrounding
     whitespace; standard CSV quoting is understood (stdlib `csv`). Blank lines (empty or
@@ -200,7 +230,7 @@ def read_table(path) -> Table:
     text = _read_text(p)
     if not text.strip():
         raise DataError(f"{p}: empty file")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_separator(sep, text))
     names: tuple[str, ...] | None = None
     rows: list[list[str]] = []
     lines: list[int] = []
@@ -245,8 +275,8 @@ def read_table(path) -> Table:
 def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
     if len(names) < 2:
         hint = ""
-        if any(sep in names[0] for sep in (";", "\t", "|")):
-            hint = " (the file must be comma-separated)"
+        if "|" in names[0]:
+            hint = " (separate the columns by commas, tabs or semicolons)"
         raise DataError(f"{path}: need at least 2 columns, found {len(names)}{hint}")
     seen: dict[str, int] = {}
     for j, name in enumerate(names, start=1):
@@ -313,7 +343,8 @@ def load_discrete(path, max_nodes: int | None = None) -> Dataset:
 
 
 def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
-    """Yield (line number, stripped cells) of a small CSV file with a fixed header.
+    """Yield (line number, stripped cells) of a small CSV file with a fixed header
+    (comma, tab or semicolon separated: detected from the header line).
 
     For the edge, constraint and prior files the CLI reads. The first line must name
     ``header`` (more columns allowed if ``extra_columns``); blank lines are skipped; a row
@@ -325,7 +356,12 @@ def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror})") from None
     with fh:
-        reader = csv.reader(fh)
+        try:
+            head = fh.readline()
+            fh.seek(0)
+        except (UnicodeDecodeError, OSError) as e:
+            raise DataError(f"{path}, line 1: not a readable UTF-8 CSV file ({e})") from None
+        reader = csv.reader(fh, delimiter=sniff_separator(head))
         try:
             first = next(reader, None)
         except (UnicodeDecodeError, csv.Error) as e:

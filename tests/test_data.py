@@ -108,7 +108,7 @@ def test_row_numbers_are_file_lines(tmp_path):
         ("x,y,z,x\n1,2,3,4\n", ["duplicate column name 'x'", "columns 1 and 4"]),
         ("a,b, ,d\n1,2,3,4\n", ["column 3", "empty column name"]),
         ("only\n1\n2\n", ["need at least 2 columns, found 1"]),
-        ("a;b;c\n1;2;3\n", ["need at least 2 columns, found 1", "comma-separated"]),
+        ("a|b|c\n1|2|3\n", ["need at least 2 columns, found 1", "commas, tabs or semicolons"]),
         ("a,b\n", ["no data rows"]),
         ("a,b\n\n\n", ["no data rows"]),
         ("", ["empty file"]),

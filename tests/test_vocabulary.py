@@ -4,6 +4,8 @@ directory."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from bigbn.cli import main
@@ -46,3 +48,40 @@ def test_plot_takes_a_workdir(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"wrote {out}" in res.output and out.stat().st_size > 5000
 
+
+
+def test_tab_and_semicolon_files_are_detected_and_sep_overrides(tmp_path):
+    import csv as _csv
+
+    rows = list(_csv.reader(open(Path(__file__).resolve().parent.parent / "examples" / "asia.csv")))
+    ref = invoke("run", Path(__file__).resolve().parent.parent / "examples" / "asia.csv",
+                 "-w", tmp_path / "ref", "-q", "-k", 1)
+    assert ref.exit_code == 0
+    for name, sep in (("a.tsv", "\t"), ("a.ssv", ";")):
+        f = tmp_path / name
+        f.write_text("\n".join(sep.join(r) for r in rows) + "\n")
+        forbid = tmp_path / f"forbid-{name}.csv"
+        forbid.write_text(f"parent{sep}child\nasia{sep}tub\n")
+        r = invoke("run", f, "-w", tmp_path / f"{name}-w", "-q", "-k", 1)
+        assert r.exit_code == 0, r.output
+        assert (tmp_path / f"{name}-w" / "edges.csv").read_text() == (tmp_path / "ref" / "edges.csv").read_text()
+        r = invoke("run", f, "-w", tmp_path / f"{name}-f", "-q", "-k", 1, "--forbid", forbid)
+        assert r.exit_code == 0 and "asia,tub,0\n" in (tmp_path / f"{name}-f" / "edges.csv").read_text()
+    r = invoke("run", tmp_path / "a.ssv", "-w", tmp_path / "x", "-q", "--sep", ",")
+    assert r.exit_code == 1 and "need at least 2 columns" in r.output
+
+
+def test_first_run_says_it_compiles(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(root))
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(root / "examples" / "asia.csv"), "-k", "1",
+           "--top", "0", "-w", str(tmp_path / "w"), "--fresh"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0 and second.returncode == 0
+    assert "first run: compiling" in first.stderr and "first run" not in second.stderr
