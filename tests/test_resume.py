@@ -450,5 +450,5 @@ def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError), wrapped(FailOn(10)):
         learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
     monkeypatch.setattr(api, "numerics_fingerprint", lambda: "0123456789abcdef")
-    with pytest.raises(WorkdirError, match="numerics: workdir has"):
+    with pytest.raises(WorkdirError, match="computed by another bigbn version"):
         learn(data, workdir=tmp_path / "w", max_parents=2)
