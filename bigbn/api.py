@@ -175,25 +175,17 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
         if len(nm) != arr.shape[1]:
             raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
         _check_header("array", list(nm))
-        if arr.dtype == bool:
-            arr = arr.astype(np.int64)
-        if np.issubdtype(arr.dtype, np.integer):
-            if arr.min() < 0:
-                raise DataError("integer data are category codes 0, 1, 2, ...; found a negative "
-                                f"value in column '{nm[int(np.argmin(arr.min(axis=0)))]}'")
-            arities = arr.max(axis=0).astype(np.int64) + 1
-            levels = tuple(tuple(str(v) for v in range(a)) for a in arities)
-            ds = Dataset(nm, arr, arities, levels)
-        elif arr.dtype.kind in "fc":  # numbers as a CSV file would hold them: the same rule
-            if arr.dtype.kind == "c":
-                raise DataError("complex numbers are not data bigbn can score")
+        if arr.dtype.kind == "c":
+            raise DataError("complex numbers are not data bigbn can score")
+        if arr.dtype.kind in "fc":
             cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
-            ds = _dataset_from_table(Table("array", nm, cells), score)
-        else:  # strings or objects: the cells' text, as in a CSV file
+        else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
             if any(v is None for v in arr.ravel().tolist()):
                 raise DataError("data array: missing value (None); bigbn needs complete data")
             cells = np.char.strip(arr.astype(str))
-            ds = _dataset_from_table(Table("array", nm, cells), score)
+        frames.check_complete(cells, nm, "data array")
+        # the same rules as for a CSV file: levels are the observed values
+        ds = _dataset_from_table(Table("array", nm, cells), score)
         digest = _hash_dataset(ds)
     if ds.n > MAX_NODES:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
@@ -463,6 +455,12 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
                 raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
                                    f"resume with the same value or use --fresh")
         plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"], map_dag)
+        if map_dag and check_disk and not (wd.tables / "map").exists():  # --map added later
+            need = plan.disk_bytes()["map"] + plan.disk_bytes()["map_sink"]
+            free = shutil.disk_usage(wd.root).free
+            if need * 1.05 > free:
+                raise WorkdirError(f"{wd.root}: the MAP network needs {_gib(need)} more disk, only "
+                                   f"{_gib(free)} free")
     else:
         mode = alpha_mode or "recompute"
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)

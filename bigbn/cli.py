@@ -406,9 +406,10 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, top):
         click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): exact posterior, "
                    "sampled frequency ± se, arcs")
     else:
+        rel = s.info["log_z_dag_modular_rel_se"]
+        spread = f"± {100 * rel:.1f} %" if rel is not None else "unknown spread"
         click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): posterior "
-                   f"(± {100 * s.info['log_z_dag_modular_rel_se']:.1f} % from the estimated "
-                   "normaliser), weighted frequency ± se, arcs")
+                   f"({spread} from the estimated normaliser), weighted frequency ± se, arcs")
     exact = "exact_order_modular" if prior == "order-modular" else "estimated_dag_modular"
     for d in s.dags(top):
         arcs = ", ".join(f"{a}->{b}" for a, b in s.arcs(d["parents"])) or "(no arcs)"

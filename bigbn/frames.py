@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Dataset, Table, _check_header
+from .data import _MISSING, Dataset, Table, _check_header
 from .errors import DataError, OptionError
 
 SOURCE = "DataFrame"
@@ -34,11 +34,22 @@ def is_dataframe(obj) -> bool:
         and hasattr(obj, "dtypes")
 
 
+def check_complete(cells: np.ndarray, names, where: str) -> None:
+    """Refuse a cell a CSV file would read as missing ("", "?", "NA", "NaN", any case),
+    naming the 0-based row index and the column."""
+    bad = np.isin(cells, list(_MISSING))
+    if bad.any():
+        r, j = map(int, np.argwhere(bad)[0])
+        raise DataError(f"{where}, row index {r}, column '{names[j]}': missing value '{cells[r, j]}' "
+                        "(bigbn needs complete data)")
+
+
 def _cell_text(col) -> np.ndarray:
     import pandas as pd
 
     if pd.api.types.is_float_dtype(col.dtype):  # shortest round-trip text, as a CSV writer
-        return col.to_numpy(dtype=float).astype(str)
+        native = getattr(col.dtype, "numpy_dtype", col.dtype)  # float32 stays float32
+        return col.to_numpy(dtype=native).astype(str)
     return np.array([str(v) for v in col.tolist()], dtype=str)
 
 
@@ -60,14 +71,11 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
     for j, c in enumerate(df.columns):
         col = df.iloc[:, j]
         cells[:, j] = _cell_text(col)
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            categories[j] = [str(v) for v in col.cat.categories]
-    cells = cells.astype(str)
-    empty = np.char.strip(cells) == ""
-    if empty.any():
-        r, j = map(int, np.argwhere(empty)[0])
-        raise DataError(f"{SOURCE}, row {df.index[r]!r}, column '{names[j]}': empty value")
-    return Table(SOURCE, names, np.char.strip(cells)), categories
+        if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text
+            categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))
+    cells = np.char.strip(cells.astype(str))
+    check_complete(cells, names, SOURCE)
+    return Table(SOURCE, names, cells), categories
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:

@@ -148,6 +148,8 @@ def count_linear_extensions(parents, max_sets: int = MAX_SETS) -> np.ndarray:
         raise ValueError("at most 62 nodes")
     out = np.empty(pm.shape[0])
     _count_many(pm, int(max_sets), out)
+    loops = np.any((pm >> np.arange(pm.shape[1])) & 1, axis=1)  # u → u is a cycle too
+    out[loops] = 0.0
     if np.isnan(out).any():
         d = int(np.flatnonzero(np.isnan(out))[0])
         raise EngineError(f"counting the linear extensions of DAG {d} needs more than {max_sets} "

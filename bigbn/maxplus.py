@@ -10,10 +10,11 @@ Koivisto & Sood 2004 with max for sum) on the same chunk lattice as the posterio
 - ``best_chunk_sinks`` M(S) = max_{i ∈ S} a_i(S − i) + M(S − i), M(∅) = 0, in one chunk, with
                       the maximising node (the best sink of S) as int8.
 
-Max and + are exact in floating point along a fixed path (M(S) is a_i + M(S − i) for the
-winning i, each M computed once), so M and the sinks are the same bit for bit whatever
-the chunk size. Ties go to the smallest node index: candidates are compared in ascending
-node order with a strict >, the low nodes of a chunk before its high ones.
+Max is exact and every sum a_i(S − i) + M(S − i) adds the same two operands whatever the
+chunk size (a_i is a max of β values, M(S − i) was computed the same way), so M and the
+sinks are the same bit for bit for every lattice. Ties (in floating point) go to the
+smallest node index: candidates are compared in ascending node order with a strict >,
+the low nodes of a chunk before its high ones.
 """
 
 from __future__ import annotations

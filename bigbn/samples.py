@@ -35,13 +35,16 @@ import numpy as np
 
 from . import sampling as SK
 from .engine import Job, alpha_low_block, alpha_span, intact
-from .errors import OptionError, WorkdirError
+from .errors import EngineError, OptionError, WorkdirError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
 from .plan import Plan, task_id
-from .workdir import Workdir
+from .workdir import Workdir, checksum
 
 PRIORS = ("order-modular", "dag-modular")
+# A draw is rejected only when rounding puts its uniform beyond the computed total
+# (probability ~1e-12); this many rejections of one sample mean inconsistent tables.
+MAX_ATTEMPTS = 20
 MAX_SAMPLES = 10**8
 
 
@@ -130,7 +133,8 @@ class Samples:
                 "hard_edges_ok": bool(np.all(f[hard] == P[hard]))}
 
     def dags(self, top: int | None = None) -> list[dict]:
-        """Distinct sampled DAGs, most frequent first: parents (n,) int64, count, estimated
+        """Distinct sampled DAGs, highest estimated probability (sum of weights) first:
+        parents (n,) int64, count, estimated
         probability (sum of weights) with its standard error, log #LE, log score, and the
         exact posterior under the order-modular prior; under the DAG-modular prior also the
         posterior Π β / Ẑ with Ẑ estimated from the samples."""
@@ -219,7 +223,8 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
                            "again to finish it, then sample")
     beta = wd.read("beta", slice(None))
     job = Job(wd, plan, beta)
-    if not intact(job, plan.task(("edges",)), rec):
+    scores = wd.journal().get(task_id(("scores",)))
+    if not intact(job, plan.task(("edges",)), rec) or scores is None or scores["crc"] != checksum(beta):
         raise WorkdirError(f"{root}: the run's results are damaged; run the same `bigbn run` "
                            "command again to repair them")
     return wd, plan, summary, beta
@@ -242,6 +247,7 @@ def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
     reads = 0
+    records = wd.journal()
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
         while True:
@@ -250,6 +256,9 @@ def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np
                 rej = status == SK.REJECTED
                 if not rej.any():
                     break
+                if attempt[rej].max() >= MAX_ATTEMPTS - 1:
+                    raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
+                                      "the tables are inconsistent (L(S) is not the sum of its terms)")
                 cur[rej] = (1 << n) - 1
                 step[rej] = 0
                 attempt[rej] += 1
@@ -258,6 +267,10 @@ def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np
                 continue
             L = wd.read("forward", slice(H * size, (H + 1) * size))
             reads += 1
+            rec = records.get(task_id(("forward", H)))
+            if rec is None or rec["crc"] != checksum(L):  # the check costs no extra read
+                raise WorkdirError(f"{wd.root}: forward chunk {H} is damaged; run the same "
+                                   "`bigbn run` command again to repair it, then sample")
             waiting = (status == SK.PENDING) & (key == H)
             bits = np.unique(pbit[waiting]).tolist()
             spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
@@ -331,7 +344,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     inv_le = np.exp(-lle - shift)
     mean = float(np.mean(inv_le))
     info["log_z_dag_modular"] = log_px + math.log(mean) + shift
-    info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else float("inf")
+    info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else None
     orders = np.ascontiguousarray(nodes[:, ::-1])
     out = Samples(tuple(summary["names"]), parents, weights, prior, seed, lle, log_score, log_px,
                   orders, exact, info)

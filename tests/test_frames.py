@@ -85,6 +85,35 @@ def test_bool_and_integer_valued_arrays_are_discrete():
     assert ds.kind == "continuous" and score == "bge"
 
 
+def test_integer_arrays_follow_the_csv_rule(tmp_path):
+    """Levels are the observed values, as in a CSV file or a DataFrame (codes {0, 2} are
+    two levels, not three)."""
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 2, size=(60, 3)) * 2
+    X[:, 1] = np.where(rng.random(60) < 0.8, X[:, 0], X[:, 1])
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    df.to_csv(tmp_path / "x.csv", index=False)
+    ds, _, _ = load_dataset(X, names=["a", "b", "c"])
+    assert list(ds.arities) == [2, 2, 2] and ds.levels[0] == ("0", "2")
+    a = bigbn.learn(X, names=["a", "b", "c"], max_parents=2)
+    b = bigbn.learn(df, max_parents=2)
+    c = bigbn.learn(tmp_path / "x.csv", max_parents=2)
+    assert a.log_marginal == b.log_marginal == c.log_marginal
+    np.testing.assert_array_equal(a.posterior, c.posterior)
+
+
+def test_frame_cells_as_a_csv_file_would_hold_them():
+    f32 = pd.DataFrame({"a": np.array([0.1, 0.2, 0.3] * 5, dtype=np.float32), "b": np.arange(15) % 2})
+    assert load_dataset(f32)[0].levels[0] == ("0.1", "0.2", "0.3")
+    padded = pd.DataFrame({"a": pd.Categorical([" x", "y", "y", " x"], categories=["y", " x"]),
+                           "b": ["1", "2", "2", "1"]})
+    assert load_dataset(padded)[0].levels[0] == ("y", "x")
+    with pytest.raises(DataError, match="row index 2, column 'b': missing value 'NA'"):
+        load_dataset(padded.assign(b=["1", "2", "NA", "1"]))
+    with pytest.raises(DataError, match="missing value 'nan'"):
+        load_dataset(np.array([[0.0, 1.0], [np.nan, 0.0]]), score="bdeu")
+
+
 def test_results_to_pandas_and_networkx(asia_pair):
     res = asia_pair[1]
     n = len(res.names)

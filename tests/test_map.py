@@ -55,6 +55,8 @@ def test_ties_any_optimal_dag_is_right():
     assert len(optimal) > 1
     answers = {tuple(run_map(beta, k, c)[1].tolist()) for c in range(1, n + 1)}
     assert len(answers) == 1 and answers <= optimal
+    # the subset DP with the same rule (smallest sink, then first family, among equals)
+    assert answers == {tuple(naive.map_by_subsets(beta, k)[1].tolist())}
 
 
 @pytest.mark.parametrize("n,k", [(8, 2), (10, 3), (12, 2)])

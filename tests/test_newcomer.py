@@ -317,7 +317,7 @@ def test_hyperparameters_beyond_float64_are_refused(tmp_path):
 @pytest.mark.parametrize("data,kw", [
     (None, {}), (123, {}), ({"a": [1]}, {}), ([[1, 2], [3]], {}), (np.zeros(5), {}),
     (np.zeros((0, 3)), {}), (np.array([["a", "b"], ["c", None]], dtype=object), {}),
-    (np.array([[1, 2], [3, -1]]), {}), (np.ones((4, 2)) * 1j, {}),
+    (np.ones((4, 2)) * 1j, {}),
     (np.array([[1, 2], [2, 1]]), {"names": ["a"]}), (np.array([[1, 2], [2, 1]]), {"names": ["a", "a"]}),
     (ROOT / "examples", {}), (ROOT / "nope.csv", {}),
 ])

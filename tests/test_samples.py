@@ -127,6 +127,8 @@ def test_linear_extensions_at_n_30_and_cycles():
     chain = np.array([0] + [1 << (i - 1) for i in range(1, 30)], dtype=np.int64)
     assert count_linear_extensions(chain) == 1.0
     assert count_linear_extensions(np.array([2, 1, 0], dtype=np.int64)) == 0.0  # 0 ⇄ 1: a cycle
+    assert count_linear_extensions(np.array([1, 0, 0], dtype=np.int64)) == 0.0  # 0 → 0: a cycle
+    assert count_linear_extensions(np.array([0, 3, 0], dtype=np.int64)) == 0.0  # 0 → 1 and 1 → 1
     # Two chains of 15 interleave: C(30, 15) orders.
     two = np.array([0] + [1 << (i - 1) for i in range(1, 15)] + [0] + [1 << (i - 1) for i in range(16, 30)],
                    dtype=np.int64)
@@ -225,14 +227,47 @@ def test_pending_samples_without_a_taker_are_rejected():
     assert status[0] == SK.ACTIVE and cur[0] == 0b011 and nodes[0, 0] == 2 and preds[0, 0] == 0b011
 
 
+def inflate_log_px(path: Path, by: float) -> None:
+    """Raise L(V) (the last entry of the last forward chunk) and journal the new chunk's
+    CRC, as if the tables had been computed that way."""
+    from bigbn.workdir import checksum
+
+    wd = Workdir(path)
+    n = wd.read("beta", slice(None)).shape[0]
+    size = wd.array("forward").chunks[0]
+    last = (1 << n) // size - 1
+    chunk = wd.read("forward", slice(last * size, (last + 1) * size))
+    chunk[-1] += by
+    wd.array("forward")[last * size:(last + 1) * size] = chunk
+    journal = path / "journal.jsonl"
+    recs = [json.loads(x) for x in journal.read_text().splitlines()]
+    for r in recs:
+        if r["task"] == f"forward:{last}":
+            r["crc"] = checksum(chunk)
+    journal.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_damaged_or_inconsistent_tables_are_refused(tmp_path):
+    rng = np.random.default_rng(12)
+    beta = naive.random_beta(5, 2, rng, spread=3)
+    path = finished_workdir(tmp_path / "w", beta, 2, 3)
+    wd = Workdir(path)
+    wd.array("forward")[5] = wd.read("forward", slice(5, 6))[0] + 1.0  # chunk 0, CRC now wrong
+    with pytest.raises(WorkdirError, match="forward chunk 0 is damaged"):
+        bigbn.sample(path, 100, seed=1)
+    path = finished_workdir(tmp_path / "v", beta, 2, 3)
+    inflate_log_px(path, 30.0)  # every first step rejected: inconsistent, not rounding
+    with pytest.raises(EngineError, match="rejected 20 times"):
+        bigbn.sample(path, 100, seed=1)
+
+
 def test_redrawn_samples_after_rounding_are_valid(tmp_path):
     """Inflate L(V) a little, as gross rounding would: some first steps are rejected and
     drawn again with new random numbers; every sample is still a DAG of the model."""
     rng = np.random.default_rng(4)
     beta = naive.random_beta(5, 2, rng, spread=3)
     path = finished_workdir(tmp_path / "w", beta, 2, 3)
-    wd = Workdir(path)
-    wd.array("forward")[31] = wd.read("forward", slice(31, 32))[0] + 0.05
+    inflate_log_px(path, 0.05)
     s = bigbn.sample(path, 2000, seed=1)
     assert 40 < s.info["redrawn_for_rounding"] < 200  # ≈ 2000 (1 - e^-0.05) ≈ 98
     pm, prob, _ = naive.dag_posterior(beta, 2)
