@@ -85,6 +85,11 @@ class Samples:
         return float(1.0 / np.sum(self.weights ** 2))
 
     def _feature(self, masks: np.ndarray, with_se: bool):
+        if self.prior == "order-modular":  # equal weights: counts / T, exact to rounding once
+            T = len(self)
+            counts, _ = SK.weighted_bit_sums(masks, np.ones(T))
+            p = counts / T
+            return (p, np.sqrt(p * (1.0 - p) / T)) if with_se else p
         s1, s2 = SK.weighted_bit_sums(masks, self.weights)
         p = np.clip(s1, 0.0, 1.0)
         if not with_se:
@@ -118,7 +123,8 @@ class Samples:
         if self.exact_edges is None:
             raise OptionError("no exact edge posteriors to compare with")
         T = len(self)
-        f, _ = SK.weighted_bit_sums(self.parents, np.full(T, 1.0 / T))
+        counts, _ = SK.weighted_bit_sums(self.parents, np.ones(T))
+        f = counts / T
         P = self.exact_edges
         np.fill_diagonal(f, 0.0)
         inner = (P > 0) & (P < 1)
@@ -130,7 +136,7 @@ class Samples:
         return {"max_abs_z": float(abs(z[u, v])), "edge": [self.names[u], self.names[v]],
                 "frequency": float(f[u, v]), "exact": float(P[u, v]),
                 "edges_compared": int(normal.sum()),
-                "hard_edges_ok": bool(np.all(f[hard] == P[hard]))}
+                "hard_edges_ok": bool(np.all(counts[hard] == T * P[hard]))}
 
     def dags(self, top: int | None = None) -> list[dict]:
         """Distinct sampled DAGs, highest estimated probability (sum of weights) first:
@@ -141,6 +147,8 @@ class Samples:
         uniq, inv, counts = np.unique(self.parents, axis=0, return_inverse=True, return_counts=True)
         inv = inv.reshape(-1)
         wsum = np.bincount(inv, weights=self.weights, minlength=len(uniq))
+        if self.prior == "order-modular":  # equal weights: counts / T, exact to one rounding
+            wsum = counts / len(inv)
         w2 = float(np.sum(self.weights ** 2))
         w2sum = np.bincount(inv, weights=self.weights ** 2, minlength=len(uniq))
         first = np.full(len(uniq), len(inv))

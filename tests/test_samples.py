@@ -365,6 +365,24 @@ def test_edge_self_check_and_determinism(tmp_path):
     assert s1.info["chunks_read"] == 1 and s2.info["chunks_read"] <= 32
 
 
+def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
+    from bigbn.priors import read_edge_list
+
+    names = ["asia", "tub", "smoke", "lung", "bronc", "either", "xray", "dysp"]
+    req, forbid = tmp_path / "req.csv", tmp_path / "forbid.csv"
+    req.write_text("parent,child\nsmoke,lung\n")
+    forbid.write_text("parent,child\nbronc,dysp\n")
+    res = bigbn.learn(ASIA, max_parents=2, workdir=tmp_path / "w",
+                      prior_kwargs={"require": read_edge_list(req, names),
+                                    "forbid": read_edge_list(forbid, names)})
+    assert res.posterior[2, 3] == 1.0 and res.posterior[4, 7] == 0.0
+    s = bigbn.sample(tmp_path / "w", 30000, seed=5)
+    p = s.edge_probabilities()
+    assert p[2, 3] == 1.0 and p[4, 7] == 0.0, "counts / T, not a sum of 1/T"
+    assert s.info["edge_check"]["hard_edges_ok"]
+    assert sum(d["probability"] for d in s.dags()) == pytest.approx(1.0, abs=1e-12)
+
+
 def test_bad_sample_options(tmp_path):
     rng = np.random.default_rng(9)
     path = finished_workdir(tmp_path / "w", naive.random_beta(3, 1, rng), 1, 3)
