@@ -90,6 +90,19 @@ class Result:
         return [(self.names[u], self.names[v]) for v in range(n) for u in range(n)
                 if int(self.map_parents[v]) >> u & 1]
 
+    def map_to_pandas(self):
+        """The MAP network's arcs as a DataFrame with columns parent, child."""
+        arcs = self.map_arcs()
+        return frames.to_frame({"parent": [a for a, _ in arcs], "child": [b for _, b in arcs]})
+
+    def map_to_networkx(self):
+        """The MAP network as a networkx DiGraph with every variable as a node."""
+        nx = frames.require("networkx", "map_to_networkx()")
+        g = nx.DiGraph()
+        g.add_nodes_from(self.names)
+        g.add_edges_from(self.map_arcs())
+        return g
+
     def to_pandas(self):
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
         edges in node order (pandas is an optional dependency)."""
@@ -336,9 +349,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     # Scores first: they validate every model option (constraints, ess, BGe parameters), so
     # a refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
+    if progress is not None:  # the local scores are the first stage a user waits for
+        progress("scores", 0, 1)
     beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
                           alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
     t_scores = round(time.time() - t_scores, 4)
+    if progress is not None:
+        progress("scores", 1, 1)
 
     tmp = None
     if workdir is None:

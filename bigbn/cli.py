@@ -97,6 +97,8 @@ class Progress:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.bars: dict = {}
+        self.initial: dict = {}
+        self.started: set = set()
         self.last_line = 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -110,6 +112,13 @@ class Progress:
                 bar = self.bars[stage] = tqdm(total=total, desc=f"{stage:>8}", unit="task",
                                               leave=True, initial=done, file=sys.stderr,
                                               position=len(self.bars), dynamic_ncols=True)
+                self.initial[stage] = done
+            elif done > self.initial[stage] and stage not in self.started:
+                # the stage's own clock starts with its first finished task, not when the
+                # bar appeared (gamma waits for forward and backward)
+                self.started.add(stage)
+                bar.start_t = bar._time()
+                bar.initial = done
             bar.n = done
             bar.refresh()
             return

@@ -342,9 +342,10 @@ def write_figures(plan: StudyPlan, out, replicate: int = 0) -> list[Path]:
             anyc = False
             for a, r in enumerate(plan.rs):
                 for b, m in enumerate(plan.ms):
-                    curves = [c for c in (cell_roc(out, Cell(n, k, r, rep, m))
-                                          for rep in range(plan.replicates)) if c is not None]
+                    found = [(rep, cell_roc(out, Cell(n, k, r, rep, m))) for rep in range(plan.replicates)]
+                    curves = [c for _, c in found if c is not None]
+                    labels = [f"replicate {rep}: AUC {c.auc:.3f}" for rep, c in found if c is not None]
                     anyc |= bool(curves)
-                    _draw(axes[a, b], curves, None, f"m = {m}, r = {r}")
+                    _draw(axes[a, b], curves, labels, f"m = {m}, r = {r}")
             emit(fig, anyc, f"variance_n{n}_k{k}.png")
     return written

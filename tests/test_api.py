@@ -494,3 +494,11 @@ def test_no_module_level_state_grows_with_runs(tmp_path):
         bigbn.learn(asia, workdir=tmp_path / f"w{i + 1}", max_parents=1, scheduler=scheduler, workers=2)
     after = sizes()
     assert before and {k: v for k, v in after.items() if before.get(k) != v} == {}
+
+
+def test_progress_reports_the_scores_stage_first(tmp_path):
+    events = []
+    bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", max_parents=1,
+                progress=lambda *e: events.append(e))
+    assert events[:2] == [("scores", 0, 1), ("scores", 1, 1)]
+    assert ("edges", 1, 1) in events

@@ -153,3 +153,12 @@ def test_missing_optional_packages_are_named(asia_pair, monkeypatch):
     monkeypatch.setitem(sys.modules, "networkx", None)
     with pytest.raises(OptionError, match="pip install networkx"):
         asia_pair[1].to_networkx()
+
+
+def test_map_result_to_pandas_and_networkx(tmp_path):
+    res = bigbn.learn(ASIA, max_parents=2, map_dag=True)
+    df = res.map_to_pandas()
+    assert list(df.itertuples(index=False, name=None)) == res.map_arcs()
+    g = res.map_to_networkx()
+    assert set(g.nodes) == set(res.names) and sorted(g.edges) == sorted(res.map_arcs())
+    assert nx.is_directed_acyclic_graph(g)
