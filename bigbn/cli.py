@@ -91,46 +91,54 @@ def parse_size(text: str | None) -> int | None:
 
 
 class Progress:
-    """Progress events -> a tqdm bar per stage on a terminal, plain log lines otherwise."""
+    """Progress events -> one status line on a terminal, rewritten in place (every stage's
+    tasks done and each stage's own elapsed time, from its first event with work done);
+    plain log lines otherwise. One line cannot be garbled by Ctrl-C, resizing or other
+    output, as stacked per-stage bars were."""
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
-        self.bars: dict = {}
-        self.initial: dict = {}
-        self.started: set = set()
+        self.state: dict[str, tuple[int, int]] = {}
+        self.begun: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
         self.last_line = 0.0
+        self.shown = False
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.quiet:
             return
-        if self.tty:
-            from tqdm import tqdm
-
-            bar = self.bars.get(stage)
-            if bar is None:  # one line per stage, fixed; all closed together at the end
-                bar = self.bars[stage] = tqdm(total=total, desc=f"{stage:>8}", unit="task",
-                                              leave=True, initial=done, file=sys.stderr,
-                                              position=len(self.bars), dynamic_ncols=True)
-                self.initial[stage] = done
-            elif done > self.initial[stage] and stage not in self.started:
-                # the stage's own clock starts with its first finished task, not when the
-                # bar appeared (gamma waits for forward and backward)
-                self.started.add(stage)
-                bar.start_t = bar._time()
-                bar.initial = done
-            bar.n = done
-            bar.refresh()
-            return
         now = time.monotonic()
+        first = self.state.get(stage, (done, total))[0]
+        self.state[stage] = (done, total)
+        if stage not in self.begun and (done > first or stage == "scores"):
+            self.begun[stage] = now  # the stage's own clock (gamma waits for forward, backward)
+        if done == total and stage in self.begun:
+            self.ended.setdefault(stage, now)
+        if self.tty:
+            if done == total or now - self.last_line > 0.1:
+                self.last_line = now
+                sys.stderr.write("\r[bigbn] " + "  ".join(self._stage_text(s, now) for s in self.state)
+                                 + "\x1b[K")
+                sys.stderr.flush()
+                self.shown = True
+            return
         if done == total or done == 0 or now - self.last_line > 5:
             self.last_line = now
             click.echo(f"[bigbn] {stage}: {done}/{total} tasks", err=True)
 
+    def _stage_text(self, stage: str, now: float) -> str:
+        done, total = self.state[stage]
+        text = f"{stage} {done}/{total}"
+        if stage in self.begun:
+            text += f" {self.ended.get(stage, now) - self.begun[stage]:.1f}s"
+        return text
+
     def close(self):
-        for bar in self.bars.values():
-            bar.close()
-        self.bars = {}
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.shown = False
 
 
 @main.command()

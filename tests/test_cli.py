@@ -439,3 +439,24 @@ def test_subprocess_help():
     assert p.returncode == 0 and "Example" in p.stdout and "run" in p.stdout
     p = run_proc([sys.executable, "-m", "bigbn.cli", "run", "-h"], ROOT)
     assert p.returncode == 0 and "Example" in p.stdout
+
+
+def test_terminal_progress_is_one_line_rewritten_in_place(capsys):
+    """On a terminal every event rewrites one status line (no stacked bars to garble on
+    Ctrl-C); close ends it with a single newline; each stage shows its own clock."""
+    from bigbn.cli import Progress
+
+    p = Progress()
+    p.tty = True
+    p("scores", 0, 1)
+    p("scores", 1, 1)
+    p("forward", 0, 4)
+    p("gamma", 0, 4)
+    for d in range(1, 5):
+        p("forward", d, 4)
+    p.close()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("\n")
+    last = err.rstrip("\n").split("\r")[-1]
+    assert last.startswith("[bigbn] scores 1/1 ") and "forward 4/4 " in last
+    assert "gamma 0/4\x1b[K" in last, "a stage with no work done yet shows no clock"
