@@ -128,7 +128,7 @@ def roc(edges, truth, plot_path, curve_path):
     click.echo(f"AUC {curve.auc:.6f}")
     if plot_path:
         plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],
-                 title=f"Undirected-edge ROC of {edges} against {Path(truth).name}")
+                 title=f"Undirected-edge ROC: {edges} against {truth}")
         click.echo(f"wrote {plot_path}")
     if curve_path:
         with open(curve_path, "w", encoding="utf-8") as fh:

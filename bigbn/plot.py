@@ -61,7 +61,9 @@ def heatmap(names, posterior, path, title=None) -> None:
                     ax.text(v, u, f"{P[u, v]:.2f}", ha="center", va="center",
                             fontsize="x-small", color="white" if P[u, v] < 0.6 else "black")
     fig.colorbar(im, ax=ax, label="p(u \u2192 v | data)")
-    ax.set_title(title or "edge posteriors")
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title or "edge posteriors", 70)))
     save_figure(fig, path)
 
 

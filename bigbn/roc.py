@@ -134,7 +134,9 @@ def plot_roc(curves, path, labels=None, title=None) -> None:
     fig, ax = figure(figsize=(4.5, 4.5))
     draw_roc_panel(ax, curves, labels)
     if title:
-        ax.set_title(title)
+        import textwrap
+
+        ax.set_title("\n".join(textwrap.wrap(title, 40)), fontsize="medium")
     save_figure(fig, path)
 
 
