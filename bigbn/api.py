@@ -32,7 +32,7 @@ from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
 from .scores import local_scores
-from .workdir import Workdir, checksum
+from .workdir import Workdir, check_is_ours, checksum
 
 SCORES = ("auto", "bdeu", "k2", "bge")
 PRIORS = ("uniform", "koivisto-sood")
@@ -86,9 +86,7 @@ class Result:
         with the highest Σ_i β_i(G_i), i.e. the highest posterior under a DAG-modular prior."""
         if self.map_parents is None:
             raise OptionError("no MAP network in this result: learn(..., map_dag=True)")
-        n = len(self.names)
-        return [(self.names[u], self.names[v]) for v in range(n) for u in range(n)
-                if int(self.map_parents[v]) >> u & 1]
+        return frames.arcs(self.names, self.map_parents)
 
     def map_to_pandas(self):
         """The MAP network's arcs as a DataFrame with columns parent, child."""
@@ -97,11 +95,7 @@ class Result:
 
     def map_to_networkx(self):
         """The MAP network as a networkx DiGraph with every variable as a node."""
-        nx = frames.require("networkx", "map_to_networkx()")
-        g = nx.DiGraph()
-        g.add_nodes_from(self.names)
-        g.add_edges_from(self.map_arcs())
-        return g
+        return frames.arcs_digraph(self.names, self.map_arcs(), "map_to_networkx()")
 
     def to_pandas(self):
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
@@ -365,7 +359,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
     # Absolute: cluster workers resolve relative paths against their own directories.
     root = Path(workdir).resolve()
-    check_workdir_is_ours(root)
+    check_is_ours(root)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -413,35 +407,6 @@ def _jsonable(obj):
     if isinstance(obj, (np.integer, np.floating)):
         return obj.item()
     return obj
-
-
-# What bigbn itself puts in a work directory (workdir.py); a folder holding anything
-# else and no run of bigbn's is somebody else's and is never written into.
-_OURS = ("run.json", "tables.zarr", "lock", "edges.csv", "summary.json", "parent_sets.csv",
-         "map_dag.csv", "run.json.tmp", "summary.json.tmp")
-
-
-def check_workdir_is_ours(root: Path) -> None:
-    """A work directory must be new, empty, or recognisably bigbn's (it holds a run's
-    run.json, tables or journal, or only files bigbn writes). Anything else is refused
-    before a single file is written (WorkdirError)."""
-    if not root.exists():
-        return
-    if not root.is_dir():
-        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
-    try:
-        entries = os.listdir(root)
-    except OSError as e:
-        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
-    state = {"run.json", "tables.zarr"}
-    if state & set(entries) or any(e.startswith("journal") and e.endswith(".jsonl") for e in entries):
-        return
-    foreign = [e for e in entries if e not in _OURS and not e.startswith("samples-")
-               and not (e.startswith("journal") and e.endswith(".jsonl"))]
-    if foreign:
-        shown = ", ".join(sorted(foreign)[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown}); "
-                           "give --workdir a new or empty folder")
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, map_dag: bool,

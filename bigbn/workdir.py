@@ -16,6 +16,7 @@ chunk it may have left.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import fcntl
 import json
 import math
@@ -37,6 +38,10 @@ TABLES = "tables.zarr"
 JOURNAL = "journal.jsonl"
 RUN_JSON = "run.json"
 LOCK = "lock"
+JOURNAL_GLOB = "journal*.jsonl"
+SAMPLES_GLOB = "samples-*"
+# What a run and `bigbn sample` write next to run.json (``--fresh`` removes exactly these).
+OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv")
 
 
 def checksum(a: np.ndarray, start: int = 0) -> int:
@@ -179,7 +184,7 @@ class Journal:
         return self.root / f"journal-{me[0]}-{me[1]}.jsonl"
 
     def files(self) -> list[Path]:
-        return sorted(self.root.glob("journal*.jsonl"))
+        return sorted(self.root.glob(JOURNAL_GLOB))
 
     def append(self, record: dict) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -410,7 +415,30 @@ class Workdir:
         """Remove tables, journal files and outputs (``--fresh``)."""
         self.store.clear()
         self.task_journal.clear()
-        for name in (RUN_JSON, "edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv"):
+        for name in (RUN_JSON,) + OUTPUTS:
             (self.root / name).unlink(missing_ok=True)
-        for path in self.root.glob("samples-*"):
+        for path in self.root.glob(SAMPLES_GLOB):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def check_is_ours(root: Path) -> None:
+    """A work directory must be new, empty, or recognisably bigbn's: it holds a run's
+    run.json, tables or journal, or only files bigbn writes. Anything else is somebody
+    else's folder and is refused before a single file is written (WorkdirError)."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
+    try:
+        entries = os.listdir(root)
+    except OSError as e:
+        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
+    journal = [e for e in entries if fnmatch.fnmatch(e, JOURNAL_GLOB)]
+    if journal or {RUN_JSON, TABLES} & set(entries):
+        return
+    ours = {RUN_JSON, LOCK, *OUTPUTS} | {f"{name}.tmp" for name in (RUN_JSON, "summary.json")}
+    foreign = [e for e in entries if e not in ours and not fnmatch.fnmatch(e, SAMPLES_GLOB)]
+    if foreign:
+        shown = ", ".join(sorted(foreign)[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown}); "
+                           "give --workdir a new or empty folder")
