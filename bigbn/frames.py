@@ -113,3 +113,19 @@ def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
             if u != v and (threshold is None or P[u, v] >= threshold):
                 g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
     return g
+
+
+def arcs(names, parents) -> list[tuple[str, str]]:
+    """The arcs (parent name, child name) of a DAG given as parent masks (bit u of
+    parents[v] ⟺ u → v), by child then parent in data order."""
+    n = len(names)
+    return [(names[u], names[v]) for v in range(n) for u in range(n) if int(parents[v]) >> u & 1]
+
+
+def arcs_digraph(names, arc_list, what: str):
+    """A networkx DiGraph with every variable as a node and the given arcs."""
+    nx = require("networkx", what)
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    g.add_edges_from(arc_list)
+    return g

@@ -189,24 +189,21 @@ class Samples:
 
     def to_networkx(self, t: int = 0):
         """Sample t as a networkx DiGraph (every variable a node)."""
-        from .frames import require
+        from .frames import arcs_digraph
 
-        nx = require("networkx", "to_networkx()")
-        g = nx.DiGraph()
-        g.add_nodes_from(self.names)
-        g.add_edges_from(self.arcs(self.parents[t]))
-        return g
+        return arcs_digraph(self.names, self.arcs(self.parents[t]), "to_networkx()")
 
     def arcs(self, parents_row) -> list[tuple[str, str]]:
         """The arcs (parent name, child name) of one DAG given as a parents row."""
-        return [(self.names[u], self.names[v]) for v in range(self.n) for u in range(self.n)
-                if int(parents_row[v]) >> u & 1]
+        from .frames import arcs
+
+        return arcs(self.names, parents_row)
 
 
 # ------------------------------------------------------------------------------ sampling
 
-def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
-    """The finished run in ``workdir``: (Workdir, plan, summary, beta)."""
+def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
+    """The finished run in ``workdir``: (Workdir, plan, summary, beta, journal records)."""
     root = Path(workdir).resolve()
     wd = Workdir(root)
     run = wd.read_run()
@@ -225,22 +222,25 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray]:
         ok = isinstance(names, list) and len(names) == plan.n and all(isinstance(s, str) for s in names)
     except (OSError, ValueError, KeyError, TypeError):
         ok = False
-    rec = wd.journal().get(task_id(("edges",)))
+    records = wd.journal()
+    rec = records.get(task_id(("edges",)))
     if not ok or rec is None:
         raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
                            "again to finish it, then sample")
     beta = wd.read("beta", slice(None))
     job = Job(wd, plan, beta)
-    scores = wd.journal().get(task_id(("scores",)))
+    scores = records.get(task_id(("scores",)))
     if not intact(job, plan.task(("edges",)), rec) or scores is None or scores["crc"] != checksum(beta):
         raise WorkdirError(f"{root}: the run's results are damaged; run the same `bigbn run` "
                            "command again to repair them")
-    return wd, plan, summary, beta
+    return wd, plan, summary, beta, records
 
 
-def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _sweep(job: Job, records: dict, T: int, seed: int, workers: int,
+           progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
-    (rounding) are drawn again. Returns (nodes, preds, attempt, chunks read)."""
+    (rounding) are drawn again. Each forward chunk is checked against its journal record
+    (``records``) as it is read. Returns (nodes, preds, attempt, chunks read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     size = p.chunk_size
@@ -255,7 +255,6 @@ def _sweep(job: Job, T: int, seed: int, workers: int, progress=None) -> tuple[np
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
     reads = 0
-    records = wd.journal()
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
         while True:
@@ -320,10 +319,10 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     if workers < 1:
         raise OptionError(f"workers must be ≥ 1, got {workers}")
     t0 = time.perf_counter()
-    wd, plan, summary, beta = _open_finished(workdir)
+    wd, plan, summary, beta, records = _open_finished(workdir)
     with wd.lock():
         job = Job(wd, plan, beta)
-        nodes, preds, attempt, reads = _sweep(job, T, seed, workers, progress)
+        nodes, preds, attempt, reads = _sweep(job, records, T, seed, workers, progress)
         t_sweep = time.perf_counter()
         parents = np.zeros((T, plan.n), dtype=np.int64)
         SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
