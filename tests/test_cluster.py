@@ -249,11 +249,16 @@ def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
     assert len(client.scheduler_info()["workers"]) == 1
     expected = all_task_ids(job.plan)
     assert set(job.workdir.journal()) == expected
-    # only the interrupted task may run twice (each worker has one thread)
+    # Runs twice: the interrupted task, and perhaps one the victim had just finished
+    # whose result the client had not read yet (its future turns "lost"). Each worker has
+    # one thread, so no other task can be caught by the kill.
     lines = job.workdir.journal_path.read_text().splitlines()
-    assert len(expected) <= len(lines) <= len(expected) + 1
+    assert len(expected) <= len(lines) <= len(expected) + 2
     log = starts()
-    assert len(log) <= len(expected) + 1
+    assert len(log) <= len(expected) + 2
+    again_after_kill = [(pid, t) for pid, t in log[killed["starts"]:]
+                        if any(t == u for _, u in log[:killed["starts"]])]
+    assert all(pid == c.workers[1].pid for pid, _ in again_after_kill)
     if not killed["journaled"]:
         # the interrupted task was run again, by the surviving worker, after the kill
         again = [pid for pid, t in log[killed["starts"]:] if t == killed["task"]]

@@ -6,10 +6,12 @@ releases each future the moment it finishes:
 - Tasks pass only specs. The task function (it holds beta, ≈ 1 MB at n = 32, k = 3) is
   scattered once to every worker; each task is ``fn(spec)``, and its result is small (the
   journal record). Tables flow through zarr in the shared work directory.
-- No finished result is kept on a worker. Had the whole graph been submitted at once,
-  the tiny result of every finished task on a worker that dies would count as lost data,
-  and the scheduler would run those finished tasks again. Here a lost worker costs only
-  the tasks it was running: the scheduler reschedules them (up to
+- No finished result is kept on a worker longer than the client takes to read it. Had
+  the whole graph been submitted at once, the tiny result of every finished task on a
+  worker that dies would count as lost data, and the scheduler would run those finished
+  tasks again. Here a lost worker costs only the tasks it was running, plus a task that
+  finished in the moment before the client read its result (its future turns "lost"; it
+  is awaited again). The scheduler reschedules them (up to
   ``distributed.scheduler.allowed-failures`` deaths per task, default 3) and, being
   idempotent, they overwrite their chunks and append their journal line again.
 - ``retries`` covers exceptions raised inside a task (e.g. a transient I/O error on a
@@ -61,6 +63,12 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, 
             key, start = running.pop(fut)
             if fut.status == "error":
                 raise fut.exception()
+            if fut.status == "lost":
+                # it finished, but its worker died before we took the result: the
+                # scheduler runs it again (the task is idempotent); wait for that run
+                running[fut] = (key, start)
+                ac.add(fut)
+                continue
             if fut.status != "finished":
                 raise EngineError(f"task {key} was {fut.status} on the cluster (every worker lost? "
                                   "run again to resume from the journal)")
