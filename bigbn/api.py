@@ -368,7 +368,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
                                    memory, workers, fresh, check_disk,
-                                   source=str(data) if isinstance(data, (str, os.PathLike)) else ds.path)
+                                   source=os.path.abspath(data) if isinstance(data, (str, os.PathLike)) else ds.path)
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)

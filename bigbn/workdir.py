@@ -40,8 +40,8 @@ RUN_JSON = "run.json"
 LOCK = "lock"
 JOURNAL_GLOB = "journal*.jsonl"
 SAMPLES_GLOB = "samples-*"
-# What a run and `bigbn sample` write next to run.json (``--fresh`` removes exactly these).
-OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv")
+# What a run, `bigbn sample` and `bigbn effects` write next to run.json (``--fresh`` removes exactly these).
+OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv", "effects.csv")
 
 
 def checksum(a: np.ndarray, start: int = 0) -> int:

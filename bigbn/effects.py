@@ -1,0 +1,377 @@
+"""Causal effects averaged over structures: Bayesian IDA with exact parent-set posteriors.
+
+The effect of an intervention on x on another variable y, in a DAG G without hidden
+confounders, is identified by back-door adjustment for the parents of x (IDA: Maathuis,
+Kalisch and Bühlmann 2009). Under structure uncertainty it is averaged over the posterior
+of Pa(x) (Bayesian IDA: Pensar, Talvitie, Hyttinen and Koivisto, AAAI 2020); bigbn has
+that posterior exactly for every node (`bigbn.parentsets`, Koivisto 2006 section 3):
+
+    p(effect of x on y | data) = Σ_Z p(Pa(x) = Z | data) p(effect | Pa(x) = Z, data)
+
+with the effect zero when y ∈ Z (y is then a cause of x, not an effect).
+
+Continuous data (BGe). Given Z, the effect is the coefficient of x in the regression of
+y on X = (x, Z). Under the normal-Wishart model of the BGe score (`bigbn.bge`) the
+posterior covariance is Σ ~ IW(R, α_w + m) with R the posterior scatter matrix. Its block
+on A = X ∪ {y} is IW(R_AA, d) with d = α_w + m − n + |A| (the BGe score's own
+marginalisation), and then Σ_y·X ~ IW₁(R_y·X, d) and
+(Σ_XX⁻¹ Σ_Xy) | Σ_y·X ~ N(R_XX⁻¹ R_Xy, Σ_y·X R_XX⁻¹) (the Schur complement keeps the
+degrees of freedom). So the coefficient of x is a Student t with d = α_w + m − n + |Z| + 2
+degrees of freedom, location (R_XX⁻¹ R_Xy)_x and squared scale R_y·X (R_XX⁻¹)_xx / d. The effect's posterior
+is the mixture of these t's and an atom at 0 of mass p_zero = p(y ∈ Pa(x) | data). Its
+mean and p_zero sum over every parent set of nonzero posterior; the equal-tailed credible
+interval solves F(t) = (1 ∓ level)/2 for the mixture's CDF F by Brent's method, with the
+parent sets of smallest posterior left out of F while their total stays below 1e−14
+(so the endpoints solve the equations to |ΔF| ≤ 1e−14, as in the tests).
+
+Discrete data (BDeu, K2). For each level a of x and b of y,
+
+    p(y = b | do(x = a)) = Σ_Z p(Z | data) Σ_z p̂(y = b | x = a, Z = z) p̂(Z = z)
+
+with the posterior-mean tables of the score's Dirichlet model: BDeu(ess) puts
+ess/(r_y r_x q_Z) on each cell of y's table given (x, Z) and ess/q_Z on each cell of the
+joint of Z; K2 puts 1 on every cell. When y ∈ Z the intervention leaves y at its
+posterior-mean marginal p̂(y).
+
+What this assumes: no hidden common causes (causal sufficiency), the run's structure
+prior and maximum in-degree, and for BGe linear effects with Gaussian noise.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import DataError, OptionError
+from .families import unsqueeze
+
+__all__ = ["effects", "Effects", "bge_effect_components", "mixture_quantile"]
+
+#: parent sets whose posteriors add up to less than this are left out of the interval's CDF
+CDF_TAIL = 1e-14
+
+
+@dataclass
+class Effects:
+    """Posterior causal effects of a finished run.
+
+    names: the variable names; kind: "continuous" (BGe) or "discrete"; pairs: the
+    (cause, effect) index pairs, in order; level: the credible level of the intervals.
+
+    Continuous: ``mean``, ``p_zero``, ``lower``, ``upper``: float64 arrays with one value
+    per pair (the posterior mean of the linear effect, the probability that it is exactly 0,
+    and the equal-tailed credible interval).
+
+    Discrete: ``table[i]`` is float64 (r_cause, r_effect) with p(effect = b | do(cause = a))
+    for pair i, ``p_zero[i]`` the probability that the effect is a parent of the cause;
+    ``levels`` the level labels of each variable.
+    """
+
+    names: tuple[str, ...]
+    kind: str
+    pairs: list[tuple[int, int]]
+    level: float
+    p_zero: np.ndarray
+    mean: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    table: list[np.ndarray] | None = field(default=None, repr=False)
+    levels: tuple[tuple[str, ...], ...] | None = field(default=None, repr=False)
+
+    @property
+    def header(self) -> list[str]:
+        if self.kind == "continuous":
+            return ["cause", "effect", "mean", "p_zero", "lower", "upper"]
+        return ["cause", "cause_level", "effect", "effect_level", "probability", "p_zero"]
+
+    def rows(self) -> list[list]:
+        """The rows of effects.csv (values as Python floats and strings)."""
+        out = []
+        for i, (x, y) in enumerate(self.pairs):
+            if self.kind == "continuous":
+                out.append([self.names[x], self.names[y], float(self.mean[i]), float(self.p_zero[i]),
+                            float(self.lower[i]), float(self.upper[i])])
+            else:
+                tab = self.table[i]
+                for a in range(tab.shape[0]):
+                    for b in range(tab.shape[1]):
+                        out.append([self.names[x], self.levels[x][a], self.names[y], self.levels[y][b],
+                                    float(tab[a, b]), float(self.p_zero[i])])
+        return out
+
+    def to_csv(self, path) -> None:
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.header)
+            for r in self.rows():
+                w.writerow([f"{v:.17g}" if isinstance(v, float) else v for v in r])
+
+    def to_pandas(self):
+        """A DataFrame with the columns of effects.csv (pandas is optional)."""
+        from . import frames
+
+        rows = self.rows()
+        return frames.to_frame({h: [r[j] for r in rows] for j, h in enumerate(self.header)})
+
+
+# ------------------------------------------------------------------------- continuous
+
+def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray):
+    """Per parent set Z of x (full n-bit masks, int64 (P,)) and effect y: the Student t of
+    the coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
+    scale float64 (P, n), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z| where
+    d0 = α_w + m − n + 2."""
+    n = R.shape[0]
+    P = parent_sets.size
+    loc = np.full((P, n), np.nan)
+    scale = np.full((P, n), np.nan)
+    sizes = np.array([bin(int(z)).count("1") for z in parent_sets], dtype=np.int64)
+    df = d0 + sizes.astype(np.float64)
+    bits = np.arange(n, dtype=np.int64)
+    for s in np.unique(sizes):
+        sel = np.flatnonzero(sizes == s)
+        members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
+        Z = np.nonzero(members)[1].reshape(sel.size, s)
+        X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
+        A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
+        rhs = R[X]  # (S, q, n): R_Xy for every y
+        B = np.linalg.solve(A, rhs)  # R_XX⁻¹ R_Xy
+        resid = np.diag(R)[None, :] - np.einsum("sqy,sqy->sy", rhs, B)  # R_y·X
+        e0 = np.zeros((sel.size, s + 1, 1))
+        e0[:, 0, 0] = 1.0
+        c = np.linalg.solve(A, e0)[:, 0, 0]  # (R_XX⁻¹)_xx
+        loc[sel] = B[:, 0, :]
+        scale[sel] = np.sqrt(np.maximum(resid, 0.0) * c[:, None] / (d0 + s))
+        inside = members.copy()
+        inside[:, x] = True
+        loc[sel] = np.where(inside, np.nan, loc[sel])
+        scale[sel] = np.where(inside, np.nan, scale[sel])
+    return loc, scale, df
+
+
+def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.ndarray,
+                     df: np.ndarray, atom: float) -> float:
+    """inf{t : F(t) ≥ p} for F = atom·[t ≥ 0] + Σ_j weights_j T_{df_j}((t − loc_j)/scale_j).
+
+    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p)."""
+    from scipy.optimize import brentq
+    from scipy.special import stdtr, stdtrit
+
+    if weights.size == 0:
+        return 0.0
+
+    def F(t: float) -> float:  # without the atom
+        return float(np.dot(weights, stdtr(df, (t - loc) / scale)))
+
+    below = F(0.0)  # F(0−); F(0) = below + atom
+    if below < p <= below + atom:
+        return 0.0
+    q = stdtrit(df, p)
+    lo = min(float(np.min(loc + scale * q)), 0.0)
+    hi = max(float(np.max(loc + scale * q)), 0.0)
+    span = max(hi - lo, float(np.max(scale)), 1e-300)
+    if p <= below:  # the root is below 0, where F has no atom
+        lo, hi, shift = lo - 1e-3 * span, 0.0, 0.0
+    else:
+        lo, hi, shift = 0.0, hi + 1e-3 * span, atom
+    g = (lambda t: F(t) + shift - p)
+    if g(hi) < 0:  # only the left-out tail can cause this
+        return hi
+    if g(lo) >= 0:
+        return lo
+    return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float):
+    from scipy.special import stdtr  # noqa: F401  (scipy needed; fail early, one place)
+
+    from .bge import _check_params, posterior_scatter
+
+    data = np.asarray(ds.data, dtype=np.float64)
+    m, n = data.shape
+    alpha_mu, alpha_w, nu = _check_params(n, options.get("alpha_mu") or 1.0, options.get("alpha_w"),
+                                          None, data)
+    _, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+    d0 = alpha_w + m - n + 2
+    P = len(pairs)
+    mean, p_zero = np.empty(P), np.empty(P)
+    lower, upper = np.empty(P), np.empty(P)
+    by_cause: dict[int, list[int]] = {}
+    for i, (x, _) in enumerate(pairs):
+        by_cause.setdefault(x, []).append(i)
+    tails = ((1 - level) / 2, (1 + level) / 2)
+    for x, idx in by_cause.items():
+        keep = np.flatnonzero(ps[x] > 0)
+        w = ps[x, keep]
+        masks = np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+        loc, scale, df = bge_effect_components(R, d0, x, masks)
+        # the CDF for the interval leaves out the least probable sets (total < CDF_TAIL)
+        order = np.argsort(w, kind="stable")
+        cut = np.searchsorted(np.cumsum(w[order]), CDF_TAIL, side="right")
+        in_cdf = np.zeros(w.size, dtype=bool)
+        in_cdf[order[cut:]] = True
+        for i in idx:
+            y = pairs[i][1]
+            has_y = (masks >> y) & 1 == 1
+            p_zero[i] = float(np.sum(w[has_y]))
+            mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
+            comp = in_cdf & ~has_y
+            atom = float(np.sum(w[in_cdf & has_y]))
+            lower[i], upper[i] = (mixture_quantile(t, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
+                                  for t in tails)
+    return dict(mean=mean, p_zero=p_zero, lower=lower, upper=upper)
+
+
+# --------------------------------------------------------------------------- discrete
+
+def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
+    data = np.asarray(ds.data, dtype=np.int64)
+    m, n = data.shape
+    r = np.asarray(ds.arities, dtype=np.int64)
+    k2 = options.get("score") == "k2"
+    ess = 1.0 if k2 else float(options.get("ess") or 1.0)
+    tables, p_zero = [], np.empty(len(pairs))
+    for i, (x, y) in enumerate(pairs):
+        keep = np.flatnonzero(ps[x] > 0)
+        tab = np.zeros((r[x], r[y]))
+        pz = 0.0
+        for f, w in zip(families[keep].tolist(), ps[x, keep].tolist()):
+            Z = [j for j in range(n) if unsqueeze(f, x) >> j & 1]
+            if y in Z:
+                pz += w
+                tab += w * _marginal(data[:, y], r[y], k2, ess)[None, :]
+            else:
+                tab += w * _adjusted(data, r, x, y, Z, k2, ess)
+        tables.append(tab)
+        p_zero[i] = pz
+    return dict(table=tables, p_zero=p_zero)
+
+
+def _marginal(col: np.ndarray, r: int, k2: bool, ess: float) -> np.ndarray:
+    a = 1.0 if k2 else ess / r
+    counts = np.bincount(col, minlength=r).astype(np.float64)
+    return (counts + a) / (col.size + r * a)
+
+
+def _adjusted(data, r, x: int, y: int, Z: list[int], k2: bool, ess: float) -> np.ndarray:
+    """Σ_z p̂(y | x = a, z) p̂(z) for every a, b: float64 (r_x, r_y)."""
+    m = data.shape[0]
+    z = np.zeros(m, dtype=np.int64)
+    qz = 1
+    for j in Z:
+        z = z * r[j] + data[:, j]
+        qz *= int(r[j])
+    rx, ry = int(r[x]), int(r[y])
+    N = np.bincount((z * rx + data[:, x]) * ry + data[:, y], minlength=qz * rx * ry)
+    N = N.reshape(qz, rx, ry).astype(np.float64)
+    a_y = 1.0 if k2 else ess / (ry * rx * qz)
+    a_z = 1.0 if k2 else ess / qz
+    cond = (N + a_y) / (N.sum(axis=2, keepdims=True) + ry * a_y)  # p̂(y | x, z)
+    Nz = N.sum(axis=(1, 2))
+    pz = (Nz + a_z) / (m + qz * a_z)  # p̂(z)
+    return np.einsum("zab,z->ab", cond, pz)
+
+
+# ------------------------------------------------------------------------------ entry
+
+def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None) -> Effects:
+    """Posterior causal effects (Bayesian IDA) from a finished run.
+
+    source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
+    the `Result` of `learn`. data: the run's data (a path, DataFrame, array or Dataset; the
+    same as the run's, which is checked by content hash). For a work directory it may be
+    left out: then the file the run read is read again. pairs: (cause, effect) names or
+    indices, or a CSV path with header cause,effect; default every ordered pair. level:
+    of the equal-tailed credible intervals (continuous data).
+    """
+    from .api import Result, load_dataset
+
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise OptionError(f"credible level must be in (0, 1), got {level!r}")
+    if isinstance(source, Result):
+        if source.parent_set_posterior is None:
+            raise OptionError("this result has no parent-set posteriors")
+        options = dict(source.summary.get("options", {}))
+        digest_run = source.summary.get("data_sha256")
+        ps, families, names = source.parent_set_posterior, source.families, tuple(source.names)
+        if data is None:
+            raise OptionError("give the run's data: effects(result, data)")
+    else:
+        from .parentsets import parent_set_posteriors
+        from .plan import task_id
+        from .samples import _open_finished
+
+        wd, plan, summary, beta, records = _open_finished(source)
+        run = wd.read_run()
+        options = dict(run["fingerprint"])
+        digest_run = options.get("data_sha256")
+        names = tuple(summary["names"])
+        log_px = float(records[task_id(("edges",))]["log_px"])
+        ps = parent_set_posteriors(beta, wd.read("gamma", slice(None)), log_px)
+        families = plan.families
+        if data is None:
+            data = run.get("source")
+            if not data or not os.path.isfile(data):
+                raise OptionError(f"{wd.root}: the run's data file {data!r} is not there; give the "
+                                  "data (--data FILE)")
+    ds, score, digest = load_dataset(data, names=names, score=options.get("score") or "auto",
+                                    sep=sep)  # names: for an array, the run's
+    if digest_run is not None and digest != digest_run:
+        raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
+                          f"(content hash {digest[:12]} vs the run's {str(digest_run)[:12]})")
+    if tuple(ds.names) != names:
+        raise OptionError("the data's column names differ from the run's")
+    pair_list = _pairs(pairs, names)
+    if ds.kind == "continuous":
+        out = _continuous(ds, options, ps, families, pair_list, float(level))
+        return Effects(names, "continuous", pair_list, float(level), **out)
+    out = _discrete(ds, options, ps, families, pair_list)
+    return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
+
+
+def _pairs(pairs, names) -> list[tuple[int, int]]:
+    n = len(names)
+    if pairs is None:
+        return [(x, y) for x in range(n) for y in range(n) if x != y]
+    index = {s: j for j, s in enumerate(names)}
+    if isinstance(pairs, (str, os.PathLike)):
+        from .data import csv_records
+
+        out = []
+        for line, (c, e) in csv_records(pairs, ("cause", "effect")):
+            for col, nm in (("cause", c), ("effect", e)):
+                if nm not in index:
+                    raise DataError(f"{pairs}, line {line}, column {col}: unknown variable {nm!r} "
+                                    "(not a column of the data)")
+            if c == e:
+                raise DataError(f"{pairs}, line {line}: cause and effect are both {c!r}")
+            out.append((index[c], index[e]))
+        if not out:
+            raise DataError(f"{pairs}: no pairs (expected rows cause,effect after the header)")
+        return out
+
+    def one(v) -> int:
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            if 0 <= v < n:
+                return int(v)
+            raise OptionError(f"variable index {v} out of range 0..{n - 1}")
+        if isinstance(v, str) and v in index:
+            return index[v]
+        raise OptionError(f"no variable named {v!r}")
+
+    out = []
+    for p in pairs:
+        try:
+            c, e = p
+        except (TypeError, ValueError):
+            raise OptionError(f"a pair is (cause, effect), got {p!r}") from None
+        c, e = one(c), one(e)
+        if c == e:
+            raise OptionError(f"cause and effect are both {names[c]!r}")
+        out.append((c, e))
+    if not out:
+        raise OptionError("no pairs given")
+    return out
