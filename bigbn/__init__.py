@@ -40,4 +40,12 @@ def sample(*args, **kwargs):
     return _sample(*args, **kwargs)
 
 
-__all__ = ["learn", "sample", "__version__"]
+def effects(*args, **kwargs):
+    """Causal effects averaged over the exact parent-set posterior (Bayesian IDA); see
+    `bigbn.causal.effects`."""
+    from .causal import effects as _effects
+
+    return _effects(*args, **kwargs)
+
+
+__all__ = ["learn", "sample", "effects", "__version__"]

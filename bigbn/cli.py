@@ -468,14 +468,15 @@ def effects_cmd(workdir, data, pairs, level, sep, top):
       bigbn run examples/sachs.csv --workdir /tmp/sachs
       bigbn effects --workdir /tmp/sachs
     """
-    from .effects import effects
+    from .causal import effects
 
     e = effects(workdir, data, pairs=pairs, level=level, sep=sep)
     out = Path(workdir) / "effects.csv"
     e.to_csv(out)
     if e.kind == "continuous":
-        click.echo(f"linear causal effects of {len(e.pairs)} ordered pairs, averaged over the "
-                   f"exact parent-set posterior of each cause; largest |mean| first:")
+        click.echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
+                   "parent-set posterior of each cause;")
+        click.echo("largest |mean| first (P(zero): the effect is a parent of the cause):")
         click.echo(f"  {'mean':>9}  {'P(zero)':>7}  {f'{100 * level:g}% interval':>21}")
         for i in sorted(range(len(e.pairs)), key=lambda i: -abs(e.mean[i]))[:top]:
             x, y = e.pairs[i]
@@ -484,9 +485,9 @@ def effects_cmd(workdir, data, pairs, level, sep, top):
     else:
         import numpy as np
 
-        click.echo(f"interventional distributions p(effect | do(cause)) of {len(e.pairs)} ordered "
-                   "pairs, averaged over the exact parent-set posterior of each cause; largest "
-                   "change (total variation between two levels of the cause) first:")
+        click.echo(f"p(effect | do(cause)) for {len(e.pairs)} ordered pairs, averaged over the exact "
+                   "parent-set posterior of each cause;")
+        click.echo("largest change first (total variation distance between two levels of the cause):")
         tv = [0.5 * float(np.max(np.abs(t[:, None, :] - t[None, :, :]).sum(axis=2))) for t in e.table]
         for i in sorted(range(len(e.pairs)), key=lambda i: -tv[i])[:top]:
             x, y = e.pairs[i]

@@ -24,5 +24,6 @@ def test_tutorial_blocks_run(tmp_path, monkeypatch, capsys):
         exec(compile(code, f"docs/tutorial.md block {i + 1}", "exec"), ns)
     out = capsys.readouterr().out
     assert "p(Raf is an ancestor of Mek)" in out and "effective sample size" in out
+    assert "p_zero" in out and "effect_level" in out  # section 5: causal effects
     for name in ("sachs-heatmap.png", "sachs-graph.png"):
         assert (tmp_path / name).stat().st_size > 10_000
