@@ -64,6 +64,7 @@ __all__ = [
     "map_by_subsets",
     "bge_effects_by_dags",
     "discrete_effects_by_dags",
+    "adjusted_table",
     "lae",
     "upward_truncated",
     "downward_truncated",
@@ -672,20 +673,28 @@ def discrete_effects_by_dags(data, arities, beta, k, x, y, score, ess):
             for b in range(ry):
                 out[:, b] += p * (sum(1 for t in range(m) if data[t, y] == b) + a) / (m + ry * a)
             continue
-        configs = list(itertools.product(*[range(int(arities[j])) for j in Z]))
-        qz = len(configs)
-        a_y = 1.0 if score == "k2" else ess / (ry * rx * qz)
-        a_z = 1.0 if score == "k2" else ess / qz
-        for a in range(rx):
-            for b in range(ry):
-                total = 0.0
-                for z in configs:
-                    in_z = [t for t in range(m) if all(data[t, j] == v for j, v in zip(Z, z))]
-                    n_az = sum(1 for t in in_z if data[t, x] == a)
-                    n_abz = sum(1 for t in in_z if data[t, x] == a and data[t, y] == b)
-                    total += ((n_abz + a_y) / (n_az + ry * a_y)) * ((len(in_z) + a_z) / (m + qz * a_z))
-                out[a, b] += p * total
+        out += p * adjusted_table(data, arities, x, y, Z, score, ess)
     return out, p_zero
+
+
+def adjusted_table(data, arities, x, y, Z, score, ess):
+    """Σ_z p̂(y = b | x = a, z) p̂(z) over every configuration z of Z (observed or not),
+    counting records in plain loops; float64 (r_x, r_y)."""
+    m = data.shape[0]
+    rx, ry = int(arities[x]), int(arities[y])
+    configs = list(itertools.product(*[range(int(arities[j])) for j in Z]))
+    qz = len(configs)
+    a_y = 1.0 if score == "k2" else ess / (ry * rx * qz)
+    a_z = 1.0 if score == "k2" else ess / qz
+    out = np.zeros((rx, ry))
+    for z in configs:
+        in_z = [t for t in range(m) if all(data[t, j] == v for j, v in zip(Z, z))]
+        for a in range(rx):
+            n_az = sum(1 for t in in_z if data[t, x] == a)
+            for b in range(ry):
+                n_abz = sum(1 for t in in_z if data[t, x] == a and data[t, y] == b)
+                out[a, b] += ((n_abz + a_y) / (n_az + ry * a_y)) * ((len(in_z) + a_z) / (m + qz * a_z))
+    return out
 
 
 # ------------------------------------------------------------ 4. one twin per kernel

@@ -126,6 +126,31 @@ def test_discrete_effects_against_all_dags(score, ess, tmp_path):
     assert rows[0][:4] == ["a", "0", "b", "0"]
 
 
+@pytest.mark.parametrize("score", ["bdeu", "k2"])
+def test_adjusted_table_with_many_configurations(score):
+    """Σ_z p̂(y | a, z) p̂(z) over all q_Z = 1225 configurations of two 35-level parents, most
+    of them unobserved: indexed by the mixed-radix code (as _configurations does up to
+    q_Z ≤ max(4m, 1024)) and by rank among the observed ones (above), against the loops."""
+    from bigbn.causal import _adjusted, _configurations
+
+    rng = np.random.default_rng(12)
+    m = 60
+    arities = np.array([2, 3, 35, 35])
+    data = np.stack([rng.integers(0, r, m) for r in arities], axis=1)
+    data[:, 1] = (data[:, 0] + (data[:, 2] > 17) + rng.integers(0, 2, m)) % 3
+    Z = [2, 3]
+    ref = naive.adjusted_table(data, arities, 0, 1, Z, score, 2.0)
+    z, qz = _configurations(data, arities, Z)
+    assert qz == 1225 and z.max() < m  # above the threshold: ranks of the observed
+    code = data[:, 2] * 35 + data[:, 3]
+    for index in (z, code):
+        got = _adjusted(data, arities, 0, 1, index, qz, score == "k2", 2.0)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13)
+    small, q = _configurations(data, arities, [0, 1])
+    np.testing.assert_array_equal(small, data[:, 0] * 3 + data[:, 1])
+    assert q == 6
+
+
 def test_identified_effects_are_recovered(tmp_path):
     """a → c ← b, c → d: the v-structure orients every arc, so the effect of a on d is the
     product of the coefficients, and d has no effect on a."""
