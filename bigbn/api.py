@@ -45,11 +45,13 @@ class Result:
     posterior: float64 (n, n), posterior[u, v] = p(u → v | data), zero diagonal;
     names: the n variable names; log_marginal: log p(data) under the model (natural log,
     up to the prior's normalising constant, as in the paper); summary: what was run.
+    A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
+    log_marginal None, and only the map_* methods.
     """
 
-    posterior: np.ndarray
+    posterior: np.ndarray | None
     names: tuple[str, ...]
-    log_marginal: float
+    log_marginal: float | None
     summary: dict = field(default_factory=dict)
     parent_set_posterior: np.ndarray | None = field(default=None, repr=False)
     families: np.ndarray | None = field(default=None, repr=False)
@@ -59,11 +61,17 @@ class Result:
     def parent_sets(self, child) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
         (parent names in data order, p(G_child = G | data)), highest first; they sum to 1."""
+        self._need_posterior()
         if self.parent_set_posterior is None:
             raise OptionError("this result has no parent-set posteriors")
         v = self._node(child)
         return [(tuple(self.names[u] for u in ps), p)
                 for ps, p in ranked(self.parent_set_posterior[v], self.families, v)]
+
+    def _need_posterior(self) -> None:
+        if self.posterior is None:
+            raise OptionError("this result holds only the MAP network (posterior=False); run "
+                              "learn again with posterior=True on the same workdir to add the posterior")
 
     def _node(self, node) -> int:
         if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
@@ -76,6 +84,7 @@ class Result:
 
     def edges(self) -> list[tuple[str, str, float]]:
         """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        self._need_posterior()
         n = len(self.names)
         out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
                for u in range(n) for v in range(n) if u != v]
@@ -100,6 +109,7 @@ class Result:
     def to_pandas(self):
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
         edges in node order (pandas is an optional dependency)."""
+        self._need_posterior()
         n = len(self.names)
         pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
         return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
@@ -109,6 +119,7 @@ class Result:
     def to_networkx(self, threshold: float | None = None):
         """A networkx DiGraph with every variable as a node and an arc u → v with attribute
         ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        self._need_posterior()
         return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
 
     def parent_sets_to_pandas(self):
@@ -120,6 +131,7 @@ class Result:
 
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
+        self._need_posterior()
         n = len(self.names)
         with open(path, "w", newline="") as fh:
             fh.write("parent,child,posterior\n")
@@ -297,7 +309,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
-          sep: str | None = None) -> Result:
+          posterior: bool = True, sep: str | None = None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -313,7 +325,9 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     until they carry this much of its posterior (1: every set of nonzero posterior);
     `Result.parent_sets` always has all of them. map_dag: also find the highest-scoring
     DAG (argmax Σ_i β_i(G_i); WORKDIR/map_dag.csv, `Result.map_arcs()`); it can be added
-    to a finished run by running again with map_dag=True.
+    to a finished run by running again with map_dag=True. posterior=False (with
+    map_dag=True): only the MAP network, at 9·2^n bytes of disk and about a third of the
+    work; the result has no posteriors, and running again with posterior=True adds them.
     """
     t_start = time.time()
     ds, score, digest = load_dataset(data, names, score, sep)
@@ -328,6 +342,9 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if memory <= 0:
         raise OptionError(f"memory budget must be positive, got {memory}")
     _check_scheduler(scheduler)
+    if not posterior and not map_dag:
+        raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
+                          "(map_dag=True), or keep the posterior")
     if not (isinstance(parent_set_mass, (int, float)) and 0 < parent_set_mass <= 1):
         raise OptionError(f"parent-set mass must be in (0, 1], got {parent_set_mass!r}")
     options = {
@@ -367,15 +384,17 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     try:
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
-                                   memory, workers, fresh, check_disk,
+                            bool(posterior), memory, workers, fresh, check_disk,
                                    source=os.path.abspath(data) if isinstance(data, (str, os.PathLike)) else ds.path)
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)
-            post = wd.read("posterior", slice(None))
-            log_px = float(journal[task_id(("edges",))]["log_px"])
-            ps = parent_set_posteriors(beta, wd.read("gamma", slice(None)), log_px)
-            result = Result(post, ds.names, log_px, parent_set_posterior=ps, families=plan.families)
+            result = Result(None, ds.names, None, families=plan.families)
+            if plan.posterior:
+                result.posterior = wd.read("posterior", slice(None))
+                result.log_marginal = float(journal[task_id(("edges",))]["log_px"])
+                result.parent_set_posterior = parent_set_posteriors(
+                    beta, wd.read("gamma", slice(None)), result.log_marginal)
             result.summary = _summary(journal, plan, fingerprint, ds, workers, memory, scheduler,
                                       t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
@@ -386,8 +405,10 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
                                              "arcs": [list(a) for a in result.map_arcs()]}
                 _write_arcs(root / "map_dag.csv", result.map_arcs())
             result.summary["scoring_seconds_this_invocation"] = t_scores
-            result.to_csv(root / "edges.csv")
-            write_parent_sets(root / "parent_sets.csv", ps, plan.families, ds.names, parent_set_mass)
+            if plan.posterior:
+                result.to_csv(root / "edges.csv")
+                write_parent_sets(root / "parent_sets.csv", result.parent_set_posterior, plan.families,
+                                  ds.names, parent_set_mass)
             _write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:
@@ -410,7 +431,7 @@ def _jsonable(obj):
 
 
 def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_mode, map_dag: bool,
-             memory, workers, fresh: bool, check_disk: bool, source: str) -> Plan:
+             posterior: bool, memory, workers, fresh: bool, check_disk: bool, source: str) -> Plan:
     """Check run.json against this run (refuse other data/options), fix the plan, make
     tables. Returns the plan."""
     if fresh:
@@ -436,17 +457,18 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
             if mine is not None and mine != theirs:
                 raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
                                    f"resume with the same value or use --fresh")
-        plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"], map_dag)
-        if map_dag and check_disk and not (wd.tables / "map").exists():  # --map added later
-            need = plan.disk_bytes()["map"] + plan.disk_bytes()["map_sink"]
+        plan = Plan(n, k, op["chunk_bits"], op["alpha_mode"], map_dag, posterior)
+        # --map added to a finished run, or the posterior to a MAP-only run: new tables
+        need = sum(b for t, b in plan.disk_bytes().items() if not (wd.tables / t).exists())
+        if need and check_disk:
             free = shutil.disk_usage(wd.root).free
             if need * 1.05 > free:
-                raise WorkdirError(f"{wd.root}: the MAP network needs {_gib(need)} more disk, only "
-                                   f"{_gib(free)} free")
+                what = "the MAP network needs" if posterior else "the posterior needs"
+                raise WorkdirError(f"{wd.root}: {what} {_gib(need)} more disk, only {_gib(free)} free")
     else:
         mode = alpha_mode or "recompute"
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
-        plan = Plan(n, k, int(c), mode, map_dag)
+        plan = Plan(n, k, int(c), mode, map_dag, posterior)
         if check_disk:
             need = sum(plan.disk_bytes().values())
             free = shutil.disk_usage(wd.root).free
@@ -503,7 +525,8 @@ def _run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict
     wd.repair_journal()
     _check_scores(wd, job.beta)
     journal = wd.journal()
-    final = [("edges",), ("scores",)] + ([("map_dag",)] if job.plan.map_dag else [])
+    final = ([("edges",)] if job.plan.posterior else []) + [("scores",)] \
+        + ([("map_dag",)] if job.plan.map_dag else [])
     if all(intact(job, job.plan.task(key), journal.get(task_id(key), {})) for key in final):
         return [], journal  # finished and its results intact: nothing to check or run
     done, bad = verify(job, journal)
@@ -553,9 +576,10 @@ def _summary(journal: dict, plan: Plan, fingerprint: dict, ds, workers, memory, 
                          "tasks_this_invocation": len(now),
                          "wall_seconds": round(max(r["end"] for r in now)
                                                - min(r["start"] for r in now), 3) if now else 0.0}
-    edges_rec = next(r for r in recs if r.get("stage") == "edges")
+    edges_rec = next((r for r in recs if r.get("stage") == "edges"), None) if plan.posterior else None
     return {
-        "log_marginal_likelihood": edges_rec["log_px"],
+        "log_marginal_likelihood": None if edges_rec is None else edges_rec["log_px"],
+        "computed": [w for w, on in (("posterior", plan.posterior), ("map_dag", plan.map_dag)) if on],
         "n": ds.n, "m": ds.m, "names": list(ds.names),
         "options": {k: v for k, v in fingerprint.items() if k not in ("data_sha256",)},
         "data_sha256": fingerprint["data_sha256"],
@@ -578,7 +602,7 @@ def workdir_status(workdir) -> list[str]:
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no readable run.json)")
     fp, pl = run["fingerprint"], run["plan"]
-    plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
+    plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"], (wd.tables / "map").exists())
     done = wd.journal()
     lines = [f"workdir {root}",
              f"data: {run.get('source') or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
@@ -586,13 +610,13 @@ def workdir_status(workdir) -> list[str]:
              "options: " + ", ".join(f"{k} {v}" for k, v in fp.items()
                                      if k not in ("data_sha256", "n", "m") and v not in (None, {}, [])),
              f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}"]
-    finished = True
+    finished = {"posterior": True, "map": True}
     for stage in STAGES:
         keys = plan.stage_tasks(stage)
         if not keys:
             continue
         n_done = sum(1 for key in keys if task_id(key) in done)
-        finished &= n_done == len(keys)
+        finished["map" if stage.startswith("map") else "posterior"] &= n_done == len(keys)
         secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
         lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
     used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
@@ -602,8 +626,14 @@ def workdir_status(workdir) -> list[str]:
         lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})")
     else:
         lines.append("active: no")
-    if finished and (root / "edges.csv").exists():
+    map_done = plan.map_dag and finished["map"] and (root / "map_dag.csv").exists()
+    if finished["posterior"] and (root / "edges.csv").exists():
         lines.append(f"finished: results in {root / 'edges.csv'}")
-    elif not finished:
+        if map_done:
+            lines.append(f"MAP network: {root / 'map_dag.csv'}")
+    elif map_done:
+        lines.append(f"MAP network finished: {root / 'map_dag.csv'}; the posterior is not (a "
+                     "--map-only run: the same command without --map-only adds it)")
+    elif not (finished["posterior"] and finished["map"]):
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines

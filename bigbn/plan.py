@@ -94,7 +94,9 @@ class Plan:
     n: number of variables; k: max parents (already capped at n-1); chunk_bits: c,
     1 ≤ c ≤ n; alpha_mode: "recompute" (alpha chunks are rebuilt from beta inside the
     forward and backward tasks; disk O(2^n)) or "store" (an alpha stage writes
-    n·2^(n-1) values once; disk O(n·2^n)).
+    n·2^(n-1) values once; disk O(n·2^n)). posterior: the posterior stages (alpha,
+    forward, backward, gamma, edges); map_dag: the MAP stages (map, map_dag); one of the
+    two at least.
     """
 
     n: int
@@ -102,6 +104,7 @@ class Plan:
     chunk_bits: int
     alpha_mode: str = "recompute"
     map_dag: bool = False
+    posterior: bool = True
 
     def __post_init__(self):
         if not 2 <= self.n <= MAX_NODES:
@@ -112,6 +115,8 @@ class Plan:
             raise OptionError(f"chunk bits {self.chunk_bits} must be between 1 and n = {self.n}")
         if self.alpha_mode not in ALPHA_MODES:
             raise OptionError(f"alpha mode {self.alpha_mode!r}: choose one of {', '.join(ALPHA_MODES)}")
+        if not (self.posterior or self.map_dag):
+            raise OptionError("a run computes the posterior, the MAP network or both")
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -161,15 +166,16 @@ class Plan:
     def tables(self) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
         """Every stored table: name -> (shape, chunk shape); float64, one zarr array each."""
         n, F, size = self.n, self.n_families, self.chunk_size
-        out = {
-            "beta": ((n, F), (n, F)),
-            "forward": ((1 << n,), (size,)),
-            "backward": ((1 << n,), (size,)),
-            "gamma_parts": ((self.n_chunks, n, F), (1, n, F)),
-            "gamma": ((n, F), (n, F)),
-            "posterior": ((n, n), (n, n)),
-        }
-        if self.alpha_mode == "store":
+        out = {"beta": ((n, F), (n, F))}
+        if self.posterior:
+            out.update({
+                "forward": ((1 << n,), (size,)),
+                "backward": ((1 << n,), (size,)),
+                "gamma_parts": ((self.n_chunks, n, F), (1, n, F)),
+                "gamma": ((n, F), (n, F)),
+                "posterior": ((n, n), (n, n)),
+            })
+        if self.posterior and self.alpha_mode == "store":
             out["alpha"] = ((n, 1 << (n - 1)), (1, self.alpha_chunk_size))
         if self.map_dag:  # M(S), its best sink (int8), the MAP parent masks
             out["map"] = ((1 << n,), (size,))
@@ -201,7 +207,7 @@ class Plan:
 
     @cached_property
     def _tasks(self) -> tuple[TaskSpec, ...]:
-        n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
+        c, h, last = self.c, self.h, self.n_chunks - 1
         beta = Region("beta", ((0, 0),))
         store = self.alpha_mode == "store"
 
@@ -213,32 +219,8 @@ class Plan:
             return Region(table, ((H,),))
 
         drafts: list[tuple] = [(("scores",), (), (beta,), None, (), None)]
-        if store:
-            for i in range(n):
-                for first in range(0, self.n_chunks, self.alpha_run):
-                    run = min(self.alpha_run, self.n_chunks - first)
-                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
-                                   ((i, first, run),), None))
-        for lvl in self.levels():
-            for H in lvl:  # L on chunk H needs L on chunks H - {b}, b ∈ H
-                terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
-                              for b in range(h) if H >> b & 1)
-                drafts.append(self._recursion("forward", H, terms, 0 if H == 0 else None, alpha, chunk))
-        for lvl in reversed(self.levels()):
-            for H in lvl:  # B on chunk H needs B on chunks H + {b}, b ∉ H
-                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b))
-                              for b in range(h) if not H >> b & 1)
-                origin = self.chunk_size - 1 if H == last else None
-                drafts.append(self._recursion("backward", H, terms, origin, alpha, chunk))
-        for H in range(self.n_chunks):
-            # low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in chunk H+b
-            terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-            reads = (chunk("forward", H), chunk("backward", H)) + tuple(chunk("backward", G) for _, _, G in terms)
-            drafts.append((("gamma", H), reads, (Region("gamma_parts", ((H, 0, 0),)),), H, terms, None))
-        reads = ((beta, Region("gamma_parts", tuple((H, 0, 0) for H in range(self.n_chunks))),
-                  chunk("forward", last), chunk("backward", 0)))
-        drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
-                       None, (), None))
+        if self.posterior:
+            self._posterior_drafts(drafts, alpha, chunk)
         if self.map_dag:  # the MAP network: the forward recursion in max-plus (mapdag.py)
             for lvl in self.levels():
                 for H in lvl:
@@ -266,6 +248,37 @@ class Plan:
                                 chunk=H, terms=terms, origin=origin))
         return tuple(out)
 
+    def _posterior_drafts(self, drafts: list, alpha, chunk) -> None:
+        """Drafts of the posterior stages: alpha (if stored), forward, backward, gamma, edges."""
+        n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
+        beta = Region("beta", ((0, 0),))
+        if self.alpha_mode == "store":
+            for i in range(n):
+                for first in range(0, self.n_chunks, self.alpha_run):
+                    run = min(self.alpha_run, self.n_chunks - first)
+                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
+                                   ((i, first, run),), None))
+        for lvl in self.levels():
+            for H in lvl:  # L on chunk H needs L on chunks H - {b}, b ∈ H
+                terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
+                              for b in range(h) if H >> b & 1)
+                drafts.append(self._recursion("forward", H, terms, 0 if H == 0 else None, alpha, chunk))
+        for lvl in reversed(self.levels()):
+            for H in lvl:  # B on chunk H needs B on chunks H + {b}, b ∉ H
+                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b))
+                              for b in range(h) if not H >> b & 1)
+                origin = self.chunk_size - 1 if H == last else None
+                drafts.append(self._recursion("backward", H, terms, origin, alpha, chunk))
+        for H in range(self.n_chunks):
+            # low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in chunk H+b
+            terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+            reads = (chunk("forward", H), chunk("backward", H)) + tuple(chunk("backward", G) for _, _, G in terms)
+            drafts.append((("gamma", H), reads, (Region("gamma_parts", ((H, 0, 0),)),), H, terms, None))
+        reads = ((beta, Region("gamma_parts", tuple((H, 0, 0) for H in range(self.n_chunks))),
+                  chunk("forward", last), chunk("backward", 0)))
+        drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
+                       None, (), None))
+
     def _recursion(self, kind, H, terms, origin, alpha, chunk) -> tuple:
         """Draft of a forward/backward task on chunk H (one computation, mirrored)."""
         reads = tuple(alpha(i, j, 2) for i, j, _ in terms)
@@ -283,13 +296,14 @@ class Plan:
     # -- resources ---------------------------------------------------------------------
     def disk_bytes(self) -> dict[str, int]:
         """Bytes each stored table takes on disk (uncompressed float64)."""
-        out = {
-            "beta": BYTES * self.n * self.n_families,
-            "forward": BYTES << self.n,
-            "backward": BYTES << self.n,
-            "gamma_parts": BYTES * self.n_chunks * self.n * self.n_families,
-        }
-        if self.alpha_mode == "store":
+        out = {"beta": BYTES * self.n * self.n_families}
+        if self.posterior:
+            out.update({
+                "forward": BYTES << self.n,
+                "backward": BYTES << self.n,
+                "gamma_parts": BYTES * self.n_chunks * self.n * self.n_families,
+            })
+        if self.posterior and self.alpha_mode == "store":
             out["alpha"] = BYTES * self.n << (self.n - 1)
         if self.map_dag:
             out["map"] = BYTES << self.n
@@ -376,12 +390,14 @@ def work_estimate(plan: Plan) -> dict[str, float]:
     recursion = (1 << n) * (n / 2 + 1)
     gamma_low = c * (1 << h) * _transform_updates(c - 1, plan.k)
     gamma_high = h * (1 << max(h - 1, 0)) * _transform_updates(c, plan.k) if h else 0
-    out = {"forward": recursion, "backward": recursion, "gamma": gamma_low + gamma_high}
-    if plan.alpha_mode == "store":
-        out["alpha"] = alpha
-    else:  # rebuilt inside forward and backward
-        out["forward_alpha"] = alpha
-        out["backward_alpha"] = alpha
+    out = {}
+    if plan.posterior:
+        out.update({"forward": recursion, "backward": recursion, "gamma": gamma_low + gamma_high})
+        if plan.alpha_mode == "store":
+            out["alpha"] = alpha
+        else:  # rebuilt inside forward and backward
+            out["forward_alpha"] = alpha
+            out["backward_alpha"] = alpha
     if plan.map_dag:  # max for log-add-exp; the best-parent tables always rebuilt
         out["map"] = recursion
         out["map_alpha"] = alpha
@@ -394,14 +410,16 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
     lae = SECONDS_PER_LAE / max(workers, 1)
     term = SECONDS_PER_TERM / max(workers, 1)
     disk = plan.disk_bytes()
-    out = {
-        "forward": w["forward"] * term + w.get("forward_alpha", 0) * lae + disk["forward"] / DISK_WRITE_BPS,
-        "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + disk["backward"] / DISK_WRITE_BPS,
-        "gamma": w["gamma"] * lae + (disk["forward"] + 2 * disk["backward"]) / DISK_READ_BPS,
-    }
     per_task = SECONDS_PER_TASK / max(workers, 1)
-    for stage in ("forward", "backward", "gamma"):
-        out[stage] += plan.n_chunks * per_task
+    out = {}
+    if plan.posterior:
+        out = {
+            "forward": w["forward"] * term + w.get("forward_alpha", 0) * lae + disk["forward"] / DISK_WRITE_BPS,
+            "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + disk["backward"] / DISK_WRITE_BPS,
+            "gamma": w["gamma"] * lae + (disk["forward"] + 2 * disk["backward"]) / DISK_READ_BPS,
+        }
+        for stage in ("forward", "backward", "gamma"):
+            out[stage] += plan.n_chunks * per_task
     if "map" in w:  # max costs less than log-add-exp: an upper bound
         out["map"] = (w["map"] * term + w["map_alpha"] * lae + disk["map"] / DISK_WRITE_BPS
                       + plan.n_chunks * per_task)

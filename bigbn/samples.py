@@ -224,6 +224,9 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
         ok = False
     records = wd.journal()
     rec = records.get(task_id(("edges",)))
+    if ok and rec is None and task_id(("map_dag",)) in records:
+        raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
+                           "`bigbn run` command without --map-only to add the posterior")
     if not ok or rec is None:
         raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
                            "again to finish it, then sample")

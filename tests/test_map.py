@@ -164,3 +164,65 @@ def test_learn_map_dag_files_and_resume(tmp_path):
     again = bigbn.learn(path, max_parents=2, workdir=w, map_dag=True)  # finished: nothing runs
     assert again.summary["stages"]["map"]["tasks_this_invocation"] == 0
     assert again.map_arcs() == res.map_arcs()
+
+
+def test_map_only_plan():
+    p = Plan(12, 3, 6, "store", map_dag=True, posterior=False)
+    assert {t.kind for t in p.tasks()} == {"scores", "map", "map_dag"}
+    assert set(p.tables()) == set(p.disk_bytes()) | {"map_parents"} == {"beta", "map", "map_sink",
+                                                                        "map_parents"}
+    assert sum(p.disk_bytes().values()) == 9 * 2**12 + 8 * 12 * p.n_families
+    full = Plan(12, 3, 6, "store", map_dag=True)
+    assert [t for t in full.tasks() if t.kind.startswith("map")] == \
+        [t for t in p.tasks() if t.kind.startswith("map")]  # the same MAP tasks, the same I/O
+    from bigbn.errors import OptionError
+    from bigbn.plan import work_estimate
+
+    assert set(work_estimate(p)) == {"map", "map_alpha"}
+    with pytest.raises(OptionError, match="the posterior, the MAP network or both"):
+        Plan(12, 3, 6, posterior=False)
+
+
+def test_map_only_run_then_the_posterior_added(tmp_path):
+    """--map-only computes exactly the MAP of a full run, writes no posterior tables or
+    files; running again without it adds the posterior and leaves the MAP tasks alone."""
+    import bigbn
+    from bigbn.errors import OptionError, WorkdirError
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    w = tmp_path / "w"
+    only = bigbn.learn(path, max_parents=2, workdir=w, chunk_bits=4, map_dag=True, posterior=False)
+    full = bigbn.learn(path, max_parents=2, workdir=tmp_path / "full", chunk_bits=4, map_dag=True)
+    assert only.map_log_score == full.map_log_score and only.map_arcs() == full.map_arcs()
+    assert only.posterior is None and only.log_marginal is None
+    assert only.summary["computed"] == ["map_dag"] and only.summary["log_marginal_likelihood"] is None
+    assert "forward" not in only.summary["stages"] and "forward" not in only.summary["disk_bytes"]
+    assert not (w / "edges.csv").exists() and not (w / "tables.zarr" / "forward").exists()
+    with pytest.raises(OptionError, match="only the MAP network"):
+        only.edges()
+    with pytest.raises(WorkdirError, match="holds only the MAP network"):
+        bigbn.sample(w, 10)
+    with pytest.raises(OptionError, match="nothing to compute"):
+        bigbn.learn(path, max_parents=2, workdir=w, posterior=False)
+    both = bigbn.learn(path, max_parents=2, workdir=w, map_dag=True)
+    assert both.summary["stages"]["map"]["tasks_this_invocation"] == 0
+    assert both.summary["stages"]["forward"]["tasks_this_invocation"] == 2 ** (8 - 4)
+    np.testing.assert_array_equal(both.posterior, full.posterior)
+    assert both.map_arcs() == full.map_arcs() and (w / "edges.csv").exists()
+
+
+def test_cli_map_only(tmp_path):
+    from click.testing import CliRunner
+
+    from bigbn.cli import main
+
+    asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    w = tmp_path / "w"
+    r = CliRunner().invoke(main, ["run", str(asia), "-w", str(w), "--map-only", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "MAP network (log score" in r.stdout and "log p(data)" not in r.stdout
+    assert (w / "map_dag.csv").exists() and not (w / "edges.csv").exists()
+    r = CliRunner().invoke(main, ["status", "-w", str(w)])
+    assert "MAP network finished" in r.stdout and "without --map-only adds it" in r.stdout
+    r = CliRunner().invoke(main, ["plan", "--n", "30", "--map-only"])
+    assert "map 8.0 GiB, map_sink 1.0 GiB" in r.stdout and "forward" not in r.stdout
