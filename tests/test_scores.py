@@ -126,6 +126,36 @@ def test_against_naive_reference_both_paths(score, seed, n, m, arities, k):
         np.testing.assert_allclose(beta, ref, rtol=1e-12, atol=1e-10)
 
 
+@pytest.mark.parametrize("score", ["bdeu", "k2"])
+def test_lgamma_tables_with_more_hyperparameters_than_slots(score):
+    """Families with q·r > 64 read log-gammas from a small cache of tables lgamma(a + v);
+    seven different arities give more distinct a (BDeu: ess/q, ess/(q r)) than the cache
+    has slots, so rows are evicted and refilled while one thread scores every family."""
+    from bigbn import scores as S
+
+    ds = random_dataset(11, 7, 120, [2, 3, 4, 5, 6, 7, 8])
+    P = family_parent_matrix(ds.n, 3)
+    distinct = {math.prod(int(ds.arities[p]) for p in P[i, f] if p >= 0) * int(ds.arities[i])
+                for i in range(ds.n) for f in range(P.shape[1])}
+    assert sum(c > S._TABLE_CELLS for c in distinct) > S._TABLE_SLOTS
+    ref = naive_scores(ds, 3, score, ess=1.5)
+    for dense_limit in (None, 0):
+        beta = local_scores(ds, 3, score, ess=1.5, threads=1, dense_limit=dense_limit)
+        np.testing.assert_allclose(beta, ref, rtol=1e-12, atol=1e-10)
+
+
+def test_lgamma_row_cache():
+    from bigbn.scores import _lgamma_row
+
+    keys, tables, clock = np.full(3, np.nan), np.empty((3, 6)), np.zeros(1, np.int64)
+    rows = [_lgamma_row(keys, tables, clock, a) for a in (0.5, 2.0, 0.5, 7.25)]
+    assert rows == [0, 1, 0, 2] and clock[0] == 3
+    # numba's math.lgamma is libm's, CPython's its own: they may differ in the last bit
+    np.testing.assert_allclose(tables[2], [lg(7.25 + v) for v in range(6)], rtol=1e-15, atol=0)
+    assert _lgamma_row(keys, tables, clock, 9.0) == 0  # the slot filled longest ago
+    assert keys.tolist() == [9.0, 2.0, 7.25]
+
+
 def test_large_arities_take_the_sort_path_by_default():
     # q*r = 40^3 > max(4m, 1024): these families are counted by sorting.
     rng = np.random.default_rng(7)
