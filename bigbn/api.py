@@ -385,7 +385,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
                             bool(posterior), memory, workers, fresh, check_disk,
-                                   source=os.path.abspath(data) if isinstance(data, (str, os.PathLike)) else ds.path)
+                                   source=_source(data, ds))
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)
@@ -414,6 +414,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _source(data, ds: Dataset) -> str:
+    """Where the data came from, for run.json: a file's absolute path (so `bigbn effects`
+    finds it again from any folder), else the dataset's label ("" or "array")."""
+    path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else ds.path
+    return os.path.abspath(path) if path and os.path.isfile(path) else path
 
 
 def _jsonable(obj):

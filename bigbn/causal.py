@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import DataError, OptionError
+from .frames import SOURCE
 from .families import unsqueeze
 
 __all__ = ["effects", "Effects", "bge_effect_components", "mixture_quantile"]
@@ -344,8 +345,11 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         families = plan.families
         if data is None:
             data = run.get("source")
-            if not data or not os.path.isfile(data):
-                raise OptionError(f"{wd.root}: the run's data file {data!r} is not there; give the "
+            if data in (None, "", "array", SOURCE):  # a run on data in memory
+                raise OptionError(f"{wd.root}: the run's data came from memory (a DataFrame or an "
+                                  "array), not a file; give the data (effects(workdir, data))")
+            if not os.path.isfile(data):
+                raise OptionError(f"{wd.root}: the run's data file {data} is not there; give the "
                                   "data (--data FILE)")
     ds, score, digest = load_dataset(data, names=names, score=options.get("score") or "auto",
                                     sep=sep)  # names: for an array, the run's
