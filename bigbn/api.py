@@ -384,8 +384,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     try:
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
-                            bool(posterior), memory, workers, fresh, check_disk,
-                                   source=_source(data, ds))
+                            bool(posterior), memory, workers, fresh, check_disk, source=_source(data, ds))
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal = _run_engine(job, scheduler, workers, progress)
