@@ -46,6 +46,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from .errors import DataError, OptionError
@@ -243,6 +244,8 @@ def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
     r = np.asarray(ds.arities, dtype=np.int64)
     k2 = options.get("score") == "k2"
     ess = 1.0 if k2 else float(options.get("ess") or 1.0)
+    data_t = np.ascontiguousarray(data.T)
+    marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
     p_zero = np.zeros(len(pairs))
     by_cause: dict[int, list[int]] = {}
@@ -258,12 +261,13 @@ def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
         for zmask, w in zip(masks[in_table].tolist(), w_all[in_table].tolist()):
             Z = [j for j in range(n) if zmask >> j & 1]
             z, qz = _configurations(data, r, Z)
+            outside = [i for i in idx if not zmask >> pairs[i][1] & 1]
             for i in idx:
-                y = pairs[i][1]
-                if zmask >> y & 1:
-                    tables[i] += w * _marginal(data[:, y], r[y], k2, ess)[None, :]
-                else:
-                    tables[i] += w * _adjusted(data, r, x, y, z, qz, k2, ess)
+                if zmask >> pairs[i][1] & 1:  # y is a parent of x: y keeps its marginal
+                    tables[i] += w * marginals[pairs[i][1]][None, :]
+            adjusted = _adjusted(data_t, r, x, [pairs[i][1] for i in outside], z, qz, k2, ess)
+            for i, tab in zip(outside, adjusted):
+                tables[i] += w * tab
     return dict(table=tables, p_zero=p_zero)
 
 
@@ -288,22 +292,60 @@ def _marginal(col: np.ndarray, r: int, k2: bool, ess: float) -> np.ndarray:
     return (counts + a) / (col.size + r * a)
 
 
-def _adjusted(data, r, x: int, y: int, z: np.ndarray, qz: int, k2: bool, ess: float) -> np.ndarray:
-    """Σ_z p̂(y | x = a, z) p̂(z) for every a, b: float64 (r_x, r_y).
+def _adjusted(data_t, r, x: int, ys: list[int], z: np.ndarray, qz: int, k2: bool,
+              ess: float) -> list[np.ndarray]:
+    """Σ_z p̂(y = b | x = a, z) p̂(z) for every a, b and every y in ys: float64 (r_x, r_y)
+    each. data_t: int64 (n, m), the data's columns; z: each record's configuration index
+    of Z (`_configurations`), q_Z the number of configurations."""
+    rx = int(r[x])
+    sizes = [rx * int(r[y]) for y in ys]
+    out = np.zeros(sum(sizes))
+    _adjusted_kernel(data_t, r, x, np.asarray(ys, dtype=np.int64), z, int(z.max()) + 1, float(qz),
+                     k2, ess, out)
+    offsets = np.cumsum([0] + sizes)
+    return [out[offsets[t]:offsets[t + 1]].reshape(rx, int(r[y])) for t, y in enumerate(ys)]
 
-    Every configuration z of Z counts, observed or not; an unobserved (a, z) has the
-    uniform p̂(y | a, z) = 1/r_y, and Σ_z p̂(z) = 1, so the sum is 1/r_y plus the observed
-    configurations' departures from uniform: O(m) work however large q_Z is."""
-    m = data.shape[0]
-    rx, ry = int(r[x]), int(r[y])
-    Q = int(z.max()) + 1  # configurations indexed (all, or the observed ones)
-    N = np.bincount((z * rx + data[:, x]) * ry + data[:, y], minlength=Q * rx * ry)
-    N = N.reshape(Q, rx, ry).astype(np.float64)
-    a_y = 1.0 if k2 else ess / (ry * rx * qz)
+
+@numba.njit(cache=True, nogil=True)
+def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
+    """The tables of `_adjusted`, one block after another in ``out`` (zeros on entry).
+
+    Every configuration z of Z counts, observed or not: an unobserved (a, z) has the
+    uniform p̂(y | a, z) = 1/r_y, and Σ_z p̂(z) = 1, so each entry is 1/r_y plus the
+    departures from uniform of the observed (a, z), weighted by p̂(z): O(m) work however
+    large q_Z is. BDeu(ess): ess/(r_y r_x q_Z) on each cell of y's table, ess/q_Z on each
+    cell of Z's joint; K2: 1 on every cell."""
+    m = z.size
+    rx = r[x]
+    xv = data_t[x]
+    n_z = np.zeros(Q)
+    n_az = np.zeros(Q * rx)
+    for t in range(m):
+        n_z[z[t]] += 1.0
+        n_az[z[t] * rx + xv[t]] += 1.0
     a_z = 1.0 if k2 else ess / qz
-    cond = (N + a_y) / (N.sum(axis=2, keepdims=True) + ry * a_y)  # p̂(y | x, z), z observed
-    pz = (N.sum(axis=(1, 2)) + a_z) / (m + qz * a_z)  # p̂(z)
-    return 1.0 / ry + np.einsum("zab,z->ab", cond - 1.0 / ry, pz)
+    off = 0
+    for y in ys:
+        ry = r[y]
+        yv = data_t[y]
+        a_y = 1.0 if k2 else ess / (ry * rx * qz)
+        counts = np.zeros(Q * rx * ry)
+        for t in range(m):
+            counts[(z[t] * rx + xv[t]) * ry + yv[t]] += 1.0
+        for zi in range(Q):
+            if n_z[zi] == 0.0:
+                continue
+            pz = (n_z[zi] + a_z) / (m + qz * a_z)
+            for a in range(rx):
+                nax = n_az[zi * rx + a]
+                if nax == 0.0:
+                    continue
+                for b in range(ry):
+                    cond = (counts[(zi * rx + a) * ry + b] + a_y) / (nax + ry * a_y)
+                    out[off + a * ry + b] += pz * (cond - 1.0 / ry)
+        for c in range(rx * ry):
+            out[off + c] += 1.0 / ry
+        off += rx * ry
 
 
 # ------------------------------------------------------------------------------ entry

@@ -143,9 +143,16 @@ def test_adjusted_table_with_many_configurations(score):
     z, qz = _configurations(data, arities, Z)
     assert qz == 1225 and z.max() < m  # above the threshold: ranks of the observed
     code = data[:, 2] * 35 + data[:, 3]
+    data_t = np.ascontiguousarray(data.T.astype(np.int64))
     for index in (z, code):
-        got = _adjusted(data, arities, 0, 1, index, qz, score == "k2", 2.0)
-        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13)
+        got = _adjusted(data_t, arities, 0, [1], index, qz, score == "k2", 2.0)
+        np.testing.assert_allclose(got[0], ref, rtol=0, atol=1e-13)
+    # several effects at once, each its own table (y = 3 lies in Z: the sum is still defined,
+    # and the loops compute it the same way)
+    both = _adjusted(data_t, arities, 1, [0, 3], z, qz, score == "k2", 2.0)
+    for y, tab in zip((0, 3), both):
+        np.testing.assert_allclose(tab, naive.adjusted_table(data, arities, 1, y, Z, score, 2.0),
+                                   rtol=0, atol=1e-13)
     small, q = _configurations(data, arities, [0, 1])
     np.testing.assert_array_equal(small, data[:, 0] * 3 + data[:, 1])
     assert q == 6
