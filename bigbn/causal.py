@@ -377,7 +377,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         from .plan import task_id
         from .samples import _open_finished
 
-        wd, plan, summary, beta, records = _open_finished(source)
+        wd, plan, summary, beta, records = _open_finished(source, then="compute the effects")
         run = wd.read_run()
         options = dict(run["fingerprint"])
         digest_run = options.get("data_sha256")

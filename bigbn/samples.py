@@ -202,8 +202,9 @@ class Samples:
 
 # ------------------------------------------------------------------------------ sampling
 
-def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
-    """The finished run in ``workdir``: (Workdir, plan, summary, beta, journal records)."""
+def _open_finished(workdir, then: str = "sample") -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
+    """The finished run in ``workdir``: (Workdir, plan, summary, beta, journal records).
+    ``then`` names what the user does next in the error messages ("sample", "effects")."""
     root = Path(workdir).resolve()
     wd = Workdir(root)
     run = wd.read_run()
@@ -213,7 +214,7 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
 
     if run["fingerprint"].get("numerics") != numerics_fingerprint():
         raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
-                           "differs); run the `bigbn run` command again with --fresh, then sample")
+                           f"differs); run the `bigbn run` command again with --fresh, then {then}")
     pl = run["plan"]
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
     try:
@@ -229,7 +230,7 @@ def _open_finished(workdir) -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
                            "`bigbn run` command without --map-only to add the posterior")
     if not ok or rec is None:
         raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
-                           "again to finish it, then sample")
+                           f"again to finish it, then {then}")
     beta = wd.read("beta", slice(None))
     job = Job(wd, plan, beta)
     scores = records.get(task_id(("scores",)))
