@@ -369,16 +369,18 @@ def _transform_updates(d: int, k: int) -> int:
                for j in range(d))
 
 
-# Seconds per elementary operation on one core, measured by scripts/bench.py on the
-# reference machine (2-core Zen 4 VM, AVX2): a vectorised log-add-exp in the transforms,
-# one max-shifted exp term of the forward/backward recursions (n = 28 task-seconds,
-# I/O and zarr overhead included).
-SECONDS_PER_LAE = 5.5e-9
-SECONDS_PER_TERM = 12e-9
+# Seconds per elementary operation on one core on the reference machine (2-core Zen 4
+# VM, AVX2): a vectorised log-add-exp in the transforms, one max-shifted exp term of the
+# forward/backward recursions. Least-squares fit to the forward, backward and gamma
+# task-seconds (I/O and zarr overhead included) of scripts/bench.py at n = 24, 26, 28
+# (k = 3, c = 20; 2026-11-23): each stage within 17 %, whole runs 8.4 s, 27.3 s and 108 s
+# against 7.0 s, 30.0 s and 128 s predicted.
+SECONDS_PER_LAE = 3.1e-9
+SECONDS_PER_TERM = 9.8e-9
 # The MAP stage's compute relative to the same work in log-add-exp: max needs no exp or
 # log. Measured (2 cores, binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at
-# n = 24, 28, 32 against 0.36-0.43 of the log-add-exp estimate.
-MAX_VS_LAE = 0.4
+# n = 24, 28, 32, which need 0.55, 0.46 and 0.58 of the log-add-exp estimate.
+MAX_VS_LAE = 0.53
 DISK_WRITE_BPS = 0.65e9
 # Fixed cost of one task (scheduling, two fsyncs, the journal line), seconds per worker:
 # it dominates with tiny chunks (n = 14, c = 4: 3074 tasks took 38 s more than one chunk).
