@@ -394,7 +394,7 @@ def status(workdir):
         click.echo(line)
 
 
-@main.command("sample")
+@main.command("sample", short_help="Exact i.i.d. DAG samples from the posterior of a finished run.")
 @click.option("--workdir", "-w", type=click.Path(file_okay=False), required=True,
               help="The work directory of a finished `bigbn run`.")
 @click.option("--samples", "-T", "n_samples", default=10_000, show_default=True,
