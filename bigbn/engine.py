@@ -86,16 +86,51 @@ def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
 def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
     """Check every journaled task's output against its CRC.
 
-    Returns (ids of intact tasks, ids whose chunks are missing, truncated or changed).
-    A bad task is simply run again: tasks are deterministic, so whatever already used
-    its (then intact) output stays valid.
+    Returns (ids of the tasks that need not run again, ids of journaled tasks whose chunks
+    are missing, truncated or changed). A bad task is simply run again: tasks are
+    deterministic, so whatever already used its (then intact) output stays valid.
+
+    Release tasks delete chunks on purpose once nothing will read them. A task whose
+    output a journaled release deleted runs again only if a task that reads it will
+    run: deciding in reverse plan order (readers come after writers) settles each task
+    after all of its readers, so a rerun that needs a deleted chunk brings back the task
+    that wrote it, and so on up the lattice. A release whose chunks are written again
+    runs again too.
     """
+    specs = job.plan.tasks()
+    readers: dict[tuple, list[str]] = {}
+    writer: dict[tuple, str] = {}
+    for spec in specs:
+        for r in spec.reads:
+            for cc in r.chunks:
+                readers.setdefault((r.table, cc), []).append(spec.id)
+        for r in spec.writes:
+            for cc in r.chunks:
+                writer[r.table, cc] = spec.id
+    released = {(r.table, cc) for spec in specs if spec.id in records
+                for r in spec.deletes for cc in r.chunks}
+    rerun: set[str] = set()
     good, bad = set(), []
-    for spec in job.plan.tasks():
+    for spec in reversed(specs):
         rec = records.get(spec.id)
-        if rec is not None:
-            (good.add(spec.id) if intact(job, spec, rec) else bad.append(spec.id))
-    return good, bad
+        if rec is None:
+            rerun.add(spec.id)
+            continue
+        if intact(job, spec, rec):
+            good.add(spec.id)
+            continue
+        out = [(r.table, cc) for r in spec.writes for cc in r.chunks]
+        gone = bool(out) and all(c in released for c in out)
+        if gone and not any(t in rerun for c in out for t in readers.get(c, ())):
+            good.add(spec.id)  # deleted on purpose, and nothing that reads it will run
+            continue
+        rerun.add(spec.id)
+        if not gone:
+            bad.append(spec.id)
+    for spec in specs:
+        if spec.deletes and any(writer[r.table, cc] in rerun for r in spec.deletes for cc in r.chunks):
+            good.discard(spec.id)
+    return good, bad[::-1]
 
 
 def intact(job: Job, spec: TaskSpec, rec: dict) -> bool:
@@ -136,15 +171,18 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
         K._lae_into(acc, alpha_span(job, node, first, 2), wd.read(spec.kind, _chunk_slice(p, G)))
     out = np.empty(p.chunk_size)
     K._recursion_chunk(acc, alpha_low_block(job, spec.chunk), out, spec.kind == "forward")
-    return {"crc": _write_all(job, spec, out)}
+    if spec.kind == "forward":
+        return {"crc": _write_all(job, spec, out)}
+    return {"crc": _write_all(job, spec, out, _gamma_part(job, spec, out))}
 
 
 def _chunk_slice(p: Plan, H: int) -> slice:
     return slice(H * p.chunk_size, (H + 1) * p.chunk_size)
 
 
-def _task_gamma(job: Job, spec: TaskSpec) -> dict:
-    """Partial gamma_v of every node v from chunk H of s_v(S) = L(S) + B(S+v).
+def _gamma_part(job: Job, spec: TaskSpec, bwd: np.ndarray) -> np.ndarray:
+    """Chunk H's part of gamma_v for every node v, from s_v(S) = L(S) + B(S+v), in the
+    backward task of chunk H (bwd: B on chunk H, just computed).
 
     Low nodes v < c: S and S+v both lie in chunk H (half of its offsets).
     High nodes v = c+b with b ∉ H: S in forward chunk H, S+v in backward chunk H+b.
@@ -153,17 +191,37 @@ def _task_gamma(job: Job, spec: TaskSpec) -> dict:
     p, wd = job.plan, job.workdir
     fam, small = p.families, p.small_masks
     fwd = wd.read("forward", _chunk_slice(p, H))
-    bwd = wd.read("backward", _chunk_slice(p, H))
     part = np.full((p.n, p.n_families), NEG_INF)
     s = np.empty(p.chunk_size)
     half = s[: p.alpha_chunk_size]
     for v in range(p.c):
         K._gather_low(fwd, bwd, v, half)
         K._gamma_partial(half, p.c - 1, H, fam, small, part[v])
-    for node, Q, G in spec.terms:
+    for node, Q, G in spec.gamma_terms:
         K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, G)))
         K._gamma_partial(s, p.c, Q, fam, small, part[node])
-    return {"crc": _write_all(job, spec, part)}
+    return part
+
+
+def _task_gamma(job: Job, spec: TaskSpec) -> dict:
+    """The γ parts of one level's chunks, summed (log-add-exp, in chunk order)."""
+    p, wd = job.plan, job.workdir
+    total = np.full((p.n, p.n_families), NEG_INF)
+    pair = np.empty((2, p.n_families))
+    for (H, _, _) in spec.reads[0].chunks:
+        part = wd.read("gamma_parts", H)
+        for v in range(p.n):
+            pair[0] = total[v]
+            pair[1] = part[v]
+            K._logsumexp_rows(pair, total[v])
+    return {"crc": _write_all(job, spec, total)}
+
+
+def _task_release(job: Job, spec: TaskSpec) -> dict:
+    """Delete the chunks nothing will read again (a level of B and of the γ parts)."""
+    for region in spec.deletes:
+        job.workdir.delete_region(region)
+    return {"crc": _write_all(job, spec)}
 
 
 def _task_edges(job: Job, spec: TaskSpec) -> dict:
@@ -171,8 +229,8 @@ def _task_edges(job: Job, spec: TaskSpec) -> dict:
     p, wd = job.plan, job.workdir
     gamma = np.full((p.n, p.n_families), NEG_INF)
     pair = np.empty((2, p.n_families))
-    for H in range(p.n_chunks):
-        part = wd.read("gamma_parts", H)
+    for level in range(p.h + 1):
+        part = wd.read("gamma_levels", level)
         for v in range(p.n):
             pair[0] = gamma[v]
             pair[1] = part[v]
@@ -254,6 +312,7 @@ _TASKS: dict[str, Callable[[Job, TaskSpec], dict]] = {
     "forward": _task_recursion,
     "backward": _task_recursion,
     "gamma": _task_gamma,
+    "release": _task_release,
     "edges": _task_edges,
     "map": _task_map,
     "map_dag": _task_map_dag,

@@ -33,7 +33,7 @@ MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
 MIN_CHUNK_BITS = 10
 ALPHA_MODES = ("recompute", "store")
-STAGES = ("scores", "alpha", "forward", "backward", "gamma", "edges", "map", "map_dag")
+STAGES = ("scores", "alpha", "forward", "backward", "gamma", "release", "edges", "map", "map_dag")
 BYTES = 8
 
 
@@ -55,19 +55,22 @@ class TaskSpec:
     """One task of the plan: what it is, what it reads, what it writes.
 
     key: ("scores",), ("alpha", node, first_chunk), ("forward", H), ("backward", H),
-    ("gamma", H) or ("edges",). reads / writes: the regions it reads and writes (alpha
-    chunks that are recomputed rather than stored are read as ``beta``). deps: keys of
-    the tasks that write what it reads, derived from the regions, never listed by hand.
-    chunk: the chunk id H of chunk tasks. terms: what the task combines, so that it never
-    re-derives lattice neighbours:
+    ("gamma", level), ("release", level), ("edges",), ("map", H) or ("map_dag",).
+    reads / writes: the regions it reads and writes (alpha chunks that are recomputed
+    rather than stored are read as ``beta``). deletes: the regions a release task
+    removes. deps: keys of the tasks that write what it reads, derived from the regions,
+    and for a release task the tasks that read what it deletes; never listed by hand.
+    chunk: the chunk id H of chunk tasks (the level of gamma and release tasks). terms:
+    what the task combines, so that it never re-derives lattice neighbours:
 
     - forward/backward: (node c+b, first alpha chunk of its 2-chunk span, neighbour chunk
       id) for every high bit b of the recursion (b ∈ H forward, b ∉ H backward);
-    - gamma: (node c+b, squeezed chunk id of S within V - (c+b), backward chunk id H + b)
-      for every high bit b ∉ H (low nodes v < c need nothing but chunk H);
     - alpha: ((node, first_chunk, number of chunks),).
 
-    origin: offset in chunk H of the recursion's log 1 (L(∅) forward, B(V) backward).
+    gamma_terms (backward tasks, which also compute chunk H's part of γ): (node c+b,
+    squeezed chunk id of S within V - (c+b), backward chunk id H + b) for every high bit
+    b ∉ H (low nodes v < c need nothing but chunk H). origin: offset in chunk H of the
+    recursion's log 1 (L(∅) forward, B(V) backward).
     """
 
     key: tuple
@@ -77,6 +80,8 @@ class TaskSpec:
     chunk: int | None = None
     terms: tuple = ()
     origin: int | None = None
+    gamma_terms: tuple = ()
+    deletes: tuple[Region, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -172,6 +177,7 @@ class Plan:
                 "forward": ((1 << n,), (size,)),
                 "backward": ((1 << n,), (size,)),
                 "gamma_parts": ((self.n_chunks, n, F), (1, n, F)),
+                "gamma_levels": ((self.h + 1, n, F), (1, n, F)),
                 "gamma": ((n, F), (n, F)),
                 "posterior": ((n, n), (n, n)),
             })
@@ -239,17 +245,39 @@ class Plan:
                     if (r.table, cc) in writer:
                         raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
                     writer[r.table, cc] = key
+        readers: dict[tuple, set] = {}
+        for key, reads, *_ in drafts:
+            for r in reads:
+                for cc in r.chunks:
+                    readers.setdefault((r.table, cc), set()).add(key)
         order = {d[0]: i for i, d in enumerate(drafts)}
         out = []
-        for key, reads, writes, H, terms, origin in drafts:
+        for key, reads, writes, H, terms, origin, *extra in drafts:
+            extra = extra[0] if extra else {}
+            deletes = extra.get("deletes", ())
             deps = {writer[r.table, cc] for r in reads for cc in r.chunks}
+            # a release waits for every task that reads what it deletes (and its writers)
+            deps |= {k for r in deletes for cc in r.chunks for k in readers.get((r.table, cc), ())}
+            deps |= {writer[r.table, cc] for r in deletes for cc in r.chunks}
+            deps |= set(extra.get("after", ()))
             out.append(TaskSpec(key=key, reads=reads, writes=writes,
                                 deps=tuple(sorted(deps, key=order.__getitem__)),
-                                chunk=H, terms=terms, origin=origin))
+                                chunk=H, terms=terms, origin=origin,
+                                gamma_terms=extra.get("gamma_terms", ()), deletes=deletes))
         return tuple(out)
 
     def _posterior_drafts(self, drafts: list, alpha, chunk) -> None:
-        """Drafts of the posterior stages: alpha (if stored), forward, backward, gamma, edges."""
+        """Drafts of the posterior stages (DESIGN.md; docs/design.md, "Disk"):
+
+        - alpha (if stored); forward: L on every chunk, ascending levels, kept whole;
+        - backward, level by level from the top: B on chunk H, and at once chunk H's part
+          of γ (it needs L(H), B(H) and the B(H + b) the recursion has just read);
+        - gamma, per level: the level's parts summed (log-add-exp) into one (n, F) row;
+        - release, per level ℓ ≥ 1: B's chunks of level ℓ are deleted once every task that
+          reads them (the backward tasks of level ℓ − 1) has finished, and the γ parts of
+          level ℓ once they are summed. So B takes at most two adjacent levels of disk;
+        - edges: γ from the level sums, then the edge posteriors.
+        """
         n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
         beta = Region("beta", ((0, 0),))
         if self.alpha_mode == "store":
@@ -258,23 +286,36 @@ class Plan:
                     run = min(self.alpha_run, self.n_chunks - first)
                     drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
                                    ((i, first, run),), None))
-        for lvl in self.levels():
+        levels = self.levels()
+        for lvl in levels:
             for H in lvl:  # L on chunk H needs L on chunks H - {b}, b ∈ H
                 terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
                               for b in range(h) if H >> b & 1)
                 drafts.append(self._recursion("forward", H, terms, 0 if H == 0 else None, alpha, chunk))
-        for lvl in reversed(self.levels()):
-            for H in lvl:  # B on chunk H needs B on chunks H + {b}, b ∉ H
+
+        def parts(level: int) -> Region:
+            return Region("gamma_parts", tuple((H, 0, 0) for H in levels[level]))
+
+        for ell in range(h, -1, -1):
+            for H in levels[ell]:  # B on chunk H needs B on chunks H + {b}, b ∉ H
                 terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b))
                               for b in range(h) if not H >> b & 1)
                 origin = self.chunk_size - 1 if H == last else None
-                drafts.append(self._recursion("backward", H, terms, origin, alpha, chunk))
-        for H in range(self.n_chunks):
-            # low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in chunk H+b
-            terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-            reads = (chunk("forward", H), chunk("backward", H)) + tuple(chunk("backward", G) for _, _, G in terms)
-            drafts.append((("gamma", H), reads, (Region("gamma_parts", ((H, 0, 0),)),), H, terms, None))
-        reads = ((beta, Region("gamma_parts", tuple((H, 0, 0) for H in range(self.n_chunks))),
+                key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
+                # γ: low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in H+b
+                gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+                # level ell starts once level ell + 2 is released: two levels on disk at most
+                after = (("release", ell + 2),) if ell + 2 <= h else ()
+                drafts.append((key, reads + (chunk("forward", H),),
+                               writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
+                               {"gamma_terms": gamma_terms, "after": after}))
+            drafts.append((("gamma", ell), (parts(ell),), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
+                           (), None))
+            if ell < h:  # level ell + 1 is read by nothing after level ell
+                up = ell + 1
+                drafts.append((("release", up), (), (), up, (), None,
+                               {"deletes": (Region("backward", tuple((H,) for H in levels[up])), parts(up))}))
+        reads = ((beta, Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
                   chunk("forward", last), chunk("backward", 0)))
         drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
                        None, (), None))
@@ -295,13 +336,18 @@ class Plan:
 
     # -- resources ---------------------------------------------------------------------
     def disk_bytes(self) -> dict[str, int]:
-        """Bytes each stored table takes on disk (uncompressed float64)."""
+        """Peak bytes each stored table takes on disk (uncompressed float64); B and the γ
+        parts never hold more than two adjacent levels of chunks."""
         out = {"beta": BYTES * self.n * self.n_families}
         if self.posterior:
+            # B and the γ parts: at most two adjacent levels at a time (release tasks)
+            pair = max(len(a) + len(b) for a, b in zip(self.levels(), self.levels()[1:])) \
+                if self.h else 1
             out.update({
                 "forward": BYTES << self.n,
-                "backward": BYTES << self.n,
-                "gamma_parts": BYTES * self.n_chunks * self.n * self.n_families,
+                "backward": BYTES * pair * self.chunk_size,
+                "gamma_parts": BYTES * pair * self.n * self.n_families,
+                "gamma_levels": BYTES * (self.h + 1) * self.n * self.n_families,
             })
         if self.posterior and self.alpha_mode == "store":
             out["alpha"] = BYTES * self.n << (self.n - 1)
@@ -316,9 +362,9 @@ class Plan:
         # forward/backward: alpha_low (c × 2^(c-1)), acc, out, one dependency chunk,
         # one alpha span of 2^c, plus temporaries.
         fb = BYTES * (self.c * size // 2 + 5 * size)
-        # gamma: fwd, bwd, one neighbour bwd, s buffer, (n, F) partial.
-        gm = BYTES * (4 * size + self.n * self.n_families)
-        return max(fb, gm)
+        # backward adds γ: fwd, one neighbour bwd, s buffer, (n, F) partial.
+        gm = BYTES * (3 * size + self.n * self.n_families)
+        return fb + gm
 
 
 def task_id(key: tuple) -> str:
@@ -419,13 +465,16 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
     per_task = SECONDS_PER_TASK / max(workers, 1)
     out = {}
     if plan.posterior:
+        table = BYTES << plan.n  # all of L, and all of B over the run
+        parts = BYTES * plan.n_chunks * plan.n * plan.n_families
         out = {
-            "forward": w["forward"] * term + w.get("forward_alpha", 0) * lae + disk["forward"] / DISK_WRITE_BPS,
-            "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + disk["backward"] / DISK_WRITE_BPS,
-            "gamma": w["gamma"] * lae + (disk["forward"] + 2 * disk["backward"]) / DISK_READ_BPS,
+            "forward": w["forward"] * term + w.get("forward_alpha", 0) * lae + table / DISK_WRITE_BPS
+                       + plan.n_chunks * per_task,
+            # backward tasks compute their chunk's part of γ too, reading L and B(H + b) again
+            "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + w["gamma"] * lae
+                        + table / DISK_WRITE_BPS + 2 * table / DISK_READ_BPS + plan.n_chunks * per_task,
+            "gamma": parts / DISK_READ_BPS + (plan.h + 1) * per_task,  # the level sums
         }
-        for stage in ("forward", "backward", "gamma"):
-            out[stage] += plan.n_chunks * per_task
     if "map" in w:
         out["map"] = (MAX_VS_LAE * (w["map"] * term + w["map_alpha"] * lae) + disk["map"] / DISK_WRITE_BPS
                       + plan.n_chunks * per_task)

@@ -2,7 +2,7 @@
 
     WORKDIR/
       run.json        what was asked (fingerprint), plan, version
-      tables.zarr/    zarr v3 group: beta, [alpha], forward, backward, gamma_parts, gamma
+      tables.zarr/    zarr v3 group: beta, [alpha], forward, backward, gamma_parts, gamma_levels, gamma
       journal.jsonl   one line per finished task, appended and fsynced after its chunks
       edges.csv, parent_sets.csv, summary.json
       samples-PRIOR/  what `bigbn sample` wrote
@@ -127,6 +127,18 @@ class TableStore:
         index = self.region_index(region)
         box = tuple(sl.stop - sl.start for sl in index)
         return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+
+    def delete_region(self, region: Region) -> None:
+        """Remove a region's chunk files (a missing one is fine: deleting is idempotent),
+        then fsync their folders, so that the space is free before the journal says so."""
+        folders = set()
+        for cc in region.chunks:
+            f = self.chunk_file(region.table, cc)
+            f.unlink(missing_ok=True)
+            folders.add(f.parent)
+        for d in folders:
+            if d.is_dir():
+                fsync_path(d)
 
     def clear(self) -> None:
         import shutil
@@ -381,6 +393,9 @@ class Workdir:
         index = self.region_index(region)
         box = tuple(sl.stop - sl.start for sl in index)
         return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+
+    def delete_region(self, region: Region) -> None:
+        self.store.delete_region(region)
 
     def read_run(self) -> dict | None:
         return self.manifest.read()

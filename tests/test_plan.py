@@ -31,10 +31,23 @@ def check_plan(plan: Plan) -> None:
     # every chunk of every table is written, exactly once (above)
     for table in plan.tables():
         assert {cc for (tb, cc) in writer if tb == table} == chunk_grid(plan, table), table
+    readers = {}
+    for t in specs:
+        for r in t.reads:
+            for cc in r.chunks:
+                readers.setdefault((r.table, cc), set()).add(t.key)
     for t in specs:
         read_writers = {writer[r.table, cc] for r in t.reads for cc in r.chunks}
-        # every read is written by a dependency, and the dependencies are exactly those
-        assert set(t.deps) == read_writers, t.key
+        # every read is written by a dependency; the only other dependencies: a release
+        # waits for the readers and writers of what it deletes, and a backward task of
+        # level l for the release of level l + 2 (two levels of B on disk at most)
+        extra = set()
+        if t.kind == "release":
+            extra = {k for r in t.deletes for cc in r.chunks for k in readers.get((r.table, cc), ())}
+            extra |= {writer[r.table, cc] for r in t.deletes for cc in r.chunks}
+        if t.kind == "backward" and bin(t.chunk).count("1") + 2 <= plan.h:
+            extra = {("release", bin(t.chunk).count("1") + 2)}
+        assert set(t.deps) == read_writers | extra, t.key
         assert t.key not in t.deps
         # the sync order respects the dependencies
         assert all(position[d] < position[t.key] for d in t.deps), t.key
@@ -54,11 +67,42 @@ def check_plan(plan: Plan) -> None:
             H = t.chunk
             assert t.terms == plan.task(("forward", H)).terms
             assert set(t.deps) == {("scores",)} | {("map", G) for _, _, G in t.terms}
-        if t.kind == "gamma":
-            assert ("forward", t.chunk) in t.deps and ("backward", t.chunk) in t.deps
+        if t.kind == "backward":  # and chunk H's part of γ: L(H), B(H + b) for b ∉ H
+            H = t.chunk
+            assert ("forward", H) in t.deps
+            assert [(node, G) for node, _, G in t.gamma_terms] == [(c + b, H | (1 << b)) for b in range(h)
+                                                                   if not H >> b & 1]
+        if t.kind == "gamma":  # one level's parts
+            assert set(t.deps) == {("backward", H) for H in range(plan.n_chunks)
+                                   if bin(H).count("1") == t.chunk}
     assert keys[0] == ("scores",) and keys[-1] == (("map_dag",) if plan.map_dag else ("edges",))
     assert len(plan.stage_tasks("map")) == (plan.n_chunks if plan.map_dag else 0)
-    assert len(plan.stage_tasks("forward")) == plan.n_chunks == len(plan.stage_tasks("gamma"))
+    assert len(plan.stage_tasks("forward")) == plan.n_chunks == len(plan.stage_tasks("backward"))
+    assert len(plan.stage_tasks("gamma")) == h + 1 and len(plan.stage_tasks("release")) == h
+    check_releases(plan, specs, readers)
+
+
+def check_releases(plan, specs, readers):
+    """Nothing is read after it is deleted, in any order the dependencies allow; level 0
+    of B (read by edges) is never deleted; and in the plan's order B never holds more
+    chunks than `Plan.disk_bytes` counts."""
+    deleted_by = {}
+    for t in specs:
+        for r in t.deletes:
+            for cc in r.chunks:
+                deleted_by[r.table, cc] = t.key
+                assert readers.get((r.table, cc), set()) <= set(t.deps)
+    assert ("backward", (0,)) not in deleted_by
+    live, peak = set(), 0
+    for t in specs:
+        for r in t.writes:
+            if r.table == "backward":
+                live |= set(r.chunks)
+        for r in t.deletes:
+            if r.table == "backward":
+                live -= set(r.chunks)
+        peak = max(peak, len(live))
+    assert peak * 8 * plan.chunk_size <= plan.disk_bytes()["backward"]
 
 
 GRID = [Plan(n, k, c, mode, map_dag=(mode == "recompute" and (n + c) % 2 == 0))

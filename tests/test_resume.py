@@ -113,14 +113,14 @@ def unbroken(data, tmp_path_factory):
 
 
 @pytest.mark.parametrize("fail_at,when", [(1, "before"), (7, "after_write"), (25, "before"),
-                                          (34, "after_journal"), (50, "after_write")])
+                                          (34, "after_journal"), (43, "after_write")])
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fail_at, when, scheduler):
     with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(fail_at, when=when)):
         learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler)
     plan = Plan(9, 2, 5)
     all_ids = {t.id for t in plan.tasks()}
-    assert len(all_ids) == 50
+    assert len(all_ids) == 43  # scores, 16 forward, 16 backward, 5 gamma, 4 release, edges
     done_before = set(Workdir(tmp_path).journal()) & all_ids
     assert len(done_before) < len(all_ids)
     if when == "after_journal":
@@ -274,24 +274,31 @@ def test_lock_is_exclusive_under_a_race(tmp_path):
 
 
 def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path):
+    """Damaged chunks are recomputed. B(0) needs B's level 1, which a release deleted once
+    level 0 was done: so the backward pass runs again from the top, and its releases
+    delete the levels again; the γ level sums, intact, do not run again."""
     ref, _ = unbroken
-    with pytest.raises(RuntimeError):  # everything but the edges task (the 50th) finishes
-        with wrapped(FailOn(50)):
+    with pytest.raises(RuntimeError):  # everything but the edges task (the 43rd) finishes
+        with wrapped(FailOn(43)):
             learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
     chunks = tmp_path / "tables.zarr"
+    assert sorted(p.name for p in (chunks / "backward" / "c").iterdir()) == ["0"]  # levels ≥ 1 released
+    assert len(list((chunks / "forward" / "c").iterdir())) == 16
     f1 = chunks / "forward" / "c" / "3"
     f1.write_bytes(f1.read_bytes()[:100])  # truncated
-    f2 = chunks / "backward" / "c" / "7"
+    f2 = chunks / "backward" / "c" / "0"
     raw = bytearray(f2.read_bytes())
     raw[8:16] = np.float64(-1.0).tobytes()  # silently changed value
     f2.write_bytes(bytes(raw))
-    (chunks / "gamma_parts" / "c" / "2" / "0" / "0").unlink()  # missing
     count = Count()
     with wrapped(count):
         res = learn(data, workdir=tmp_path, max_parents=2)
-    assert sorted(count.keys) == sorted(["forward:3", "backward:7", "gamma:2", "edges"])
-    assert sorted(res.summary["recomputed_corrupt_tasks"]) == sorted(["forward:3", "backward:7", "gamma:2"])
+    plan = Plan(9, 2, 5)
+    backward = [t.id for t in plan.tasks() if t.kind in ("backward", "release")]
+    assert sorted(count.keys) == sorted(["forward:3", "edges", *backward])
+    assert sorted(res.summary["recomputed_corrupt_tasks"]) == ["backward:0", "forward:3"]
     assert np.array_equal(res.posterior, ref.posterior)
+    assert sorted(p.name for p in (chunks / "backward" / "c").iterdir()) == ["0"]
 
 
 def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_is(data, unbroken, tmp_path):
