@@ -90,12 +90,13 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
     are missing, truncated or changed). A bad task is simply run again: tasks are
     deterministic, so whatever already used its (then intact) output stays valid.
 
-    Release tasks delete chunks on purpose once nothing will read them. A task whose
-    output a journaled release deleted runs again only if a task that reads it will
-    run: deciding in reverse plan order (readers come after writers) settles each task
-    after all of its readers, so a rerun that needs a deleted chunk brings back the task
-    that wrote it, and so on up the lattice. A release whose chunks are written again
-    runs again too.
+    Release tasks delete B's chunks and γ parts on purpose once nothing will read them.
+    A backward task whose output is not intact (deleted by a release, even one killed
+    half-way, or damaged) runs again only if a task that reads it will run: deciding in
+    reverse plan order (readers come after writers) settles each task after all of its
+    readers, so a rerun that needs a deleted chunk brings back the task that wrote it,
+    and so on up the lattice. A release whose chunks are written again runs again too.
+    The bad ids are those whose chunks were not deleted by a journaled release.
     """
     specs = job.plan.tasks()
     readers: dict[tuple, list[str]] = {}
@@ -121,8 +122,11 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
             continue
         out = [(r.table, cc) for r in spec.writes for cc in r.chunks]
         gone = bool(out) and all(c in released for c in out)
-        if gone and not any(t in rerun for c in out for t in readers.get(c, ())):
-            good.add(spec.id)  # deleted on purpose, and nothing that reads it will run
+        if spec.kind == "backward" and not any(t in rerun for c in out for t in readers.get(c, ())):
+            # B and the γ parts are read by later tasks of the plan only, none of which
+            # will run: deleted by a release (perhaps one killed half-way) or not, they
+            # are not needed
+            good.add(spec.id)
             continue
         rerun.add(spec.id)
         if not gone:

@@ -301,6 +301,31 @@ def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path)
     assert sorted(p.name for p in (chunks / "backward" / "c").iterdir()) == ["0"]
 
 
+def test_a_release_killed_half_way_is_finished_without_recomputing(data, unbroken, tmp_path):
+    """A kill in the middle of a release leaves some of a level's chunks deleted and no
+    journal line for it: the resume runs the release again and nothing before it."""
+    import json
+
+    ref, _ = unbroken
+    with pytest.raises(RuntimeError), wrapped(FailOn(43)):  # all but edges
+        learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
+    wd = Workdir(tmp_path)
+    lines = wd.journal_path.read_text().splitlines()
+    wd.journal_path.write_text("".join(l + "\n" for l in lines if json.loads(l)["task"] != "release:1"))
+    plan = Plan(9, 2, 5)
+    level1 = [H for H in range(plan.n_chunks) if bin(H).count("1") == 1]
+    for H in level1[:2]:  # the killed release deleted the others, not these two
+        wd.write_region(plan.task(("backward", H)).writes[0], np.zeros(plan.chunk_size))
+    assert sum(wd.chunk_file("backward", (H,)).exists() for H in level1) == 2
+    count = Count()
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, max_parents=2)
+    assert sorted(count.keys) == ["edges", "release:1"]
+    assert res.summary["recomputed_corrupt_tasks"] == []
+    assert np.array_equal(res.posterior, ref.posterior)
+    assert not any(wd.chunk_file("backward", (H,)).exists() for H in level1)
+
+
 def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_is(data, unbroken, tmp_path):
     ref, _ = unbroken
     learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
