@@ -200,9 +200,23 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
     return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float):
-    from scipy.special import stdtr  # noqa: F401  (scipy needed; fail early, one place)
+def _by_cause(ps: np.ndarray, families: np.ndarray, pairs):
+    """Per cause x of ``pairs``: (x, the indices of its pairs, the posteriors of its parent
+    sets of nonzero posterior, those sets as full n-bit masks)."""
+    idx: dict[int, list[int]] = {}
+    for i, (x, _) in enumerate(pairs):
+        idx.setdefault(x, []).append(i)
+    for x, ii in idx.items():
+        keep = np.flatnonzero(ps[x] > 0)
+        yield x, ii, ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
 
+
+def _holds(masks: np.ndarray, y: int) -> np.ndarray:
+    """Which parent sets (full masks) hold y: then the effect of x on y is zero."""
+    return (masks >> y) & 1 == 1
+
+
+def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float):
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
@@ -214,19 +228,13 @@ def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, 
     P = len(pairs)
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
-    by_cause: dict[int, list[int]] = {}
-    for i, (x, _) in enumerate(pairs):
-        by_cause.setdefault(x, []).append(i)
     tails = ((1 - level) / 2, (1 + level) / 2)
-    for x, idx in by_cause.items():
-        keep = np.flatnonzero(ps[x] > 0)
-        w = ps[x, keep]
-        masks = np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+    for x, idx, w, masks in _by_cause(ps, families, pairs):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
         in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
         for i in idx:
             y = pairs[i][1]
-            has_y = (masks >> y) & 1 == 1
+            has_y = _holds(masks, y)
             p_zero[i] = float(np.sum(w[has_y]))
             mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
             comp = in_cdf & ~has_y
@@ -248,15 +256,9 @@ def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
     p_zero = np.zeros(len(pairs))
-    by_cause: dict[int, list[int]] = {}
-    for i, (x, _) in enumerate(pairs):
-        by_cause.setdefault(x, []).append(i)
-    for x, idx in by_cause.items():
-        keep = np.flatnonzero(ps[x] > 0)
-        w_all = ps[x, keep]
-        masks = np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+    for x, idx, w_all, masks in _by_cause(ps, families, pairs):
         for i in idx:  # p_zero from every set
-            p_zero[i] = float(np.sum(w_all[(masks >> pairs[i][1]) & 1 == 1]))
+            p_zero[i] = float(np.sum(w_all[_holds(masks, pairs[i][1])]))
         in_table = _tail(w_all)  # the tables leave out the least probable sets (< TAIL in all)
         for zmask, w in zip(masks[in_table].tolist(), w_all[in_table].tolist()):
             Z = [j for j in range(n) if zmask >> j & 1]
