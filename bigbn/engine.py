@@ -99,23 +99,15 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
     The bad ids are those whose chunks were not deleted by a journaled release.
     """
     specs = job.plan.tasks()
-    readers: dict[tuple, list[str]] = {}
-    writer: dict[tuple, str] = {}
-    for spec in specs:
-        for r in spec.reads:
-            for cc in r.chunks:
-                readers.setdefault((r.table, cc), []).append(spec.id)
-        for r in spec.writes:
-            for cc in r.chunks:
-                writer[r.table, cc] = spec.id
+    writer, readers = job.plan.io_maps
     released = {(r.table, cc) for spec in specs if spec.id in records
                 for r in spec.deletes for cc in r.chunks}
-    rerun: set[str] = set()
+    rerun: set[tuple] = set()
     good, bad = set(), []
     for spec in reversed(specs):
         rec = records.get(spec.id)
         if rec is None:
-            rerun.add(spec.id)
+            rerun.add(spec.key)
             continue
         if intact(job, spec, rec):
             good.add(spec.id)
@@ -128,7 +120,7 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
             # are not needed
             good.add(spec.id)
             continue
-        rerun.add(spec.id)
+        rerun.add(spec.key)
         if not gone:
             bad.append(spec.id)
     for spec in specs:

@@ -238,18 +238,7 @@ class Plan:
             reads = (beta, chunk("map", last)) + tuple(chunk("map_sink", H) for H in range(self.n_chunks))
             drafts.append((("map_dag",), reads, (Region("map_parents", ((0,),)),), None, (), None))
 
-        writer: dict[tuple, tuple] = {}
-        for key, _, writes, *_ in drafts:
-            for r in writes:
-                for cc in r.chunks:
-                    if (r.table, cc) in writer:
-                        raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
-                    writer[r.table, cc] = key
-        readers: dict[tuple, set] = {}
-        for key, reads, *_ in drafts:
-            for r in reads:
-                for cc in r.chunks:
-                    readers.setdefault((r.table, cc), set()).add(key)
+        writer, readers = _io_maps((d[0], d[1], d[2]) for d in drafts)
         order = {d[0]: i for i, d in enumerate(drafts)}
         out = []
         for key, reads, writes, H, terms, origin, *extra in drafts:
@@ -265,6 +254,12 @@ class Plan:
                                 chunk=H, terms=terms, origin=origin,
                                 gamma_terms=extra.get("gamma_terms", ()), deletes=deletes))
         return tuple(out)
+
+    @cached_property
+    def io_maps(self) -> tuple[dict, dict]:
+        """(writer, readers): the key of the task that writes each chunk (table, chunk
+        coordinates), and the keys of the tasks that read it."""
+        return _io_maps((t.key, t.reads, t.writes) for t in self._tasks)
 
     def _posterior_drafts(self, drafts: list, alpha, chunk) -> None:
         """Drafts of the posterior stages (DESIGN.md; docs/design.md, "Disk"):
@@ -365,6 +360,23 @@ class Plan:
         # backward adds γ: fwd, one neighbour bwd, s buffer, (n, F) partial.
         gm = BYTES * (3 * size + self.n * self.n_families)
         return fb + gm
+
+
+def _io_maps(entries) -> tuple[dict, dict]:
+    """From (key, reads, writes) of every task: {(table, chunk): writer key} (each chunk
+    written once) and {(table, chunk): [reader keys]}."""
+    writer: dict[tuple, tuple] = {}
+    readers: dict[tuple, list] = {}
+    for key, reads, writes in entries:
+        for r in writes:
+            for cc in r.chunks:
+                if (r.table, cc) in writer:
+                    raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
+                writer[r.table, cc] = key
+        for r in reads:
+            for cc in r.chunks:
+                readers.setdefault((r.table, cc), []).append(key)
+    return writer, readers
 
 
 def task_id(key: tuple) -> str:
