@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .fastmath import _exp_nonpos, _lae_run, _lae_scalar
+from .fastmath import _exp_nonpos, _lae_run, _lae_scalar, _log_normal
 
 NEG_INF = -np.inf
 # contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
@@ -89,7 +89,84 @@ def _alpha_chunk(beta_row, fam, chunk_id, d, small, out):
     out: float64 (2^d,), overwritten. A family G = (G_high, G_low) contributes to the
     chunk iff G_high ⊆ chunk_id; it is folded into entry G_low, then the truncated
     upward transform over the d low bits sums over G_low ⊆ U_low.
+
+    Linear domain first (`_alpha_chunk_linear`: additions, no transcendentals); where
+    the chunk's values span too many orders of magnitude for one scale, the exact
+    log-domain transform (`_alpha_chunk_log`). Returns 1 if it fell back, else 0.
     """
+    if _alpha_chunk_linear(beta_row, fam, chunk_id, d, small, out):
+        return 0
+    _alpha_chunk_log(beta_row, fam, chunk_id, d, small, out)
+    return 1
+
+
+# Linear-domain alpha: every value is exp(beta - s), s the chunk's largest contributing
+# beta. exp(z) is flushed to 0 below z = -708 (< 2^-1021), so each family loses at most
+# 2^-1021 of the scaled sums; a sum of nonnegative terms is never below any of its terms
+# (rounding is monotone), so if every nonzero output is ≥ _TINY the loss is ≤ F·2^-121
+# relative: nothing at float64 precision for any F < 2^60.
+_TINY = 2.0 ** -900
+_LOG_TINY = -900 * 0.6931471805599453  # ≈ -623.8: no folded term is flushed above it
+
+
+@njit(**_KW)
+def _alpha_chunk_linear(beta_row, fam, chunk_id, d, small, out):
+    """`_alpha_chunk` in the linear domain; False (out garbage) if one scale cannot hold it.
+
+    Accepted when no finite contributing beta lies more than 623.8 nats (2^-900) below
+    the largest, so no term is flushed and every nonzero output is ≥ 2^-900 (zero outputs
+    are exact: no finite family below them); or else when the smallest output, at the
+    empty low part, is ≥ 2^-900 (then every output is, and the flushed terms are
+    negligible, see _TINY). The upward transform is then pure additions; one
+    log per entry (`_log_normal`, branch-free) returns to the log domain.
+    """
+    lowmask = (np.int64(1) << d) - 1
+    top = NEG_INF
+    low = np.inf
+    for f in range(fam.shape[0]):
+        if ((fam[f] >> d) & ~chunk_id) == 0:
+            b = beta_row[f]
+            top = b if b > top else top
+            low = b if (b < low and b > NEG_INF) else low
+    if top == NEG_INF:
+        for o in range(out.shape[0]):
+            out[o] = NEG_INF
+        return True
+    for o in range(out.shape[0]):
+        out[o] = 0.0
+    for f in range(fam.shape[0]):
+        g = fam[f]
+        if ((g >> d) & ~chunk_id) == 0:
+            out[g & lowmask] += _exp_nonpos(beta_row[f] - top)
+    for j in range(d):  # the truncated upward transform of _upward_truncated, with +
+        h = 1 << j
+        limit = 1 << (d - j - 1)
+        for t in range(small.shape[0]):
+            m = small[t]
+            if m >= limit:
+                break
+            src = m << (j + 1)
+            _add_run(out, src + h, src, h)
+    if low - top < _LOG_TINY and not out[0] >= _TINY:
+        return False
+    for o in range(out.shape[0]):
+        x = out[o]
+        out[o] = top + _log_normal(x) if x > 0.0 else NEG_INF
+    return True
+
+
+@njit(**_KW)
+def _add_run(x, dst, src, h):
+    """x[dst+o] += x[src+o] for o in range(h); the runs do not overlap (vectorises)."""
+    xd = x[dst:dst + h]
+    xs = x[src:src + h]
+    for o in range(h):
+        xd[o] += xs[o]
+
+
+@njit(**_KW)
+def _alpha_chunk_log(beta_row, fam, chunk_id, d, small, out):
+    """`_alpha_chunk` in the log domain (log-add-exp throughout): exact at any range."""
     for o in range(out.shape[0]):
         out[o] = NEG_INF
     lowmask = (np.int64(1) << d) - 1
@@ -107,12 +184,15 @@ def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
     """alpha_node on consecutive chunks first_chunk, first_chunk+1, ...; out (len, ) float64.
 
     out.shape[0] must be a multiple of 2^d; used for the 2^c-entry spans the forward and
-    backward stages need from high nodes.
+    backward stages need from high nodes. Returns how many chunks fell back to the log
+    domain (`_alpha_chunk`).
     """
     size = np.int64(1) << d
     nchunks = out.shape[0] // size
+    fallbacks = 0
     for t in range(nchunks):
-        _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size])
+        fallbacks += _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size])
+    return fallbacks
 
 
 # Block size (bits) of the in-chunk recursions: the terms of the higher in-chunk bits
@@ -226,7 +306,65 @@ def _gamma_partial(s, d, chunk_id, fam, small, part):
     s: float64 (2^d,) values s_v(S) of the chunk (overwritten by the transform);
     fam: int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where the
     family's high part is not inside chunk_id, else logsumexp_{S_low ⊇ G_low} s(S_low).
+
+    Linear domain first (`_gamma_partial_linear`), the log domain where one scale
+    cannot hold the chunk (`_gamma_partial_log`). Returns 1 if it fell back, else 0.
     """
+    if _gamma_partial_linear(s, d, chunk_id, fam, small, part):
+        return 0
+    _gamma_partial_log(s, d, chunk_id, fam, small, part)
+    return 1
+
+
+@njit(**_KW)
+def _gamma_partial_linear(s, d, chunk_id, fam, small, part):
+    """`_gamma_partial` in the linear domain (scale: the chunk's largest s); False, with s
+    restored and part garbage, if one scale cannot hold it.
+
+    Accepted when no finite s lies more than 623.8 nats below the largest (nothing is
+    flushed, zero outputs are exact), or else when every family's output is ≥ 2^-900
+    (each then loses ≤ 2^d·2^-121 relative to the flushed terms, see _TINY).
+    """
+    top = NEG_INF
+    low = np.inf
+    for o in range(s.shape[0]):
+        x = s[o]
+        top = x if x > top else top
+        low = x if (x < low and x > NEG_INF) else low
+    lowmask = (np.int64(1) << d) - 1
+    if top == NEG_INF:
+        for f in range(fam.shape[0]):
+            part[f] = NEG_INF
+        return True
+    flushed = low - top < _LOG_TINY
+    keep = s.copy() if flushed else np.empty(0)  # the log-domain fallback needs the input again
+    for o in range(s.shape[0]):
+        s[o] = _exp_nonpos(s[o] - top)
+    for i in range(d - 1, -1, -1):  # the truncated downward transform of _downward_truncated, with +
+        h = 1 << i
+        limit = 1 << (d - i - 1)
+        for t in range(small.shape[0]):
+            m = small[t]
+            if m >= limit:
+                break
+            dst = m << (i + 1)
+            _add_run(s, dst, dst + h, h)
+    for f in range(fam.shape[0]):
+        g = fam[f]
+        if ((g >> d) & ~chunk_id) == 0:
+            x = s[g & lowmask]
+            if flushed and not x >= _TINY:
+                s[:] = keep
+                return False
+            part[f] = top + _log_normal(x) if x > 0.0 else NEG_INF
+        else:
+            part[f] = NEG_INF
+    return True
+
+
+@njit(**_KW)
+def _gamma_partial_log(s, d, chunk_id, fam, small, part):
+    """`_gamma_partial` in the log domain (log-add-exp throughout): exact at any range."""
     _downward_truncated(s, d, small)
     lowmask = (np.int64(1) << d) - 1
     for f in range(fam.shape[0]):

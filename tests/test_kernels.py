@@ -109,6 +109,57 @@ def test_alpha_chunk_and_chunks_against_reference(n, k, c):
         assert_close(span, full[n - 1, size:3 * size])
 
 
+def _alpha_cases():
+    """(name, beta (n, F) for n = 7, k = 3, chunk bits 5, which chunks (node, H) one linear
+    scale must hold); the linear path must accept exactly those."""
+    n, k = 7, 3
+    rng = np.random.default_rng(7)
+    everything = {(i, H) for i in range(n) for H in range(4)}
+    narrow = naive.random_beta(n, k, rng, spread=600, p_forbidden=0.2)  # < 623.8 nats wide
+    # families 3000 nats down: flushed to 0 in the linear sums, which are still right as
+    # every output holds the empty family's term (the smallest output ≥ 2^-900)
+    flushed = naive.random_beta(n, k, rng, spread=30, p_forbidden=0.1)
+    flushed[rng.random(flushed.shape) < 0.3] -= 3000.0
+    flushed[:, 0] = 0.0
+    # the empty family 2000 nats below the rest: chunk 0's output at U = ∅ is that term
+    # alone, too small for the scale of the others, so chunk 0 takes the log domain; the
+    # other chunks' smallest outputs hold families with high parents
+    wide = naive.random_beta(n, k, rng, spread=30)
+    wide[:, 0] = -2000.0
+    # no finite family without parents 0 and 1 (required edges): exact -inf outputs
+    required = naive.random_beta(n, k, rng, spread=30)
+    fam = Plan(n, k, 5).families
+    required[:, (fam & 3) != 3] = -np.inf
+    return [("narrow", narrow, everything), ("flushed", flushed, everything),
+            ("wide", wide, {(i, H) for i, H in everything if H > 0}), ("required", required, everything)]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_alpha_linear_and_log_domain_paths(case):
+    """Both paths of _alpha_chunk against the brute-force subset sum: the linear one
+    where it accepts a chunk (exactly the chunks the case is built for), the log-domain
+    one on every chunk; _alpha_chunk reports each fallback."""
+    name, beta, linear = _alpha_cases()[case]
+    plan = Plan(beta.shape[0], 3, 5)
+    d = plan.c - 1
+    accepted = set()
+    for i in range(plan.n):
+        for H in range(plan.n_chunks):
+            want = naive.alpha_chunk(beta[i], plan.families, H, d)
+            out = np.empty(plan.alpha_chunk_size)
+            K._alpha_chunk_log(beta[i], plan.families, H, d, plan.small_masks, out)
+            assert_close(out, want)
+            if K._alpha_chunk_linear(beta[i], plan.families, H, d, plan.small_masks, out):
+                assert_close(out, want)
+                accepted.add((i, H))
+            fell_back = K._alpha_chunk(beta[i], plan.families, H, d, plan.small_masks, out)
+            assert fell_back == ((i, H) not in accepted)
+            assert_close(out, want)
+            if name == "required":
+                assert np.isneginf(want).any() and np.isfinite(want).any()
+    assert accepted == linear, name
+
+
 # ----------------------------------------------------------------------------- recursions
 
 def recursion_inputs(c, seed, p_neginf=0.2):
@@ -199,6 +250,56 @@ def test_gamma_partial(nbits, k, d):
         part = np.full(fam.size, 123.0)
         K._gamma_partial(s.copy(), d, H, fam, small, part)
         assert_close(part, naive.gamma_partial(s, d, H, fam))
+
+
+def _gamma_inputs(kind, d, rng):
+    """s over 2^d offsets: "narrow" (all within 623.8 nats: linear, nothing flushed);
+    "flushed" (some 3000 nats down, but the full set's s is among the largest, so every
+    family's superset sum is ≥ 2^-900 of the scale: linear); "wide" (only the empty set
+    is large: the families' sums are the small terms, the log domain it is); "zeros"
+    (-inf on the sets holding offset bit 0, nothing flushed: the families holding it get
+    exact -inf)."""
+    s = log_table(rng, 1 << d, 0.2, 300.0)
+    if kind == "flushed":
+        s[rng.random(s.size) < 0.3] -= 3000.0
+        s[-1] = 400.0
+    elif kind == "wide":
+        s -= 3000.0
+        s[0] = 0.0
+    elif kind == "zeros":
+        s[np.arange(s.size) & 1 == 1] = -np.inf
+    return s
+
+
+@pytest.mark.parametrize("kind,linear", [("narrow", True), ("flushed", True), ("wide", False), ("zeros", True)])
+def test_gamma_partial_linear_and_log_domain_paths(kind, linear):
+    """Both paths of _gamma_partial against the brute-force superset sum: the linear one
+    accepts exactly the chunks built for it; a refused chunk falls back to the log domain,
+    the input intact; _gamma_partial reports each fallback."""
+    rng = np.random.default_rng(len(kind))
+    d, k, nbits = 6, 3, 8
+    fam = family_masks(nbits, k)
+    small = small_masks(d, k)
+    for H in range(1 << (nbits - d)):
+        s = _gamma_inputs(kind, d, rng)
+        want = naive.gamma_partial(s, d, H, fam)
+        part = np.full(fam.size, 123.0)
+        x = s.copy()
+        K._gamma_partial_log(x, d, H, fam, small, part)
+        assert_close(part, want)
+        x = s.copy()
+        ok = K._gamma_partial_linear(x, d, H, fam, small, part)
+        assert ok == linear
+        if ok:
+            assert_close(part, want)
+        else:
+            np.testing.assert_array_equal(x, s)  # restored for the fallback
+        part[:] = 123.0
+        assert K._gamma_partial(s.copy(), d, H, fam, small, part) == (0 if linear else 1)
+        assert_close(part, want)
+        if kind == "zeros":
+            inside = want[(fam >> d) & ~H == 0]
+            assert np.isneginf(inside).any() and np.isfinite(inside).any()
 
 
 # ----------------------------------------------------------------------------- edge fold
