@@ -214,13 +214,15 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     backward: B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o + 2^i] for i ∉ o),
               offsets descending (section 3, B(S) = R(V - S)).
     Both read the neighbour o ^ 2^i and alpha at squeeze(o, i) (squeeze drops bit i), so
-    the two differ only in which bits count and in the order of the offsets.
+    the two differ only in which bits count ("active" bits) and in the order of offsets.
 
-    Entries go in blocks of 2^_BLOCK: for a bit i ≥ _BLOCK of the block's base, the
-    terms of the whole block are contiguous runs (of alpha_i and of the table), so their
-    max and their max-shifted sum of exps are vectorised loops (polynomial exp,
-    fastmath.py); the bits below _BLOCK are added entry by entry, and one log finishes
-    each entry.
+    Entries go in blocks of 2^_BLOCK. For a bit i ≥ _BLOCK of the block's base, the terms
+    of the whole block are contiguous runs (of alpha_i and of the table): a vectorised
+    loop folds them into a running (max, sum of exps) per entry, one polynomial exp a
+    term (fastmath.py). The block's own low bits depend on entries of the block itself,
+    one after the other: `_block_linear` does them in the linear domain, where each term
+    is one multiply-add; a block whose values one scale cannot hold takes the exact
+    log-domain path, `_block_log`. Returns the number of such blocks.
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
@@ -229,55 +231,137 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     want = 1 if forward else 0  # the value of bit i in o for which i contributes
     mx = np.empty(nb)
     sm = np.empty(nb)
+    half = nb >> 1
+    w = np.zeros((B, half + 1))  # column `half` stays 0: the weight of an inactive bit
+    cw = np.empty(B)
+    csum = np.empty(nb)
+    lin = np.empty(nb)
+    # per offset o and bit i < B: whether i is active, the neighbour o ^ 2^i and the
+    # index squeeze(o, i) of the weight (o itself and the zero column where inactive),
+    # so that the in-block loops run without branches
+    act = np.zeros((nb, B))
+    nbr = np.empty((nb, B), dtype=np.int64)
+    wq = np.empty((nb, B), dtype=np.int64)
+    for o in range(nb):
+        for i in range(B):
+            on = (o >> i) & 1 == want
+            act[o, i] = 1.0 if on else 0.0
+            nbr[o, i] = o ^ (1 << i) if on else o
+            wq[o, i] = ((o & ((1 << i) - 1)) | ((o >> (i + 1)) << i)) if on else half
+    fallbacks = 0
     for blk in range(size // nb):
         base = blk * nb if forward else size - nb - blk * nb
         for o in range(nb):
-            mx[o] = acc[base + o]
+            a = acc[base + o]
+            mx[o] = a
+            sm[o] = 1.0 if a > NEG_INF else 0.0
         for i in range(B, c):
             if (base >> i) & 1 == want:
                 p = base ^ (1 << i)
                 sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
-                for o in range(nb):
+                for o in range(nb):  # online log-sum-exp: (max, sum of exps below it)
                     v = alpha_low[i, sq + o] + out[p + o]
-                    mx[o] = v if v > mx[o] else mx[o]
-        for o in range(nb):
-            sm[o] = _exp_nonpos(acc[base + o] - mx[o])
-        for i in range(B, c):
-            if (base >> i) & 1 == want:
-                p = base ^ (1 << i)
-                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
-                for o in range(nb):
-                    sm[o] += _exp_nonpos(alpha_low[i, sq + o] + out[p + o] - mx[o])
-        for t in range(nb):
-            o = t if forward else nb - 1 - t
-            e = base + o
-            m2 = mx[o]
-            for i in range(B):
-                if (o >> i) & 1 == want:
-                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
-                    if v > m2:
-                        m2 = v
-            if m2 == NEG_INF:
-                out[e] = NEG_INF
-                continue
-            tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
-            for i in range(B):
-                if (o >> i) & 1 == want:
-                    v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
-                    tot += math.exp(v - m2)
-            out[e] = m2 + math.log(tot)
+                    m = mx[o]
+                    e = _exp_nonpos(-abs(v - m))  # NaN (both -inf) gives 0
+                    big = v > m
+                    sm[o] = sm[o] * e + 1.0 if big else sm[o] + e
+                    mx[o] = v if big else m
+        if not _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, act, nbr, wq):
+            _block_log(alpha_low, out, base, B, want, forward, mx, sm)
+            fallbacks += 1
+    return fallbacks
+
+
+@njit(**_KW)
+def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, act, nbr, wq):
+    """The in-block terms of one block of `_recursion_chunk` in the linear domain; False
+    (nothing written) if one scale cannot hold the block.
+
+    mx, sm: each entry's high-bit terms as max and sum of exps below it. With cw_i the
+    largest alpha_i over the block (the 2^(B-1) entries alpha_i[base/2 + q], q < 2^(B-1),
+    are all the block reads of it), C(o) the sum of cw_i over o's active bits and M the
+    largest mx(o) - C(o), the values l(o) = exp(L(o) - C(o) - M) obey
+    l(o) = sm(o)·exp(mx(o) - C(o) - M) + Σ_{i active} exp(alpha_i - cw_i)·l(o ^ 2^i),
+    a multiply-add a term. Every weight and start value is ≤ 1, so l(o) ≤ 326 (the
+    orderings of ≤ 5 bits) and a term flushed to zero below e^-708 costs < 326·e^-708;
+    the block is accepted when every l(o) ≥ 2^-900 (then that is < 2^-110 relative) and
+    written back as M + C(o) + log l(o). act, nbr, wq: the bit tables of
+    `_recursion_chunk`; w: (B, 2^(B-1) + 1) scratch whose last column is 0.
+    """
+    nb = 1 << B
+    q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
+    for i in range(B):
+        top = NEG_INF
+        for q in range(nb >> 1):
+            x = alpha_low[i, q0 + q]
+            top = x if x > top else top
+        if top == NEG_INF:
+            return False
+        cw[i] = top
+        for q in range(nb >> 1):
+            w[i, q] = _exp_nonpos(alpha_low[i, q0 + q] - top)
+    M = NEG_INF
+    for o in range(nb):
+        s = 0.0
+        for i in range(B):
+            s += act[o, i] * cw[i]
+        csum[o] = s
+        v = mx[o] - s
+        M = v if v > M else M
+    if M == NEG_INF:
+        return False
+    for o in range(nb):
+        lin[o] = sm[o] * _exp_nonpos(mx[o] - csum[o] - M)
+    low = np.inf
+    for t in range(nb):
+        o = t if forward else nb - 1 - t
+        x = lin[o]
+        for i in range(B):
+            x += w[i, wq[o, i]] * lin[nbr[o, i]]
+        lin[o] = x
+        low = x if x < low else low
+    if not low >= _TINY:
+        return False
+    for o in range(nb):
+        out[base + o] = M + csum[o] + _log_normal(lin[o])
+    return True
+
+
+@njit(**_KW)
+def _block_log(alpha_low, out, base, B, want, forward, mx, sm):
+    """The in-block terms of one block of `_recursion_chunk` in the log domain, entry by
+    entry (max-shifted sums of exps): exact at any range."""
+    nb = 1 << B
+    for t in range(nb):
+        o = t if forward else nb - 1 - t
+        e = base + o
+        m2 = mx[o]
+        for i in range(B):
+            if (o >> i) & 1 == want:
+                v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
+                if v > m2:
+                    m2 = v
+        if m2 == NEG_INF:
+            out[e] = NEG_INF
+            continue
+        tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
+        for i in range(B):
+            if (o >> i) & 1 == want:
+                v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
+                tot += math.exp(v - m2)
+        out[e] = m2 + math.log(tot)
 
 
 @njit(**_KW)
 def _forward_chunk(acc, alpha_low, out):
     """In-chunk forward recursion: `_recursion_chunk` with forward=True."""
-    _recursion_chunk(acc, alpha_low, out, True)
+    return _recursion_chunk(acc, alpha_low, out, True)
 
 
 @njit(**_KW)
 def _backward_chunk(acc, alpha_low, out):
     """In-chunk backward recursion: `_recursion_chunk` with forward=False."""
-    _recursion_chunk(acc, alpha_low, out, False)
+    return _recursion_chunk(acc, alpha_low, out, False)
 
 
 @njit(**_KW)

@@ -2,8 +2,10 @@
 """How often the linear-domain kernels fall back to the log domain, on weak and strong data.
 
 alpha (kernels._alpha_chunk) and the γ parts (kernels._gamma_partial) sum in the linear
-domain with one scale per chunk, and take the exact log-domain path where the chunk's
-values span more than one float64 scale can hold (2^-900, 623.8 nats). How often that
+domain with one scale per chunk, the in-block terms of the recursions
+(kernels._block_linear) with one scale per 32-entry block; each takes the exact
+log-domain path where its values span more than one float64 scale can hold (2^-900,
+623.8 nats). How often that
 happens depends on the data: the more rows, the more the local scores of a node differ.
 This runs whole posteriors in-process (sync scheduler) with the kernels wrapped to count
 fallbacks, on paper §5.2 data (random binary network, k = 3, K2) with m rows, and prints
@@ -53,14 +55,15 @@ def main() -> None:
 
     alpha = K._alpha_chunks = Counter(K._alpha_chunks, lambda a: a[-1].shape[0] >> a[4])
     gamma = K._gamma_partial = Counter(K._gamma_partial, lambda a: 1)
+    blocks = K._recursion_chunk = Counter(K._recursion_chunk, lambda a: a[2].shape[0] >> min(a[1].shape[0], K._BLOCK))
     rng = np.random.default_rng(args.seed)
     net = random_network(args.n, args.k, 2, rng)
     print(f"n = {args.n}, k = {args.k}, chunk bits {args.chunk_bits}: fallbacks to the log domain")
-    print(f"{'rows':>7} {'alpha chunks':>16} {'γ chunks':>16} {'wall s':>7}  log p(x)")
+    print(f"{'rows':>7} {'alpha chunks':>16} {'γ chunks':>16} {'blocks':>18} {'wall s':>7}  log p(x)")
     for m in args.rows:
         data = sample(net, m, np.random.default_rng(args.seed + m))
         wd = Path(tempfile.mkdtemp(prefix="bigbn-linear-"))
-        for c in (alpha, gamma):
+        for c in (alpha, gamma, blocks):
             c.calls = c.fallbacks = 0
         t0 = time.time()
         res = bigbn.learn(data, max_parents=args.k, score="k2", structure_prior="koivisto-sood",
@@ -68,7 +71,7 @@ def main() -> None:
         wall = time.time() - t0
         shutil.rmtree(wd)
         print(f"{m:>7} {alpha.fallbacks:>7}/{alpha.calls:<8} {gamma.fallbacks:>7}/{gamma.calls:<8} "
-              f"{wall:>7.2f}  {res.log_marginal:.6f}")
+              f"{blocks.fallbacks:>8}/{blocks.calls:<9} {wall:>7.2f}  {res.log_marginal:.6f}")
         print("        " + json.dumps({s: v["task_seconds"] for s, v in res.summary["stages"].items()}))
 
 
