@@ -216,21 +216,26 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     Both read the neighbour o ^ 2^i and alpha at squeeze(o, i) (squeeze drops bit i), so
     the two differ only in which bits count ("active" bits) and in the order of offsets.
 
-    Entries go in blocks of 2^_BLOCK. For a bit i ≥ _BLOCK of the block's base, the terms
-    of the whole block are contiguous runs (of alpha_i and of the table): a vectorised
-    loop folds them into a running (max, sum of exps) per entry, one polynomial exp a
-    term (fastmath.py). The block's own low bits depend on entries of the block itself,
-    one after the other: `_block_linear` does them in the linear domain, where each term
-    is one multiply-add; a block whose values one scale cannot hold takes the exact
-    log-domain path, `_block_log`. Returns the number of such blocks.
+    Until an entry is final, out holds the max of its terms so far and ``sm`` the sum of
+    their exps below it (an online log-sum-exp). Entries are finalised in blocks of
+    2^_BLOCK, in order; as soon as the first half of an aligned span of 2^(i+1) entries
+    (i ≥ _BLOCK) is final, the bit-i terms of its whole second half are added: one
+    contiguous run of 2^i entries of alpha_i and of the table (mirrored backward), a
+    vectorised loop with one polynomial exp a term (fastmath.py). A block's own low bits
+    depend on entries of the block itself, one after the other: `_block_linear` does them
+    in the linear domain, a multiply-add a term; a block whose values one scale cannot
+    hold takes the exact log-domain path, `_block_log`. Returns the number of such blocks.
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
     B = min(c, _BLOCK)
     nb = 1 << B
     want = 1 if forward else 0  # the value of bit i in o for which i contributes
-    mx = np.empty(nb)
-    sm = np.empty(nb)
+    sm = np.empty(size)
+    for o in range(size):
+        a = acc[o]
+        out[o] = a
+        sm[o] = 1.0 if a > NEG_INF else 0.0
     half = nb >> 1
     w = np.zeros((B, half + 1))  # column `half` stays 0: the weight of an inactive bit
     cw = np.empty(B)
@@ -251,25 +256,41 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     fallbacks = 0
     for blk in range(size // nb):
         base = blk * nb if forward else size - nb - blk * nb
-        for o in range(nb):
-            a = acc[base + o]
-            mx[o] = a
-            sm[o] = 1.0 if a > NEG_INF else 0.0
-        for i in range(B, c):
-            if (base >> i) & 1 == want:
-                p = base ^ (1 << i)
-                sq = (base & ((1 << i) - 1)) | ((base >> (i + 1)) << i)
-                for o in range(nb):  # online log-sum-exp: (max, sum of exps below it)
-                    v = alpha_low[i, sq + o] + out[p + o]
-                    m = mx[o]
-                    e = _exp_nonpos(-abs(v - m))  # NaN (both -inf) gives 0
-                    big = v > m
-                    sm[o] = sm[o] * e + 1.0 if big else sm[o] + e
-                    mx[o] = v if big else m
-        if not _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, act, nbr, wq):
-            _block_log(alpha_low, out, base, B, want, forward, mx, sm)
+        mx = out[base:base + nb]
+        sb = sm[base:base + nb]
+        if not _block_linear(alpha_low, out, base, B, forward, mx, sb, w, cw, csum, lin, act, nbr, wq):
+            _block_log(alpha_low, out, base, B, want, forward, mx, sb)
             fallbacks += 1
+        done = (blk + 1) * nb  # entries final so far, counted from the start (from the end backward)
+        i = B
+        while i < c and (done >> i) & 1 == 0:  # i = trailing zeros of done
+            i += 1
+        if i < c:
+            run = 1 << i
+            if forward:  # final [done - run, done) → pending [done, done + run), bit i set;
+                # squeeze(done + o, i) = (done - run)/2 + o (done - run is 2^(i+1)-aligned)
+                _online_run(alpha_low[i], (done - run) >> 1, out, done - run, done, sm, run)
+            else:  # final [size - done, size - done + run) → pending [size - done - run, size - done)
+                dst = size - done - run  # 2^(i+1)-aligned: squeeze(dst + o, i) = dst/2 + o
+                _online_run(alpha_low[i], dst >> 1, out, dst + run, dst, sm, run)
     return fallbacks
+
+
+@njit(**_KW)
+def _online_run(alpha_row, q0, out, src, dst, sm, run):
+    """Fold the terms alpha_row[q0 + o] + out[src + o] into the pending entries dst + o
+    (max in out, sum of exps below it in sm), o < run; the runs do not overlap."""
+    a = alpha_row[q0:q0 + run]
+    x = out[src:src + run]
+    m = out[dst:dst + run]
+    s = sm[dst:dst + run]
+    for o in range(run):
+        v = a[o] + x[o]
+        mo = m[o]
+        e = _exp_nonpos(-abs(v - mo))  # NaN (both -inf) gives 0
+        big = v > mo
+        s[o] = s[o] * e + 1.0 if big else s[o] + e
+        m[o] = v if big else mo
 
 
 @njit(**_KW)

@@ -354,9 +354,9 @@ class Plan:
     def task_memory_bytes(self) -> int:
         """Peak bytes held by one forward/backward/gamma task (the largest)."""
         size = self.chunk_size
-        # forward/backward: alpha_low (c × 2^(c-1)), acc, out, one dependency chunk,
-        # one alpha span of 2^c, plus temporaries.
-        fb = BYTES * (self.c * size // 2 + 5 * size)
+        # forward/backward: alpha_low (c × 2^(c-1)), acc, out, the recursion's running
+        # sums, one dependency chunk, one alpha span of 2^c, plus temporaries.
+        fb = BYTES * (self.c * size // 2 + 6 * size)
         # backward adds γ: fwd, one neighbour bwd, s buffer, (n, F) partial.
         gm = BYTES * (3 * size + self.n * self.n_families)
         return fb + gm
