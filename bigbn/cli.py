@@ -252,7 +252,7 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         click.echo(f"  {p:8.4f}  {parent} -> {child}")
     click.echo("most probable parent set of each node:")
     for name in res.names:
-        parents, p = res.parent_sets(name)[0]
+        [(parents, p)] = res.parent_sets(name, top=1)
         click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
     if map_dag:
         _echo_map(res, workdir)

@@ -416,6 +416,7 @@ def test_learn_parent_sets_api_and_file(tmp_path):
     for v, name in enumerate(names):
         rows = res.parent_sets(name)
         assert rows == res.parent_sets(v)
+        assert res.parent_sets(name, top=2) == rows[:2] and len(rows) > 2
         probs = [p for _, p in rows]
         assert probs == sorted(probs, reverse=True) and all(p > 0 for p in probs)
         assert sum(probs) == pytest.approx(1.0, abs=1e-12)
