@@ -18,14 +18,18 @@ is
 
 An unobserved configuration j (N_ij = 0) contributes 0, so only observed ones are summed.
 
-Counting: one kernel call handles a block of parent sets G (full n-bit sets). For each G it
+Counting, when every joint table of k + 1 variables fits the dense count array (binary
+data up to k = 11 at m = 1000): once per variable set S, |S| <= k + 1, depth first; see
+"joint tables" below (n = 22, k = 8: 2.4 s on 2 cores, against 15.7 s per family).
+
+Counting otherwise: one kernel call handles a block of parent sets G (full n-bit sets). For each G it
 computes every row's parent configuration once (mixed radix) and then scores every child
 i not in G. Children with q_i r_i <= ``dense_limit`` count into a dense (q_i, r_i) array;
 others (large arities) use the rows sorted by configuration once per G, counting the child
 values group by group in an r_i-sized buffer. Blocks run on threads (the kernel releases
 the GIL) and write disjoint entries of ``beta``.
 
-Log-gammas: a family with q_i r_i > 64 cells sums up to that many lgamma(a + N) terms,
+Log-gammas (both paths): a family with q_i r_i > 64 cells sums up to that many lgamma(a + N) terms,
 and at large k they dominate (n = 22, k = 8, binary: 2^9 cells per family, 9 million
 families). Their arguments are a + v for a few distinct hyperparameters a and integers
 0 ≤ v ≤ m, so each thread keeps tables lgamma(a + v), v = 0..m, for the last 32 values
@@ -244,6 +248,189 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
             beta[i, f] = s
 
 
+# ----------------------------------------------------------------------------- joint tables
+#
+# The same scores, counted once per variable set instead of once per family: the terms
+# of a family (i, G) split into one over the cells of the joint table of S = G + i and
+# one over the parent configurations of G,
+#   beta[i, G] = A(S) + Phi_{a_ij}(G),
+#   A(S)      = sum over cells c of S with N_c > 0 of lgamma(a_ijk + N_c) - lgamma(a_ijk),
+#   Phi_a(G)  = sum over cells j of G with N_j > 0 of lgamma(a) - lgamma(a + N_j),
+# since a cell (j, k) of family (i, G) is a cell of S, and a_ijk (K2: 1, BDeu:
+# ess / prod_{v in S} r_v) is the same for every child i of S; a_ij is r_i (K2: one Phi
+# per distinct arity) or ess / q_G (BDeu). Each set S with |S| <= k + 1 is counted once
+# (m rows), its configuration built from its prefix's in a depth-first walk, where the
+# per-family kernel counts the m rows once per family: 7.4 million countings at n = 22,
+# k = 8 against 1.1 million sets.
+
+
+@numba.njit(cache=True, nogil=True)
+def _rank(mask, n, K, cum):
+    """Index of ``mask`` (popcount <= K, over n bits) in family_masks(n, K) (ascending):
+    for each set bit b from the top, the masks that agree above b, clear b and have at
+    most K - (bits above b) of the b bits below; cum[b, r] = sum_{j <= r} C(b, j)."""
+    r = 0
+    t = 0
+    for b in range(n - 1, -1, -1):
+        if (mask >> b) & 1:
+            r += cum[b, K - t]
+            t += 1
+    return r
+
+
+def _rank_table(n: int, K: int) -> np.ndarray:
+    """cum[b, r] = sum_{j <= r} C(b, j), b < n, r <= K (int64), for `_rank`."""
+    cum = np.zeros((max(n, 1), K + 1), dtype=np.int64)
+    for b in range(n):
+        for r in range(K + 1):
+            cum[b, r] = sum(math.comb(b, j) for j in range(min(r, b) + 1))
+    return cum
+
+
+@numba.njit(cache=True, nogil=True)
+def _visit_set(dense, cfg, m, q, mask, size, n, k, is_k2, ess, classes, keys, tables, clock,
+               cum_k, cum_k1, A, PHI):
+    """Count one set S (``size`` nodes, configuration ``cfg`` of each row, q cells) and
+    store A(S) (size >= 1) and Phi_a(S) for every class a (size <= k)."""
+    for t in range(m):
+        dense[cfg[t]] += 1
+    a_c = 1.0 if is_k2 else ess / q
+    row_c = _lgamma_row(keys, tables, clock, a_c)
+    n_cls = classes.size
+    phi = np.zeros(n_cls)
+    rows = np.empty(n_cls, np.int64)
+    if size <= k:
+        for c in range(n_cls):
+            rows[c] = _lgamma_row(keys, tables, clock, classes[c] if is_k2 else ess / q)
+        if keys[row_c] != a_c:  # a class's miss refilled a_c's slot: fill another
+            row_c = _lgamma_row(keys, tables, clock, a_c)
+            for c in range(n_cls):
+                rows[c] = _lgamma_row(keys, tables, clock, classes[c] if is_k2 else ess / q)
+    lg_c = tables[row_c]
+    lg_c0 = lg_c[0]
+    s_a = 0.0
+    for j in range(int(q)):
+        v = dense[j]
+        if v:
+            dense[j] = 0
+            s_a += lg_c[v] - lg_c0
+            if size <= k:
+                for c in range(n_cls):
+                    lg = tables[rows[c]]
+                    phi[c] += lg[0] - lg[v]
+    if size >= 1:
+        A[_rank(mask, n, k + 1, cum_k1)] = s_a
+    if size <= k:
+        r = _rank(mask, n, k, cum_k)
+        for c in range(n_cls):
+            PHI[r, c] = phi[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _score_sets(data_t, arities, prefixes, k, is_k2, ess, classes, dense_size, cum_k, cum_k1,
+                A, PHI):
+    """A and Phi (see above) of the sets of each task: prefixes int64 (T, 3), row
+    (s1, s2, extend) with -1 for absent elements: the set {s1, s2} (or {s1}, or ∅) and,
+    if extend, every set that adds nodes above s2, up to k + 1 nodes, depth first."""
+    n, m = data_t.shape
+    k1 = k + 1
+    cfg = np.zeros((k1 + 1, m), np.int64)
+    q = np.ones(k1 + 1)
+    masks = np.zeros(k1 + 1, np.int64)
+    nxt = np.zeros(k1 + 1, np.int64)
+    dense = np.zeros(dense_size, np.int64)
+    keys = np.full(_TABLE_SLOTS, np.nan)
+    tables = np.empty((_TABLE_SLOTS, m + 1))
+    clock = np.zeros(1, np.int64)
+    for task in range(prefixes.shape[0]):
+        depth = 0
+        for a in range(2):
+            v = prefixes[task, a]
+            if v < 0:
+                break
+            r = arities[v]
+            x = data_t[v]
+            for t in range(m):
+                cfg[depth + 1, t] = cfg[depth, t] * r + x[t]
+            q[depth + 1] = q[depth] * r
+            masks[depth + 1] = masks[depth] | (np.int64(1) << v)
+            depth += 1
+        _visit_set(dense, cfg[depth], m, q[depth], masks[depth], depth, n, k, is_k2, ess, classes,
+                   keys, tables, clock, cum_k, cum_k1, A, PHI)
+        if prefixes[task, 2] == 0:
+            continue
+        base = depth
+        nxt[base] = prefixes[task, 1] + 1
+        d = base
+        while d >= base:
+            if d < k1 and nxt[d] < n:
+                v = nxt[d]
+                nxt[d] += 1
+                r = arities[v]
+                x = data_t[v]
+                for t in range(m):
+                    cfg[d + 1, t] = cfg[d, t] * r + x[t]
+                q[d + 1] = q[d] * r
+                masks[d + 1] = masks[d] | (np.int64(1) << v)
+                d += 1
+                _visit_set(dense, cfg[d], m, q[d], masks[d], d, n, k, is_k2, ess, classes,
+                           keys, tables, clock, cum_k, cum_k1, A, PHI)
+                nxt[d] = v + 1
+            else:
+                d -= 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _assemble(fam, n, k, cum_k, cum_k1, A, PHI, cls, nodes, beta):
+    """beta[i, f] = A(G + i) + Phi_{class of i}(G), G = unsqueeze(fam[f], i), i in nodes."""
+    for i in nodes:
+        low = (np.int64(1) << i) - 1
+        for f in range(fam.size):
+            g = fam[f]
+            G = (g & low) | ((g >> i) << (i + 1))
+            S = G | (np.int64(1) << i)
+            beta[i, f] = A[_rank(S, n, k + 1, cum_k1)] + PHI[_rank(G, n, k, cum_k), cls[i]]
+
+
+def _joint_table_scores(data_t, arities, k, is_k2, ess, dense_size, threads) -> np.ndarray:
+    """`local_scores` by joint tables (every set S with |S| <= k + 1 fits the dense array)."""
+    n = arities.size
+    if is_k2:
+        classes, cls = np.unique(arities.astype(np.float64), return_inverse=True)
+    else:
+        classes, cls = np.zeros(1), np.zeros(n, dtype=np.int64)
+    cls = np.ascontiguousarray(cls, dtype=np.int64)
+    cum_k, cum_k1 = _rank_table(n, k), _rank_table(n, k + 1)
+    A = np.zeros(math.comb(n, 0) + sum(math.comb(n, j) for j in range(1, k + 2)))
+    PHI = np.zeros((sum(math.comb(n, j) for j in range(k + 1)), classes.size))
+    # tasks: ∅, each {s1}, each {s1, s2} with its extensions (largest subtrees first,
+    # dealt round-robin to the threads)
+    tasks = [(-1, -1, 0)] + [(s1, -1, 0) for s1 in range(n)]
+    pairs = [(s1, s2, 1) for s1 in range(n) for s2 in range(s1 + 1, n)] if k + 1 >= 2 else []
+    pairs.sort(key=lambda p: -sum(math.comb(n - 1 - p[1], j) for j in range(k)))
+    tasks += pairs
+    blocks = [np.array(tasks[b::threads], dtype=np.int64).reshape(-1, 3) for b in range(threads)]
+
+    fam = family_masks(max(n - 1, 0), k)
+    beta = np.empty((n, fam.size), dtype=np.float64)
+
+    def count(pref):
+        _score_sets(data_t, arities, pref, k, is_k2, ess, classes, dense_size, cum_k, cum_k1, A, PHI)
+
+    def assemble(nodes):
+        _assemble(fam, n, k, cum_k, cum_k1, A, PHI, cls, nodes, beta)
+
+    node_blocks = [np.arange(b, n, threads, dtype=np.int64) for b in range(threads)]
+    if threads == 1:
+        count(np.array(tasks, dtype=np.int64).reshape(-1, 3))
+        assemble(node_blocks[0])
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(count, blocks))
+            list(pool.map(assemble, node_blocks))
+    return beta
+
+
 def parent_set_index(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """All parent sets over V = {0..n-1} with |G| <= k, and where each one's score goes.
 
@@ -327,6 +514,10 @@ def local_scores(
     dense_size = max(1, min(int(dense_limit), math.prod(top[:k + 1].tolist())))
 
     data_t = np.ascontiguousarray(ds.data.T, dtype=np.int32)
+    threads = max(1, threads or _default_threads())
+    if math.prod(top[:k + 1].tolist()) <= dense_size and n >= 1:
+        # every joint table fits the dense count array: count each set once
+        return _joint_table_scores(data_t, arities, k, name == "k2", ess, dense_size, threads)
     parent_sets, family_index = parent_set_index(n, k)
     beta = np.empty((n, family_masks(max(n - 1, 0), k).size), dtype=np.float64)
     n_blocks = max(1, min(threads or _default_threads(), parent_sets.shape[0]))

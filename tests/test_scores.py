@@ -13,7 +13,7 @@ import pytest
 from bigbn.data import Dataset
 from bigbn.errors import OptionError
 from bigbn.families import family_masks, family_parent_matrix, family_rank, n_families, squeeze
-from bigbn.scores import _parent_configs, local_scores, parent_set_index
+from bigbn.scores import _parent_configs, _rank, _rank_table, local_scores, parent_set_index
 
 lg = math.lgamma
 
@@ -154,6 +154,35 @@ def test_lgamma_row_cache():
     np.testing.assert_allclose(tables[2], [lg(7.25 + v) for v in range(6)], rtol=1e-15, atol=0)
     assert _lgamma_row(keys, tables, clock, 9.0) == 0  # the slot filled longest ago
     assert keys.tolist() == [9.0, 2.0, 7.25]
+
+
+@pytest.mark.parametrize("n,K", [(1, 0), (1, 1), (5, 2), (9, 4), (12, 12), (22, 9)])
+def test_rank_is_the_index_in_family_masks(n, K):
+    """The joint-table path finds a set's slot by `_rank`, combinatorially: it must be
+    the set's position in family_masks(n, K) (all of them where few, else a sample)."""
+    masks = family_masks(n, K)
+    cum = _rank_table(n, K)
+    pick = np.arange(masks.size) if masks.size <= 5000 else \
+        np.random.default_rng(n).choice(masks.size, 5000, replace=False)
+    assert [_rank(int(masks[f]), n, K, cum) for f in pick] == pick.tolist()
+
+
+@pytest.mark.parametrize("score", ["bdeu", "k2"])
+@pytest.mark.parametrize("seed, n, m, arities, k", [
+    (20, 9, 300, 2, 7),  # 2^8 cells: log-gamma tables; sets up to 8 nodes
+    (21, 7, 200, [2, 3, 2, 4, 2, 3, 2], 4),  # mixed arities: a K2 Phi per arity
+    (22, 6, 50, [3, 1, 2, 2, 4, 2], 5),  # a one-level column; every set of V
+])
+def test_joint_table_path_against_naive_and_per_family_path(score, seed, n, m, arities, k):
+    """Counting each variable set once (the default when its joint table fits the dense
+    array) against the formula from the counts and against the per-family kernel
+    (dense_limit=0 forces it: every family counted by sorting)."""
+    ds = random_dataset(seed, n, m, arities)
+    joint = local_scores(ds, k, score, ess=1.7)
+    np.testing.assert_allclose(joint, naive_scores(ds, k, score, ess=1.7), rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(joint, local_scores(ds, k, score, ess=1.7, dense_limit=0),
+                               rtol=1e-13, atol=1e-11)
+    np.testing.assert_array_equal(local_scores(ds, k, score, ess=1.7, threads=3), joint)
 
 
 def test_large_arities_take_the_sort_path_by_default():
