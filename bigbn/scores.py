@@ -19,7 +19,7 @@ is
 An unobserved configuration j (N_ij = 0) contributes 0, so only observed ones are summed.
 
 Counting, when every joint table of k + 1 variables fits the dense count array (binary
-data up to k = 11 at m = 1000): once per variable set S, |S| <= k + 1, depth first; see
+data up to k = 10 at m = 1000): once per variable set S, |S| <= k + 1, depth first; see
 "joint tables" below (n = 22, k = 8: 2.4 s on 2 cores, against 15.7 s per family).
 
 Counting otherwise: one kernel call handles a block of parent sets G (full n-bit sets). For each G it
