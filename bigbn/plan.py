@@ -428,17 +428,21 @@ def _transform_updates(d: int, k: int) -> int:
 
 
 # Seconds per elementary operation on one core on the reference machine (2-core Zen 4
-# VM, AVX2): a vectorised log-add-exp in the transforms, one max-shifted exp term of the
-# forward/backward recursions. Least-squares fit to the forward, backward and gamma
-# task-seconds (I/O and zarr overhead included) of scripts/bench.py at n = 24, 26, 28
-# (k = 3, c = 20; 2026-11-23): each stage within 17 %, whole runs 8.4 s, 27.3 s and 108 s
-# against 7.0 s, 30.0 s and 128 s predicted.
-SECONDS_PER_LAE = 3.1e-9
-SECONDS_PER_TERM = 9.8e-9
-# The MAP stage's compute relative to the same work in log-add-exp: max needs no exp or
-# log. Measured (2 cores, binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at
-# n = 24, 28, 32, which need 0.55, 0.46 and 0.58 of the log-add-exp estimate.
-MAX_VS_LAE = 0.53
+# VM): one update of the truncated transforms (α, γ: an addition in the linear domain),
+# one term of the forward/backward recursions (a multiply-add or a vectorised exp).
+# Relative least-squares fit to the forward and backward task-seconds (I/O and zarr
+# overhead included) of scripts/bench.py at n = 24, 26, 28 (k = 3, c = 20, binary data,
+# m = 1000, where no chunk takes the log domain; 2026-11-23): each stage within 14 %.
+# With many rows (m ≥ 10^4) much of the work falls back to the log domain and takes up
+# to 2× longer (docs/design.md, "Linear domain").
+SECONDS_PER_LAE = 1.83e-9
+SECONDS_PER_TERM = 2.51e-9
+# The MAP stage (max-plus, no exp or log) per update and per term. Measured (2 cores,
+# binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at n = 24, 28, 32, which
+# need 0.55, 0.46 and 0.58 of the log-domain constants of the first landing (3.1e-9 and
+# 9.8e-9), whose 0.53 these are.
+SECONDS_PER_MAX_UPDATE = 1.64e-9
+SECONDS_PER_MAX_TERM = 5.19e-9
 DISK_WRITE_BPS = 0.65e9
 # Fixed cost of one task (scheduling, two fsyncs, the journal line), seconds per worker:
 # it dominates with tiny chunks (n = 14, c = 4: 3074 tasks took 38 s more than one chunk).
@@ -488,7 +492,8 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
             "gamma": parts / DISK_READ_BPS + (plan.h + 1) * per_task,  # the level sums
         }
     if "map" in w:
-        out["map"] = (MAX_VS_LAE * (w["map"] * term + w["map_alpha"] * lae) + disk["map"] / DISK_WRITE_BPS
+        out["map"] = ((w["map"] * SECONDS_PER_MAX_TERM + w["map_alpha"] * SECONDS_PER_MAX_UPDATE) / max(workers, 1)
+                      + disk["map"] / DISK_WRITE_BPS
                       + plan.n_chunks * per_task)
     if "alpha" in w:
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
