@@ -58,7 +58,10 @@ def alpha_low_block(job: Job, H: int) -> np.ndarray:
     p = job.plan
     out = np.empty((p.c, p.alpha_chunk_size))
     for i in range(p.c):
-        out[i] = alpha_span(job, i, H, 1)
+        if p.alpha_mode == "store":
+            out[i] = alpha_span(job, i, H, 1)
+        else:  # straight into its row (a temporary and a copy cost 20 % of a forward task)
+            K._alpha_chunks(job.beta, p.families, i, H, p.c - 1, p.small_masks, out[i])
     return out
 
 

@@ -198,7 +198,7 @@ def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
 # Block size (bits) of the in-chunk recursions: the terms of the higher in-chunk bits
 # are contiguous runs of 2^_BLOCK entries, summed by vectorised loops; only the lowest
 # _BLOCK bits are handled entry by entry.
-_BLOCK = 5
+_BLOCK = 6
 
 
 @njit(**_KW)
@@ -303,8 +303,8 @@ def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, ac
     are all the block reads of it), C(o) the sum of cw_i over o's active bits and M the
     largest mx(o) - C(o), the values l(o) = exp(L(o) - C(o) - M) obey
     l(o) = sm(o)·exp(mx(o) - C(o) - M) + Σ_{i active} exp(alpha_i - cw_i)·l(o ^ 2^i),
-    a multiply-add a term. Every weight and start value is ≤ 1, so l(o) ≤ 326 (the
-    orderings of ≤ 5 bits) and a term flushed to zero below e^-708 costs < 326·e^-708;
+    a multiply-add a term. Every weight and start value is ≤ 1, so l(o) ≤ 1957 (the
+    orderings of ≤ 6 bits) and a term flushed to zero below e^-708 costs < 1957·e^-708;
     the block is accepted when every l(o) ≥ 2^-900 (then that is < 2^-110 relative) and
     written back as M + C(o) + log l(o). act, nbr, wq: the bit tables of
     `_recursion_chunk`; w: (B, 2^(B-1) + 1) scratch whose last column is 0.

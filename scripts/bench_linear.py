@@ -3,7 +3,7 @@
 
 alpha (kernels._alpha_chunk) and the γ parts (kernels._gamma_partial) sum in the linear
 domain with one scale per chunk, the in-block terms of the recursions
-(kernels._block_linear) with one scale per 32-entry block; each takes the exact
+(kernels._block_linear) with one scale per 64-entry block; each takes the exact
 log-domain path where its values span more than one float64 scale can hold (2^-900,
 623.8 nats). How often that
 happens depends on the data: the more rows, the more the local scores of a node differ.

@@ -193,22 +193,22 @@ def test_backward_chunk_against_reference(c, p_neginf):
 def test_recursion_linear_and_log_domain_blocks(kind, forward):
     """The in-block terms go in the linear domain where one scale holds a block and in
     the log domain where not: both against the reference, and the kernel reports how many
-    blocks took the log domain (32-entry blocks; c = 9: 16 blocks). "narrow": every value
-    within 10 nats, no block falls back; "wide": alpha spread over 3000 nats, so most
+    blocks took the log domain (blocks of 2^_BLOCK entries). "narrow": every value
+    within 10 nats, no block falls back; "wide": alpha spread over 30000 nats, so most
     blocks' values overflow one scale; "mixed": wide only in the upper half of alpha."""
     c = 9
     rng = np.random.default_rng(len(kind) + forward)
     acc = log_table(rng, 1 << c, 0.0, 10.0)
     alpha_low = log_table(rng, (c, 1 << (c - 1)), 0.0, 10.0)
     if kind == "wide":
-        alpha_low -= rng.uniform(0, 3000, alpha_low.shape)
+        alpha_low -= rng.uniform(0, 30000, alpha_low.shape)
     elif kind == "mixed":
-        alpha_low[:, 1 << (c - 2):] -= rng.uniform(0, 3000, (c, 1 << (c - 2)))
+        alpha_low[:, 1 << (c - 2):] -= rng.uniform(0, 30000, (c, 1 << (c - 2)))
     out = np.empty(1 << c)
     fallbacks = (K._forward_chunk if forward else K._backward_chunk)(acc, alpha_low, out)
     want = (naive.forward_chunk if forward else naive.backward_chunk)(acc, alpha_low)
     assert_close(out, want, rtol=1e-13, atol=1e-11)
-    blocks = (1 << c) // 32
+    blocks = (1 << c) >> K._BLOCK
     assert {"narrow": fallbacks == 0, "mixed": 0 < fallbacks < blocks, "wide": fallbacks > blocks // 2}[kind], fallbacks
 
 
