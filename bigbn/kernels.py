@@ -44,8 +44,9 @@ def _lae_into(acc, x, y):
 
 
 @njit(**_KW)
-def _upward_truncated(x, d, small):
-    """In place: x(T) <- logsumexp_{S ⊆ T} x(S) over d bits, x supported on |S| ≤ k.
+def _upward_truncated(x, d, small, linear=False):
+    """In place: x(T) <- logsumexp_{S ⊆ T} x(S) over d bits, x supported on |S| ≤ k
+    (linear: x(T) <- Σ_{S ⊆ T} x(S), values not logs, 0 outside the support).
 
     x: float64 (2^d,), -inf outside the support. small: int64 ascending masks with
     popcount ≤ k (over ≥ d-1 bits). Bits are processed low to high; after bit j only
@@ -60,12 +61,16 @@ def _upward_truncated(x, d, small):
             if m >= limit:
                 break
             src = m << (j + 1)
-            _lae_run(x, src + h, src, h)
+            if linear:
+                _add_run(x, src + h, src, h)
+            else:
+                _lae_run(x, src + h, src, h)
 
 
 @njit(**_KW)
-def _downward_truncated(x, d, small):
-    """In place: x(T) <- logsumexp_{S ⊇ T} x(S) over d bits, correct for |T| ≤ k (FTDMT).
+def _downward_truncated(x, d, small, linear=False):
+    """In place: x(T) <- logsumexp_{S ⊇ T} x(S) over d bits, correct for |T| ≤ k (FTDMT;
+    linear: x(T) <- Σ_{S ⊇ T} x(S), values not logs).
 
     Bits are processed high to low; the processed (truncated) part is kept to ≤ k bits,
     the unprocessed low bits form contiguous runs. Entries with |T| > k are garbage.
@@ -78,7 +83,10 @@ def _downward_truncated(x, d, small):
             if m >= limit:
                 break
             dst = m << (i + 1)
-            _lae_run(x, dst, dst + h, h)
+            if linear:
+                _add_run(x, dst, dst + h, h)
+            else:
+                _lae_run(x, dst, dst + h, h)
 
 
 @njit(**_KW)
@@ -138,15 +146,7 @@ def _alpha_chunk_linear(beta_row, fam, chunk_id, d, small, out):
         g = fam[f]
         if ((g >> d) & ~chunk_id) == 0:
             out[g & lowmask] += _exp_nonpos(beta_row[f] - top)
-    for j in range(d):  # the truncated upward transform of _upward_truncated, with +
-        h = 1 << j
-        limit = 1 << (d - j - 1)
-        for t in range(small.shape[0]):
-            m = small[t]
-            if m >= limit:
-                break
-            src = m << (j + 1)
-            _add_run(out, src + h, src, h)
+    _upward_truncated(out, d, small, True)
     if low - top < _LOG_TINY and not out[0] >= _TINY:
         return False
     for o in range(out.shape[0]):
@@ -445,15 +445,7 @@ def _gamma_partial_linear(s, d, chunk_id, fam, small, part):
     keep = s.copy() if flushed else np.empty(0)  # the log-domain fallback needs the input again
     for o in range(s.shape[0]):
         s[o] = _exp_nonpos(s[o] - top)
-    for i in range(d - 1, -1, -1):  # the truncated downward transform of _downward_truncated, with +
-        h = 1 << i
-        limit = 1 << (d - i - 1)
-        for t in range(small.shape[0]):
-            m = small[t]
-            if m >= limit:
-                break
-            dst = m << (i + 1)
-            _add_run(s, dst, dst + h, h)
+    _downward_truncated(s, d, small, True)
     for f in range(fam.shape[0]):
         g = fam[f]
         if ((g >> d) & ~chunk_id) == 0:

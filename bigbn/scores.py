@@ -291,39 +291,64 @@ def _rank_table(n: int, K: int) -> np.ndarray:
 def _visit_set(dense, cfg, m, q, mask, size, n, k, is_k2, ess, classes, keys, tables, clock,
                cum_k, cum_k1, A, PHI):
     """Count one set S (``size`` nodes, configuration ``cfg`` of each row, q cells) and
-    store A(S) (size >= 1) and Phi_a(S) for every class a (size <= k)."""
+    store A(S) (size >= 1) and Phi_a(S) for every class a (size <= k).
+
+    Log-gammas come from the cached tables when S has more than _TABLE_CELLS cells and
+    every row needed is in the cache at once (checked after fetching: a miss may evict
+    a row fetched before it), else from math.lgamma: the same numbers either way."""
     for t in range(m):
         dense[cfg[t]] += 1
-    a_c = 1.0 if is_k2 else ess / q
-    row_c = _lgamma_row(keys, tables, clock, a_c)
     n_cls = classes.size
-    phi = np.zeros(n_cls)
-    rows = np.empty(n_cls, np.int64)
-    if size <= k:
-        for c in range(n_cls):
-            rows[c] = _lgamma_row(keys, tables, clock, classes[c] if is_k2 else ess / q)
-        if keys[row_c] != a_c:  # a class's miss refilled a_c's slot: fill another
-            row_c = _lgamma_row(keys, tables, clock, a_c)
+    with_phi = size <= k
+    a_c = 1.0 if is_k2 else ess / q
+    a_cls = np.empty(n_cls)
+    for c in range(n_cls):
+        a_cls[c] = classes[c] if is_k2 else ess / q
+    rows = np.zeros(n_cls, np.int64)
+    row_c = 0
+    tabled = q > _TABLE_CELLS
+    if tabled:
+        row_c = _lgamma_row(keys, tables, clock, a_c)
+        if with_phi:
             for c in range(n_cls):
-                rows[c] = _lgamma_row(keys, tables, clock, classes[c] if is_k2 else ess / q)
-    lg_c = tables[row_c]
-    lg_c0 = lg_c[0]
+                rows[c] = _lgamma_row(keys, tables, clock, a_cls[c])
+        tabled = keys[row_c] == a_c
+        if with_phi:
+            for c in range(n_cls):
+                tabled = tabled and keys[rows[c]] == a_cls[c]
+    lg_c0 = math.lgamma(a_c)
+    phi = np.zeros(n_cls)
     s_a = 0.0
     for j in range(int(q)):
         v = dense[j]
         if v:
             dense[j] = 0
-            s_a += lg_c[v] - lg_c0
-            if size <= k:
+            s_a += (tables[row_c, v] if tabled else math.lgamma(a_c + v)) - lg_c0
+            if with_phi:
                 for c in range(n_cls):
-                    lg = tables[rows[c]]
-                    phi[c] += lg[0] - lg[v]
+                    a = a_cls[c]
+                    if tabled:
+                        phi[c] += tables[rows[c], 0] - tables[rows[c], v]
+                    else:
+                        phi[c] += math.lgamma(a) - math.lgamma(a + v)
     if size >= 1:
         A[_rank(mask, n, k + 1, cum_k1)] = s_a
-    if size <= k:
+    if with_phi:
         r = _rank(mask, n, k, cum_k)
         for c in range(n_cls):
             PHI[r, c] = phi[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _push(data_t, arities, v, depth, cfg, q, masks):
+    """The set at depth + 1 is the one at depth plus node v (above its nodes): each row's
+    configuration (mixed radix, v the last digit), the number of cells, the mask."""
+    r = arities[v]
+    x = data_t[v]
+    for t in range(cfg.shape[1]):
+        cfg[depth + 1, t] = cfg[depth, t] * r + x[t]
+    q[depth + 1] = q[depth] * r
+    masks[depth + 1] = masks[depth] | (np.int64(1) << v)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -348,12 +373,7 @@ def _score_sets(data_t, arities, prefixes, k, is_k2, ess, classes, dense_size, c
             v = prefixes[task, a]
             if v < 0:
                 break
-            r = arities[v]
-            x = data_t[v]
-            for t in range(m):
-                cfg[depth + 1, t] = cfg[depth, t] * r + x[t]
-            q[depth + 1] = q[depth] * r
-            masks[depth + 1] = masks[depth] | (np.int64(1) << v)
+            _push(data_t, arities, v, depth, cfg, q, masks)
             depth += 1
         _visit_set(dense, cfg[depth], m, q[depth], masks[depth], depth, n, k, is_k2, ess, classes,
                    keys, tables, clock, cum_k, cum_k1, A, PHI)
@@ -366,12 +386,7 @@ def _score_sets(data_t, arities, prefixes, k, is_k2, ess, classes, dense_size, c
             if d < k1 and nxt[d] < n:
                 v = nxt[d]
                 nxt[d] += 1
-                r = arities[v]
-                x = data_t[v]
-                for t in range(m):
-                    cfg[d + 1, t] = cfg[d, t] * r + x[t]
-                q[d + 1] = q[d] * r
-                masks[d + 1] = masks[d] | (np.int64(1) << v)
+                _push(data_t, arities, v, d, cfg, q, masks)
                 d += 1
                 _visit_set(dense, cfg[d], m, q[d], masks[d], d, n, k, is_k2, ess, classes,
                            keys, tables, clock, cum_k, cum_k1, A, PHI)

@@ -185,6 +185,21 @@ def test_joint_table_path_against_naive_and_per_family_path(score, seed, n, m, a
     np.testing.assert_array_equal(local_scores(ds, k, score, ess=1.7, threads=3), joint)
 
 
+@pytest.mark.parametrize("score", ["bdeu", "k2"])
+def test_joint_table_path_with_more_arities_than_cached_tables(score):
+    """K2 needs a Phi per distinct arity: 33 arities (2..34) need more log-gamma rows at
+    once than the cache holds, so a set's rows evict each other; the kernel must notice
+    and take math.lgamma for that set (the same numbers), not read an evicted row."""
+    from bigbn import scores as S
+
+    arities = list(range(2, 35))
+    assert len(set(arities)) + 1 > S._TABLE_SLOTS
+    ds = random_dataset(23, len(arities), 150, arities)
+    joint = local_scores(ds, 1, score, ess=1.3, dense_limit=34 * 33)  # every pair fits: joint path
+    np.testing.assert_allclose(joint, naive_scores(ds, 1, score, ess=1.3), rtol=1e-12, atol=1e-10)
+    np.testing.assert_array_equal(joint, local_scores(ds, 1, score, ess=1.3, dense_limit=34 * 33, threads=1))
+
+
 def test_large_arities_take_the_sort_path_by_default():
     # q*r = 40^3 > max(4m, 1024): these families are counted by sorting.
     rng = np.random.default_rng(7)
