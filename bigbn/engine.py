@@ -60,7 +60,7 @@ def alpha_low_block(job: Job, H: int) -> np.ndarray:
     for i in range(p.c):
         if p.alpha_mode == "store":
             out[i] = alpha_span(job, i, H, 1)
-        else:  # straight into its row (a temporary and a copy cost 20 % of a forward task)
+        else:  # straight into its row: no temporary and copy (≈ 10 ms of a 120 ms task at c = 20)
             K._alpha_chunks(job.beta, p.families, i, H, p.c - 1, p.small_masks, out[i])
     return out
 

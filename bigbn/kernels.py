@@ -195,9 +195,9 @@ def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
     return fallbacks
 
 
-# Block size (bits) of the in-chunk recursions: the terms of the higher in-chunk bits
-# are contiguous runs of 2^_BLOCK entries, summed by vectorised loops; only the lowest
-# _BLOCK bits are handled entry by entry.
+# Block size (bits) of the in-chunk recursions: entries are finalised 2^_BLOCK at a time,
+# the lowest _BLOCK bits entry by entry (`_block_linear`, `_block_log`), each higher bit
+# i as runs of 2^i entries (`_online_run`). 6 measured 15 % faster than 5 at c = 20.
 _BLOCK = 6
 
 
@@ -216,8 +216,8 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     Both read the neighbour o ^ 2^i and alpha at squeeze(o, i) (squeeze drops bit i), so
     the two differ only in which bits count ("active" bits) and in the order of offsets.
 
-    Until an entry is final, out holds the max of its terms so far and ``sm`` the sum of
-    their exps below it (an online log-sum-exp). Entries are finalised in blocks of
+    Until an entry is final, out holds the max of its terms so far and a scratch array
+    the sum of their exps below it (an online log-sum-exp). Entries are finalised in blocks of
     2^_BLOCK, in order; as soon as the first half of an aligned span of 2^(i+1) entries
     (i ≥ _BLOCK) is final, the bit-i terms of its whole second half are added: one
     contiguous run of 2^i entries of alpha_i and of the table (mirrored backward), a
