@@ -48,7 +48,7 @@ import numpy as np
 
 from bigbn.data import Dataset
 from bigbn.errors import OptionError
-from bigbn.families import family_masks
+from bigbn.families import family_masks, n_families
 
 __all__ = ["SCORES", "local_scores", "parent_set_index"]
 
@@ -283,7 +283,7 @@ def _rank_table(n: int, K: int) -> np.ndarray:
     cum = np.zeros((max(n, 1), K + 1), dtype=np.int64)
     for b in range(n):
         for r in range(K + 1):
-            cum[b, r] = sum(math.comb(b, j) for j in range(min(r, b) + 1))
+            cum[b, r] = n_families(b, r)
     return cum
 
 
@@ -416,13 +416,13 @@ def _joint_table_scores(data_t, arities, k, is_k2, ess, dense_size, threads) -> 
         classes, cls = np.zeros(1), np.zeros(n, dtype=np.int64)
     cls = np.ascontiguousarray(cls, dtype=np.int64)
     cum_k, cum_k1 = _rank_table(n, k), _rank_table(n, k + 1)
-    A = np.zeros(math.comb(n, 0) + sum(math.comb(n, j) for j in range(1, k + 2)))
-    PHI = np.zeros((sum(math.comb(n, j) for j in range(k + 1)), classes.size))
+    A = np.zeros(n_families(n, k + 1))
+    PHI = np.zeros((n_families(n, k), classes.size))
     # tasks: ∅, each {s1}, each {s1, s2} with its extensions (largest subtrees first,
     # dealt round-robin to the threads)
     tasks = [(-1, -1, 0)] + [(s1, -1, 0) for s1 in range(n)]
     pairs = [(s1, s2, 1) for s1 in range(n) for s2 in range(s1 + 1, n)] if k + 1 >= 2 else []
-    pairs.sort(key=lambda p: -sum(math.comb(n - 1 - p[1], j) for j in range(k)))
+    pairs.sort(key=lambda p: -n_families(n - 1 - p[1], k - 1))
     tasks += pairs
     blocks = [np.array(tasks[b::threads], dtype=np.int64).reshape(-1, 3) for b in range(threads)]
 
@@ -535,7 +535,7 @@ def local_scores(
         return _joint_table_scores(data_t, arities, k, name == "k2", ess, dense_size, threads)
     parent_sets, family_index = parent_set_index(n, k)
     beta = np.empty((n, family_masks(max(n - 1, 0), k).size), dtype=np.float64)
-    n_blocks = max(1, min(threads or _default_threads(), parent_sets.shape[0]))
+    n_blocks = max(1, min(threads, parent_sets.shape[0]))
     blocks = [np.arange(b, parent_sets.shape[0], n_blocks, dtype=np.int64) for b in range(n_blocks)]
 
     def run(todo):
