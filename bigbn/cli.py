@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -14,7 +13,9 @@ import click
 
 from ._version import __version__
 from .cli_tools import CONTEXT
+from . import options as opt
 from .errors import BigBNError, OptionError
+from .rundir import gib as _fmt_bytes
 
 
 class _Terminated(KeyboardInterrupt):
@@ -71,23 +72,6 @@ def main():
     Example:
       bigbn run examples/asia.csv --workdir /tmp/asia
     """
-
-
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*$", re.I)
-
-
-def parse_size(text: str | None) -> int | None:
-    """'4G', '512M', '2.5GiB', '1000000' -> bytes."""
-    if text is None:
-        return None
-    m = _SIZE.match(str(text))
-    if not m:
-        raise OptionError(f"--memory: cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
-    mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
-    size = int(float(m.group(1)) * mult)
-    if size <= 0:
-        raise OptionError(f"--memory must be positive, got {text!r}")
-    return size
 
 
 class Progress:
@@ -210,6 +194,11 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         raise OptionError(f"{data}: no such file")
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
+    # the options first (the data may be large, or a pipe that can be read only once)
+    max_parents = opt.max_parents(max_parents, "--max-parents")
+    chunk_bits = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    memory = opt.memory(memory, "--memory")
+    workers = opt.workers(workers, "--workers")
     ds, resolved, _ = load_dataset(data, score=score, sep=sep)  # read once: DATA may be a pipe
     _check_score_options(resolved, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w)
     for line in data_warnings(ds):
@@ -233,13 +222,16 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
                     structure_prior=structure_prior, alpha_w=alpha_w,
                     alpha_mu=1.0 if alpha_mu is None else alpha_mu,
                     prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
-                    chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
+                    chunk_bits=chunk_bits, memory=memory, workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
                     posterior=not map_only)
     finally:
         progress.close()
     s = res.summary
+    if s.get("already_finished"):
+        click.echo(f"{workdir}: this run was already finished; its results are read back, "
+                   "nothing was recomputed")
     click.echo(f"n = {s['n']} variables, m = {s['m']} rows, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
     if map_only:
@@ -311,13 +303,6 @@ def _set_text(names) -> str:
     return "{" + ", ".join(names) + "}"
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if b >= size:
-            return f"{b / size:.1f} {unit}"
-    return f"{int(b)} B"
-
-
 def _fmt_seconds(s: float) -> str:
     if s < 90:
         return f"{s:.1f} s"
@@ -328,7 +313,8 @@ def _fmt_seconds(s: float) -> str:
 
 @main.command("plan")
 @click.option("--n", "n", type=int, required=True, help="Number of variables.")
-@click.option("--max-parents", "-k", default=3, show_default=True, type=int)
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
 @click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
@@ -347,19 +333,17 @@ def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, map_dag, m
     """
     import shutil
 
-    from .api import default_memory, default_workers
     from .plan import Plan, choose_chunk_bits, time_estimate
 
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
-    k = min(max_parents, n - 1)
-    if k < 0:
-        raise OptionError(f"max parents must be ≥ 0, got {max_parents}")
-    workers = default_workers() if workers is None else workers
-    if workers < 1:
-        raise OptionError(f"--workers must be ≥ 1, got {workers}")
-    budget = parse_size(memory) if memory is not None else default_memory()
-    c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, budget, workers, alpha_mode)
+    n = opt.n_nodes(n, "--n")
+    k = min(opt.max_parents(max_parents, "--max-parents"), n - 1)
+    workers = opt.workers(workers, "--workers")
+    budget = opt.memory(memory, "--memory")
+    c = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    if c is None:
+        c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
     disk = p.disk_bytes()
     total_disk = sum(disk.values())
@@ -407,9 +391,11 @@ def status(workdir):
                    "priori (given the same ρ), by reweighting each sample with 1/#LE(G).")
 @click.option("--workers", type=click.IntRange(1), default=None,
               help="Threads for the α chunks (default: all cores).")
+@click.option("--memory", default=None,
+              help="Memory budget the samples must fit in, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(0),
               help="How many DAGs and ancestor relations to print.")
-def sample_cmd(workdir, n_samples, seed, prior, workers, top):
+def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     """Exact i.i.d. DAG samples from the posterior of a finished run.
 
     Draws whole networks from the exact posterior (no MCMC: every sample is independent),
@@ -425,7 +411,8 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, top):
     """
     from .samples import sample, write_outputs
 
-    s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers)
+    s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
+               memory=opt.memory(memory, "--memory"))
     write_outputs(s, workdir)
     out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
     check = s.info["edge_check"]
