@@ -505,3 +505,96 @@ def map_completion(beta: np.ndarray, lay: TierLayout, tier_parents) -> tuple[lis
         score += float(beta[b, c])
         out.append(sum(1 << u for u in lay.parents(b, c)))
     return out, score
+
+
+# ------------------------------------------------------------------------------ planning
+
+def tier_sizes_from_file(path) -> tuple[int, ...]:
+    """Tier sizes (earliest first) of a ``node,tier`` file, for `bigbn plan --tiers`."""
+    counts: dict[int, int] = {}
+    seen: dict[str, int] = {}
+    for line, (name, t) in _tier_records(path):
+        if name in seen:
+            raise DataError(f"{path}, line {line}: node '{name}' is listed again (first on line {seen[name]})")
+        seen[name] = line
+        try:
+            counts[int(t)] = counts.get(int(t), 0) + 1
+        except ValueError:
+            raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer") from None
+    if not counts:
+        raise DataError(f"{path}: no node,tier rows")
+    return tuple(counts[t] for t in sorted(counts))
+
+
+def score_memory_bytes(sizes, k: int) -> int:
+    """Peak bytes of the tiered scores stage: the parent sets (P × k ids) and where each
+    family's score goes (P × n), the scored table (n × the widest tier's width) and the
+    tiers' β in their layouts."""
+    n = sum(sizes)
+    lays = layouts(_consecutive(sizes), k)
+    P = n_families(n, min(k, n))
+    width = max(lay.width for lay in lays)
+    return 8 * (P * (max(k, 1) + n) + n * width + sum(lay.m * lay.width for lay in lays))
+
+
+def _consecutive(sizes) -> tuple[tuple[int, ...], ...]:
+    out, start = [], 0
+    for m in sizes:
+        out.append(tuple(range(start, start + m)))
+        start += m
+    return tuple(out)
+
+
+def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_dag: bool,
+               posterior: bool, chunk_bits, workdir) -> list[str]:
+    """`bigbn plan` for a tiered run: per tier its lattice, disk and time; the scores
+    stage's families and memory; the totals."""
+    import shutil
+
+    from .api import tier_plans
+    from .plan import MAX_NODES, time_estimate
+
+    n = sum(sizes)
+    if n > MAX_TIERED_NODES:
+        raise OptionError(f"{n} variables: a tiered run takes at most {MAX_TIERED_NODES}")
+    if max(sizes) > MAX_NODES:
+        raise OptionError(f"a tier of {max(sizes)} variables: a tier holds at most {MAX_NODES}")
+    if k < 0:
+        raise OptionError(f"max parents must be ≥ 0, got {k}")
+    k = min(k, n - 1)
+    lays = layouts(_consecutive(sizes), k)
+    plans = tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    fams = sum(lay.m * lay.width for lay in lays)
+    lines = [f"n = {n} in {len(sizes)} tiers ({','.join(map(str, sizes))}), k = {k}: "
+             f"{fams} families in all (a node of the last tier has {lays[-1].width})"]
+    disk = total_t = 0.0
+    task_mem = 0
+    for lay, pair in zip(lays, plans):
+        parts = [p for p in pair if p is not None]
+        if not parts:
+            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
+            continue
+        d = sum(sum(p.disk_bytes().values()) for p in parts)
+        t = sum(sum(time_estimate(p, workers).values()) for p in parts)
+        disk += d
+        total_t += t
+        task_mem = max(task_mem, max(p.task_memory_bytes() for p in parts))
+        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes after {lay.p}, chunk bits {parts[0].chunk_bits}, "
+                     f"disk {_bytes(d)}, ≈ {t:.1f} s")
+    score_mem = score_memory_bytes(sizes, k)
+    lines.append(f"disk:   {_bytes(disk)} (the tiers' tables, kept until the run ends)")
+    lines.append(f"memory: scores stage {_bytes(score_mem)}; {_bytes(task_mem)} per task × {workers} workers "
+                 f"(budget {_bytes(memory)})")
+    lines.append(f"time:   ≈ {total_t:.0f} s for the tiers' lattices on {workers} cores of the reference "
+                 f"machine, plus the scores stage ({fams} families, each counted over the rows)")
+    if workdir is not None:
+        free = shutil.disk_usage(workdir).free
+        lines.append(f"workdir {workdir}: {_bytes(free)} free — {'enough' if free >= disk * 1.05 else 'NOT enough'}")
+    return lines
+
+
+def _bytes(b: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{int(b)} B"
