@@ -319,7 +319,13 @@ class Manifest:
             run = json.loads(text)
             fp, pl = run["fingerprint"], run["plan"]
             ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
-            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k", "chunk_bits"))
+            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k"))
+            if "tiers" in pl:  # a tiered run: each tier's chunk bits (None: a one-node tier)
+                ok = ok and isinstance(pl["tiers"], list) and all(
+                    isinstance(t, dict) and (t.get("chunk_bits") is None or isinstance(t["chunk_bits"], int))
+                    for t in pl["tiers"])
+            else:
+                ok = ok and isinstance(pl["chunk_bits"], int)
             ok = ok and pl["alpha_mode"] in ("recompute", "store")
         except (ValueError, KeyError, TypeError):
             ok = False
