@@ -829,6 +829,8 @@ def workdir_status(workdir) -> list[str]:
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no readable run.json)")
     fp, pl = run["fingerprint"], run["plan"]
+    if "tiers" in pl:
+        return _tiered_status(root, wd, run)
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"], (wd.tables / "map").exists())
     done = wd.journal()
     lines = [f"workdir {root}",
@@ -862,5 +864,40 @@ def workdir_status(workdir) -> list[str]:
         lines.append(f"MAP network finished: {root / 'map_dag.csv'}; the posterior is not (a "
                      "--map-only run: the same command without --map-only adds it)")
     elif not (finished["posterior"] and finished["map"]):
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines
+
+
+def _tiered_status(root: Path, wd: Workdir, run: dict) -> list[str]:
+    """`workdir_status` of a tiered run: per tier, its tasks done of the plan's."""
+    fp, pl = run["fingerprint"], run["plan"]
+    tiers = fp.get("tiers") or []
+    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
+    done = wd.journal()
+    lines = [f"workdir {root}",
+             f"data: {run.get('source') or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
+    total = finished = 0
+    for lay, t in zip(lays, pl["tiers"]):
+        if t.get("chunk_bits") is None:
+            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
+            continue
+        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
+                 if (wd.tables / scope).exists()
+                 for s in Plan(lay.m, lay.k_tier, t["chunk_bits"], pl["alpha_mode"], map_dag, not map_dag,
+                               scope=scope).tasks()]
+        n_done = sum(1 for s in specs if s.id in done)
+        total += len(specs)
+        finished += n_done
+        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {_gib(used)}")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
+    if finished == total and (root / "summary.json").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
+                     else f"finished: MAP network in {root / 'map_dag.csv'}")
+    else:
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines

@@ -299,3 +299,15 @@ def test_cli_run_and_plan_with_tiers(tmp_path):
     assert r.exit_code == 0 and "n = 7 in 2 tiers (3,4)" in r.output
     r = CliRunner().invoke(main, ["plan", "--tier-sizes", "41,3"])
     assert r.exit_code != 0 and "a tier holds at most 40" in r.output
+
+
+def test_status_and_sample_of_a_tiered_workdir(tmp_path):
+    data = random_table(6, 6, 200)
+    bigbn.learn(data, names=names_of(6), tiers=[["V0"], ["V1", "V2", "V3"], ["V4", "V5"]],
+                workdir=tmp_path / "w")
+    r = CliRunner().invoke(main, ["status", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 0, r.output
+    assert "tiers: 3 (sizes 1, 3, 2)" in r.output and "tier 1: 1 node, no lattice" in r.output
+    assert "tier 2: 3 nodes, 5/5 tasks done" in r.output and "finished: results in" in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 1 and "holds a run with tiers" in r.output and "Traceback" not in r.output
