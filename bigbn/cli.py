@@ -207,7 +207,7 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
     \b
     Examples:
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
-      bigbn run examples/layered.csv --tiers examples/layered.tiers.csv -w /tmp/layered
+      bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
     """
     from .api import learn, load_dataset
     from .plan import MAX_NODES
