@@ -106,6 +106,18 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
 
 
+def _run_tiers(edges: str, names) -> list[list[str]] | None:
+    """The tiers of the run whose edges.csv this is (its summary.json beside it), if any
+    and if they name these variables; else None (plots then show no tiers)."""
+    import json
+
+    try:
+        tiers = [t["nodes"] for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tiers if sorted(x for t in tiers for x in t) == sorted(names) else None
+
+
 def _edges_file(edges: str) -> str:
     """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
     p = Path(edges)
@@ -185,18 +197,19 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
+    tiers = _run_tiers(edges, names)
     if heatmap_path is None and graph_path is None:
         p = Path(edges)
         heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}")
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior > {threshold:g}"
-                                 + (f" against {Path(truth).name}" if truth else ""))
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
 

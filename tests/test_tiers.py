@@ -311,3 +311,20 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
     assert "tier 2: 3 nodes, 5/5 tasks done" in r.output and "finished: results in" in r.output
     r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w")])
     assert r.exit_code == 1 and "holds a run with tiers" in r.output and "Traceback" not in r.output
+
+
+def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
+    from bigbn.cli_tools import _run_tiers
+    from bigbn.plot import _tier_order
+
+    assert _tier_order(["a", "b", "c", "d", "e"], [["d", "b"], ["e"], ["c", "a"]]) == ([1, 3, 4, 0, 2], [2, 3])
+    data = random_table(7, 5, 200)
+    tiers = [["V3", "V1"], ["V0", "V2", "V4"]]
+    bigbn.learn(data, names=names_of(5), tiers=tiers, workdir=tmp_path / "w")
+    bigbn.learn(data, names=names_of(5), workdir=tmp_path / "plain")
+    assert _run_tiers(str(tmp_path / "w" / "edges.csv"), names_of(5)) == [["V1", "V3"], ["V0", "V2", "V4"]]
+    assert _run_tiers(str(tmp_path / "plain" / "edges.csv"), names_of(5)) is None
+    r = CliRunner().invoke(main, ["plot", str(tmp_path / "w"), "--out", str(tmp_path / "h.png"),
+                                  "--graph", str(tmp_path / "g.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "h.png").stat().st_size > 1000 and (tmp_path / "g.png").stat().st_size > 1000
