@@ -401,19 +401,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if progress is not None:
         progress("scores", 1, 1)
 
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="bigbn-")
-        workdir = tmp
-    if not str(workdir).strip():
-        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    # Absolute: cluster workers resolve relative paths against their own directories.
-    root = Path(workdir).resolve()
-    check_is_ours(root)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    root, tmp = _open_root(workdir)
     try:
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
@@ -469,18 +457,7 @@ def _learn_tiered(data, ds: Dataset, score: str, k: int, tier_ids, fingerprint: 
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:
         progress("scores", 1, 1)
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="bigbn-")
-        workdir = tmp
-    if not str(workdir).strip():
-        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    root = Path(workdir).resolve()
-    check_is_ours(root)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    root, tmp = _open_root(workdir)
     try:
         with Workdir(root).lock() as owner:
             plans = _prepare_tiered(Workdir(root), fingerprint, lays, chunk_bits, alpha_mode, bool(map_dag),
@@ -640,6 +617,25 @@ def _check_fingerprint(wd: Workdir, old: dict, fingerprint: dict) -> None:
     if diff:
         raise WorkdirError(f"{wd.root} holds a run of other data or options ("
                            + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+
+
+def _open_root(workdir) -> tuple[Path, str | None]:
+    """(the work directory, absolute and created, refused if it is somebody else's folder;
+    the temporary directory to remove afterwards, when none was given)."""
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="bigbn-")
+        workdir = tmp
+    if not str(workdir).strip():
+        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
+    # Absolute: cluster workers resolve relative paths against their own directories.
+    root = Path(workdir).resolve()
+    check_is_ours(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    return root, tmp
 
 
 def _source(data, ds: Dataset) -> str:
