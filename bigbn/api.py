@@ -530,24 +530,6 @@ def _learn_tiered(data, ds: Dataset, score: str, k: int, tier_ids, fingerprint: 
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def tier_plans(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
-               workers: int) -> list[tuple[Plan | None, Plan | None]]:
-    """(posterior plan, MAP plan) of every tier (None for a one-node tier, which needs no
-    lattice, and for what is not asked); chunk bits chosen per tier unless given."""
-    out = []
-    for lay in lays:
-        if lay.m < 2:
-            out.append((None, None))
-            continue
-        mode = alpha_mode or "recompute"
-        c = min(chunk_bits, lay.m) if chunk_bits is not None else \
-            choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)
-        out.append((Plan(lay.m, lay.k_tier, int(c), mode, False, True, scope=lay.scope) if posterior else None,
-                    Plan(lay.m, lay.k_tier, int(c), mode, True, False, scope=lay.scope + "-map")
-                    if map_dag else None))
-    return out
-
-
 def _tiered_disk(plans) -> dict[str, int]:
     """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name."""
     out: dict[str, int] = {}
@@ -578,9 +560,9 @@ def _prepare_tiered(wd: Workdir, fingerprint: dict, lays, chunk_bits, alpha_mode
         plans = []
         for lay, c in zip(lays, bits):
             plans.append((None, None) if c is None else
-                          tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0])
+                          tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0])
     else:
-        plans = tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
     need = sum(b for pair in plans for p in pair if p is not None
                for t, b in p.disk_bytes().items() if not (wd.tables / p.scope / t).exists())
     if need and check_disk:
