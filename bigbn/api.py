@@ -13,25 +13,26 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from . import frames
+from . import engine, frames
 from . import options as opt
+from . import tiers as tiering
 from .data import Dataset, Table, _check_header, discrete_dataset, read_table
 from .engine import Job
-from .errors import DataError, OptionError, WorkdirError
+from .errors import DataError, OptionError
 from .options import default_memory, default_workers  # noqa: F401 - part of the API
-from .parentsets import parent_set_posteriors, write_parent_sets
+from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, task_id
 from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from .runner import finished_beta, peak_rss_bytes, prepare, run_engine, summary
+from .runner import finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine, summary, tiered_disk
 from .scores import local_scores
+from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
 
 __all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
@@ -43,8 +44,10 @@ PRIORS = ("uniform", "koivisto-sood")
 
 # --------------------------------------------------------------------------------- data
 
-def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) -> tuple[Dataset, str, str]:
-    """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash)."""
+def load_dataset(data, names=None, score: str = "auto", sep: str | None = None,
+                 max_nodes: int = MAX_NODES) -> tuple[Dataset, str, str]:
+    """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash).
+    max_nodes: most variables allowed (MAX_NODES; more with tiers, bigbn/tiers.py)."""
     score = str(score).lower()
     if score not in SCORES:
         raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
@@ -53,17 +56,18 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
         table, categories = frames.table_from_frame(data)
-        if table.n > MAX_NODES:
-            raise OptionError(f"{table.n} columns, but the engine supports at most {MAX_NODES} variables")
-        ds = frames.declared_order(_dataset_from_table(table, score), categories)
+        if table.n > max_nodes:
+            raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
+                              + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
+        ds = frames.declared_order(_dataset_from_table(table, score, max_nodes), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         table = read_table(path, sep)
-        if table.n > MAX_NODES:
+        if table.n > max_nodes:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
-                              f"{MAX_NODES} variables")
-        ds = _dataset_from_table(table, score)
+                              f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
+        ds = _dataset_from_table(table, score, max_nodes)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         if data is None or isinstance(data, (bytes, dict, int, float, bool)):
@@ -90,10 +94,11 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table("array", nm, cells), score)
+        ds = _dataset_from_table(Table("array", nm, cells), score, max_nodes)
         digest = _hash_dataset(ds)
-    if ds.n > MAX_NODES:
-        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
+    if ds.n > max_nodes:
+        raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
+                          + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
     if score == "auto":
         score = "bge" if ds.kind == "continuous" else "bdeu"
     if (score == "bge") != (ds.kind == "continuous"):
@@ -102,12 +107,15 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
     return ds, score, digest
 
 
-def _dataset_from_table(table: Table, score: str) -> Dataset:
+_MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
+
+
+def _dataset_from_table(table: Table, score: str, max_nodes: int = MAX_NODES) -> Dataset:
     from .bge import continuous_dataset, looks_continuous
 
     if score == "bge" or (score == "auto" and looks_continuous(table)):
         return continuous_dataset(table)
-    return discrete_dataset(table, max_nodes=MAX_NODES)
+    return discrete_dataset(table, max_nodes=max_nodes)
 
 
 def _hash_dataset(ds: Dataset) -> str:
@@ -153,7 +161,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
-          posterior: bool = True, sep: str | None = None) -> Result:
+          posterior: bool = True, sep: str | None = None, tiers=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -172,6 +180,10 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     to a finished run by running again with map_dag=True. posterior=False (with
     map_dag=True): only the MAP network, at 9·2^n bytes of disk and about a third of the
     work; the result has no posteriors, and running again with posterior=True adds them.
+    tiers: a bucket order of the variables, {name: tier} (integers, lower = earlier) or a
+    list of lists of names (earliest first): only the orders that list every earlier tier
+    first have prior mass (docs/posterior.md, "Tiers"); up to MAX_TIERED_NODES variables,
+    each tier at most MAX_NODES (bigbn/tiers.py).
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -191,12 +203,10 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     ess = opt.score_number(ess, "ess")
     alpha_mu = opt.score_number(alpha_mu, "alpha_mu")
     alpha_w = None if alpha_w is None else opt.score_number(alpha_w, "alpha_w")
-    tmp = None
-    if workdir is not None:
-        # Absolute: cluster workers resolve relative paths against their own directories.
-        root = Path(workdir).resolve()
-        check_is_ours(root, fresh)  # before any work: a foreign folder is refused at once
-    ds, score, digest = load_dataset(data, names, score, sep)
+    if workdir is not None:  # before any work: a foreign folder is refused at once
+        check_is_ours(Path(workdir).resolve(), fresh)
+    ds, score, digest = load_dataset(data, names, score, sep,
+                                     max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES)
     k = min(k, ds.n - 1)
     options = {
         "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
@@ -205,6 +215,19 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
         "constraints": jsonable(prior_kwargs),
     }
+    if tiers is not None:
+        tier_ids = tiering.parse_tiers(tiers, ds.names)
+        options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
+        return _learn_tiered(data, ds, score, k, tier_ids, fingerprint(digest, ds.n, ds.m, options),
+                             ess=ess, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                             workdir=workdir, fresh=fresh, chunk_bits=chunk_bits, memory=memory,
+                             workers=workers, scheduler=scheduler, alpha_mode=alpha_mode,
+                             progress=progress, check_disk=check_disk,
+                             parent_set_mass=parent_set_mass, map_dag=map_dag, posterior=posterior,
+                             t_start=t_start)
+    if ds.n > MAX_NODES:
+        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}"
+                          + _MORE_WITH_TIERS)
     fp = fingerprint(digest, ds.n, ds.m, options)
     request = {"n": ds.n, "k": k, "map_dag": map_dag, "posterior": posterior}
 
@@ -212,7 +235,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     # first: they validate every model option (constraints, ess, BGe parameters), so a
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
-    beta = None if workdir is None or fresh else finished_beta(root, fp, map_dag, posterior)
+    beta = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
     if beta is None:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
@@ -222,13 +245,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             progress("scores", 1, 1)
     t_scores = round(time.time() - t_scores, 4)
 
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="bigbn-")
-        root = Path(tmp).resolve()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    root, tmp = open_root(workdir, fresh)
     try:
         with Workdir(root).lock() as owner:
             plan = prepare(Workdir(root), fp, ds.names, _source(data, ds), request, chunk_bits,
@@ -254,8 +271,102 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if plan.posterior:
                 result.to_csv(root / "edges.csv")
-                write_parent_sets(root / "parent_sets.csv", result.parent_set_posterior, plan.families,
-                                  ds.names, parent_set_mass)
+                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
+                                  lambda v, mass: ranked(result.parent_set_posterior[v], plan.families, v, mass))
+            write_json_atomic(root / "summary.json", result.summary)
+            return result
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _learn_tiered(data, ds: Dataset, score: str, k: int, tier_ids, fingerprint: dict, *, ess,
+                  structure_prior, prior_kwargs, workdir, fresh, chunk_bits, memory, workers,
+                  scheduler, alpha_mode, progress, check_disk, parent_set_mass, map_dag, posterior,
+                  t_start) -> Result:
+    """`learn` with tiers (bigbn/tiers.py): one plan per tier of two or more nodes, run one
+    after another on the run's lattice in its own scope, with one run.json and one journal."""
+    lays = tiering.layouts(tier_ids, k)
+    for lay in lays:
+        if lay.m > MAX_NODES:
+            raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
+                              f"{MAX_NODES} (split it: the orders within a tier are summed over "
+                              "on its 2^m lattice)")
+    t_scores = time.time()
+    if progress is not None:
+        progress("scores", 0, 1)
+    betas = tiering.tier_scores(ds, lays, score, k, ess=ess, structure_prior=structure_prior,
+                                prior_kwargs=prior_kwargs, threads=workers)
+    local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
+    t_scores = round(time.time() - t_scores, 4)
+    if progress is not None:
+        progress("scores", 1, 1)
+    root, tmp = open_root(workdir, fresh)
+    try:
+        with Workdir(root).lock() as owner:
+            plans = prepare_tiered(Workdir(root), fingerprint, ds.names, _source(data, ds), lays, chunk_bits,
+                                   alpha_mode, bool(map_dag), bool(posterior), memory, workers, fresh,
+                                   check_disk)
+            n = ds.n
+            result = Result(None, ds.names, None)
+            post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
+            map_parents, map_score = np.zeros(n, dtype=object), 0.0
+            recomputed = []
+            for lay, beta, (A, M), (p_post, p_map) in zip(lays, betas, local, plans):
+                def stage_progress(stage, done, total, _j=lay.index):
+                    progress(f"tier {_j + 1}/{len(lays)} {stage}", done, total)
+
+                tick = stage_progress if progress is not None else None
+                if posterior:
+                    if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
+                        gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope)
+                        bad, journal, _ = run_engine(Job(wd, p_post, A), scheduler, workers, tick)
+                        recomputed += bad
+                        gamma = wd.read("gamma", slice(None))
+                        log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
+                    fp = tiering.family_posteriors(beta, gamma, lay, log_z)
+                    fam_posts.append(fp)
+                    post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)
+                    log_px += log_z
+                if map_dag:
+                    if p_map is None:
+                        tier_parents = np.zeros(1, dtype=np.int64)
+                        m_score = float(M[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope + "-map")
+                        bad, journal, _ = run_engine(Job(wd, p_map, M), scheduler, workers, tick)
+                        recomputed += bad
+                        tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                        m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
+                    masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
+                    engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
+                    map_parents[list(lay.nodes)] = masks
+                    map_score += m_score
+            if posterior:
+                result.posterior, result.log_marginal = post, log_px
+                result.tiered = tiering.TieredFamilies(lays, fam_posts)
+            journal = Workdir(root).journal()
+            result.summary = summary(journal, None, fingerprint, ds, workers, memory, scheduler, t_start)
+            result.summary["log_marginal_likelihood"] = result.log_marginal
+            result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
+                                        **({"chunk_bits": pp.chunk_bits, "chunks": pp.n_chunks} if pp else {}),
+                                        **({"log_z": None} if not posterior else {})}
+                                       for lay, (pp, _) in zip(lays, plans)]
+            result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
+            result.summary["recomputed_corrupt_tasks"] = recomputed
+            result.summary["scoring_seconds_this_invocation"] = t_scores
+            result.summary["disk_bytes"] = tiered_disk(plans)
+            if map_dag:
+                result.map_parents, result.map_log_score = map_parents, map_score
+                result.summary["map_dag"] = {"log_score": map_score,
+                                             "arcs": [list(a) for a in result.map_arcs()]}
+                write_arcs(root / "map_dag.csv", result.map_arcs())
+            if posterior:
+                result.to_csv(root / "edges.csv")
+                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
+                                  result.tiered.ranked)
             write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:

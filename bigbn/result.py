@@ -9,6 +9,7 @@ import numpy as np
 from . import frames
 from .errors import OptionError
 from .parentsets import ranked
+from .tiers import TieredFamilies
 
 
 @dataclass
@@ -30,17 +31,21 @@ class Result:
     families: np.ndarray | None = field(default=None, repr=False)
     map_parents: np.ndarray | None = field(default=None, repr=False)
     map_log_score: float | None = None
+    tiered: "TieredFamilies | None" = field(default=None, repr=False)
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
         (parent names in data order, p(G_child = G | data)), highest first; they sum to 1.
         top: only the ``top`` most probable."""
         self._need_posterior()
-        if self.parent_set_posterior is None:
-            raise OptionError("this result has no parent-set posteriors")
         v = self._node(child)
-        return [(tuple(self.names[u] for u in ps), p)
-                for ps, p in ranked(self.parent_set_posterior[v], self.families, v, top=top)]
+        if self.tiered is not None:
+            rows = self.tiered.ranked(v, top=top)
+        elif self.parent_set_posterior is None:
+            raise OptionError("this result has no parent-set posteriors")
+        else:
+            rows = ranked(self.parent_set_posterior[v], self.families, v, top=top)
+        return [(tuple(self.names[u] for u in ps), p) for ps, p in rows]
 
     def _need_posterior(self) -> None:
         if self.posterior is None:

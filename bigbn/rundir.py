@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import tiers as tiering
 from ._version import __version__
 from .engine import Job, intact
 from .errors import OptionError, WorkdirError
@@ -106,17 +107,47 @@ def _tuples(v):
 
 
 @dataclass(frozen=True)
+class TieredPlan:
+    """The plan of a run with tiers (bigbn/tiers.py), which runs one lattice plan per tier
+    of two or more nodes: n, k and the alpha mode of the run, the stages, and per tier
+    (earliest first) its number of nodes and chunk bits (None: a one-node tier)."""
+
+    n: int
+    k: int
+    alpha_mode: str
+    tiers: tuple[tuple[int, int | None], ...]
+    map_dag: bool = False
+    posterior: bool = True
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "k": self.k, "alpha_mode": self.alpha_mode, "map_dag": self.map_dag,
+                "posterior": self.posterior,
+                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers]}
+
+    @classmethod
+    def from_json(cls, pl: dict) -> TieredPlan:
+        tiers = tuple((t["nodes"], t.get("chunk_bits")) for t in pl["tiers"])
+        ok = all(isinstance(m, int) and (c is None or isinstance(c, int)) for m, c in tiers)
+        ok = ok and pl["alpha_mode"] in ("recompute", "store") and sum(m for m, _ in tiers) == pl["n"]
+        if not ok:
+            raise ValueError("tier plan")
+        return cls(int(pl["n"]), int(pl["k"]), pl["alpha_mode"], tiers, bool(pl.get("map_dag", False)),
+                   bool(pl.get("posterior", True)))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """What a run was asked and how it is planned: the content of ``run.json``.
 
-    fingerprint: see `fingerprint`; plan: the full `Plan` (its posterior / map_dag flags
-    say every stage any invocation on this workdir has asked for); names: the data's
+    fingerprint: see `fingerprint`; plan: the full `Plan`, or a `TieredPlan` for a run with
+    tiers (its posterior / map_dag flags say every stage any invocation on this workdir has
+    asked for); names: the data's
     variable names; source: the data file's absolute path, or "" / "array" for data in
     memory; version: the bigbn version that created the run; created: when.
     """
 
     fingerprint: dict
-    plan: Plan
+    plan: Plan | TieredPlan
     names: tuple[str, ...]
     source: str = ""
     version: str = __version__
@@ -147,7 +178,8 @@ class RunRecord:
     def to_json(self) -> dict:
         return {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION,
                 "fingerprint": jsonable(self.fingerprint),
-                "plan": jsonable(dataclasses.asdict(self.plan)),
+                "plan": self.plan.to_json() if isinstance(self.plan, TieredPlan)
+                else jsonable(dataclasses.asdict(self.plan)),
                 "stages": list(STAGES), "names": list(self.names), "source": self.source,
                 "version": self.version, "created": self.created}
 
@@ -165,7 +197,8 @@ class RunRecord:
                 and all(isinstance(fp.get(k), int) for k in ("n", "m")) and isinstance(pl, dict) \
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
             known = {f.name for f in dataclasses.fields(Plan)}
-            plan = Plan(**{k: _tuples(v) for k, v in pl.items() if k in known}) if ok else None
+            plan = None if not ok else TieredPlan.from_json(pl) if "tiers" in pl else \
+                Plan(**{k: _tuples(v) for k, v in pl.items() if k in known})
             source = obj.get("source") or ""
             ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
         except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
@@ -312,6 +345,9 @@ class FinishedRun(RunDir):
     def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
         super().__init__(workdir, then)
         root = self.root
+        if isinstance(self.plan, TieredPlan):
+            raise WorkdirError(f"{root} holds a run with tiers: `bigbn {then}` does not take tiered runs "
+                               "yet (edges, parent sets and the MAP network do)")
         if self.record.fingerprint.get("numerics") != numerics_fingerprint():
             raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
                                f"differs); run the `bigbn run` command again with --fresh, then {then}")
@@ -379,6 +415,8 @@ class FinishedRun(RunDir):
 def status_lines(workdir) -> list[str]:
     """Human-readable lines describing a work directory (for `bigbn status`)."""
     rd = RunDir(workdir, then="ask for its status")
+    if isinstance(rd.plan, TieredPlan):
+        return _tiered_status(rd)
     root, wd, plan, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
     done = rd.journal()
     lines = [f"workdir {root}",
@@ -414,6 +452,41 @@ def status_lines(workdir) -> list[str]:
         lines.append(f"MAP network finished: {root / 'map_dag.csv'}" + (
             "; the posterior is not (a --map-only run: the same command without --map-only adds it)"
             if not plan.posterior else "; the posterior is not: run the same command again"))
+    else:
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines
+
+
+def _tiered_status(rd: RunDir) -> list[str]:
+    """`status_lines` of a tiered run: per tier, its tasks done of the plan's."""
+    root, wd, fp, pl = rd.root, rd.workdir, rd.record.fingerprint, rd.plan
+    tiers = fp.get("tiers") or []
+    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
+    done = wd.journal()
+    lines = [f"workdir {root}",
+             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
+    total = finished = 0
+    for lay, (_, c) in zip(lays, pl.tiers):
+        if c is None:
+            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
+            continue
+        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
+                 if (wd.tables / scope).exists()
+                 for s in Plan(lay.m, lay.k_tier, c, pl.alpha_mode, map_dag, not map_dag,
+                               scope=scope).tasks()]
+        n_done = sum(1 for s in specs if s.id in done)
+        total += len(specs)
+        finished += n_done
+        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {gib(used)}")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
+    if finished == total and (root / "summary.json").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
+                     else f"finished: MAP network in {root / 'map_dag.csv'}")
     else:
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines
