@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import bigbn
 from bigbn.cli import main
+import helpers as h
 
 ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"
@@ -129,6 +130,7 @@ def test_rerun_resumes_and_top_option(asia_run):
     log_line = [ln for ln in first.stdout.splitlines() if ln.startswith("log p(data)")]
     assert log_line and log_line[0] in again.stdout
     assert again.stderr == ""  # -q: no progress lines
+    assert "already finished" in again.stdout and "already finished" not in first.stdout
 
 
 def test_progress_lines_without_a_terminal(asia_run):
@@ -213,12 +215,13 @@ def test_bad_data_file(tmp_path, case):
 BAD_OPTIONS = {
     # name: (extra args, substrings of the error line)
     "bad --memory": (["--memory", "4X"], ["--memory", "4X"]),
-    "zero --workers": (["--workers", "0"], ["workers", "0"]),
-    "negative -k": (["-k", "-1"], ["max parents", "-1"]),
+    "zero --workers": (["--workers", "0"], ["--workers", "0"]),
+    "negative -k": (["-k", "-1"], ["--max-parents", "-1"]),
     "--score bge on discrete strings": (["--score", "bge"],
                                         ["asia.csv", "row 2", "column 'asia'", "'no'"]),
     "non-positive --ess": (["--ess", "0"], ["ess", "0"]),
-    "negative --workers": (["--workers", "-2"], ["workers", "-2"]),
+    "negative --workers": (["--workers", "-2"], ["--workers", "-2"]),
+    "bad --chunk-bits": (["--chunk-bits", "0"], ["--chunk-bits", "0"]),
 }
 
 
@@ -460,3 +463,64 @@ def test_terminal_progress_is_one_line_rewritten_in_place(capsys):
     last = err.rstrip("\n").split("\r")[-1]
     assert last.startswith("[bigbn] scores 1/1 ") and "forward 4/4 " in last
     assert "gamma 0/4\x1b[K" in last, "a stage with no work done yet shows no clock"
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["plan", "--n", "0"], ["--n", "between 2 and 40", "got 0"]),
+    (["plan", "--n", "-1"], ["--n", "got -1"]),
+    (["plan", "--n", "41"], ["--n", "got 41"]),
+    (["plan", "--n", "10", "-k", "-1"], ["--max-parents", "got -1"]),
+    (["plan", "--n", "10", "--chunk-bits", "0"], ["--chunk-bits", "got 0"]),
+    (["simulate", "--n", "3", "--rows", "10", "--seed", "-1", "o.csv"], ["--seed", "got -1"]),
+    (["simulate", "--n", "3", "--states", "1000000000", "--rows", "10", "o.csv"],
+     ["1000000000 states", "memory", "--states"]),
+    (["simulate", "--n", "3", "--rows", "100000000000", "o.csv"], ["rows", "memory", "--rows"]),
+])
+def test_other_commands_name_the_option_at_fault(tmp_path, monkeypatch, args, needles):
+    """Review findings: `plan --n 0` blamed max parents; simulate allocated without bound
+    and raised a traceback on --seed -1."""
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(invoke(*args), *needles)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_plan_help_explains_every_option():
+    out = invoke("plan", "--help").output
+    assert "Maximum number of parents" in out
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_suspicious_columns_get_a_warning_line(tmp_path):
+    f = tmp_path / "c.csv"
+    f.write_text("a,b,c\nx,1,p\nx,2,q\nx,1,p\nx,2,p\nx,1,q\n")
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 0
+    warn = [x for x in r.stderr.splitlines() if x.startswith("Warning:")]
+    assert len(warn) == 1 and "column 'a': a single value in every row" in warn[0]
+
+
+def test_negative_top_and_options_of_another_score(tmp_path):
+    assert h.cli("run", h.ASIA, "-w", tmp_path / "w", "--top", "-3").exit_code == 2
+    for args, needle in ((["--score", "k2", "--ess", "5"], "--ess is a parameter of the bdeu score"),
+                         (["--alpha-mu", "2"], "--alpha-mu is a parameter of the bge score"),
+                         (["--alpha-w", "20"], "--alpha-w is a parameter of the bge score")):
+        r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", *args)
+        assert r.exit_code == 1 and needle in r.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_first_run_says_it_compiles(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(root))
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(root / "examples" / "asia.csv"), "-k", "1",
+           "--top", "0", "-w", str(tmp_path / "w"), "--fresh"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0 and second.returncode == 0
+    assert "first run: compiling" in first.stderr and "first run" not in second.stderr

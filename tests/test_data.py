@@ -10,6 +10,13 @@ import pytest
 
 from bigbn.data import Dataset, discrete_dataset, load_discrete, read_table
 from bigbn.errors import BigBNError, DataError
+from pathlib import Path
+import bigbn
+import helpers as h
+import json
+import subprocess
+import sys
+import threading
 
 
 def write(tmp_path, text, name="data.csv", mode="w"):
@@ -206,3 +213,171 @@ def test_continuous_dataset_kind():
         Dataset(("a", "b"), [[1.5, 2], [0, -3]], [2, 0], ((), ()), kind="continuous")
     with pytest.raises(DataError, match="unknown data kind"):
         Dataset(("a", "b"), [[1, 2], [0, 3]], [2, 4], (("0", "1"), tuple("0123")), kind="ordinal")
+
+
+# ------------------------------------------------------------------ inputs that never end
+
+ASIA = os.path.join(os.path.dirname(__file__), "..", "examples", "asia.csv")
+ENV = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bigbn(args, cwd, stdin=None, timeout=120):
+    """`bigbn ARGS` in a process; the harness's timeout turns a hang into a failure."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bigbn.cli", *map(str, args)], cwd=cwd, stdin=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def _one_line_error(r, *needles):
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[bigbn] ")]
+    assert len(lines) == 1 and lines[0].startswith("Error:") and "Traceback" not in r.stderr, r.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_as_data_is_refused_at_once(tmp_path, device):
+    _one_line_error(_bigbn(["run", device, "-w", tmp_path / "w"], tmp_path),
+                    device, "not a regular file or a pipe")
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("as_what", ["data", "forbid", "pairs"])
+def test_a_named_pipe_without_writer_is_refused_not_waited_for(tmp_path, as_what):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if as_what == "data":
+        args = ["run", fifo, "-w", tmp_path / "w"]
+    elif as_what == "forbid":
+        args = ["run", ASIA, "-k", "1", "-w", tmp_path / "w", "--forbid", fifo]
+    else:
+        assert _bigbn(["run", ASIA, "-k", "1", "-w", tmp_path / "w", "-q"], tmp_path).returncode == 0
+        args = ["effects", "-w", tmp_path / "w", "--pairs", fifo]
+    _one_line_error(_bigbn(args, tmp_path), str(fifo), "nothing writes to")
+
+
+def test_a_pipe_with_a_writer_is_read(tmp_path):
+    """A named pipe whose writer is already waiting, and a pipe on stdin that starts late."""
+    import subprocess
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    text = open(ASIA).read()
+    writer = threading.Thread(target=lambda: open(fifo, "w").write(text))
+    writer.start()
+    r = _bigbn(["run", fifo, "-k", "1", "-w", tmp_path / "w", "-q"], tmp_path)
+    writer.join(timeout=60)
+    assert r.returncode == 0, r.stderr
+    late = subprocess.Popen(["sh", "-c", f"sleep 1; cat '{ASIA}'"], stdout=subprocess.PIPE)
+    r2 = _bigbn(["run", "/dev/stdin", "-k", "1", "-w", tmp_path / "v", "-q"], tmp_path, stdin=late.stdout)
+    late.wait(timeout=60)
+    assert r2.returncode == 0, r2.stderr
+    assert r.stdout.splitlines()[1] == r2.stdout.splitlines()[1]  # the same log p(data)
+
+
+@pytest.mark.parametrize("source", ["zero", "urandom"])
+def test_endless_input_on_a_pipe_ends_promptly(tmp_path, source):
+    """`cat /dev/zero | bigbn run /dev/stdin`: no end of line (zeros) or no UTF-8 (random
+    bytes) within the first megabyte; refused without reading to the end."""
+    import subprocess
+
+    feed = subprocess.Popen(["cat", f"/dev/{source}"], stdout=subprocess.PIPE)
+    try:
+        r = _bigbn(["run", "/dev/stdin", "-w", tmp_path / "w"], tmp_path, stdin=feed.stdout)
+    finally:
+        feed.kill()
+        feed.wait()
+    _one_line_error(r, "/dev/stdin", "row 1" if source == "zero" else "UTF-8")
+
+
+def test_header_line_bound(tmp_path):
+    from bigbn.data import MAX_HEADER_BYTES
+
+    p = tmp_path / "long.csv"
+    p.write_text("a," * (MAX_HEADER_BYTES // 2 + 100))  # a header that never ends
+    with pytest.raises(DataError, match="row 1: no end of line in the first 1 MiB"):
+        read_table(p)
+    p.write_text("a" * 1000 + ",b\n1,2\n2,1\n")
+    assert read_table(p).n == 2
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 3. a named pipe as input is read once, and hashed as read
+def test_named_pipe_input(tmp_path):
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    text = h.ASIA.read_bytes()
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    p = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(fifo), "-w", str(tmp_path / "p"),
+                        "-k", "1", "-q"], env=h.env(), capture_output=True, text=True, timeout=300)
+    writer.join(timeout=5)
+    assert p.returncode == 0, p.stderr
+    ref = bigbn.learn(h.ASIA, max_parents=1, workdir=tmp_path / "f")
+    pipe_run = json.loads((tmp_path / "p" / "run.json").read_text())
+    file_run = json.loads((tmp_path / "f" / "run.json").read_text())
+    assert pipe_run["fingerprint"]["data_sha256"] == file_run["fingerprint"]["data_sha256"]
+    assert json.loads((tmp_path / "p" / "summary.json").read_text())["log_marginal_likelihood"] \
+        == ref.log_marginal
+
+
+def test_named_pipe_with_constraint_files(tmp_path):
+    """With --forbid the names are needed before the run: still one read of the pipe."""
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    forbid = tmp_path / "forbid.csv"
+    forbid.write_text("parent,child\nasia,tub\n")
+    writer = threading.Thread(target=lambda: open(fifo, "wb").write(h.ASIA.read_bytes()), daemon=True)
+    writer.start()
+    p = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(fifo), "-w", str(tmp_path / "p"),
+                        "-k", "1", "-q", "--forbid", str(forbid)],
+                       env=h.env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    edges = (tmp_path / "p" / "edges.csv").read_text().splitlines()
+    assert "asia,tub,0" in edges
+
+
+# 6. messages that say what is wrong, where
+def test_unterminated_quote_is_reported_where_it_opens(tmp_path):
+    f = tmp_path / "q.csv"
+    f.write_text('a,b\n1,2\n"1,2\n3,4\n5,6\n')
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3: a quote opened on this line is not closed" in r.output
+
+
+def test_nul_byte_is_refused(tmp_path):
+    f = tmp_path / "n.csv"
+    f.write_bytes(b"a,b\n1,2\n1\x00,2\n2,1\n")
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3, column 1: a NUL byte" in r.output
+
+
+def test_tab_and_semicolon_files_are_detected_and_sep_overrides(tmp_path):
+    import csv as _csv
+
+    rows = list(_csv.reader(open(Path(__file__).resolve().parent.parent / "examples" / "asia.csv")))
+    ref = h.cli("run", Path(__file__).resolve().parent.parent / "examples" / "asia.csv",
+                 "-w", tmp_path / "ref", "-q", "-k", 1)
+    assert ref.exit_code == 0
+    for name, sep in (("a.tsv", "\t"), ("a.ssv", ";")):
+        f = tmp_path / name
+        f.write_text("\n".join(sep.join(r) for r in rows) + "\n")
+        forbid = tmp_path / f"forbid-{name}.csv"
+        forbid.write_text(f"parent{sep}child\nasia{sep}tub\n")
+        r = h.cli("run", f, "-w", tmp_path / f"{name}-w", "-q", "-k", 1)
+        assert r.exit_code == 0, r.output
+        assert (tmp_path / f"{name}-w" / "edges.csv").read_text() == (tmp_path / "ref" / "edges.csv").read_text()
+        r = h.cli("run", f, "-w", tmp_path / f"{name}-f", "-q", "-k", 1, "--forbid", forbid)
+        assert r.exit_code == 0 and "asia,tub,0\n" in (tmp_path / f"{name}-f" / "edges.csv").read_text()
+    r = h.cli("run", tmp_path / "a.ssv", "-w", tmp_path / "x", "-q", "--sep", ",")
+    assert r.exit_code == 1 and "need at least 2 columns" in r.output
