@@ -206,6 +206,35 @@ def enumerate_dags(n, k):
     return arr
 
 
+def log_tier_linear_extensions(parent_masks, tiers):
+    """log of the number of tier-consistent linear extensions of each DAG: the DP of
+    `log_linear_extensions`, where N(S) = 0 unless S is an earlier tiers' union plus part of
+    the next tier (the only sets a tier-consistent order passes through)."""
+    pm = np.asarray(parent_masks, dtype=np.int64)
+    D, n = pm.shape
+    prefixes, before = [], 0
+    for t in tiers:
+        tm = sum(1 << v for v in t)
+        prefixes.append((before, tm))
+        before |= tm
+    ideal = [any(S & ~(b | tm) == 0 and S & b == b for b, tm in prefixes) for S in range(1 << n)]
+    children = np.zeros((D, n), dtype=np.int64)
+    for v in range(n):
+        for u in range(n):
+            children[:, u] |= ((pm[:, v] >> u) & 1) << v
+    N = np.zeros((D, 1 << n), dtype=np.float64)
+    N[:, 0] = 1.0
+    for S in range(1, 1 << n):
+        if not ideal[S]:
+            continue
+        for i in range(n):
+            if S >> i & 1 and ideal[S ^ (1 << i)]:
+                sink = (children[:, i] & S) == 0
+                N[:, S] += np.where(sink, N[:, S ^ (1 << i)], 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(N[:, -1])
+
+
 def log_linear_extensions(parent_masks):
     """log of the number of linear extensions of each DAG.
 
@@ -241,15 +270,24 @@ def _dag_table(n, k):
     return dags, pm, lle
 
 
-def edges_by_dags(beta, k):
-    """Edge posteriors by summing over every DAG with indegree <= k; n <= 5.
-
-    beta: float64 (n, F). Weight of a DAG = log(#linear extensions) + Σ_i beta[i, f_i].
-    Returns (P, log_px): P float64 (n, n), P[u, v] = p(u→v | x); log_px = log Σ weights.
-    """
+def _dag_weights(beta, k, tiers):
+    """(dags, parent masks, log weight) of every DAG: log #(tier-consistent) linear
+    extensions + Σ_i beta[i, f_i]."""
     beta, n = _check_beta(beta, k, 5)
     dags, pm, lle = _dag_table(n, k)
-    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)  # -inf stays -inf
+    if tiers is not None:
+        lle = log_tier_linear_extensions(pm, tiers)
+    return beta, n, dags, pm, lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+
+
+def edges_by_dags(beta, k, tiers=None):
+    """Edge posteriors by summing over every DAG with indegree <= k; n <= 5.
+
+    beta: float64 (n, F). Weight of a DAG = log(#linear extensions) + Σ_i beta[i, f_i]
+    (with ``tiers``: the tier-consistent linear extensions only).
+    Returns (P, log_px): P float64 (n, n), P[u, v] = p(u→v | x); log_px = log Σ weights.
+    """
+    beta, n, dags, pm, w = _dag_weights(beta, k, tiers)
     log_px = logsumexp(w)
     log_joint = np.full((n, n), -np.inf)
     for v in range(n):
@@ -362,11 +400,14 @@ def log_backward(alpha):
 # --------------------------------------------------------------------- 2. over orders
 
 
-def _orders(la):
+def _orders(la, tiers=None):
     """Every linear order of the n nodes: (U, A, log p(x)) with U[o, i] the predecessor
-    set of node i in order o, A[o, i] = log α_i(U[o, i]) (la: full-layout log α)."""
+    set of node i in order o, A[o, i] = log α_i(U[o, i]) (la: full-layout log α).
+    tiers (lists of nodes, earliest first): only the orders that list every earlier tier
+    first."""
     n = la.shape[0]
-    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)  # (M, n)
+    perms = [p for p in itertools.permutations(range(n)) if tiers is None or _tier_consistent(p, tiers)]
+    perms = np.array(perms, dtype=np.int64)  # (M, n)
     M = perms.shape[0]
     # Predecessor set of the node at position j: OR of the nodes at positions < j.
     prefix = np.zeros((M, n), dtype=np.int64)
@@ -378,8 +419,17 @@ def _orders(la):
     return U, A, logsumexp(A.sum(axis=1))
 
 
-def edges_by_orders(beta, k):
-    """Edge posteriors by summing over all n! linear orders; n <= 8.
+def _tier_consistent(perm, tiers):
+    """Whether the order ``perm`` lists every node of an earlier tier before each node of a
+    later one."""
+    tier = {v: j for j, t in enumerate(tiers) for v in t}
+    ranks = [tier[v] for v in perm]
+    return all(a <= b for a, b in zip(ranks, ranks[1:]))
+
+
+def edges_by_orders(beta, k, tiers=None):
+    """Edge posteriors by summing over all n! linear orders (with ``tiers``: the
+    tier-consistent ones only); n <= 8.
 
     For an order with predecessor sets U_i, its weight is Σ_i log α_i(U_i); the joint
     with the edge u→v replaces α_v by α_v^{(u)}(U_v) = Σ_{G ⊆ U_v, u ∈ G} exp beta[v, G].
@@ -387,7 +437,7 @@ def edges_by_orders(beta, k):
     """
     beta, n = _check_beta(beta, k, 8)
     la, la_u = _log_alpha_full(beta, k)
-    U, A, log_px = _orders(la)
+    U, A, log_px = _orders(la, tiers)
     log_joint = np.full((n, n), -np.inf)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)  # no -inf - -inf anywhere
@@ -423,11 +473,10 @@ def edges_by_forward_sums(beta, k):
 # ------------------------------------------------- 4. parent sets, whole DAGs, samples
 
 
-def parent_sets_by_dags(beta, k):
-    """p(G_v = family f | x) by summing over every DAG (n <= 5); float64 (n, F)."""
-    beta, n = _check_beta(beta, k, 5)
-    dags, pm, lle = _dag_table(n, k)
-    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+def parent_sets_by_dags(beta, k, tiers=None):
+    """p(G_v = family f | x) by summing over every DAG (n <= 5; weights as
+    `edges_by_dags`); float64 (n, F)."""
+    beta, n, dags, pm, w = _dag_weights(beta, k, tiers)
     log_px = logsumexp(w)
     out = np.zeros(beta.shape)
     for v in range(n):
@@ -438,14 +487,15 @@ def parent_sets_by_dags(beta, k):
     return out
 
 
-def parent_sets_by_orders(beta, k):
-    """p(G_v = family f | x) by summing over all n! orders (n <= 8); float64 (n, F).
+def parent_sets_by_orders(beta, k, tiers=None):
+    """p(G_v = family f | x) by summing over all n! orders (n <= 8; with ``tiers``, the
+    tier-consistent ones); float64 (n, F).
 
     p(x, G_v = G) = Σ_≺ [G ⊆ U_v] exp β_v(G) Π_{i ≠ v} α_i(U_i)."""
     beta, n = _check_beta(beta, k, 8)
     la, _ = _log_alpha_full(beta, k)
     fam = _full_family_masks(n, k)
-    U, A, log_px = _orders(la)
+    U, A, log_px = _orders(la, tiers)
     out = np.zeros(beta.shape)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)
