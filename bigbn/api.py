@@ -236,6 +236,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
     beta = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
+    finished = beta is not None
     if beta is None:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
@@ -252,7 +253,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
                            alpha_mode, memory, workers, fresh, check_disk)
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
-            recomputed, journal, already = run_engine(job, scheduler, workers, progress)
+            recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
             result = Result(None, ds.names, None, families=plan.families)
             if plan.posterior:
                 result.posterior = wd.read("posterior", slice(None))

@@ -205,15 +205,18 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
     return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _by_cause(ps: np.ndarray, families: np.ndarray, pairs):
+def _by_cause(ps: np.ndarray, families: np.ndarray, pairs, progress=None):
     """Per cause x of ``pairs``: (x, the indices of its pairs, the posteriors of its parent
-    sets of nonzero posterior, those sets as full n-bit masks)."""
+    sets of nonzero posterior, those sets as full n-bit masks). progress("effects", causes
+    done, causes) as each cause's work is done."""
     idx: dict[int, list[int]] = {}
     for i, (x, _) in enumerate(pairs):
         idx.setdefault(x, []).append(i)
-    for x, ii in idx.items():
+    for done, (x, ii) in enumerate(idx.items()):
         keep = np.flatnonzero(ps[x] > 0)
         yield x, ii, ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+        if progress is not None:
+            progress("effects", done + 1, len(idx))
 
 
 def _holds(masks: np.ndarray, y: int) -> np.ndarray:
@@ -221,7 +224,7 @@ def _holds(masks: np.ndarray, y: int) -> np.ndarray:
     return (masks >> y) & 1 == 1
 
 
-def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float):
+def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float, progress=None):
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
@@ -234,7 +237,7 @@ def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, 
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
     tails = ((1 - level) / 2, (1 + level) / 2)
-    for x, idx, w, masks in _by_cause(ps, families, pairs):
+    for x, idx, w, masks in _by_cause(ps, families, pairs, progress):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
         in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
         for i in idx:
@@ -251,7 +254,7 @@ def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, 
 
 # --------------------------------------------------------------------------- discrete
 
-def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
+def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, progress=None):
     data = np.asarray(ds.data, dtype=np.int64)
     n = data.shape[1]
     r = np.asarray(ds.arities, dtype=np.int64)
@@ -261,7 +264,7 @@ def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
     p_zero = np.zeros(len(pairs))
-    for x, idx, w_all, masks in _by_cause(ps, families, pairs):
+    for x, idx, w_all, masks in _by_cause(ps, families, pairs, progress):
         for i in idx:  # p_zero from every set
             p_zero[i] = float(np.sum(w_all[_holds(masks, pairs[i][1])]))
         in_table = _tail(w_all)  # the tables leave out the least probable sets (< TAIL in all)
@@ -357,7 +360,8 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 
 # ------------------------------------------------------------------------------ entry
 
-def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None) -> Effects:
+def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
+            progress=None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -365,7 +369,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     same as the run's, which is checked by content hash). For a work directory it may be
     left out: then the file the run read is read again. pairs: (cause, effect) names or
     indices, or a CSV path with header cause,effect; default every ordered pair. level:
-    of the equal-tailed credible intervals (continuous data).
+    of the equal-tailed credible intervals (continuous data). progress: callable(stage,
+    done, total), as for `learn`: ("effects", causes done, causes).
     """
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
@@ -401,9 +406,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
     if ds.kind == "continuous":
-        out = _continuous(ds, options, ps, families, pair_list, float(level))
+        out = _continuous(ds, options, ps, families, pair_list, float(level), progress)
         return Effects(names, "continuous", pair_list, float(level), **out)
-    out = _discrete(ds, options, ps, families, pair_list)
+    out = _discrete(ds, options, ps, families, pair_list, progress)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
 
 

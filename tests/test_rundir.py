@@ -30,7 +30,7 @@ def invoke(*args):
 
 def one_line_error(r, *needles):
     assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("[bigbn] ")]
     assert len(lines) == 1 and lines[0].startswith("Error:"), r.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
@@ -242,3 +242,16 @@ def test_bigbn_folders_stay_usable(tmp_path):
     assert h.cli("run", h.ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
     assert h.cli("run", h.ASIA, "-w", w, "-k", 1, "-q", "--fresh").exit_code == 0
     assert (w / "my-notes.txt").read_text() == "x", "--fresh removes only bigbn's files"
+
+
+def test_sample_and_effects_report_progress_as_learn_does(finished):
+    """One progress protocol for every long stage: progress(stage, done, total)."""
+    for stage, call in (("sample", lambda p: bigbn.sample(finished, 200, progress=p)),
+                        ("effects", lambda p: bigbn.effects(finished, progress=p))):
+        events = []
+        call(lambda *e: events.append(e))
+        assert events and {e[0] for e in events} == {stage}
+        done = [d for _, d, _ in events]
+        assert done == sorted(done) and events[-1][1] == events[-1][2] and len({t for *_, t in events}) == 1
+    r = invoke("sample", "-w", finished, "-T", 100)
+    assert r.exit_code == 0 and "[bigbn] sample: 4/4" in r.stderr
