@@ -31,10 +31,9 @@ from .errors import DataError, OptionError, WorkdirError
 from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
-from .scores import local_scores
+from .scoring import Score, check_options, lookup, resolve, source_fingerprint
 from .workdir import Workdir, check_is_ours, checksum
 
-SCORES = ("auto", "bdeu", "k2", "bge")
 PRIORS = ("uniform", "koivisto-sood")
 
 
@@ -158,11 +157,11 @@ def _csv_field(s: str) -> str:
 
 # --------------------------------------------------------------------------------- data
 
-def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) -> tuple[Dataset, str, str]:
-    """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash)."""
-    score = str(score).lower()
-    if score not in SCORES:
-        raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
+def load_dataset(data, names=None, score: str | Score = "auto",
+                 sep: str | None = None) -> tuple[Dataset, Score, str]:
+    """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
+    score: "auto", a score's name or a `bigbn.scoring.Score`."""
+    wanted = lookup(score)  # an unknown name is refused before the data are read
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
@@ -170,7 +169,7 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
         table, categories = frames.table_from_frame(data)
         if table.n > MAX_NODES:
             raise OptionError(f"{table.n} columns, but the engine supports at most {MAX_NODES} variables")
-        ds = frames.declared_order(_dataset_from_table(table, score), categories)
+        ds = frames.declared_order(_dataset_from_table(table, wanted), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
@@ -178,7 +177,7 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
         if table.n > MAX_NODES:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{MAX_NODES} variables")
-        ds = _dataset_from_table(table, score)
+        ds = _dataset_from_table(table, wanted)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         if data is None or isinstance(data, (bytes, dict, int, float, bool)):
@@ -205,22 +204,19 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None) 
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table("array", nm, cells), score)
+        ds = _dataset_from_table(Table("array", nm, cells), wanted)
         digest = _hash_dataset(ds)
     if ds.n > MAX_NODES:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
-    if score == "auto":
-        score = "bge" if ds.kind == "continuous" else "bdeu"
-    if (score == "bge") != (ds.kind == "continuous"):
-        raise OptionError(f"score '{score}' needs {'continuous' if score == 'bge' else 'discrete'} "
-                          f"data, but the data is {ds.kind}")
-    return ds, score, digest
+    return ds, resolve(wanted or "auto", ds.kind), digest
 
 
-def _dataset_from_table(table: Table, score: str) -> Dataset:
+def _dataset_from_table(table: Table, score: Score | None) -> Dataset:
+    """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
+    the table looks it)."""
     from .bge import continuous_dataset, looks_continuous
 
-    if score == "bge" or (score == "auto" and looks_continuous(table)):
+    if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
         return continuous_dataset(table)
     return discrete_dataset(table, max_nodes=MAX_NODES)
 
@@ -238,24 +234,24 @@ def _hash_dataset(ds: Dataset) -> str:
 
 # --------------------------------------------------------------------------------- model
 
-def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.0,
-                   structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0,
-                   alpha_w=None, prior_kwargs=None) -> np.ndarray:
-    """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F)."""
+def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
+                   structure_prior: str = "koivisto-sood", prior_kwargs=None,
+                   **score_options) -> np.ndarray:
+    """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F). score: a name
+    or a `Score`; score_options: its options (ess=..., alpha_mu=...), checked by
+    `bigbn.scoring.check_options`."""
+    score = resolve(score, ds.kind)
+    options = check_options(score, score_options)
     if structure_prior not in PRIORS:
         raise OptionError(f"unknown structure prior '{structure_prior}' (choose one of: "
                           f"{', '.join(PRIORS)})")
     k = min(int(max_parents), ds.n - 1)
     rho = log_prior(ds.n, k, structure_prior, names=ds.names, **(prior_kwargs or {}))
-    if score == "bge":
-        from .bge import bge_scores
-        local = bge_scores(ds, k, alpha_mu=alpha_mu, alpha_w=alpha_w)
-    else:
-        local = local_scores(ds, k, score, ess)
+    local = score.local_scores(ds, k, options)
     bad = np.isnan(local) | np.isinf(local)
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise DataError(f"{ds.path or 'data'}: the {score} score of column '{ds.names[i]}' is not "
+        raise DataError(f"{ds.path or 'data'}: the {score.name} score of column '{ds.names[i]}' is not "
                         "finite (values too large or degenerate: rescale the data)")
     return local + rho
 
@@ -264,9 +260,11 @@ def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.
 
 # The modules whose code decides any number a run stores: the kernels and the fast
 # log-add-exp they inline, the task functions and edge fold, the plan (summation order
-# follows the chunk lattice), the family order, the scores and the priors.
+# follows the chunk lattice), the family order, the dispatch to the score and the priors.
+# The score's own modules (`Score.modules`) enter the run's fingerprint separately
+# (`bigbn.scoring.source_fingerprint`).
 NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
-                    "scores.py", "bge.py", "priors.py", "maxplus.py", "mapdag.py")
+                    "scoring.py", "priors.py", "maxplus.py", "mapdag.py")
 
 
 def numerics_fingerprint() -> str:
@@ -304,9 +302,10 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: float = 1.0,
-          structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0, alpha_w=None,
-          prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
+def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto",
+          ess: float | None = None, structure_prior: str = "koivisto-sood",
+          alpha_mu: float | None = None, alpha_w: float | None = None,
+          score_options: dict | None = None, prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
@@ -316,7 +315,10 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
     floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2" or "bge". structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
+    "bdeu", "k2", "bge", or a `bigbn.scoring.Score` object. ess (BDeu, default 1), alpha_mu
+    (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
+    score's options) are the score's parameters; one the score does not take is refused
+    (`bigbn.scoring.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
     (ρ_i(G) = 1/C(n-1, |G|)); q_i ≡ 1. prior_kwargs: forbid, require, edge_prob,
     max_parents (per node) for `priors.log_prior`. workdir: where the tables live
     (a temporary directory, removed afterwards, if None); rerunning with the same
@@ -332,6 +334,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     """
     t_start = time.time()
     ds, score, digest = load_dataset(data, names, score, sep)
+    given = dict(score_options or {})
+    for key, value in (("ess", ess), ("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
+        if value is not None:
+            if given.get(key) is not None:
+                raise OptionError(f"{key} given twice (as {key}= and in score_options)")
+            given[key] = value
+    score_opts = check_options(score, given)
     k = int(max_parents)
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {k}")
@@ -348,23 +357,18 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
                           "(map_dag=True), or keep the posterior")
     if not (isinstance(parent_set_mass, (int, float)) and 0 < parent_set_mass <= 1):
         raise OptionError(f"parent-set mass must be in (0, 1], got {parent_set_mass!r}")
-    options = {
-        "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
-        "structure_prior": structure_prior,
-        "alpha_mu": float(alpha_mu) if score == "bge" else None,
-        "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
-        "constraints": _jsonable(prior_kwargs or {}),
-    }
+    options = {"score": score.name, **score_opts, "max_parents": k,
+               "structure_prior": structure_prior, "constraints": _jsonable(prior_kwargs or {})}
     fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": numerics_fingerprint(),
-                   **options}
+                   "score_numerics": source_fingerprint(score), **options}
 
     # Scores first: they validate every model option (constraints, ess, BGe parameters), so
     # a refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
     if progress is not None:  # the local scores are the first stage a user waits for
         progress("scores", 0, 1)
-    beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
-                          alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
+    beta = score_families(ds, score, k, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                          **score_opts)
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:
         progress("scores", 1, 1)
@@ -450,7 +454,9 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
     if old is not None:
         plain = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
                  "numerics": "the workdir was computed by another bigbn version (its numerical "
-                             "code differs)", "m": "the data have {new} rows, the run's {old}",
+                             "code differs)",
+                 "score_numerics": "the workdir was computed by other code of the score",
+                 "m": "the data have {new} rows, the run's {old}",
                  "n": "the data have {new} columns, the run's {old}"}
         diff = [plain[key].format(old=str(old["fingerprint"].get(key)), new=str(val)) if key in plain
                 else f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"

@@ -53,7 +53,8 @@ from .errors import DataError, OptionError
 from .frames import SOURCE
 from .families import unsqueeze
 
-__all__ = ["effects", "Effects", "bge_effect_components", "mixture_quantile"]
+__all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
+           "mixture_quantile"]
 
 #: the least probable parent sets of a cause, while their posteriors add up to less than
 #: this, are left out of the credible interval's CDF and of the discrete tables
@@ -216,13 +217,15 @@ def _holds(masks: np.ndarray, y: int) -> np.ndarray:
     return (masks >> y) & 1 == 1
 
 
-def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float):
+def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: float, *,
+                       alpha_mu: float, alpha_w: float | None) -> dict:
+    """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
+    `Effects`, one value per pair."""
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
     m, n = data.shape
-    alpha_mu, alpha_w, nu = _check_params(n, options.get("alpha_mu") or 1.0, options.get("alpha_w"),
-                                          None, data)
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, None, data)
     _, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
     d0 = alpha_w + m - n + 2
     P = len(pairs)
@@ -246,12 +249,12 @@ def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, 
 
 # --------------------------------------------------------------------------- discrete
 
-def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs):
+def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: bool, ess: float) -> dict:
+    """The Dirichlet scores' effects (module docstring; K2 if ``k2``, else BDeu(ess)): the
+    fields table and p_zero of `Effects`."""
     data = np.asarray(ds.data, dtype=np.int64)
     n = data.shape[1]
     r = np.asarray(ds.arities, dtype=np.int64)
-    k2 = options.get("score") == "k2"
-    ess = 1.0 if k2 else float(options.get("ess") or 1.0)
     data_t = np.ascontiguousarray(data.T)
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
@@ -352,7 +355,8 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 
 # ------------------------------------------------------------------------------ entry
 
-def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None) -> Effects:
+def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
+            score=None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -360,9 +364,11 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     same as the run's, which is checked by content hash). For a work directory it may be
     left out: then the file the run read is read again. pairs: (cause, effect) names or
     indices, or a CSV path with header cause,effect; default every ordered pair. level:
-    of the equal-tailed credible intervals (continuous data).
+    of the equal-tailed credible intervals (continuous data). score: the `bigbn.scoring.Score`
+    object of a run whose score bigbn does not ship (the built-in ones are found by name).
     """
     from .api import Result, load_dataset
+    from .scoring import BUILTIN, check_options
 
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
@@ -395,18 +401,24 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
             if not os.path.isfile(data):
                 raise OptionError(f"{wd.root}: the run's data file {data} is not there; give the "
                                   "data (--data FILE)")
-    ds, score, digest = load_dataset(data, names=names, score=options.get("score") or "auto",
+    used = options.get("score") or "auto"
+    if score is not None and score.name != used:
+        raise OptionError(f"the run used the {used} score, not {score.name}")
+    if score is None and used not in BUILTIN:
+        raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
+                          "object, effects(..., score=...)")
+    ds, score, digest = load_dataset(data, names=names, score=score or used,
                                     sep=sep)  # names: for an array, the run's
+    score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
     if digest_run is not None and digest != digest_run:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
                           f"(content hash {digest[:12]} vs the run's {str(digest_run)[:12]})")
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    out = score.effects(ds, score_opts, ps, families, pair_list, float(level))
     if ds.kind == "continuous":
-        out = _continuous(ds, options, ps, families, pair_list, float(level))
         return Effects(names, "continuous", pair_list, float(level), **out)
-    out = _discrete(ds, options, ps, families, pair_list)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
 
 

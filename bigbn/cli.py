@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from . import scoring
 from ._version import __version__
 from .cli_tools import CONTEXT
 from .errors import BigBNError, OptionError
@@ -141,6 +142,14 @@ class Progress:
             self.shown = False
 
 
+def _score_option_flags(f):
+    """One flag per option of the built-in scores (--ess, --alpha-mu, ...); their values reach
+    the command as keyword arguments and `scoring.check_options` validates them, as for the API."""
+    for opt in reversed(scoring.all_options()):
+        f = click.option(opt.flag, opt.name, default=None, type=float, help=opt.help)(f)
+    return f
+
+
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False))
 @click.option("--workdir", "-w", type=click.Path(file_okay=False),
@@ -150,12 +159,9 @@ class Progress:
               help="Maximum number of parents of every node.")
 @click.option("--max-parents-file", type=click.Path(dir_okay=False),
               help="CSV node,max_parents: per-node limits (≤ -k).")
-@click.option("--score", type=click.Choice(["auto", "bdeu", "k2", "bge"]), default="auto",
+@click.option("--score", type=click.Choice(scoring.names()), default="auto",
               show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
-@click.option("--ess", default=None, type=float,
-              help="BDeu equivalent sample size  [default: 1]")
-@click.option("--alpha-mu", default=None, type=float, help="BGe α_μ  [default: 1]")
-@click.option("--alpha-w", default=None, type=float, help="BGe α_w (default n + α_μ + 1).")
+@_score_option_flags
 @click.option("--structure-prior", type=click.Choice(["uniform", "koivisto-sood"]),
               default="koivisto-sood", show_default=True,
               help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1).")
@@ -189,9 +195,9 @@ class Progress:
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alpha_w,
-        structure_prior, forbid, require, edge_prob, memory, chunk_bits, workers, scheduler,
-        processes, alpha_mode, fresh, sep, parent_set_mass, map_dag, map_only, top, quiet):
+def run(data, workdir, max_parents, max_parents_file, score, structure_prior, forbid, require,
+        edge_prob, memory, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
+        parent_set_mass, map_dag, map_only, top, quiet, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -211,7 +217,7 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
     ds, resolved, _ = load_dataset(data, score=score, sep=sep)  # read once: DATA may be a pipe
-    _check_score_options(resolved, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w)
+    score_options = scoring.check_options(resolved, score_options)  # before any warning
     for line in data_warnings(ds):
         click.echo(f"Warning: {line}", err=True)
     prior_kwargs = {}
@@ -229,10 +235,8 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
                    err=True)
     progress = Progress(quiet)
     try:
-        res = learn(ds, max_parents=max_parents, score=score, ess=1.0 if ess is None else ess,
-                    structure_prior=structure_prior, alpha_w=alpha_w,
-                    alpha_mu=1.0 if alpha_mu is None else alpha_mu,
-                    prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
+        res = learn(ds, max_parents=max_parents, score=resolved, score_options=score_options,
+                    structure_prior=structure_prior, prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
                     chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
@@ -296,15 +300,6 @@ def data_warnings(ds) -> list[str]:
             out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows; with so few rows "
                        "per level a discrete score finds confident spurious parents")
     return out
-
-
-def _check_score_options(score: str, **given) -> None:
-    """An option of another score than the one in use would be silently ignored: refuse it."""
-    owner = {"ess": "bdeu", "alpha_mu": "bge", "alpha_w": "bge"}
-    for name, value in given.items():
-        if value is not None and owner[name] != score:
-            raise OptionError(f"--{name.replace('_', '-')} is a parameter of the {owner[name]} score; "
-                              f"this run uses {score} (say --score {owner[name]}, or drop the option)")
 
 
 def _set_text(names) -> str:

@@ -111,7 +111,7 @@ def pgmpy_beta(X, names, k, score, ess, prior) -> np.ndarray:
     return beta
 
 
-SCORES = [("bdeu", 1.0), ("bdeu", 5.0), ("k2", 1.0)]
+SCORES = [("bdeu", 1.0), ("bdeu", 5.0), ("k2", None)]
 PRIORS = ["uniform", "koivisto-sood"]
 # (seed, n, m, arities, k): n = 4..7, arities 2..3, m = 30..300
 CASES = [
