@@ -416,9 +416,14 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
-    out = score.effects(ds, score_opts, ps, families, pair_list, float(level))
+    prior = score.parameter_prior(score_opts)
+    if prior is None:
+        raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
+                          "estimate causal effects under it")
     if ds.kind == "continuous":
+        out = continuous_effects(ds, ps, families, pair_list, float(level), **prior)
         return Effects(names, "continuous", pair_list, float(level), **out)
+    out = discrete_effects(ds, ps, families, pair_list, **prior)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
 
 

@@ -14,9 +14,10 @@ A score is an object (a `Score` subclass) that declares
 - ``local_scores(ds, k, options)``: log p(x_i | x_G) for every node i and family G,
   |G| ≤ k, float64 (n, F) in the layout of `bigbn.families` (no structure prior: the
   caller adds log ρ);
-- ``effects(ds, options, ps, families, pairs, level)``: what causal effects need, i.e. the
-  posterior-mean parameters of the score's own model given each parent set (see
-  `bigbn.causal`); a score without a parameter model leaves it out and effects are refused.
+- ``parameter_prior(options)``: what causal effects need: the prior of the score's own
+  parameter model, from which `bigbn.causal` takes the posterior-mean parameters given each
+  parent set (Dirichlet: ``{"k2": ..., "ess": ...}``; normal-Wishart: ``{"alpha_mu": ...,
+  "alpha_w": ...}``). A score without a parameter model returns None and effects are refused.
 
 `BUILTIN` lists the scores bigbn ships. A new score is one module with a `Score` subclass
 plus one line in `BUILTIN`; a score defined elsewhere (a notebook, a test) is passed as an
@@ -39,11 +40,6 @@ from .errors import OptionError
 __all__ = ["Option", "Score", "BDeu", "K2", "BGe", "BUILTIN", "AUTO", "names", "lookup",
            "resolve", "check_options", "source_fingerprint"]
 
-# Largest ess (and BGe α_μ, α_w) accepted: the BDeu local scores of examples/asia.csv
-# against 60-digit mpmath log-gamma err by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
-# and 0.5 at 1e14 (tests/test_newcomer.py checks up to this bound).
-MAX_HYPER = 1e8
-
 #: the score name that picks by data kind: BGe for continuous data, else BDeu
 AUTO = "auto"
 
@@ -55,13 +51,14 @@ class Option:
     name: the keyword (``learn(ess=...)``) and, with ``_`` as ``-``, the CLI flag
     (``--ess``); label: how error messages name it; default: used when not given (None: the
     score derives it from the data, e.g. BGe's α_w = n + α_μ + 1); help: one line for
-    ``--help``."""
+    ``--help``; hyper: a Dirichlet or normal-Wishart hyperparameter, at most
+    `bigbn.scores.MAX_HYPER` (beyond it float64 log-gammas lose the precision needed)."""
 
     name: str
     label: str
     default: float | None
     help: str
-    high: float = math.inf
+    hyper: bool = True
 
     @property
     def flag(self) -> str:
@@ -75,10 +72,14 @@ class Option:
             raise OptionError(f"{self.label} must be a positive number, got {value!r}") from None
         if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
             raise OptionError(f"{self.label} must be a positive number, got {value!r}")
-        if x > self.high:
-            raise OptionError(f"{self.label} {x:g} is above {self.high:g}: there float64 log-gamma "
-                              "differences err by more than 1e-6 nats and the posteriors stop being "
-                              "right (as it grows they tend to the prior's anyway)")
+        if self.hyper:
+            from .scores import MAX_HYPER  # here: the CLI imports this module, numba not yet
+
+            if x > MAX_HYPER:
+                raise OptionError(f"{self.label} {x:g} is above {MAX_HYPER:g}: there float64 "
+                                  "log-gamma differences err by more than 1e-6 nats and the "
+                                  "posteriors stop being right (as it grows they tend to the "
+                                  "prior's anyway)")
         return x
 
 
@@ -97,12 +98,10 @@ class Score:
         `check_options` returns them (every option, defaults filled in)."""
         raise NotImplementedError
 
-    def effects(self, ds: Dataset, options: dict, ps: np.ndarray, families: np.ndarray, pairs,
-                level: float) -> dict:
-        """The fields of `bigbn.causal.Effects` for ``pairs`` (cause, effect indices), given
-        the parent-set posteriors ``ps`` (n, F) over ``families``."""
-        raise OptionError(f"the {self.name} score has no parameter model, so bigbn cannot "
-                          "estimate causal effects under it")
+    def parameter_prior(self, options: dict) -> dict | None:
+        """The prior of the score's parameter model, for causal effects (module docstring);
+        None: the score has none."""
+        return None
 
     def __repr__(self) -> str:
         return f"<score {self.name}>"
@@ -122,17 +121,15 @@ class _Dirichlet(Score):
 
         return local_scores(ds, k, self.name, options.get("ess", 1.0))
 
-    def effects(self, ds, options, ps, families, pairs, level):
-        from .causal import discrete_effects
-
-        return discrete_effects(ds, ps, families, pairs, k2=self.k2, ess=options.get("ess", 1.0))
+    def parameter_prior(self, options):
+        return {"k2": self.k2, "ess": options.get("ess", 1.0)}
 
 
 class BDeu(_Dirichlet):
     name = "bdeu"
     description = "BDeu (Heckerman, Geiger & Chickering 1995), equivalent sample size ess"
     options = (Option("ess", "ess (equivalent sample size)", 1.0,
-                      "BDeu equivalent sample size  [default: 1]", high=MAX_HYPER),)
+                      "BDeu equivalent sample size  [default: 1]"),)
 
 
 class K2(_Dirichlet):
@@ -146,20 +143,16 @@ class BGe(Score):
     data_kind = "continuous"
     description = "BGe (Geiger & Heckerman 2002; Kuipers, Moffa & Heckerman 2014)"
     modules = ("bigbn.bge",)
-    options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]", high=MAX_HYPER),
-               Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1).",
-                      high=MAX_HYPER))
+    options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
+               Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
 
     def local_scores(self, ds, k, options):
         from .bge import bge_scores
 
         return bge_scores(ds, k, alpha_mu=options["alpha_mu"], alpha_w=options["alpha_w"])
 
-    def effects(self, ds, options, ps, families, pairs, level):
-        from .causal import continuous_effects
-
-        return continuous_effects(ds, ps, families, pairs, level, alpha_mu=options["alpha_mu"],
-                                  alpha_w=options["alpha_w"])
+    def parameter_prior(self, options):
+        return {"alpha_mu": options["alpha_mu"], "alpha_w": options["alpha_w"]}
 
 
 #: The scores bigbn ships, by name (read only). Registering a score is one line here.

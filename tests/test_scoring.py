@@ -93,7 +93,7 @@ class BIC(scoring.Score):
 
     name = "bic"
     data_kind = "discrete"
-    options = (scoring.Option("penalty", "BIC penalty", 1.0, "BIC penalty weight"),)
+    options = (scoring.Option("penalty", "BIC penalty", 1.0, "BIC penalty weight", hyper=False),)
     modules = ("test_scoring",)
 
     def local_scores(self, ds, k, options):
