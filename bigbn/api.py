@@ -25,6 +25,7 @@ import numpy as np
 from . import frames
 from ._version import __version__
 from .data import Dataset, Table, _check_header, discrete_dataset, read_table
+from . import engine
 from .engine import Job, execute, intact, verify
 from .executors import Callback
 from .errors import DataError, OptionError, WorkdirError
@@ -32,6 +33,8 @@ from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, Plan, STAGES, choose_chunk_bits, task_id
 from .priors import log_prior
 from .scoring import Score, check_options, lookup, resolve, source_fingerprint
+from . import tiers as tiering
+from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir, check_is_ours, checksum
 
 PRIORS = ("uniform", "koivisto-sood")
@@ -56,17 +59,21 @@ class Result:
     families: np.ndarray | None = field(default=None, repr=False)
     map_parents: np.ndarray | None = field(default=None, repr=False)
     map_log_score: float | None = None
+    tiered: "tiering.TieredFamilies | None" = field(default=None, repr=False)
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
         (parent names in data order, p(G_child = G | data)), highest first; they sum to 1.
         top: only the ``top`` most probable."""
         self._need_posterior()
-        if self.parent_set_posterior is None:
-            raise OptionError("this result has no parent-set posteriors")
         v = self._node(child)
-        return [(tuple(self.names[u] for u in ps), p)
-                for ps, p in ranked(self.parent_set_posterior[v], self.families, v, top=top)]
+        if self.tiered is not None:
+            rows = self.tiered.ranked(v, top=top)
+        elif self.parent_set_posterior is None:
+            raise OptionError("this result has no parent-set posteriors")
+        else:
+            rows = ranked(self.parent_set_posterior[v], self.families, v, top=top)
+        return [(tuple(self.names[u] for u in ps), p) for ps, p in rows]
 
     def _need_posterior(self) -> None:
         if self.posterior is None:
@@ -157,27 +164,29 @@ def _csv_field(s: str) -> str:
 
 # --------------------------------------------------------------------------------- data
 
-def load_dataset(data, names=None, score: str | Score = "auto",
-                 sep: str | None = None) -> tuple[Dataset, Score, str]:
+def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
+                 max_nodes: int = MAX_NODES) -> tuple[Dataset, Score, str]:
     """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
-    score: "auto", a score's name or a `bigbn.scoring.Score`."""
+    score: "auto", a score's name or a `bigbn.scoring.Score`. max_nodes: most variables
+    allowed (MAX_NODES; more with tiers, bigbn/tiers.py)."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
         table, categories = frames.table_from_frame(data)
-        if table.n > MAX_NODES:
-            raise OptionError(f"{table.n} columns, but the engine supports at most {MAX_NODES} variables")
-        ds = frames.declared_order(_dataset_from_table(table, wanted), categories)
+        if table.n > max_nodes:
+            raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
+                              + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
+        ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         table = read_table(path, sep)
-        if table.n > MAX_NODES:
+        if table.n > max_nodes:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
-                              f"{MAX_NODES} variables")
-        ds = _dataset_from_table(table, wanted)
+                              f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
+        ds = _dataset_from_table(table, wanted, max_nodes)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         if data is None or isinstance(data, (bytes, dict, int, float, bool)):
@@ -204,21 +213,25 @@ def load_dataset(data, names=None, score: str | Score = "auto",
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table("array", nm, cells), wanted)
+        ds = _dataset_from_table(Table("array", nm, cells), wanted, max_nodes)
         digest = _hash_dataset(ds)
-    if ds.n > MAX_NODES:
-        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}")
+    if ds.n > max_nodes:
+        raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
+                          + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
     return ds, resolve(wanted or "auto", ds.kind), digest
 
 
-def _dataset_from_table(table: Table, score: Score | None) -> Dataset:
+_MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
+
+
+def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
     """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
     the table looks it)."""
     from .bge import continuous_dataset, looks_continuous
 
     if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
         return continuous_dataset(table)
-    return discrete_dataset(table, max_nodes=MAX_NODES)
+    return discrete_dataset(table, max_nodes=max_nodes)
 
 
 def _hash_dataset(ds: Dataset) -> str:
@@ -309,7 +322,7 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
-          posterior: bool = True, sep: str | None = None) -> Result:
+          posterior: bool = True, sep: str | None = None, tiers=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -331,9 +344,14 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
     to a finished run by running again with map_dag=True. posterior=False (with
     map_dag=True): only the MAP network, at 9·2^n bytes of disk and about a third of the
     work; the result has no posteriors, and running again with posterior=True adds them.
+    tiers: a bucket order of the variables, {name: tier} (integers, lower = earlier) or a
+    list of lists of names (earliest first): only the orders that list every earlier tier
+    first have prior mass (docs/posterior.md, "Tiers"); up to MAX_TIERED_NODES variables,
+    each tier at most MAX_NODES (bigbn/tiers.py).
     """
     t_start = time.time()
-    ds, score, digest = load_dataset(data, names, score, sep)
+    ds, score, digest = load_dataset(data, names, score, sep,
+                                     max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES)
     given = dict(score_options or {})
     for key, value in (("ess", ess), ("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
         if value is not None:
@@ -361,6 +379,19 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
                "structure_prior": structure_prior, "constraints": _jsonable(prior_kwargs or {})}
     fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": numerics_fingerprint(),
                    "score_numerics": source_fingerprint(score), **options}
+    if tiers is not None:
+        tier_ids = tiering.parse_tiers(tiers, ds.names)
+        fingerprint["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
+        return _learn_tiered(data, ds, score, k, tier_ids, fingerprint, score_opts=score_opts,
+                             structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                             workdir=workdir, fresh=fresh, chunk_bits=chunk_bits, memory=memory,
+                             workers=workers, scheduler=scheduler, alpha_mode=alpha_mode,
+                             progress=progress, check_disk=check_disk,
+                             parent_set_mass=parent_set_mass, map_dag=map_dag, posterior=posterior,
+                             t_start=t_start)
+    if ds.n > MAX_NODES:
+        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}"
+                          + _MORE_WITH_TIERS)
 
     # Scores first: they validate every model option (constraints, ess, BGe parameters), so
     # a refused run leaves no run.json behind that would block the corrected command.
@@ -411,13 +442,210 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if plan.posterior:
                 result.to_csv(root / "edges.csv")
-                write_parent_sets(root / "parent_sets.csv", result.parent_set_posterior, plan.families,
-                                  ds.names, parent_set_mass)
+                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
+                                  lambda v, mass: ranked(result.parent_set_posterior[v], plan.families, v, mass))
             _write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint: dict, *, score_opts,
+                  structure_prior, prior_kwargs, workdir, fresh, chunk_bits, memory, workers,
+                  scheduler, alpha_mode, progress, check_disk, parent_set_mass, map_dag, posterior,
+                  t_start) -> Result:
+    """`learn` with tiers (bigbn/tiers.py): one plan per tier of two or more nodes, run one
+    after another on the run's lattice in its own scope, with one run.json and one journal."""
+    lays = tiering.layouts(tier_ids, k)
+    for lay in lays:
+        if lay.m > MAX_NODES:
+            raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
+                              f"{MAX_NODES} (split it: the orders within a tier are summed over "
+                              "on its 2^m lattice)")
+    if ds.kind == "discrete" and score.name not in ("bdeu", "k2"):
+        raise OptionError(f"tiers work with the discrete scores bdeu and k2, not {score.name}")
+    t_scores = time.time()
+    if progress is not None:
+        progress("scores", 0, 1)
+    betas = tiering.tier_scores(ds, lays, score.name, k, ess=score_opts.get("ess", 1.0),
+                                structure_prior=structure_prior,
+                                prior_kwargs=prior_kwargs, threads=workers)
+    local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
+    t_scores = round(time.time() - t_scores, 4)
+    if progress is not None:
+        progress("scores", 1, 1)
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="bigbn-")
+        workdir = tmp
+    if not str(workdir).strip():
+        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
+    root = Path(workdir).resolve()
+    check_is_ours(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    try:
+        with Workdir(root).lock() as owner:
+            plans = _prepare_tiered(Workdir(root), fingerprint, lays, chunk_bits, alpha_mode, bool(map_dag),
+                                    bool(posterior), memory, workers, fresh, check_disk,
+                                    source=_source(data, ds))
+            n = ds.n
+            result = Result(None, ds.names, None)
+            post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
+            map_parents, map_score = np.zeros(n, dtype=object), 0.0
+            recomputed = []
+            for lay, beta, (A, M), (p_post, p_map) in zip(lays, betas, local, plans):
+                def stage_progress(stage, done, total, _j=lay.index):
+                    progress(f"tier {_j + 1}/{len(lays)} {stage}", done, total)
+
+                tick = stage_progress if progress is not None else None
+                if posterior:
+                    if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
+                        gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope)
+                        bad, journal = _run_engine(Job(wd, p_post, A), scheduler, workers, tick)
+                        recomputed += bad
+                        gamma = wd.read("gamma", slice(None))
+                        log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
+                    fp = tiering.family_posteriors(beta, gamma, lay, log_z)
+                    fam_posts.append(fp)
+                    post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)
+                    log_px += log_z
+                if map_dag:
+                    if p_map is None:
+                        tier_parents = np.zeros(1, dtype=np.int64)
+                        m_score = float(M[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope + "-map")
+                        bad, journal = _run_engine(Job(wd, p_map, M), scheduler, workers, tick)
+                        recomputed += bad
+                        tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                        m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
+                    masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
+                    engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
+                    map_parents[list(lay.nodes)] = masks
+                    map_score += m_score
+            if posterior:
+                result.posterior, result.log_marginal = post, log_px
+                result.tiered = tiering.TieredFamilies(lays, fam_posts)
+            journal = Workdir(root).journal()
+            result.summary = _summary(journal, None, fingerprint, ds, workers, memory, scheduler, t_start)
+            result.summary["log_marginal_likelihood"] = result.log_marginal
+            result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
+                                        **({"chunk_bits": pp.chunk_bits, "chunks": pp.n_chunks} if pp else {}),
+                                        **({"log_z": None} if not posterior else {})}
+                                       for lay, (pp, _) in zip(lays, plans)]
+            result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
+            result.summary["recomputed_corrupt_tasks"] = recomputed
+            result.summary["scoring_seconds_this_invocation"] = t_scores
+            result.summary["disk_bytes"] = _tiered_disk(plans)
+            if map_dag:
+                result.map_parents, result.map_log_score = map_parents, map_score
+                result.summary["map_dag"] = {"log_score": map_score,
+                                             "arcs": [list(a) for a in result.map_arcs()]}
+                _write_arcs(root / "map_dag.csv", result.map_arcs())
+            if posterior:
+                result.to_csv(root / "edges.csv")
+                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
+                                  result.tiered.ranked)
+            _write_json_atomic(root / "summary.json", result.summary)
+            return result
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def tier_plans(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
+               workers: int) -> list[tuple[Plan | None, Plan | None]]:
+    """(posterior plan, MAP plan) of every tier (None for a one-node tier, which needs no
+    lattice, and for what is not asked); chunk bits chosen per tier unless given."""
+    out = []
+    for lay in lays:
+        if lay.m < 2:
+            out.append((None, None))
+            continue
+        mode = alpha_mode or "recompute"
+        c = min(chunk_bits, lay.m) if chunk_bits is not None else \
+            choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)
+        out.append((Plan(lay.m, lay.k_tier, int(c), mode, False, True, scope=lay.scope) if posterior else None,
+                    Plan(lay.m, lay.k_tier, int(c), mode, True, False, scope=lay.scope + "-map")
+                    if map_dag else None))
+    return out
+
+
+def _tiered_disk(plans) -> dict[str, int]:
+    """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name."""
+    out: dict[str, int] = {}
+    for pair in plans:
+        for p in pair:
+            for name, b in (p.disk_bytes() if p is not None else {}).items():
+                out[name] = out.get(name, 0) + b
+    return out
+
+
+def _prepare_tiered(wd: Workdir, fingerprint: dict, lays, chunk_bits, alpha_mode, map_dag: bool,
+                    posterior: bool, memory, workers, fresh: bool, check_disk: bool, source: str):
+    """`_prepare` for a tiered run: run.json records every tier's chunk bits; a resume
+    takes them from there."""
+    if fresh:
+        wd.clear()
+    old = wd.read_run()
+    if old is None and wd.has_state():
+        raise WorkdirError(f"{wd.root} holds tables or a journal but no run.json (not made by "
+                           "this version, or damaged); use --fresh to start over")
+    if old is not None:
+        _check_fingerprint(wd, old, fingerprint)
+        bits = [t.get("chunk_bits") for t in old["plan"].get("tiers", [])]
+        mode = old["plan"]["alpha_mode"]
+        if alpha_mode is not None and alpha_mode != mode:
+            raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
+                               "or use --fresh")
+        plans = []
+        for lay, c in zip(lays, bits):
+            plans.append((None, None) if c is None else
+                          tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0])
+    else:
+        plans = tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    need = sum(b for pair in plans for p in pair if p is not None
+               for t, b in p.disk_bytes().items() if not (wd.tables / p.scope / t).exists())
+    if need and check_disk:
+        free = shutil.disk_usage(wd.root).free
+        if need * 1.05 > free:
+            raise WorkdirError(f"{wd.root}: this run needs {_gib(need)} more disk, only {_gib(free)} free")
+    if old is None:
+        wd.write_run({
+            "fingerprint": fingerprint, "source": source, "version": __version__,
+            "plan": {"n": fingerprint["n"], "k": fingerprint["max_parents"],
+                     "alpha_mode": alpha_mode or "recompute",
+                     "tiers": [{"nodes": len(lay.nodes), "chunk_bits": pp.chunk_bits if pp else
+                                (pm.chunk_bits if pm else None)} for lay, (pp, pm) in zip(lays, plans)]},
+            "stages": list(STAGES), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        })
+    for pair in plans:
+        for p in pair:
+            if p is not None:
+                Workdir(wd.root, scope=p.scope).create_tables(p)
+    return plans
+
+
+def _check_fingerprint(wd: Workdir, old: dict, fingerprint: dict) -> None:
+    """Refuse a workdir whose run.json holds other data or options (WorkdirError)."""
+    plain = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
+             "numerics": "the workdir was computed by another bigbn version (its numerical "
+                         "code differs)", "m": "the data have {new} rows, the run's {old}",
+             "n": "the data have {new} columns, the run's {old}"}
+    keys = set(fingerprint) | set(old["fingerprint"])
+    diff = [plain[key].format(old=str(old["fingerprint"].get(key)), new=str(fingerprint.get(key)))
+            if key in plain else
+            f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {fingerprint.get(key)!r}"
+            for key in sorted(keys) if old["fingerprint"].get(key) != fingerprint.get(key)]
+    if diff:
+        raise WorkdirError(f"{wd.root} holds a run of other data or options ("
+                           + "; ".join(diff) + "); use --fresh to start over or another --workdir")
 
 
 def _source(data, ds: Dataset) -> str:
@@ -452,18 +680,7 @@ def _prepare(wd: Workdir, fingerprint: dict, n: int, k: int, chunk_bits, alpha_m
         raise WorkdirError(f"{wd.root} holds tables or a journal but no run.json (not made by "
                            "this version, or damaged); use --fresh to start over")
     if old is not None:
-        plain = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
-                 "numerics": "the workdir was computed by another bigbn version (its numerical "
-                             "code differs)",
-                 "score_numerics": "the workdir was computed by other code of the score",
-                 "m": "the data have {new} rows, the run's {old}",
-                 "n": "the data have {new} columns, the run's {old}"}
-        diff = [plain[key].format(old=str(old["fingerprint"].get(key)), new=str(val)) if key in plain
-                else f"{key}: workdir has {old['fingerprint'].get(key)!r}, this run {val!r}"
-                for key, val in fingerprint.items() if old["fingerprint"].get(key) != val]
-        if diff:
-            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
-                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        _check_fingerprint(wd, old, fingerprint)
         op = old["plan"]
         for opt, mine, theirs in (("--chunk-bits", chunk_bits, op["chunk_bits"]),
                                   ("--alpha", alpha_mode, op["alpha_mode"])):
@@ -502,12 +719,12 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"
 
 
-def _check_scores(wd: Workdir, beta: np.ndarray) -> None:
+def _check_scores(wd: Workdir, beta: np.ndarray, plan: Plan) -> None:
     """On resume the journaled beta must be the one just computed: everything downstream
     was computed from it, so a different beta (changed numerics, nondeterminism) is
     refused, never mixed in. (A stored copy that no longer matches its checksum is
     rewritten by the engine's scores task, like any corrupt chunk.)"""
-    rec = wd.journal().get(task_id(("scores",)))
+    rec = wd.journal().get(plan.task(("scores",)).id)
     if rec is not None and rec.get("crc") != checksum(beta):
         raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
                            "computed with (other software versions?); use --fresh to start over")
@@ -518,7 +735,8 @@ class _Progress(Callback):
 
     def __init__(self, plan: Plan, done: set[str], progress):
         self.totals = {s: len(plan.stage_tasks(s)) for s in STAGES if s != "scores"}
-        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if task_id(key) in done) for s in self.totals}
+        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if plan.task(key).id in done)
+                       for s in self.totals}
         self.progress = progress
         for s, tot in self.totals.items():
             if tot:
@@ -536,11 +754,11 @@ def _run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict
     journaled tasks whose chunks failed their checksum (run again) and the final journal."""
     wd = job.workdir
     wd.repair_journal()
-    _check_scores(wd, job.beta)
+    _check_scores(wd, job.beta, job.plan)
     journal = wd.journal()
     final = ([("edges",)] if job.plan.posterior else []) + [("scores",)] \
         + ([("map_dag",)] if job.plan.map_dag else [])
-    if all(intact(job, job.plan.task(key), journal.get(task_id(key), {})) for key in final):
+    if all(intact(job, job.plan.task(key), journal.get(job.plan.task(key).id, {})) for key in final):
         return [], journal  # finished and its results intact: nothing to check or run
     done, bad = verify(job, journal)
     callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
@@ -575,7 +793,7 @@ def peak_rss_bytes() -> int:
 
 def _summary(journal: dict, plan: Plan, fingerprint: dict, ds, workers, memory, scheduler,
              t_start) -> dict:
-    """summary.json. Per stage: tasks and task-seconds over the whole run; wall seconds
+    """summary.json (plan None: a tiered run, whose caller adds its tiers). Per stage: tasks and task-seconds over the whole run; wall seconds
     (first start to last end) over the tasks of this invocation only, so a resumed run
     does not count the time it was down."""
     recs = journal.values()
@@ -589,20 +807,22 @@ def _summary(journal: dict, plan: Plan, fingerprint: dict, ds, workers, memory, 
                          "tasks_this_invocation": len(now),
                          "wall_seconds": round(max(r["end"] for r in now)
                                                - min(r["start"] for r in now), 3) if now else 0.0}
-    edges_rec = next((r for r in recs if r.get("stage") == "edges"), None) if plan.posterior else None
+    edges_rec = next((r for r in recs if r.get("stage") == "edges"), None) \
+        if plan is not None and plan.posterior else None
     return {
         "log_marginal_likelihood": None if edges_rec is None else edges_rec["log_px"],
-        "computed": [w for w, on in (("posterior", plan.posterior), ("map_dag", plan.map_dag)) if on],
+        "computed": [] if plan is None else
+                    [w for w, on in (("posterior", plan.posterior), ("map_dag", plan.map_dag)) if on],
         "n": ds.n, "m": ds.m, "names": list(ds.names),
         "options": {k: v for k, v in fingerprint.items() if k not in ("data_sha256",)},
         "data_sha256": fingerprint["data_sha256"],
-        "plan": {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
-                 "chunks": plan.n_chunks, "workers": workers, "memory_budget_bytes": memory,
-                 "scheduler": scheduler},
+        "plan": {**({} if plan is None else {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
+                                              "chunks": plan.n_chunks}),
+                 "workers": workers, "memory_budget_bytes": memory, "scheduler": scheduler},
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
         "peak_rss_bytes": peak_rss_bytes(),
-        "disk_bytes": {k: v for k, v in plan.disk_bytes().items()},
+        "disk_bytes": {} if plan is None else dict(plan.disk_bytes()),
         "version": __version__,
     }
 
@@ -615,6 +835,8 @@ def workdir_status(workdir) -> list[str]:
     if run is None:
         raise WorkdirError(f"{root}: not a bigbn work directory (no readable run.json)")
     fp, pl = run["fingerprint"], run["plan"]
+    if "tiers" in pl:
+        return _tiered_status(root, wd, run)
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"], (wd.tables / "map").exists())
     done = wd.journal()
     lines = [f"workdir {root}",
@@ -648,5 +870,40 @@ def workdir_status(workdir) -> list[str]:
         lines.append(f"MAP network finished: {root / 'map_dag.csv'}; the posterior is not (a "
                      "--map-only run: the same command without --map-only adds it)")
     elif not (finished["posterior"] and finished["map"]):
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines
+
+
+def _tiered_status(root: Path, wd: Workdir, run: dict) -> list[str]:
+    """`workdir_status` of a tiered run: per tier, its tasks done of the plan's."""
+    fp, pl = run["fingerprint"], run["plan"]
+    tiers = fp.get("tiers") or []
+    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
+    done = wd.journal()
+    lines = [f"workdir {root}",
+             f"data: {run.get('source') or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
+    total = finished = 0
+    for lay, t in zip(lays, pl["tiers"]):
+        if t.get("chunk_bits") is None:
+            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
+            continue
+        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
+                 if (wd.tables / scope).exists()
+                 for s in Plan(lay.m, lay.k_tier, t["chunk_bits"], pl["alpha_mode"], map_dag, not map_dag,
+                               scope=scope).tasks()]
+        n_done = sum(1 for s in specs if s.id in done)
+        total += len(specs)
+        finished += n_done
+        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {_gib(used)}")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
+    if finished == total and (root / "summary.json").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
+                     else f"finished: MAP network in {root / 'map_dag.csv'}")
+    else:
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines

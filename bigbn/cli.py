@@ -192,12 +192,17 @@ def _score_option_flags(f):
 @click.option("--map-only", is_flag=True,
               help="Only the MAP network, no posterior: 9·2^n bytes of disk and about a third "
                    "of the work of a posterior run (the same command without it adds the posterior).")
+@click.option("--tiers", "tiers_file", type=click.Path(dir_okay=False),
+              help="CSV node,tier (header optional; an integer per node, lower = earlier): only "
+                   "orders that list every earlier tier first have prior mass, so parents come "
+                   "from earlier tiers or the node's own. Every variable needs a tier. Up to "
+                   "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, max_parents, max_parents_file, score, structure_prior, forbid, require,
         edge_prob, memory, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
-        parent_set_mass, map_dag, map_only, top, quiet, **score_options):
+        parent_set_mass, map_dag, map_only, tiers_file, top, quiet, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -206,18 +211,23 @@ def run(data, workdir, max_parents, max_parents_file, score, structure_prior, fo
     `bigbn sample --workdir WORKDIR` draws whole DAGs from the exact posterior.
 
     \b
-    Example:
+    Examples:
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
+      bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
     """
     from .api import learn, load_dataset
+    from .plan import MAX_NODES
     from .priors import read_edge_list, read_edge_prob, read_max_parents
+    from .tiers import MAX_TIERED_NODES, read_tiers
 
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
     if workdir is None:
         workdir = f"bigbn-{Path(data).stem}"
-    ds, resolved, _ = load_dataset(data, score=score, sep=sep)  # read once: DATA may be a pipe
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                   max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES)
     score_options = scoring.check_options(resolved, score_options)  # before any warning
+    tiers = read_tiers(tiers_file, ds.names) if tiers_file is not None else None
     for line in data_warnings(ds):
         click.echo(f"Warning: {line}", err=True)
     prior_kwargs = {}
@@ -240,12 +250,15 @@ def run(data, workdir, max_parents, max_parents_file, score, structure_prior, fo
                     chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
-                    posterior=not map_only)
+                    posterior=not map_only, tiers=tiers)
     finally:
         progress.close()
     s = res.summary
     click.echo(f"n = {s['n']} variables, m = {s['m']} rows, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
+    if "tiers" in s:
+        click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
+                   + "); only tier-consistent orders")
     if map_only:
         _echo_map(res, workdir)
         click.echo(f"summary: {Path(workdir) / 'summary.json'}")
@@ -322,8 +335,13 @@ def _fmt_seconds(s: float) -> str:
 
 
 @main.command("plan")
-@click.option("--n", "n", type=int, required=True, help="Number of variables.")
-@click.option("--max-parents", "-k", default=3, show_default=True, type=int)
+@click.option("--n", "n", type=int, default=None, help="Number of variables (without tiers).")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--tiers", "tiers_file", type=click.Path(dir_okay=False), default=None,
+              help="CSV node,tier as for `bigbn run --tiers`: plan each tier.")
+@click.option("--tier-sizes", default=None, metavar="S1,S2,...",
+              help="Tier sizes, earliest first (e.g. 25,25,25,25): plan a tiered run without a file.")
 @click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
@@ -333,12 +351,14 @@ def _fmt_seconds(s: float) -> str:
 @click.option("--map-only", is_flag=True, help="Only the MAP network (`bigbn run --map-only`).")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Also compare the disk need with this folder's free space.")
-def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, map_dag, map_only, workdir):
+def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
+             map_only, workdir):
     """Disk, memory and estimated time a run of N variables would need.
 
     \b
-    Example:
+    Examples:
       bigbn plan --n 28 -k 3 --memory 4G
+      bigbn plan --tier-sizes 25,25,25,25 -k 3
     """
     import shutil
 
@@ -347,6 +367,24 @@ def plan_cmd(n, max_parents, memory, chunk_bits, workers, alpha_mode, map_dag, m
 
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
+    if tiers_file is not None or tier_sizes is not None:
+        from .tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
+
+        if tiers_file is not None and tier_sizes is not None:
+            raise OptionError("give --tiers or --tier-sizes, not both")
+        sizes = tier_sizes_from_file(tiers_file) if tiers_file else tier_sizes_option(tier_sizes)
+        if n is not None and n != sum(sizes):
+            raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
+        workers = default_workers() if workers is None else workers
+        budget = parse_size(memory) if memory is not None else default_memory()
+        for line in plan_lines(sizes, max_parents, budget, workers, alpha_mode, map_dag or map_only,
+                               not map_only, chunk_bits, workdir):
+            click.echo(line)
+        return
+    if n is None:
+        raise OptionError("give --n (number of variables), or --tiers / --tier-sizes")
+    if n < 2:
+        raise OptionError(f"--n {n}: a network needs at least 2 variables")
     k = min(max_parents, n - 1)
     if k < 0:
         raise OptionError(f"max parents must be ≥ 0, got {max_parents}")

@@ -51,7 +51,11 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
                    "(asia, sachs, child, alarm, survey, cancer, earthquake) or a BIF file.")
 @click.option("--save-network", type=click.Path(dir_okay=False), default=None,
               metavar="FILE.bif[.gz]", help="Also write the network (with its CPTs) as BIF.")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network):
+@click.option("--tier-sizes", default=None, metavar="S1,S2,...",
+              help="A layered random network: its order lists the first S1 nodes (tier 1) "
+                   "first, then the next S2, ...; writes the tiers to OUT.tiers.csv (node,tier) "
+                   "for `bigbn run --tiers`. --n defaults to the sum.")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -64,6 +68,7 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network):
     Examples:
       bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
       bigbn simulate --network asia --rows 1000 asia.csv
+      bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
     """
     from bigbn.bif import write_bif
     from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
@@ -76,9 +81,15 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network):
             raise OptionError(f"{', '.join(given)} cannot be combined with --network")
         net = load_network(network)
     else:
+        sizes = None
+        if tier_sizes is not None:
+            from bigbn.tiers import tier_sizes_option
+
+            sizes = tier_sizes_option(tier_sizes)
+            n = sum(sizes) if n is None else n
         if n is None:
             raise OptionError("give --n (number of nodes) or --network")
-        net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng)
+        net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng, sizes)
     data = sample(net, m, rng)
     truth = truth_path(out)
     if Path(truth).resolve() == Path(out).resolve():
@@ -88,6 +99,23 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network):
     if save_network:
         write_bif(net, save_network)
     click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
+    if network is None and sizes is not None:
+        from bigbn.simulate import tiers_path, write_tiers
+
+        write_tiers(sizes, net.names, tiers_path(out))
+        click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+
+
+def _run_tiers(edges: str, names) -> list[list[str]] | None:
+    """The tiers of the run whose edges.csv this is (its summary.json beside it), if any
+    and if they name these variables; else None (plots then show no tiers)."""
+    import json
+
+    try:
+        tiers = [t["nodes"] for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tiers if sorted(x for t in tiers for x in t) == sorted(names) else None
 
 
 def _edges_file(edges: str) -> str:
@@ -169,18 +197,19 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
+    tiers = _run_tiers(edges, names)
     if heatmap_path is None and graph_path is None:
         p = Path(edges)
         heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}")
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior > {threshold:g}"
-                                 + (f" against {Path(truth).name}" if truth else ""))
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
 

@@ -60,14 +60,15 @@ def ranked(post_row: np.ndarray, families: np.ndarray, child: int,
     return out
 
 
-def write_parent_sets(path, post: np.ndarray, families: np.ndarray, names, mass: float) -> None:
+def write_parent_sets(path, names, mass: float, rank) -> None:
     """CSV ``child,parents,posterior``: per node (data order), its most probable parent sets
-    until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1). ``parents``
-    is a JSON array of names, so any column name (commas, quotes, brackets) survives."""
+    until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1): ``rank(v,
+    mass)`` gives them, as `ranked` does. ``parents`` is a JSON array of names, so any
+    column name (commas, quotes, brackets) survives."""
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["child", "parents", "posterior"])
         for v, name in enumerate(names):
-            for parents, p in ranked(post[v], families, v, mass):
+            for parents, p in rank(v, mass):
                 w.writerow([name, json.dumps([names[u] for u in parents], ensure_ascii=False),
                             f"{p:.17g}"])

@@ -82,6 +82,7 @@ class TaskSpec:
     origin: int | None = None
     gamma_terms: tuple = ()
     deletes: tuple[Region, ...] = ()
+    scope: str = ""
 
     @property
     def kind(self) -> str:
@@ -89,7 +90,9 @@ class TaskSpec:
 
     @property
     def id(self) -> str:
-        return task_id(self.key)
+        """The task's name in the journal: its key, after its plan's scope if it has one
+        ("tier2/forward:5" for a tier of a tiered run, bigbn/tiers.py)."""
+        return f"{self.scope}/{task_id(self.key)}" if self.scope else task_id(self.key)
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,9 @@ class Plan:
     forward and backward tasks; disk O(2^n)) or "store" (an alpha stage writes
     n·2^(n-1) values once; disk O(n·2^n)). posterior: the posterior stages (alpha,
     forward, backward, gamma, edges); map_dag: the MAP stages (map, map_dag); one of the
-    two at least.
+    two at least. scope: "" for a whole run; a tiered run (bigbn/tiers.py) runs one plan
+    per tier, each with its own scope, which names its tables' folder and prefixes its
+    task ids in the run's one journal.
     """
 
     n: int
@@ -110,6 +115,7 @@ class Plan:
     alpha_mode: str = "recompute"
     map_dag: bool = False
     posterior: bool = True
+    scope: str = ""
 
     def __post_init__(self):
         if not 2 <= self.n <= MAX_NODES:
@@ -252,7 +258,8 @@ class Plan:
             out.append(TaskSpec(key=key, reads=reads, writes=writes,
                                 deps=tuple(sorted(deps, key=order.__getitem__)),
                                 chunk=H, terms=terms, origin=origin,
-                                gamma_terms=extra.get("gamma_terms", ()), deletes=deletes))
+                                gamma_terms=extra.get("gamma_terms", ()), deletes=deletes,
+                                scope=self.scope))
         return tuple(out)
 
     @cached_property

@@ -41,10 +41,26 @@ def save_figure(fig, path, fmt=None) -> None:
     fig.savefig(path, format=fmt, dpi=150)
 
 
-def heatmap(names, posterior, path, title=None) -> None:
-    """Write a heatmap of the (n, n) posterior matrix, [u, v] = p(u -> v)."""
+def _tier_order(names, tiers):
+    """(node order, tier boundaries): the nodes tier by tier (earliest first, each tier in
+    data order), and after which position each tier but the last ends."""
+    index = {x: i for i, x in enumerate(names)}
+    order = [i for t in tiers for i in sorted(index[x] for x in t)]
+    bounds = list(np.cumsum([len(t) for t in tiers])[:-1])
+    return order, bounds
+
+
+def heatmap(names, posterior, path, title=None, tiers=None) -> None:
+    """Write a heatmap of the (n, n) posterior matrix, [u, v] = p(u -> v). tiers (lists of
+    names, earliest first; a tiered run's): rows and columns tier by tier, with lines at
+    the tier boundaries (arcs below the diagonal blocks are impossible)."""
     P = np.asarray(posterior, dtype=np.float64)
     n = len(names)
+    bounds = []
+    if tiers:
+        order, bounds = _tier_order(names, tiers)
+        names = [names[i] for i in order]
+        P = P[np.ix_(order, order)]
     side = min(max(4.0, 0.28 * n + 2.5), 30.0)
     fig, ax = figure(figsize=(side + 1.0, side))
     shown = P.copy()
@@ -60,6 +76,9 @@ def heatmap(names, posterior, path, title=None) -> None:
                 if u != v:
                     ax.text(v, u, f"{P[u, v]:.2f}", ha="center", va="center",
                             fontsize="x-small", color="white" if P[u, v] < 0.6 else "black")
+    for b in bounds:
+        ax.axhline(b - 0.5, color="white", lw=1.5)
+        ax.axvline(b - 0.5, color="white", lw=1.5)
     fig.colorbar(im, ax=ax, label="p(u \u2192 v | data)")
     import textwrap
 
@@ -108,10 +127,12 @@ def to_graphml(names, edges) -> str:
 
 
 def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title=None,
-               fmt=None) -> None:
+               fmt=None, tiers=None) -> None:
     """Draw the edges with posterior > threshold on a circular layout (PNG/SVG/PDF).
 
     truth : optional bool (n, n) adjacency of the true network, to colour the arcs.
+    tiers : optional lists of names (a tiered run's): the nodes go round the circle tier
+    by tier, each tier's nodes filled with its own colour (a legend names the tiers).
     """
     from matplotlib.patches import FancyArrowPatch
 
@@ -119,13 +140,24 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     n = len(names)
     index = {v: i for i, v in enumerate(names)}
     edges = thresholded_edges(names, P, threshold)
-    angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+    place = np.arange(n)
+    fill = [None] * n
+    if tiers:
+        order, _ = _tier_order(names, tiers)
+        place[order] = np.arange(n)
+        import matplotlib
+
+        cmap = matplotlib.colormaps["tab10"]
+        for j, t in enumerate(tiers):
+            for x in t:
+                fill[index[x]] = cmap(j % 10)
+    angle = np.pi / 2 - 2 * np.pi * place / n
     xy = np.c_[np.cos(angle), np.sin(angle)]
     side = min(max(5.0, 0.25 * n + 4.0), 24.0)
     fig, ax = figure(figsize=(side, side))
     node_size = 0.06 if n > 20 else 0.09
     for i, name in enumerate(names):
-        ax.add_patch(_circle(xy[i], node_size))
+        ax.add_patch(_circle(xy[i], node_size, fill[i]))
         x, y = xy[i] * (1.0 + node_size + 0.04)
         ha = "left" if x > 0.2 else "right" if x < -0.2 else "center"
         va = "bottom" if y > 0.2 else "top" if y < -0.2 else "center"
@@ -157,6 +189,11 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
                 ("tab:red", "-", "not in the true network"), ("0.6", "--", "true arc, missed")]
         ax.legend(handles=[Line2D([], [], color=c, ls=ls, lw=2, label=lab) for c, ls, lab in keys],
                   loc="lower left", fontsize="small", frameon=False)
+    if tiers:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=fill[index[t[0]]], label=f"tier {j + 1}") for j, t in enumerate(tiers)],
+                  loc="upper left", fontsize="small", frameon=False)
     lim = 1.0 + node_size + 0.45
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
@@ -169,10 +206,10 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     save_figure(fig, path, fmt)
 
 
-def _circle(center, radius):
+def _circle(center, radius, fill=None):
     from matplotlib.patches import Circle
 
-    return Circle(tuple(center), radius, facecolor="white", edgecolor="black", lw=1.0, zorder=3)
+    return Circle(tuple(center), radius, facecolor=fill or "white", edgecolor="black", lw=1.0, zorder=3)
 
 
 def graph_format(path, fmt=None) -> str:
@@ -187,7 +224,7 @@ def graph_format(path, fmt=None) -> str:
     return fmt
 
 
-def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, title=None) -> str:
+def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, title=None, tiers=None) -> str:
     """Write the thresholded graph as a picture or as DOT/GraphML text; returns the format."""
     fmt = graph_format(path, fmt)
     if fmt in ("dot", "graphml"):
@@ -195,6 +232,6 @@ def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, tit
         text = to_dot(names, edges) if fmt == "dot" else to_graphml(names, edges)
         Path(path).write_text(text, encoding="utf-8")
     else:
-        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title)
+        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title, tiers=tiers)
     return fmt
 

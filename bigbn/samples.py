@@ -216,6 +216,9 @@ def _open_finished(workdir, then: str = "sample") -> tuple[Workdir, Plan, dict, 
         raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
                            f"differs); run the `bigbn run` command again with --fresh, then {then}")
     pl = run["plan"]
+    if "tiers" in pl:
+        raise WorkdirError(f"{root} holds a run with tiers: `bigbn {then}` does not take tiered runs "
+                           "yet (edges, parent sets and the MAP network do)")
     plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
     try:
         summary = json.loads((root / "summary.json").read_text())

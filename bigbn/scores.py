@@ -50,7 +50,7 @@ from bigbn.data import Dataset
 from bigbn.errors import OptionError
 from bigbn.families import family_masks, n_families
 
-__all__ = ["SCORES", "local_scores", "parent_set_index"]
+__all__ = ["SCORES", "local_scores", "parent_set_index", "parent_sets_of"]
 
 #: Score names `local_scores` accepts.
 SCORES = ("bdeu", "k2")
@@ -470,6 +470,21 @@ def parent_set_index(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return parent_sets, family_index
 
 
+def parent_sets_of(n: int, k: int) -> np.ndarray:
+    """Every G ⊆ {0..n-1} with |G| <= k as node ids ascending, -1 padded: int64 (P, max(k, 1)),
+    by size, lexicographic within a size (any n: no bitmasks)."""
+    from itertools import combinations
+
+    k = min(k, n)
+    out = np.full((n_families(n, k), max(k, 1)), -1, dtype=np.int64)
+    row = 1  # row 0: the empty set
+    for s in range(1, k + 1):
+        block = np.array(list(combinations(range(n), s)), dtype=np.int64).reshape(-1, s)
+        out[row: row + block.shape[0], :s] = block
+        row += block.shape[0]
+    return out
+
+
 def _default_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -485,6 +500,7 @@ def local_scores(
     *,
     threads: int | None = None,
     dense_limit: int | None = None,
+    sets: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> np.ndarray:
     """Log marginal likelihood of every family: ``beta``, float64 (n, F).
 
@@ -495,6 +511,11 @@ def local_scores(
     ``threads``: worker threads (default: the CPUs available). ``dense_limit``: count a
     family densely when q*r is at most this (default max(4m, 1024), capped at 2**22);
     0 sends every family with q*r > 1 to the sort-based path (used by tests).
+
+    ``sets``: (parent_sets, family_index, width) to score other families than all of
+    ``family_masks(n - 1, k)``: parent sets as in `parent_sets_of`, family_index (P, n) the
+    column of (child i, parent set g) or -1 (not wanted); returns float64 (n, width), NaN
+    where no family was named (the tiers' layouts, bigbn/tiers.py).
     """
     name = str(score).lower()
     if name not in SCORES:
@@ -530,11 +551,15 @@ def local_scores(
 
     data_t = np.ascontiguousarray(ds.data.T, dtype=np.int32)
     threads = max(1, threads or _default_threads())
-    if math.prod(top[:k + 1].tolist()) <= dense_size and n >= 1:
+    if sets is not None:
+        parent_sets, family_index, width = sets
+        beta = np.full((n, width), np.nan)
+    elif math.prod(top[:k + 1].tolist()) <= dense_size and n >= 1:
         # every joint table fits the dense count array: count each set once
         return _joint_table_scores(data_t, arities, k, name == "k2", ess, dense_size, threads)
-    parent_sets, family_index = parent_set_index(n, k)
-    beta = np.empty((n, family_masks(max(n - 1, 0), k).size), dtype=np.float64)
+    else:
+        parent_sets, family_index = parent_set_index(n, k)
+        beta = np.empty((n, family_masks(max(n - 1, 0), k).size), dtype=np.float64)
     n_blocks = max(1, min(threads, parent_sets.shape[0]))
     blocks = [np.arange(b, parent_sets.shape[0], n_blocks, dtype=np.int64) for b in range(n_blocks)]
 

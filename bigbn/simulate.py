@@ -26,18 +26,26 @@ from bigbn.data import csv_records
 from bigbn.errors import DataError, OptionError
 
 
-def random_structure(n: int, k: int, rng: np.random.Generator):
+def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     """Steps 1-2(b) of section 5.2: a uniform random order and parents drawn within it.
 
     Returns (order, parents): ``order`` int64 (n,) lists the nodes first to last;
     ``parents[i]`` is a sorted tuple of node i's parents, all earlier in ``order``,
-    with ``len(parents[i]) = min(U{0..k}, #predecessors)``.
+    with ``len(parents[i]) = min(U{0..k}, #predecessors)``. tier_sizes (summing to n):
+    a layered network instead, whose order lists tier 1 (nodes 0..s1-1) first, then tier
+    2, and so on, each tier in a uniform random order.
     """
     if n < 1:
         raise OptionError(f"number of nodes must be >= 1, got {n}")
     if k < 0:
         raise OptionError(f"maximum indegree must be >= 0, got {k}")
-    order = rng.permutation(n)
+    if tier_sizes is None:
+        order = rng.permutation(n)
+    else:
+        if sum(tier_sizes) != n or min(tier_sizes) < 1:
+            raise OptionError(f"tier sizes {','.join(map(str, tier_sizes))} must be positive and sum to n = {n}")
+        starts = np.cumsum([0, *tier_sizes])
+        order = np.concatenate([a + rng.permutation(b - a) for a, b in zip(starts[:-1], starts[1:])])
     parents: list[tuple[int, ...]] = [()] * n
     for pos, i in enumerate(order.tolist()):
         n_i = min(int(rng.integers(0, k + 1)), pos)
@@ -46,16 +54,17 @@ def random_structure(n: int, k: int, rng: np.random.Generator):
     return order, parents
 
 
-def random_network(n: int, k: int, r: int, rng: np.random.Generator) -> Network:
+def random_network(n: int, k: int, r: int, rng: np.random.Generator, tier_sizes=None) -> Network:
     """A random BN of the paper's section 5.2: n nodes X1..Xn, indegree <= k, r states.
 
     The structure comes from `random_structure`; then (step 2(c)) every parent
     configuration of every node gets an independent Dirichlet(1, ..., 1) distribution
     over the r states. Nodes are named ``X1..Xn`` with states ``"0".."r-1"``.
+    tier_sizes: a layered network (see `random_structure`).
     """
     if r < 2:
         raise OptionError(f"number of states must be >= 2, got {r}")
-    _, parents = random_structure(n, k, rng)
+    _, parents = random_structure(n, k, rng, tier_sizes)
     cpts = []
     for i in range(n):
         q = len(parents[i])
@@ -100,6 +109,23 @@ def sample(network: Network, m: int, rng: np.random.Generator) -> np.ndarray:
 def load_network(spec) -> Network:
     """A network from a bundled name ('asia', 'alarm', ...) or a BIF file path."""
     return read_bif(spec)
+
+
+def write_tiers(tier_sizes, names, path) -> None:
+    """CSV node,tier for a layered network: the first s1 names tier 1, and so on."""
+    with open(path, "w", newline="") as fh:
+        fh.write("node,tier\n")
+        start = 0
+        for j, s in enumerate(tier_sizes):
+            for name in names[start:start + s]:
+                fh.write(f"{name},{j + 1}\n")
+            start += s
+
+
+def tiers_path(out_csv) -> Path:
+    """Where `bigbn simulate --tier-sizes` writes the tiers: OUT with .tiers.csv."""
+    p = Path(out_csv)
+    return p.with_name(p.stem + ".tiers.csv")
 
 
 def truth_path(out_csv) -> Path:

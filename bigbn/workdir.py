@@ -162,7 +162,9 @@ def valid_record(rec) -> bool:
     if not isinstance(rec, dict):
         return False
     task, stage, crc = rec.get("task"), rec.get("stage"), rec.get("crc")
-    if not (isinstance(task, str) and isinstance(stage, str) and task.split(":", 1)[0] == stage):
+    # a tier's tasks are "tierJ/stage:…" (bigbn/tiers.py)
+    if not (isinstance(task, str) and isinstance(stage, str)
+            and task.rsplit("/", 1)[-1].split(":", 1)[0] == stage):
         return False
     if not (isinstance(crc, int) and not isinstance(crc, bool) and 0 <= crc < 2**32):
         return False
@@ -317,7 +319,13 @@ class Manifest:
             run = json.loads(text)
             fp, pl = run["fingerprint"], run["plan"]
             ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
-            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k", "chunk_bits"))
+            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k"))
+            if "tiers" in pl:  # a tiered run: each tier's chunk bits (None: a one-node tier)
+                ok = ok and isinstance(pl["tiers"], list) and all(
+                    isinstance(t, dict) and (t.get("chunk_bits") is None or isinstance(t["chunk_bits"], int))
+                    for t in pl["tiers"])
+            else:
+                ok = ok and isinstance(pl["chunk_bits"], int)
             ok = ok and pl["alpha_mode"] in ("recompute", "store")
         except (ValueError, KeyError, TypeError):
             ok = False
@@ -344,16 +352,17 @@ class Workdir:
     (host, pid) of the process holding the run's lock (see `Journal`).
     """
 
-    def __init__(self, root: str | os.PathLike, owner: tuple[str, int] | None = None):
+    def __init__(self, root: str | os.PathLike, owner: tuple[str, int] | None = None, scope: str = ""):
         self.root = Path(root)
         self.owner = tuple(owner) if owner is not None else None
-        self.store = TableStore(self.root / TABLES)
+        self.scope = scope  # a tier's tables live in a folder of their own (bigbn/tiers.py)
+        self.store = TableStore(self.root / TABLES / scope if scope else self.root / TABLES)
         self.task_journal = Journal(self.root, self.owner)
         self.run_lock = RunLock(self.root)
         self.manifest = Manifest(self.root / RUN_JSON)
 
     def __reduce__(self):
-        return (Workdir, (str(self.root), self.owner))
+        return (Workdir, (str(self.root), self.owner, self.scope))
 
     @property
     def tables(self) -> Path:

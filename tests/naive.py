@@ -206,6 +206,59 @@ def enumerate_dags(n, k):
     return arr
 
 
+def log_tier_linear_extensions(parent_masks, tiers):
+    """log of the number of tier-consistent linear extensions of each DAG: the DP of
+    `log_linear_extensions`, where N(S) = 0 unless S is an earlier tiers' union plus part of
+    the next tier (the only sets a tier-consistent order passes through)."""
+    pm = np.asarray(parent_masks, dtype=np.int64)
+    D, n = pm.shape
+    prefixes, before = [], 0
+    for t in tiers:
+        tm = sum(1 << v for v in t)
+        prefixes.append((before, tm))
+        before |= tm
+    ideal = [any(S & ~(b | tm) == 0 and S & b == b for b, tm in prefixes) for S in range(1 << n)]
+    children = np.zeros((D, n), dtype=np.int64)
+    for v in range(n):
+        for u in range(n):
+            children[:, u] |= ((pm[:, v] >> u) & 1) << v
+    N = np.zeros((D, 1 << n), dtype=np.float64)
+    N[:, 0] = 1.0
+    for S in range(1, 1 << n):
+        if not ideal[S]:
+            continue
+        for i in range(n):
+            if S >> i & 1 and ideal[S ^ (1 << i)]:
+                sink = (children[:, i] & S) == 0
+                N[:, S] += np.where(sink, N[:, S ^ (1 << i)], 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(N[:, -1])
+
+
+def edges_by_tier_dags(beta, k, tiers):
+    """Edge posteriors and parent-set posteriors under tiers by summing over every DAG
+    (n <= 5), each weighted by its number of tier-consistent linear extensions.
+    Returns (P, log_px, PS) with PS float64 (n, F) as `parent_sets_by_dags`."""
+    beta, n = _check_beta(beta, k, 5)
+    dags, pm, _ = _dag_table(n, k)
+    lle = log_tier_linear_extensions(pm, tiers)
+    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+    log_px = logsumexp(w)
+    log_joint = np.full((n, n), -np.inf)
+    for v in range(n):
+        for u in range(n):
+            if u != v:
+                log_joint[u, v] = logsumexp(w[(pm[:, v] >> u) & 1 == 1])
+    PS = np.zeros(beta.shape)
+    for v in range(n):
+        for f in range(beta.shape[1]):
+            sel = dags[:, v] == f
+            if sel.any():
+                PS[v, f] = np.exp(logsumexp(w[sel]) - log_px)
+    P, log_px = _posteriors(log_joint, log_px)
+    return P, log_px, PS
+
+
 def log_linear_extensions(parent_masks):
     """log of the number of linear extensions of each DAG.
 
@@ -362,11 +415,14 @@ def log_backward(alpha):
 # --------------------------------------------------------------------- 2. over orders
 
 
-def _orders(la):
+def _orders(la, tiers=None):
     """Every linear order of the n nodes: (U, A, log p(x)) with U[o, i] the predecessor
-    set of node i in order o, A[o, i] = log α_i(U[o, i]) (la: full-layout log α)."""
+    set of node i in order o, A[o, i] = log α_i(U[o, i]) (la: full-layout log α).
+    tiers (lists of nodes, earliest first): only the orders that list every earlier tier
+    first."""
     n = la.shape[0]
-    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)  # (M, n)
+    perms = [p for p in itertools.permutations(range(n)) if tiers is None or _tier_consistent(p, tiers)]
+    perms = np.array(perms, dtype=np.int64)  # (M, n)
     M = perms.shape[0]
     # Predecessor set of the node at position j: OR of the nodes at positions < j.
     prefix = np.zeros((M, n), dtype=np.int64)
@@ -378,8 +434,17 @@ def _orders(la):
     return U, A, logsumexp(A.sum(axis=1))
 
 
-def edges_by_orders(beta, k):
-    """Edge posteriors by summing over all n! linear orders; n <= 8.
+def _tier_consistent(perm, tiers):
+    """Whether the order ``perm`` lists every node of an earlier tier before each node of a
+    later one."""
+    tier = {v: j for j, t in enumerate(tiers) for v in t}
+    ranks = [tier[v] for v in perm]
+    return all(a <= b for a, b in zip(ranks, ranks[1:]))
+
+
+def edges_by_orders(beta, k, tiers=None):
+    """Edge posteriors by summing over all n! linear orders (with ``tiers``: the
+    tier-consistent ones only); n <= 8.
 
     For an order with predecessor sets U_i, its weight is Σ_i log α_i(U_i); the joint
     with the edge u→v replaces α_v by α_v^{(u)}(U_v) = Σ_{G ⊆ U_v, u ∈ G} exp beta[v, G].
@@ -387,7 +452,7 @@ def edges_by_orders(beta, k):
     """
     beta, n = _check_beta(beta, k, 8)
     la, la_u = _log_alpha_full(beta, k)
-    U, A, log_px = _orders(la)
+    U, A, log_px = _orders(la, tiers)
     log_joint = np.full((n, n), -np.inf)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)  # no -inf - -inf anywhere
@@ -438,14 +503,15 @@ def parent_sets_by_dags(beta, k):
     return out
 
 
-def parent_sets_by_orders(beta, k):
-    """p(G_v = family f | x) by summing over all n! orders (n <= 8); float64 (n, F).
+def parent_sets_by_orders(beta, k, tiers=None):
+    """p(G_v = family f | x) by summing over all n! orders (n <= 8; with ``tiers``, the
+    tier-consistent ones); float64 (n, F).
 
     p(x, G_v = G) = Σ_≺ [G ⊆ U_v] exp β_v(G) Π_{i ≠ v} α_i(U_i)."""
     beta, n = _check_beta(beta, k, 8)
     la, _ = _log_alpha_full(beta, k)
     fam = _full_family_masks(n, k)
-    U, A, log_px = _orders(la)
+    U, A, log_px = _orders(la, tiers)
     out = np.zeros(beta.shape)
     for v in range(n):
         rest = np.delete(A, v, axis=1).sum(axis=1)

@@ -1,0 +1,330 @@
+"""Tiers (bigbn/tiers.py): the tiered run against sums over tier-consistent orders and over
+DAGs weighted by their tier-consistent linear extensions (tests/naive.py), the layout, the
+scores and prior in it, the input files and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+import naive
+from bigbn.api import load_dataset, score_families
+from bigbn.cli import main
+from bigbn.errors import DataError, OptionError, WorkdirError
+from bigbn.families import family_masks, squeeze
+from bigbn.priors import log_prior
+from bigbn.scores import parent_sets_of
+from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
+
+
+def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
+    """Data with dependence (each column a noisy copy of an earlier one), so that the
+    posteriors are neither 0 nor 1."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, arity, size=(m, n))
+    for j in range(1, n):
+        src = rng.integers(0, j)
+        keep = rng.random(m) < 0.7
+        x[keep, j] = x[keep, src]
+    return x
+
+
+def names_of(n):
+    return [f"V{j}" for j in range(n)]
+
+
+def beta_of(data, k, score="bdeu", **kw):
+    ds, _, _ = load_dataset(data, names=names_of(data.shape[1]), score=score)
+    return score_families(ds, score, k, **kw)
+
+
+def as_names(tiers):
+    return [[f"V{v}" for v in t] for t in tiers]
+
+
+def naive_family_score(data, arities, child, parents, score="bdeu", ess=1.0) -> float:
+    """log p(x_child | x_parents) from the counts (Python Counters)."""
+    rows = [tuple(r) for r in data.tolist()]
+    r = int(arities[child])
+    q = math.prod(int(arities[p]) for p in parents)
+    n_ij = Counter(tuple(row[p] for p in parents) for row in rows)
+    n_ijk = Counter((tuple(row[p] for p in parents), row[child]) for row in rows)
+    a_ij, a_ijk = (float(r), 1.0) if score == "k2" else (ess / q, ess / (q * r))
+    return (sum(math.lgamma(a_ij) - math.lgamma(a_ij + v) for v in n_ij.values())
+            + sum(math.lgamma(a_ijk + v) - math.lgamma(a_ijk) for v in n_ijk.values()))
+
+
+# ----------------------------------------------------------------------------- input
+
+def test_parse_tiers_mapping_and_lists_agree():
+    names = ["a", "b", "c", "d"]
+    assert parse_tiers({"a": 5, "b": 1, "c": 5, "d": 3}, names) == ((1,), (3,), (0, 2))
+    assert parse_tiers([["b"], ["d"], ["c", "a"]], names) == ((1,), (3,), (0, 2))
+
+
+@pytest.mark.parametrize("tiers, message", [
+    ({"a": 1, "b": 2}, "2 variable(s) in no tier (c, d)"),
+    ([["a", "b"], ["c", "zz"], ["d"]], "unknown variable 'zz' in tier 2"),
+    ([["a", "b"], ["b", "c", "d"]], "'b' is in tier 1 and tier 2"),
+    ([["a", "b"], [], ["c", "d"]], "tier 2 is empty"),
+    ({"a": 1, "b": 1.5, "c": 2, "d": 2}, "the tier of 'b' must be an integer"),
+    ("a,b,c,d", "tiers must be a dict"),
+])
+def test_parse_tiers_refuses_with_the_name(tiers, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_tiers(tiers, ["a", "b", "c", "d"])
+
+
+def test_read_tiers_with_and_without_header(tmp_path):
+    names = ["a", "b", "c"]
+    (tmp_path / "h.csv").write_text("node,tier\na,2\nb,1\nc,2\n")
+    (tmp_path / "n.csv").write_text("a;2\nb;1\nc;2\n")
+    assert read_tiers(tmp_path / "h.csv", names) == read_tiers(tmp_path / "n.csv", names) == {"a": 2, "b": 1, "c": 2}
+    (tmp_path / "bad.csv").write_text("node,tier\na,2\nb,first\n")
+    with pytest.raises(DataError, match=r"bad.csv, line 3, column tier: 'first' is not an integer"):
+        read_tiers(tmp_path / "bad.csv", names)
+    (tmp_path / "twice.csv").write_text("a,1\nb,1\na,2\n")
+    with pytest.raises(DataError, match=r"twice.csv, line 3: node 'a' is listed again \(first on line 1\)"):
+        read_tiers(tmp_path / "twice.csv", names)
+    (tmp_path / "unknown.csv").write_text("node,tier\na,1\nq,2\n")
+    with pytest.raises(DataError, match=r"unknown.csv, line 3, column node: unknown node 'q'"):
+        read_tiers(tmp_path / "unknown.csv", names)
+
+
+# ----------------------------------------------------------------------------- layout
+
+@pytest.mark.parametrize("sizes, k", [((3, 4), 2), ((2, 3, 2), 3), ((1, 5), 3), ((4,), 2), ((2, 2, 2, 2), 1)])
+def test_layout_columns_are_every_family_once(sizes, k):
+    """Every parent set of a node that the tiers allow (earlier tiers and its own, |G| ≤ k)
+    has exactly one column, and the column decodes back to it."""
+    tiers, start = [], 0
+    for s in sizes:
+        tiers.append(tuple(range(start, start + s)))
+        start += s
+    n = start
+    ps = parent_sets_of(n, k)
+    for lay in layouts(tuple(tiers), k):
+        index = lay.column_index(ps)
+        allowed = set(lay.pred) | set(lay.nodes)
+        for b, v in enumerate(lay.nodes):
+            cols = {}
+            for g in range(ps.shape[0]):
+                G = tuple(int(x) for x in ps[g] if x >= 0)
+                ok = set(G) <= allowed - {v}
+                assert (index[g, b] >= 0) == ok, (G, v)
+                if ok:
+                    cols[int(index[g, b])] = G
+            assert sorted(cols) == list(range(lay.width))
+            for c, G in cols.items():
+                assert lay.parents(b, c) == G
+
+
+def test_scores_and_prior_in_the_layout_against_the_formula_and_log_prior():
+    """Scores from Python counters; the prior (koivisto-sood, soft edge probabilities,
+    forbid, per-node limits) against priors.log_prior's untiered table."""
+    n, k = 6, 2
+    data = random_table(3, n, 300, arity=3)
+    ds, _, _ = load_dataset(data, names=names_of(n), score="bdeu")
+    rng = np.random.default_rng(0)
+    edge_prob = np.where(rng.random((n, n)) < 0.3, rng.uniform(0.1, 0.9, (n, n)), np.nan)
+    kw = {"edge_prob": edge_prob, "forbid": [(0, 4)], "max_parents": np.array([2, 2, 1, 2, 2, 2])}
+    tiers = ((0, 3), (1, 2, 5), (4,))
+    lays = layouts(tiers, k)
+    betas = tier_scores(ds, lays, "bdeu", k, ess=2.0, prior_kwargs=kw)
+    rho = log_prior(n, k, "koivisto-sood", names=ds.names, **kw)
+    fam = family_masks(n - 1, k)
+    for lay, beta in zip(lays, betas):
+        for b, v in enumerate(lay.nodes):
+            for c in range(lay.width):
+                G = lay.parents(b, c)
+                f = int(np.searchsorted(fam, squeeze(sum(1 << u for u in G), v)))
+                want = naive_family_score(ds.data, ds.arities, v, list(G), "bdeu", 2.0) + rho[v, f]
+                if np.isinf(want):
+                    assert beta[b, c] == want
+                else:
+                    assert beta[b, c] == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
+def test_required_edge_against_the_tiers_is_refused():
+    data = random_table(1, 4, 50)
+    with pytest.raises(OptionError, match="required edge V3 -> V0 points from tier 2 back to tier 1"):
+        bigbn.learn(data, names=names_of(4), tiers=[["V0", "V1"], ["V2", "V3"]],
+                    prior_kwargs={"require": [(3, 0)]})
+
+
+# ----------------------------------------------------------------------------- the posterior
+
+TIERED = [
+    (5, 2, ((0, 1), (2, 3, 4))),
+    (5, 3, ((4,), (0, 2), (1, 3))),
+    (5, 4, ((1, 2, 3), (0, 4))),
+]
+
+
+@pytest.mark.parametrize("n, k, tiers", TIERED)
+def test_against_dags_weighted_by_tier_consistent_extensions(n, k, tiers, tmp_path):
+    data = random_table(n + k, n, 200)
+    beta = beta_of(data, k)
+    P, log_px, PS = naive.edges_by_tier_dags(beta, k, tiers)
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), workdir=tmp_path / "w")
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    np.testing.assert_allclose(res.posterior, P, atol=1e-9)
+    assert 0.05 < P[P > 0].max() and P[(P > 1e-3) & (P < 1 - 1e-3)].size  # not trivially 0 or 1
+    fam = family_masks(n - 1, k)
+    for v in range(n):
+        got = {sum(1 << names_of(n).index(u) for u in ps): p for ps, p in res.parent_sets(v)}
+        for f in range(fam.size):
+            full = sum(1 << (j if j < v else j + 1) for j in range(n - 1) if fam[f] >> j & 1)
+            assert got.get(full, 0.0) == pytest.approx(PS[v, f], abs=1e-9)
+
+
+@pytest.mark.parametrize("n, k, tiers", [
+    (7, 3, ((0, 1, 2), (3, 4), (5, 6))),
+    (8, 2, ((2, 5, 7), (0, 1, 3, 4, 6))),
+    (8, 3, ((0,), (1, 2, 3, 4), (5,), (6, 7))),
+])
+def test_against_the_sum_over_tier_consistent_orders(n, k, tiers):
+    data = random_table(n * k, n, 400)
+    beta = beta_of(data, k, structure_prior="koivisto-sood")
+    P, log_px = naive.edges_by_orders(beta, k, tiers)
+    PS = naive.parent_sets_by_orders(beta, k, tiers)
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers))
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    np.testing.assert_allclose(res.posterior, P, atol=1e-9)
+    v = tiers[-1][-1]
+    fam = family_masks(n - 1, k)
+    top = res.parent_sets(v, top=3)
+    for ps, p in top:
+        f = int(np.searchsorted(fam, squeeze(sum(1 << names_of(n).index(u) for u in ps), v)))
+        assert p == pytest.approx(PS[v, f], abs=1e-9)
+    assert sum(p for _, p in res.parent_sets(v)) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_one_tier_is_the_untiered_run():
+    data = random_table(11, 9, 500)
+    plain = bigbn.learn(data, names=names_of(9), max_parents=3)
+    one = bigbn.learn(data, names=names_of(9), max_parents=3, tiers=[names_of(9)])
+    assert one.log_marginal == pytest.approx(plain.log_marginal, rel=1e-14)
+    np.testing.assert_allclose(one.posterior, plain.posterior, atol=1e-12)
+    a, b = one.parent_sets("V8", top=3), plain.parent_sets("V8", top=3)
+    assert [ps for ps, _ in a] == [ps for ps, _ in b]
+    np.testing.assert_allclose([p for _, p in a], [p for _, p in b], atol=1e-12)
+
+
+def test_singleton_tiers_give_the_single_order_posterior():
+    n, k = 6, 2
+    data = random_table(5, n, 300)
+    order = (3, 0, 5, 1, 4, 2)
+    beta = beta_of(data, k)
+    P, log_px = naive.edges_by_orders(beta, k, [[v] for v in order])
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names([[v] for v in order]))
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    np.testing.assert_allclose(res.posterior, P, atol=1e-9)
+    back = [(u, v) for i, u in enumerate(order) for v in order[:i]]
+    assert all(res.posterior[u, v] == 0.0 for u, v in back)
+
+
+def test_map_under_tiers_against_brute_force():
+    n, k = 5, 2
+    tiers = ((1, 3), (0, 2, 4))
+    data = random_table(8, n, 300)
+    beta = beta_of(data, k)
+    dags, pm, _ = naive._dag_table(n, k)
+    ok = np.isfinite(naive.log_tier_linear_extensions(pm, tiers))
+    w = np.where(ok, beta[np.arange(n)[None, :], dags].sum(axis=1), -np.inf)
+    best = float(w.max())
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), map_dag=True)
+    assert res.map_log_score == pytest.approx(best, rel=1e-12)
+    got = tuple(int(m) for m in res.map_parents)
+    assert got in {tuple(r) for r in pm[w == best].tolist()}
+
+
+def test_a_tiered_run_resumes_only_what_is_missing(tmp_path):
+    """Delete the third tier's tables and journal lines: the rerun computes that tier's
+    tasks only, and the results are the same numbers."""
+    data = random_table(2, 9, 300)
+    tiers = as_names(((0, 1, 2), (3, 4, 5), (6, 7, 8)))
+    first = bigbn.learn(data, names=names_of(9), tiers=tiers, workdir=tmp_path / "w")
+    journal = tmp_path / "w" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    keep = [ln for ln in lines if not json.loads(ln)["task"].startswith("tier3/")]
+    assert 0 < len(keep) < len(lines)
+    journal.write_text("".join(ln + "\n" for ln in keep))
+    import shutil
+
+    shutil.rmtree(tmp_path / "w" / "tables.zarr" / "tier3")
+    again = bigbn.learn(data, names=names_of(9), tiers=tiers, workdir=tmp_path / "w")
+    redone = [json.loads(ln)["task"] for ln in journal.read_text().splitlines()[len(keep):]]
+    assert redone and all(t.startswith("tier3/") for t in redone)
+    assert len(redone) == len(lines) - len(keep)
+    assert again.log_marginal == first.log_marginal
+    np.testing.assert_array_equal(again.posterior, first.posterior)
+    with pytest.raises(WorkdirError, match="tiers"):
+        bigbn.learn(data, names=names_of(9), tiers=as_names(((0, 1), (2, 3, 4, 5, 6, 7, 8))),
+                    workdir=tmp_path / "w")
+
+
+def test_cli_run_and_plan_with_tiers(tmp_path):
+    n = 7
+    data = random_table(4, n, 300)
+    csv = tmp_path / "d.csv"
+    csv.write_text(",".join(names_of(n)) + "\n" + "\n".join(",".join(map(str, r)) for r in data) + "\n")
+    (tmp_path / "t.csv").write_text("".join(f"V{v},{1 + (v >= 3)}\n" for v in range(n)))
+    r = CliRunner().invoke(main, ["run", str(csv), "--tiers", str(tmp_path / "t.csv"), "-w",
+                                  str(tmp_path / "w"), "-q", "-k", "2"])
+    assert r.exit_code == 0, r.output
+    assert "tiers: 2 (sizes 3, 4)" in r.output
+    res = bigbn.learn(data, names=names_of(n), max_parents=2, tiers={f"V{v}": 1 + (v >= 3) for v in range(n)})
+    edges = {(row.split(",")[0], row.split(",")[1]): float(row.split(",")[2])
+             for row in (tmp_path / "w" / "edges.csv").read_text().splitlines()[1:]}
+    assert edges[("V0", "V5")] == pytest.approx(res.posterior[0, 5], abs=1e-15)
+    assert edges[("V5", "V0")] == 0.0
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert [t["nodes"] for t in summary["tiers"]] == [names_of(n)[:3], names_of(n)[3:]]
+    (tmp_path / "short.csv").write_text("V0,1\nV1,1\n")
+    r = CliRunner().invoke(main, ["run", str(csv), "--tiers", str(tmp_path / "short.csv"), "-w",
+                                  str(tmp_path / "w2"), "-q"])
+    assert r.exit_code != 0 and "5 variable(s) in no tier (V2, V3, V4, V5, V6)" in r.output
+    assert not (tmp_path / "w2").exists()
+    r = CliRunner().invoke(main, ["plan", "--tier-sizes", "25,25,25,25", "-k", "3"])
+    assert r.exit_code == 0, r.output
+    assert "n = 100 in 4 tiers (25,25,25,25), k = 3: 6284375 families" in r.output
+    r = CliRunner().invoke(main, ["plan", "--tiers", str(tmp_path / "t.csv")])
+    assert r.exit_code == 0 and "n = 7 in 2 tiers (3,4)" in r.output
+    r = CliRunner().invoke(main, ["plan", "--tier-sizes", "41,3"])
+    assert r.exit_code != 0 and "a tier holds at most 40" in r.output
+
+
+def test_status_and_sample_of_a_tiered_workdir(tmp_path):
+    data = random_table(6, 6, 200)
+    bigbn.learn(data, names=names_of(6), tiers=[["V0"], ["V1", "V2", "V3"], ["V4", "V5"]],
+                workdir=tmp_path / "w")
+    r = CliRunner().invoke(main, ["status", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 0, r.output
+    assert "tiers: 3 (sizes 1, 3, 2)" in r.output and "tier 1: 1 node, no lattice" in r.output
+    assert "tier 2: 3 nodes, 5/5 tasks done" in r.output and "finished: results in" in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 1 and "holds a run with tiers" in r.output and "Traceback" not in r.output
+
+
+def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
+    from bigbn.cli_tools import _run_tiers
+    from bigbn.plot import _tier_order
+
+    assert _tier_order(["a", "b", "c", "d", "e"], [["d", "b"], ["e"], ["c", "a"]]) == ([1, 3, 4, 0, 2], [2, 3])
+    data = random_table(7, 5, 200)
+    tiers = [["V3", "V1"], ["V0", "V2", "V4"]]
+    bigbn.learn(data, names=names_of(5), tiers=tiers, workdir=tmp_path / "w")
+    bigbn.learn(data, names=names_of(5), workdir=tmp_path / "plain")
+    assert _run_tiers(str(tmp_path / "w" / "edges.csv"), names_of(5)) == [["V1", "V3"], ["V0", "V2", "V4"]]
+    assert _run_tiers(str(tmp_path / "plain" / "edges.csv"), names_of(5)) is None
+    r = CliRunner().invoke(main, ["plot", str(tmp_path / "w"), "--out", str(tmp_path / "h.png"),
+                                  "--graph", str(tmp_path / "g.png")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "h.png").stat().st_size > 1000 and (tmp_path / "g.png").stat().st_size > 1000
