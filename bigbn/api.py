@@ -9,6 +9,7 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import frames
+from . import interventions as interventions_
 from ._version import __version__
 from .data import Dataset, Table, _check_header, discrete_dataset, read_table
 from . import engine
@@ -165,15 +167,36 @@ def _csv_field(s: str) -> str:
 # --------------------------------------------------------------------------------- data
 
 def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
-                 max_nodes: int = MAX_NODES) -> tuple[Dataset, Score, str]:
+                 max_nodes: int = MAX_NODES, intervention_column: str | None = None,
+                 interventions=None) -> tuple[Dataset, Score, str]:
     """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
     score: "auto", a score's name or a `bigbn.scoring.Score`. max_nodes: most variables
-    allowed (MAX_NODES; more with tiers, bigbn/tiers.py)."""
+    allowed (MAX_NODES; more with tiers, bigbn/tiers.py). intervention_column (a CSV file or
+    a DataFrame) or interventions (any data): the rows' intervention targets
+    (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
+    targets (``intervened``): intervention_column then only names the column they came from."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
+    targets = None  # the intervention column's cells and how to name a row in messages
+    if intervention_column is not None:
+        if interventions is not None:
+            raise OptionError("give intervention_column or interventions, not both")
+        if not (isinstance(data, (str, os.PathLike, Dataset)) or frames.is_dataframe(data)):
+            raise OptionError("intervention_column names a column of a CSV file or a DataFrame; "
+                              "for an array give interventions= (a set of target names per row)")
+        intervention_column = str(intervention_column)
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
+        if intervention_column is not None:
+            if intervention_column not in [str(c) for c in data.columns]:
+                raise DataError(f"{frames.SOURCE}: no column named {intervention_column!r} (the "
+                                "intervention column)")
+            j = [str(c) for c in data.columns].index(intervention_column)
+            index = data.index
+            cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
+            targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
+            data = data.drop(columns=data.columns[j])
         table, categories = frames.table_from_frame(data)
         if table.n > max_nodes:
             raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
@@ -182,7 +205,10 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
-        table = read_table(path, sep)
+        table = read_table(path, sep, may_be_empty=intervention_column)
+        if intervention_column is not None:
+            table, cells = interventions_.split_column(table, intervention_column)
+            targets = (cells, lambda r: f"{path}, row {table.line(r)}")
         if table.n > max_nodes:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
@@ -218,7 +244,15 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
                           + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-    return ds, resolve(wanted or "auto", ds.kind), digest
+    score = resolve(wanted or "auto", ds.kind)
+    if targets is not None or interventions is not None:
+        mask = interventions_.parse_cells(targets[0], ds.names, intervention_column, targets[1]) \
+            if targets is not None else interventions_.from_sets(interventions, ds.names, ds.m)
+        interventions_.check_identifiable(mask, ds.names, ds.path or "data")
+        # all rows observational: the observational dataset (the same hash and numbers)
+        ds = dataclasses.replace(ds, intervened=mask if mask.any() else None)
+        digest = _hash_dataset(ds)
+    return ds, score, digest
 
 
 _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
@@ -242,6 +276,8 @@ def _hash_dataset(ds: Dataset) -> str:
     h.update(f"{ds.data.dtype}{ds.data.shape}{ds.kind}".encode())
     h.update(np.ascontiguousarray(ds.arities, dtype=np.int64).tobytes())
     h.update(json.dumps([list(ds.names), [list(lv) for lv in ds.levels]]).encode())
+    if ds.intervened is not None:
+        h.update(b"intervened" + np.packbits(ds.intervened).tobytes())
     return h.hexdigest()
 
 
@@ -260,8 +296,8 @@ def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
                           f"{', '.join(PRIORS)})")
     k = min(int(max_parents), ds.n - 1)
     rho = log_prior(ds.n, k, structure_prior, names=ds.names, **(prior_kwargs or {}))
-    local = score.local_scores(ds, k, options)
-    bad = np.isnan(local) | np.isinf(local)
+    local = interventions_.local_scores(score, ds, k, options)
+    bad = np.isnan(local) | (np.isposinf(local) if score.impossible_families else np.isinf(local))
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
         raise DataError(f"{ds.path or 'data'}: the {score.name} score of column '{ds.names[i]}' is not "
@@ -277,7 +313,7 @@ def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
 # The score's own modules (`Score.modules`) enter the run's fingerprint separately
 # (`bigbn.scoring.source_fingerprint`).
 NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
-                    "scoring.py", "priors.py", "maxplus.py", "mapdag.py")
+                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py")
 
 
 def numerics_fingerprint() -> str:
@@ -315,14 +351,15 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto",
-          ess: float | None = None, structure_prior: str = "koivisto-sood",
+def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "auto",
+          ess: float | None = None, structure_prior: str | None = None,
           alpha_mu: float | None = None, alpha_w: float | None = None,
           score_options: dict | None = None, prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
-          posterior: bool = True, sep: str | None = None, tiers=None) -> Result:
+          posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
+          intervention_column: str | None = None, interventions=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -332,7 +369,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
     (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
     score's options) are the score's parameters; one the score does not take is refused
     (`bigbn.scoring.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
-    (ρ_i(G) = 1/C(n-1, |G|)); q_i ≡ 1. prior_kwargs: forbid, require, edge_prob,
+    (ρ_i(G) = 1/C(n-1, |G|), the default); q_i ≡ 1. scores: instead of data, a .jkl file of
+    local scores (a path or a `bigbn.jkl.ScoreFile`; GOBNILP's format, `bigbn.jkl`): they
+    are the whole β, bigbn adds no structure prior (ρ ≡ 1) but the constraints of
+    prior_kwargs. intervention_column (a column of the CSV file or DataFrame: each cell the
+    row's intervention targets joined by "|", empty = observational) or interventions (one
+    set of target names per row): interventional data, node i scored from the rows where it
+    is not a target (`bigbn.interventions`). prior_kwargs: forbid, require, edge_prob,
     max_parents (per node) for `priors.log_prior`. workdir: where the tables live
     (a temporary directory, removed afterwards, if None); rerunning with the same
     workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
@@ -350,8 +393,23 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
     each tier at most MAX_NODES (bigbn/tiers.py).
     """
     t_start = time.time()
-    ds, score, digest = load_dataset(data, names, score, sep,
-                                     max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES)
+    if scores is not None:
+        if intervention_column is not None or interventions is not None:
+            raise OptionError("interventions are a property of data rows; scores from a file have none")
+        ds, score, digest = _load_scores(data, scores, score)
+    else:
+        if data is None:
+            raise OptionError("no data: give a CSV path, a DataFrame, a Dataset or an array "
+                              "(or scores=FILE.jkl)")
+        ds, score, digest = load_dataset(data, names, score, sep,
+                                         max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES,
+                                         intervention_column=intervention_column,
+                                         interventions=interventions)
+    if structure_prior is None:
+        structure_prior = "uniform" if ds.kind == "scores" else "koivisto-sood"
+    elif ds.kind == "scores" and structure_prior != "uniform":
+        raise OptionError(f"{ds.path}: scores from a file are the whole local score; bigbn adds no "
+                          "structure prior to them (write it into the file, e.g. with `bigbn scores`)")
     given = dict(score_options or {})
     for key, value in (("ess", ess), ("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
         if value is not None:
@@ -376,10 +434,13 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
     if not (isinstance(parent_set_mass, (int, float)) and 0 < parent_set_mass <= 1):
         raise OptionError(f"parent-set mass must be in (0, 1], got {parent_set_mass!r}")
     options = {"score": score.name, **score_opts, "max_parents": k,
-               "structure_prior": structure_prior, "constraints": _jsonable(prior_kwargs or {})}
+               "structure_prior": structure_prior, "constraints": _jsonable(prior_kwargs or {}),
+               "intervention_column": intervention_column}
     fingerprint = {"data_sha256": digest, "n": ds.n, "m": ds.m, "numerics": numerics_fingerprint(),
                    "score_numerics": source_fingerprint(score), **options}
     if tiers is not None:
+        if getattr(ds, "intervened", None) is not None:
+            raise OptionError("tiers with interventional data are not supported yet")
         tier_ids = tiering.parse_tiers(tiers, ds.names)
         fingerprint["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
         return _learn_tiered(data, ds, score, k, tier_ids, fingerprint, score_opts=score_opts,
@@ -451,6 +512,18 @@ def learn(data, *, names=None, max_parents: int = 3, score: str | Score = "auto"
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _load_scores(data, scores, score) -> tuple:
+    """(the ScoreFile, its Score, its content hash) for learn(scores=...)."""
+    from .jkl import FileScore, ScoreFile, read_jkl
+
+    if data is not None:
+        raise OptionError("give data or scores (a .jkl file), not both")
+    if not (isinstance(score, str) and score.lower() == "auto"):
+        raise OptionError("scores from a file replace the score: drop the score option")
+    sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
+    return sf, FileScore(), sf.digest()
+
+
 def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint: dict, *, score_opts,
                   structure_prior, prior_kwargs, workdir, fresh, chunk_bits, memory, workers,
                   scheduler, alpha_mode, progress, check_disk, parent_set_mass, map_dag, posterior,
@@ -463,7 +536,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
                               f"{MAX_NODES} (split it: the orders within a tier are summed over "
                               "on its 2^m lattice)")
-    if ds.kind == "discrete" and score.name not in ("bdeu", "k2"):
+    if ds.kind != "continuous" and score.name not in ("bdeu", "k2"):
         raise OptionError(f"tiers work with the discrete scores bdeu and k2, not {score.name}")
     t_scores = time.time()
     if progress is not None:

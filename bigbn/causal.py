@@ -356,7 +356,7 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 # ------------------------------------------------------------------------------ entry
 
 def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
-            score=None) -> Effects:
+            score=None, interventions=None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -366,6 +366,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     indices, or a CSV path with header cause,effect; default every ordered pair. level:
     of the equal-tailed credible intervals (continuous data). score: the `bigbn.scoring.Score`
     object of a run whose score bigbn does not ship (the built-in ones are found by name).
+    interventions: the run's targets per row if it was given them as a list (a run's
+    intervention column is read again from the data). With interventional data each
+    effect's parameters come from the rows where the effect variable was not intervened on.
     """
     from .api import Result, load_dataset
     from .scoring import BUILTIN, check_options
@@ -404,11 +407,15 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     used = options.get("score") or "auto"
     if score is not None and score.name != used:
         raise OptionError(f"the run used the {used} score, not {score.name}")
+    if used == "jkl":
+        raise OptionError("this run's local scores came from a .jkl file: causal effects need the "
+                          "data (run on the data to estimate them)")
     if score is None and used not in BUILTIN:
         raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
                           "object, effects(..., score=...)")
-    ds, score, digest = load_dataset(data, names=names, score=score or used,
-                                    sep=sep)  # names: for an array, the run's
+    ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
+                                    intervention_column=options.get("intervention_column"),  # an array,
+                                    interventions=interventions)  # the run's
     score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
     if digest_run is not None and digest != digest_run:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
@@ -420,11 +427,31 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if prior is None:
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
                           "estimate causal effects under it")
+    out = _by_effect_rows(ds, pair_list, lambda sub, some: (
+        continuous_effects(sub, ps, families, some, float(level), **prior) if ds.kind == "continuous"
+        else discrete_effects(sub, ps, families, some, **prior)))
     if ds.kind == "continuous":
-        out = continuous_effects(ds, ps, families, pair_list, float(level), **prior)
         return Effects(names, "continuous", pair_list, float(level), **out)
-    out = discrete_effects(ds, ps, families, pair_list, **prior)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
+
+
+def _by_effect_rows(ds, pairs, estimate) -> dict:
+    """``estimate(dataset, pairs)`` (a dict of per-pair arrays or lists), with each pair's
+    parameters from the rows where its effect variable was not intervened on: one call per
+    distinct set of rows, the results put back in the order of ``pairs``."""
+    if ds.intervened is None:
+        return estimate(ds, pairs)
+    from .interventions import by_rows
+
+    out: dict = {}
+    for keep, ys in by_rows(ds, sorted({y for _, y in pairs})):
+        idx = [i for i, (_, y) in enumerate(pairs) if y in ys]
+        part = estimate(ds.rows(keep), [pairs[i] for i in idx])
+        for key, values in part.items():
+            slot = out.setdefault(key, [None] * len(pairs))
+            for i, v in zip(idx, values):
+                slot[i] = v
+    return {key: (v if key == "table" else np.array(v, dtype=np.float64)) for key, v in out.items()}
 
 
 def _pairs(pairs, names) -> list[tuple[int, int]]:

@@ -92,6 +92,9 @@ class Score:
     options: tuple[Option, ...] = ()
     modules: tuple[str, ...] = ()
     description: str = ""
+    #: whether some families may score −inf (impossible): scores read from a file; a score
+    #: computed from data must be finite everywhere (−inf there means overflow)
+    impossible_families: bool = False
 
     def local_scores(self, ds: Dataset, k: int, options: dict) -> np.ndarray:
         """log p(x_i | x_G), float64 (n, F), F = Σ_{j ≤ k} C(n − 1, j); ``options`` as
