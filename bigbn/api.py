@@ -465,19 +465,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     if progress is not None:
         progress("scores", 1, 1)
 
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="bigbn-")
-        workdir = tmp
-    if not str(workdir).strip():
-        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    # Absolute: cluster workers resolve relative paths against their own directories.
-    root = Path(workdir).resolve()
-    check_is_ours(root)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    root, tmp = _open_root(workdir)
     try:
         with Workdir(root).lock() as owner:
             plan = _prepare(Workdir(root), fingerprint, ds.n, k, chunk_bits, alpha_mode, bool(map_dag),
@@ -548,18 +536,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:
         progress("scores", 1, 1)
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.mkdtemp(prefix="bigbn-")
-        workdir = tmp
-    if not str(workdir).strip():
-        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    root = Path(workdir).resolve()
-    check_is_ours(root)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    root, tmp = _open_root(workdir)
     try:
         with Workdir(root).lock() as owner:
             plans = _prepare_tiered(Workdir(root), fingerprint, lays, chunk_bits, alpha_mode, bool(map_dag),
@@ -632,24 +609,6 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def tier_plans(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
-               workers: int) -> list[tuple[Plan | None, Plan | None]]:
-    """(posterior plan, MAP plan) of every tier (None for a one-node tier, which needs no
-    lattice, and for what is not asked); chunk bits chosen per tier unless given."""
-    out = []
-    for lay in lays:
-        if lay.m < 2:
-            out.append((None, None))
-            continue
-        mode = alpha_mode or "recompute"
-        c = min(chunk_bits, lay.m) if chunk_bits is not None else \
-            choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)
-        out.append((Plan(lay.m, lay.k_tier, int(c), mode, False, True, scope=lay.scope) if posterior else None,
-                    Plan(lay.m, lay.k_tier, int(c), mode, True, False, scope=lay.scope + "-map")
-                    if map_dag else None))
-    return out
-
-
 def _tiered_disk(plans) -> dict[str, int]:
     """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name."""
     out: dict[str, int] = {}
@@ -680,9 +639,9 @@ def _prepare_tiered(wd: Workdir, fingerprint: dict, lays, chunk_bits, alpha_mode
         plans = []
         for lay, c in zip(lays, bits):
             plans.append((None, None) if c is None else
-                          tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0])
+                          tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0])
     else:
-        plans = tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
     need = sum(b for pair in plans for p in pair if p is not None
                for t, b in p.disk_bytes().items() if not (wd.tables / p.scope / t).exists())
     if need and check_disk:
@@ -719,6 +678,25 @@ def _check_fingerprint(wd: Workdir, old: dict, fingerprint: dict) -> None:
     if diff:
         raise WorkdirError(f"{wd.root} holds a run of other data or options ("
                            + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+
+
+def _open_root(workdir) -> tuple[Path, str | None]:
+    """(the work directory, absolute and created, refused if it is somebody else's folder;
+    the temporary directory to remove afterwards, when none was given)."""
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="bigbn-")
+        workdir = tmp
+    if not str(workdir).strip():
+        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
+    # Absolute: cluster workers resolve relative paths against their own directories.
+    root = Path(workdir).resolve()
+    check_is_ours(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    return root, tmp
 
 
 def _source(data, ds: Dataset) -> str:

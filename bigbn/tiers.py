@@ -41,6 +41,7 @@ import numpy as np
 from .data import csv_records
 from .errors import DataError, EngineError, OptionError
 from .families import family_masks, n_families, popcounts
+from .plan import Plan, choose_chunk_bits
 
 NEG_INF = -np.inf
 #: Most variables a tiered run takes (each tier is at most plan.MAX_NODES).
@@ -509,6 +510,24 @@ def map_completion(beta: np.ndarray, lay: TierLayout, tier_parents) -> tuple[lis
 
 # ------------------------------------------------------------------------------ planning
 
+def tier_plans(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
+               workers: int) -> list[tuple[Plan | None, Plan | None]]:
+    """(posterior plan, MAP plan) of every tier (None for a one-node tier, which needs no
+    lattice, and for what is not asked); chunk bits chosen per tier unless given."""
+    out = []
+    for lay in lays:
+        if lay.m < 2:
+            out.append((None, None))
+            continue
+        mode = alpha_mode or "recompute"
+        c = min(chunk_bits, lay.m) if chunk_bits is not None else \
+            choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)
+        out.append((Plan(lay.m, lay.k_tier, int(c), mode, False, True, scope=lay.scope) if posterior else None,
+                    Plan(lay.m, lay.k_tier, int(c), mode, True, False, scope=lay.scope + "-map")
+                    if map_dag else None))
+    return out
+
+
 def tier_sizes_from_file(path) -> tuple[int, ...]:
     """Tier sizes (earliest first) of a ``node,tier`` file, for `bigbn plan --tiers`."""
     counts: dict[int, int] = {}
@@ -551,7 +570,6 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     stage's families and memory; the totals."""
     import shutil
 
-    from .api import tier_plans
     from .plan import MAX_NODES, time_estimate
 
     n = sum(sizes)

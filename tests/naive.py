@@ -237,30 +237,6 @@ def log_tier_linear_extensions(parent_masks, tiers):
         return np.log(N[:, -1])
 
 
-def edges_by_tier_dags(beta, k, tiers):
-    """Edge posteriors and parent-set posteriors under tiers by summing over every DAG
-    (n <= 5), each weighted by its number of tier-consistent linear extensions.
-    Returns (P, log_px, PS) with PS float64 (n, F) as `parent_sets_by_dags`."""
-    beta, n = _check_beta(beta, k, 5)
-    dags, pm, _ = _dag_table(n, k)
-    lle = log_tier_linear_extensions(pm, tiers)
-    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
-    log_px = logsumexp(w)
-    log_joint = np.full((n, n), -np.inf)
-    for v in range(n):
-        for u in range(n):
-            if u != v:
-                log_joint[u, v] = logsumexp(w[(pm[:, v] >> u) & 1 == 1])
-    PS = np.zeros(beta.shape)
-    for v in range(n):
-        for f in range(beta.shape[1]):
-            sel = dags[:, v] == f
-            if sel.any():
-                PS[v, f] = np.exp(logsumexp(w[sel]) - log_px)
-    P, log_px = _posteriors(log_joint, log_px)
-    return P, log_px, PS
-
-
 def log_linear_extensions(parent_masks):
     """log of the number of linear extensions of each DAG.
 
@@ -296,15 +272,24 @@ def _dag_table(n, k):
     return dags, pm, lle
 
 
-def edges_by_dags(beta, k):
-    """Edge posteriors by summing over every DAG with indegree <= k; n <= 5.
-
-    beta: float64 (n, F). Weight of a DAG = log(#linear extensions) + Σ_i beta[i, f_i].
-    Returns (P, log_px): P float64 (n, n), P[u, v] = p(u→v | x); log_px = log Σ weights.
-    """
+def _dag_weights(beta, k, tiers):
+    """(dags, parent masks, log weight) of every DAG: log #(tier-consistent) linear
+    extensions + Σ_i beta[i, f_i]."""
     beta, n = _check_beta(beta, k, 5)
     dags, pm, lle = _dag_table(n, k)
-    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)  # -inf stays -inf
+    if tiers is not None:
+        lle = log_tier_linear_extensions(pm, tiers)
+    return beta, n, dags, pm, lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+
+
+def edges_by_dags(beta, k, tiers=None):
+    """Edge posteriors by summing over every DAG with indegree <= k; n <= 5.
+
+    beta: float64 (n, F). Weight of a DAG = log(#linear extensions) + Σ_i beta[i, f_i]
+    (with ``tiers``: the tier-consistent linear extensions only).
+    Returns (P, log_px): P float64 (n, n), P[u, v] = p(u→v | x); log_px = log Σ weights.
+    """
+    beta, n, dags, pm, w = _dag_weights(beta, k, tiers)
     log_px = logsumexp(w)
     log_joint = np.full((n, n), -np.inf)
     for v in range(n):
@@ -490,11 +475,10 @@ def edges_by_forward_sums(beta, k):
 # ------------------------------------------------- 4. parent sets, whole DAGs, samples
 
 
-def parent_sets_by_dags(beta, k):
-    """p(G_v = family f | x) by summing over every DAG (n <= 5); float64 (n, F)."""
-    beta, n = _check_beta(beta, k, 5)
-    dags, pm, lle = _dag_table(n, k)
-    w = lle + beta[np.arange(n)[None, :], dags].sum(axis=1)
+def parent_sets_by_dags(beta, k, tiers=None):
+    """p(G_v = family f | x) by summing over every DAG (n <= 5; weights as
+    `edges_by_dags`); float64 (n, F)."""
+    beta, n, dags, pm, w = _dag_weights(beta, k, tiers)
     log_px = logsumexp(w)
     out = np.zeros(beta.shape)
     for v in range(n):
