@@ -49,9 +49,15 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from .api import load_dataset
+from .data import csv_records
 from .errors import DataError, OptionError
-from .frames import SOURCE
 from .families import unsqueeze
+from .frames import SOURCE
+from .parentsets import parent_set_posteriors
+from .result import Result
+from .rundir import FinishedRun
+from .scoring import BUILTIN, check_options
 
 __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
            "mixture_quantile"]
@@ -370,9 +376,6 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     intervention column is read again from the data). With interventional data each
     effect's parameters come from the rows where the effect variable was not intervened on.
     """
-    from .api import Result, load_dataset
-    from .scoring import BUILTIN, check_options
-
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
     if isinstance(source, Result):
@@ -384,25 +387,19 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         if data is None:
             raise OptionError("give the run's data: effects(result, data)")
     else:
-        from .parentsets import parent_set_posteriors
-        from .plan import task_id
-        from .samples import _open_finished
-
-        wd, plan, summary, beta, records = _open_finished(source, then="compute the effects")
-        run = wd.read_run()
-        options = dict(run["fingerprint"])
+        run = FinishedRun(source, then="compute the effects")
+        options = dict(run.record.fingerprint)
         digest_run = options.get("data_sha256")
-        names = tuple(summary["names"])
-        log_px = float(records[task_id(("edges",))]["log_px"])
-        ps = parent_set_posteriors(beta, wd.read("gamma", slice(None)), log_px)
-        families = plan.families
+        names = run.names
+        ps = parent_set_posteriors(run.beta, run.gamma(), run.log_px)
+        families = run.plan.families
         if data is None:
-            data = run.get("source")
+            data = run.record.source
             if data in (None, "", "array", SOURCE):  # a run on data in memory
-                raise OptionError(f"{wd.root}: the run's data came from memory (a DataFrame or an "
+                raise OptionError(f"{run.root}: the run's data came from memory (a DataFrame or an "
                                   "array), not a file; give the data (effects(workdir, data))")
             if not os.path.isfile(data):
-                raise OptionError(f"{wd.root}: the run's data file {data} is not there; give the "
+                raise OptionError(f"{run.root}: the run's data file {data} is not there; give the "
                                   "data (--data FILE)")
     used = options.get("score") or "auto"
     if score is not None and score.name != used:
@@ -460,8 +457,6 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         return [(x, y) for x in range(n) for y in range(n) if x != y]
     index = {s: j for j, s in enumerate(names)}
     if isinstance(pairs, (str, os.PathLike)):
-        from .data import csv_records
-
         out = []
         for line, (c, e) in csv_records(pairs, ("cause", "effect")):
             for col, nm in (("cause", c), ("effect", e)):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,9 @@ import click
 from . import scoring
 from ._version import __version__
 from .cli_tools import CONTEXT
+from . import options as opt
 from .errors import BigBNError, OptionError
+from .rundir import gib as _fmt_bytes
 
 
 class _Terminated(KeyboardInterrupt):
@@ -72,23 +73,6 @@ def main():
     Example:
       bigbn run examples/asia.csv --workdir /tmp/asia
     """
-
-
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*$", re.I)
-
-
-def parse_size(text: str | None) -> int | None:
-    """'4G', '512M', '2.5GiB', '1000000' -> bytes."""
-    if text is None:
-        return None
-    m = _SIZE.match(str(text))
-    if not m:
-        raise OptionError(f"--memory: cannot read size {text!r} (examples: 4G, 512M, 2.5GiB)")
-    mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
-    size = int(float(m.group(1)) * mult)
-    if size <= 0:
-        raise OptionError(f"--memory must be positive, got {text!r}")
-    return size
 
 
 class Progress:
@@ -233,6 +217,11 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     from .priors import read_edge_list, read_edge_prob, read_max_parents
     from .tiers import MAX_TIERED_NODES, read_tiers
 
+    # the options first (the data may be large, or a pipe that can be read only once)
+    max_parents = opt.max_parents(max_parents, "--max-parents")
+    chunk_bits = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    memory = opt.memory(memory, "--memory")
+    workers = opt.workers(workers, "--workers")
     if scores_file is not None:
         from .jkl import FileScore, read_jkl
 
@@ -277,13 +266,16 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
                     score_options=score_options,
                     structure_prior=structure_prior, prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
-                    chunk_bits=chunk_bits, memory=parse_size(memory), workers=workers,
+                    chunk_bits=chunk_bits, memory=memory, workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
                     posterior=not map_only, tiers=tiers)
     finally:
         progress.close()
     s = res.summary
+    if s.get("already_finished"):
+        click.echo(f"{workdir}: this run was already finished; its results are read back, "
+                   "nothing was recomputed")
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
@@ -341,8 +333,7 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
 
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
-    if max_parents < 0:
-        raise OptionError(f"max parents must be ≥ 0, got {max_parents}")
+    max_parents = opt.max_parents(max_parents, "--max-parents")
     ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column)
     options = scoring.check_options(resolved, score_options)
     k = min(max_parents, ds.n - 1)
@@ -394,13 +385,6 @@ def _set_text(names) -> str:
     return "{" + ", ".join(names) + "}"
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if b >= size:
-            return f"{b / size:.1f} {unit}"
-    return f"{int(b)} B"
-
-
 def _fmt_seconds(s: float) -> str:
     if s < 90:
         return f"{s:.1f} s"
@@ -437,11 +421,13 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     """
     import shutil
 
-    from .api import default_memory, default_workers
     from .plan import Plan, choose_chunk_bits, time_estimate
 
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
+    workers = opt.workers(workers, "--workers")
+    budget = opt.memory(memory, "--memory")
+    c = opt.chunk_bits(chunk_bits, "--chunk-bits")
     if tiers_file is not None or tier_sizes is not None:
         from .tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
 
@@ -450,24 +436,16 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         sizes = tier_sizes_from_file(tiers_file) if tiers_file else tier_sizes_option(tier_sizes)
         if n is not None and n != sum(sizes):
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
-        workers = default_workers() if workers is None else workers
-        budget = parse_size(memory) if memory is not None else default_memory()
-        for line in plan_lines(sizes, max_parents, budget, workers, alpha_mode, map_dag or map_only,
-                               not map_only, chunk_bits, workdir):
+        for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
+                               alpha_mode, map_dag or map_only, not map_only, c, workdir):
             click.echo(line)
         return
     if n is None:
         raise OptionError("give --n (number of variables), or --tiers / --tier-sizes")
-    if n < 2:
-        raise OptionError(f"--n {n}: a network needs at least 2 variables")
-    k = min(max_parents, n - 1)
-    if k < 0:
-        raise OptionError(f"max parents must be ≥ 0, got {max_parents}")
-    workers = default_workers() if workers is None else workers
-    if workers < 1:
-        raise OptionError(f"--workers must be ≥ 1, got {workers}")
-    budget = parse_size(memory) if memory is not None else default_memory()
-    c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, budget, workers, alpha_mode)
+    n = opt.n_nodes(n, "--n")
+    k = min(opt.max_parents(max_parents, "--max-parents"), n - 1)
+    if c is None:
+        c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
     disk = p.disk_bytes()
     total_disk = sum(disk.values())
@@ -515,9 +493,11 @@ def status(workdir):
                    "priori (given the same ρ), by reweighting each sample with 1/#LE(G).")
 @click.option("--workers", type=click.IntRange(1), default=None,
               help="Threads for the α chunks (default: all cores).")
+@click.option("--memory", default=None,
+              help="Memory budget the samples must fit in, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(0),
               help="How many DAGs and ancestor relations to print.")
-def sample_cmd(workdir, n_samples, seed, prior, workers, top):
+def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     """Exact i.i.d. DAG samples from the posterior of a finished run.
 
     Draws whole networks from the exact posterior (no MCMC: every sample is independent),
@@ -533,7 +513,8 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, top):
     """
     from .samples import sample, write_outputs
 
-    s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers)
+    s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
+               memory=opt.memory(memory, "--memory"))
     write_outputs(s, workdir)
     out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
     check = s.info["edge_check"]

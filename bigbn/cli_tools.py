@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from bigbn import options as opt
 from bigbn.errors import OptionError
 
 
@@ -74,7 +75,7 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
     from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
 
     k = _alias(k, k_old, "--max-parents", "--k")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(opt.seed(seed, "--seed"))
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
         if given:
@@ -174,7 +175,8 @@ def roc(edges, truth, plot_path, curve_path):
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False), default=None,
               help="The graph of edges above --threshold: a picture, or DOT / GraphML text.")
 @click.option("--threshold", type=float, default=0.5, show_default=True,
-              help="Draw/export the directed edges whose posterior exceeds this.")
+              help="Draw/export the directed edges whose posterior is ≥ this (as "
+                   "Result.to_networkx(threshold=...)).")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf", "dot", "graphml"]),
               default=None, help="Format of --graph (default: from its suffix).")
 @click.option("--truth", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -182,7 +184,7 @@ def roc(edges, truth, plot_path, curve_path):
                    "and shows missed ones dashed.")
 def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     """Pictures of an edge-posterior file (or a finished run's work directory): heatmap
-    and thresholded graph.
+    and the graph of the edges with posterior ≥ --threshold.
 
     \b
     Examples:
@@ -208,10 +210,10 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
-                           title=f"{edges}: arcs with posterior > {threshold:g}"
+                           title=f"{edges}: arcs with posterior ≥ {threshold:g}"
                                  + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
         count = len(thresholded_edges(names, P, threshold))
-        click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior > {threshold:g})")
+        click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
 
 
 @click.command("study", context_settings=CONTEXT)

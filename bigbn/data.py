@@ -13,10 +13,12 @@ Every problem with the input raises `DataError` with one line naming the file, t
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,10 +171,17 @@ def _check_codes(where, names, data, arities, levels) -> None:
             )
 
 
-def _read_text(path: str) -> str:
+MAX_HEADER_BYTES = 1 << 20  # a header line longer than this is not a CSV header
+_BLOCK = 1 << 16
+
+
+def _open_input(path: str) -> tuple[int, bytes]:
+    """A file descriptor to read ``path`` from and the bytes already read from it, without
+    blocking: only a regular file or a pipe that something writes to is input (a device
+    such as /dev/zero or /dev/urandom never ends; a named pipe with no writer would wait
+    forever)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -181,14 +190,62 @@ def _read_text(path: str) -> str:
         raise DataError(f"{path}: not readable (permission denied)") from None
     except OSError as e:
         raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        os.close(fd)
+        raise DataError(f"{path}: is a directory, not a data file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file or a pipe (a device or socket); give a data file")
+    if stat.S_ISFIFO(mode):
+        try:  # without a writer a non-blocking read says end of file; with one, "try again"
+            first = os.read(fd, 1)
+        except BlockingIOError:
+            first = None
+        if first == b"":
+            os.close(fd)
+            raise DataError(f"{path}: a named pipe that nothing writes to (start the writer first)")
+        os.set_blocking(fd, True)
+        return fd, first or b""
+    return fd, b""
+
+
+def read_text(path: str) -> str:
+    """The text of a data or constraint file, regular file or pipe (see `_open_input`):
+    UTF-8, a BOM allowed. Decoded as it is read, so that binary input is refused at its
+    first block, and the first line must end within MAX_HEADER_BYTES, so that endless
+    input without lines is refused after a megabyte, not when memory runs out."""
+    fd, head = _open_input(path)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    parts: list[str] = []
+    size, lines = 0, 0
+
+    def decode(block: bytes, final: bool = False) -> None:
+        try:
+            parts.append(decoder.decode(block, final=final))
+        except UnicodeDecodeError as e:
+            at = max(e.start, 0)
+            line = lines + block.count(b"\n", 0, at) + 1
+            byte = f"byte 0x{block[at]:02x}" if at < len(block) else "a cut multi-byte character"
+            raise DataError(f"{path}, row {line}: not UTF-8 text ({byte} at offset {size + at}); "
+                            "save the file as UTF-8") from None
+
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise DataError(
-            f"{path}, row {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); "
-            "save the file as UTF-8"
-        ) from None
+        block = head or os.read(fd, _BLOCK)
+        while block:
+            decode(block)
+            size += len(block)
+            lines += block.count(b"\n")
+            if not lines and size > MAX_HEADER_BYTES:
+                raise DataError(f"{path}, row 1: no end of line in the first "
+                                f"{MAX_HEADER_BYTES >> 20} MiB (not a CSV file?)")
+            block = os.read(fd, _BLOCK)
+        decode(b"", final=True)
+    except OSError as e:
+        raise DataError(f"{path}: cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+    return "".join(parts)
 
 
 def _is_blank(record: list[str]) -> bool:
@@ -243,7 +300,7 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
     """
     p = os.fspath(path)
     p = p.decode() if isinstance(p, bytes) else p
-    text = _read_text(p)
+    text = read_text(p)
     if not text.strip():
         raise DataError(f"{p}: empty file")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=_separator(sep, text))
@@ -294,7 +351,7 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
 def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
     if len(names) < 2:
         hint = ""
-        if "|" in names[0]:
+        if names and "|" in names[0]:
             hint = " (separate the columns by commas, tabs or semicolons)"
         raise DataError(f"{path}: need at least 2 columns, found {len(names)}{hint}")
     seen: dict[str, int] = {}
@@ -370,31 +427,25 @@ def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
     with too few (or, unless ``extra_columns``, too many) fields is a DataError naming
     file and line.
     """
+    text = read_text(os.fspath(path))
+    fh = io.StringIO(text, newline="")
+    head = fh.readline()
+    fh.seek(0)
+    reader = csv.reader(fh, delimiter=sniff_separator(head))
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # a BOM is fine, as in data files
-    except OSError as e:
-        raise DataError(f"{path}: cannot read ({e.strerror})") from None
-    with fh:
-        try:
-            head = fh.readline()
-            fh.seek(0)
-        except (UnicodeDecodeError, OSError) as e:
-            raise DataError(f"{path}, line 1: not a readable UTF-8 CSV file ({e})") from None
-        reader = csv.reader(fh, delimiter=sniff_separator(head))
-        try:
-            first = next(reader, None)
-        except (UnicodeDecodeError, csv.Error) as e:
-            raise DataError(f"{path}, line 1: not a readable UTF-8 CSV file ({e})") from None
-        got = tuple(c.strip() for c in (first or ()))
-        if (got[:len(header)] if extra_columns else got) != header:
-            raise DataError(f"{path}, line 1: expected header {','.join(header)}")
-        try:
-            for row in reader:
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) < len(header) or (len(row) > len(header) and not extra_columns):
-                    raise DataError(f"{path}, line {reader.line_num}: expected {len(header)} "
-                                    f"fields, found {len(row)}")
-                yield reader.line_num, [c.strip() for c in row]
-        except (UnicodeDecodeError, csv.Error) as e:
-            raise DataError(f"{path}, line {reader.line_num}: not a readable UTF-8 CSV file ({e})") from None
+        first = next(reader, None)
+    except csv.Error as e:
+        raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
+    got = tuple(c.strip() for c in (first or ()))
+    if (got[:len(header)] if extra_columns else got) != header:
+        raise DataError(f"{path}, line 1: expected header {','.join(header)}")
+    try:
+        for row in reader:
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) < len(header) or (len(row) > len(header) and not extra_columns):
+                raise DataError(f"{path}, line {reader.line_num}: expected {len(header)} "
+                                f"fields, found {len(row)}")
+            yield reader.line_num, [c.strip() for c in row]
+    except csv.Error as e:
+        raise DataError(f"{path}, line {reader.line_num}: not a readable CSV file ({e})") from None

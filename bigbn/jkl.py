@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data import _read_text
+from .data import read_text
 from .errors import DataError, OptionError
 from .families import family_masks, family_rank, squeeze, unsqueeze
 from .scoring import Score
@@ -98,7 +98,7 @@ class FileScore(Score):
 
 def _lines(path: str):
     """(line number, whitespace-separated tokens) of every non-blank line."""
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         tokens = line.split()
         if tokens:
             yield number, tokens

@@ -2,11 +2,18 @@
 
 - `heatmap`: the n x n matrix p(u -> v | x) with node names (rows = parent u,
   columns = child v).
-- `draw_graph`: the directed edges whose posterior exceeds a threshold, nodes on a
+- `draw_graph`: the directed edges whose posterior is at least a threshold, nodes on a
   circle, arrow width and darkness by posterior; with a true network, correct arcs are
   green, reversed ones orange, wrong ones red, missed true arcs dashed grey.
 - `to_dot` / `to_graphml`: text exports of the thresholded graph, the posterior kept
   as an edge attribute.
+
+Thresholds: an edge is drawn (and exported) when its posterior is ≥ the threshold, as
+`Result.to_networkx(threshold=...)` keeps it. The posteriors are exact up to round-off
+(about 1e-9 absolute), so an edge within that of the threshold may fall on either side:
+at the default 0.5, a pair whose two directions share the mass almost equally (say
+0.50000014 and 0.49999986) shows one direction only; look at the numbers (edges.csv, the
+heatmap) rather than at the drawing for such pairs.
 
 Figures are made with `matplotlib.figure.Figure` directly (no pyplot state), so this
 works headless and from several threads.
@@ -87,11 +94,11 @@ def heatmap(names, posterior, path, title=None, tiers=None) -> None:
 
 
 def thresholded_edges(names, posterior, threshold: float) -> list[tuple[str, str, float]]:
-    """Directed edges (u, v, p) with p(u -> v) > threshold, highest posterior first."""
+    """Directed edges (u, v, p) with p(u -> v) ≥ threshold, highest posterior first."""
     if not 0.0 <= threshold <= 1.0:
         raise OptionError(f"threshold must be in [0, 1], got {threshold}")
     P = np.asarray(posterior, dtype=np.float64)
-    us, vs = np.nonzero(P > threshold)
+    us, vs = np.nonzero(P >= threshold)
     edges = [(names[u], names[v], float(P[u, v])) for u, v in zip(us, vs) if u != v]
     return sorted(edges, key=lambda e: -e[2])
 
@@ -128,7 +135,7 @@ def to_graphml(names, edges) -> str:
 
 def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title=None,
                fmt=None, tiers=None) -> None:
-    """Draw the edges with posterior > threshold on a circular layout (PNG/SVG/PDF).
+    """Draw the edges with posterior ≥ threshold on a circular layout (PNG/SVG/PDF).
 
     truth : optional bool (n, n) adjacency of the true network, to colour the arcs.
     tiers : optional lists of names (a tiered run's): the nodes go round the circle tier
@@ -171,7 +178,7 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
             color = ("tab:green" if truth[iu, iv] else "tab:orange" if truth[iv, iu]
                      else "tab:red")
         # bend the arc when both directions are drawn, so they do not overlap
-        bend = 0.15 if P[iv, iu] > threshold else 0.0
+        bend = 0.15 if P[iv, iu] >= threshold else 0.0
         ax.add_patch(FancyArrowPatch(
             xy[iu], xy[iv], arrowstyle="-|>", mutation_scale=12, lw=0.6 + 2.4 * p,
             color=color, shrinkA=14, shrinkB=14, connectionstyle=f"arc3,rad={bend}"))
@@ -201,7 +208,7 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     ax.axis("off")
     import textwrap
 
-    text = title or f"edges with posterior > {threshold:g}"
+    text = title or f"edges with posterior ≥ {threshold:g}"
     ax.set_title("\n".join(textwrap.wrap(f"{text} ({len(edges)} arcs)", 60)))
     save_figure(fig, path, fmt)
 

@@ -33,19 +33,19 @@ from pathlib import Path
 
 import numpy as np
 
+from . import options as opt
 from . import sampling as SK
-from .engine import Job, alpha_low_block, alpha_span, intact
-from .errors import EngineError, OptionError, WorkdirError
+from .engine import Job, alpha_span
+from .errors import EngineError, OptionError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
-from .plan import Plan, task_id
-from .workdir import Workdir, checksum
+from .rundir import FinishedRun, gib
+from .runner import peak_rss_bytes
 
 PRIORS = ("order-modular", "dag-modular")
 # A draw is rejected only when rounding puts its uniform beyond the computed total
 # (probability ~1e-12); this many rejections of one sample mean inconsistent tables.
 MAX_ATTEMPTS = 20
-MAX_SAMPLES = 10**8
 
 
 @dataclass
@@ -202,52 +202,11 @@ class Samples:
 
 # ------------------------------------------------------------------------------ sampling
 
-def _open_finished(workdir, then: str = "sample") -> tuple[Workdir, Plan, dict, np.ndarray, dict]:
-    """The finished run in ``workdir``: (Workdir, plan, summary, beta, journal records).
-    ``then`` names what the user does next in the error messages ("sample", "effects")."""
-    root = Path(workdir).resolve()
-    wd = Workdir(root)
-    run = wd.read_run()
-    if run is None:
-        raise WorkdirError(f"{root}: not a bigbn work directory (no run.json); run `bigbn run` first")
-    from .api import numerics_fingerprint
-
-    if run["fingerprint"].get("numerics") != numerics_fingerprint():
-        raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
-                           f"differs); run the `bigbn run` command again with --fresh, then {then}")
-    pl = run["plan"]
-    if "tiers" in pl:
-        raise WorkdirError(f"{root} holds a run with tiers: `bigbn {then}` does not take tiered runs "
-                           "yet (edges, parent sets and the MAP network do)")
-    plan = Plan(pl["n"], pl["k"], pl["chunk_bits"], pl["alpha_mode"])
-    try:
-        summary = json.loads((root / "summary.json").read_text())
-        names = summary["names"]
-        ok = isinstance(names, list) and len(names) == plan.n and all(isinstance(s, str) for s in names)
-    except (OSError, ValueError, KeyError, TypeError):
-        ok = False
-    records = wd.journal()
-    rec = records.get(task_id(("edges",)))
-    if ok and rec is None and task_id(("map_dag",)) in records:
-        raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
-                           "`bigbn run` command without --map-only to add the posterior")
-    if not ok or rec is None:
-        raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
-                           f"again to finish it, then {then}")
-    beta = wd.read("beta", slice(None))
-    job = Job(wd, plan, beta)
-    scores = records.get(task_id(("scores",)))
-    if not intact(job, plan.task(("edges",)), rec) or scores is None or scores["crc"] != checksum(beta):
-        raise WorkdirError(f"{root}: the run's results are damaged; run the same `bigbn run` "
-                           "command again to repair them")
-    return wd, plan, summary, beta, records
-
-
-def _sweep(job: Job, records: dict, T: int, seed: int, workers: int,
+def _sweep(run: FinishedRun, job: Job, T: int, seed: int, workers: int,
            progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
     (rounding) are drawn again. Each forward chunk is checked against its journal record
-    (``records``) as it is read. Returns (nodes, preds, attempt, chunks read)."""
+    as it is read (`FinishedRun.chunk`). Returns (nodes, preds, attempt, chunks read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     size = p.chunk_size
@@ -279,12 +238,8 @@ def _sweep(job: Job, records: dict, T: int, seed: int, workers: int,
                 status[rej] = SK.ACTIVE
                 key[rej] = top
                 continue
-            L = wd.read("forward", slice(H * size, (H + 1) * size))
+            L = run.chunk("forward", H)  # CRC-checked: costs no extra read
             reads += 1
-            rec = records.get(task_id(("forward", H)))
-            if rec is None or rec["crc"] != checksum(L):  # the check costs no extra read
-                raise WorkdirError(f"{wd.root}: forward chunk {H} is damaged; run the same "
-                                   "`bigbn run` command again to repair it, then sample")
             waiting = (status == SK.PENDING) & (key == H)
             bits = np.unique(pbit[waiting]).tolist()
             spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
@@ -303,38 +258,47 @@ def _sweep(job: Job, records: dict, T: int, seed: int, workers: int,
     return nodes, preds, attempt, reads
 
 
+def sample_memory_bytes(n: int, T: int) -> int:
+    """Memory that drawing T samples of n variables needs, at most: the sweep's per-sample
+    state (8 int64/float64 arrays and the (T, n) orders and predecessor sets), the parents
+    (T, n), their sorted copies for the distinct DAGs, the orders returned, and the
+    per-sample scores, weights and linear-extension counts."""
+    return T * (8 * 8 + 1 + 8 * n * 6 + 8 * 10)
+
+
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
-           workers: int | None = None, progress=None) -> Samples:
+           workers: int | None = None, memory: int | str | None = None, progress=None) -> Samples:
     """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir``.
 
     prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
     weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
     ρ_i). The same seed gives the same samples whatever the chunk bits or workers.
+    memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
+    T samples must fit in, checked before anything is allocated.
     progress: callable(chunk id) after each chunk of the sweep.
     """
     if prior not in PRIORS:
         raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
-    T = int(samples)
-    if not 1 <= T <= MAX_SAMPLES:
-        raise OptionError(f"samples must be between 1 and {MAX_SAMPLES}, got {samples}")
-    seed = int(seed)
-    if not 0 <= seed < 2**63:
-        raise OptionError(f"seed must be between 0 and 2^63 - 1, got {seed}")
-    from .api import default_workers
-
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise OptionError(f"workers must be ≥ 1, got {workers}")
+    T = opt.samples(samples)
+    seed = opt.seed(seed)
+    workers = opt.workers(workers)
+    memory = opt.memory(memory)
     t0 = time.perf_counter()
-    wd, plan, summary, beta, records = _open_finished(workdir)
-    with wd.lock():
-        job = Job(wd, plan, beta)
-        nodes, preds, attempt, reads = _sweep(job, records, T, seed, workers, progress)
+    run = FinishedRun(workdir, then="sample")
+    plan, beta = run.plan, run.beta
+    need = sample_memory_bytes(plan.n, T)
+    if need > memory:
+        raise OptionError(f"{T} samples of {plan.n} variables need about {gib(need)} of memory, more "
+                          f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
+                          "larger --memory")
+    with run.workdir.lock():
+        job = Job(run.workdir, plan, beta)
+        nodes, preds, attempt, reads = _sweep(run, job, T, seed, workers, progress)
         t_sweep = time.perf_counter()
         parents = np.zeros((T, plan.n), dtype=np.int64)
         SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
-        log_px = float(wd.read("forward", slice((1 << plan.n) - 1, 1 << plan.n))[0])
-        exact = wd.read("posterior", slice(None))
+        log_px = run.log_px
+        exact = run.posterior()
     t_parents = time.perf_counter()
     log_score = np.zeros(T)
     for v in range(plan.n):
@@ -360,13 +324,11 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     info["log_z_dag_modular"] = log_px + math.log(mean) + shift
     info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else None
     orders = np.ascontiguousarray(nodes[:, ::-1])
-    out = Samples(tuple(summary["names"]), parents, weights, prior, seed, lle, log_score, log_px,
+    out = Samples(run.names, parents, weights, prior, seed, lle, log_score, log_px,
                   orders, exact, info)
     info["ess"] = out.ess
     info["edge_check"] = out.edge_check()
     info["seconds"]["total"] = round(time.perf_counter() - t0, 3)
-    from .api import peak_rss_bytes
-
     info["peak_rss_bytes"] = peak_rss_bytes()
     return out
 

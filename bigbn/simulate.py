@@ -24,6 +24,8 @@ import numpy as np
 from bigbn.bif import Network, read_bif
 from bigbn.data import csv_records
 from bigbn.errors import DataError, OptionError
+from bigbn.options import default_memory
+from bigbn.rundir import gib
 
 
 def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
@@ -65,6 +67,10 @@ def random_network(n: int, k: int, r: int, rng: np.random.Generator, tier_sizes=
     if r < 2:
         raise OptionError(f"number of states must be >= 2, got {r}")
     _, parents = random_structure(n, k, rng, tier_sizes)
+    need = 8 * sum(r ** (len(ps) + 1) for ps in parents)  # Dirichlet draws, before any is made
+    if need > default_memory():
+        raise OptionError(f"the tables of a random network with {r} states and up to {k} parents "
+                          f"need {gib(need)} of memory; give fewer --states or --max-parents")
     cpts = []
     for i in range(n):
         q = len(parents[i])
@@ -87,6 +93,9 @@ def sample(network: Network, m: int, rng: np.random.Generator) -> np.ndarray:
     if m < 0:
         raise OptionError(f"number of rows must be >= 0, got {m}")
     n = network.n
+    need = 3 * 8 * m * n  # uniforms, codes and one column's cumulative sums
+    if need > default_memory():
+        raise OptionError(f"{m} rows of {n} variables need about {gib(need)} of memory; draw fewer --rows")
     card = network.cardinalities
     u = rng.random((m, n))  # row-major: row j's numbers do not depend on m
     data = np.zeros((m, n), dtype=np.int64)

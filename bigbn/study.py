@@ -145,14 +145,26 @@ def _edges_csv(names, P) -> str:
     return "\n".join(lines) + "\n"
 
 
+STUDY_FORMAT = "bigbn-study"
+
+
 def _check_study_json(out: Path, plan: StudyPlan) -> None:
-    meta = {"seed": plan.seed, "score": plan.score, "structure_prior": plan.structure_prior}
+    """OUT is a study's folder when it holds a study.json that bigbn wrote (it carries
+    ``"format": "bigbn-study"``) with the same seed, score and prior; a new or empty
+    folder becomes one. Anything else is refused before a file in it is touched."""
+    meta = {"format": STUDY_FORMAT, "seed": plan.seed, "score": plan.score,
+            "structure_prior": plan.structure_prior}
     path = out / "study.json"
+    if out.exists() and not out.is_dir():
+        raise OptionError(f"{out} is a file, not a folder; give the study a folder")
     if path.exists():
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: unreadable study file ({exc})") from None
+        except (OSError, ValueError, RecursionError):
+            old = None
+        if not (isinstance(old, dict) and old.get("format") == STUDY_FORMAT):
+            raise OptionError(f"{path} was not written by `bigbn study` (or is damaged), so {out} is "
+                              "not a study folder: bigbn leaves it untouched; give a new or empty folder")
         for key, val in meta.items():
             if old.get(key) != val:
                 raise OptionError(
@@ -160,6 +172,11 @@ def _check_study_json(out: Path, plan: StudyPlan) -> None:
                     f"not {val!r}; use the same options or another directory"
                 )
     else:
+        others = sorted(p.name for p in out.iterdir() if p.name != "lock") if out.is_dir() else []
+        if others:  # (the lock is the study's own, taken before this check)
+            shown = ", ".join(others[:3])
+            raise OptionError(f"{out} is not empty and not a study folder (it holds {shown}, but no "
+                              "study.json); bigbn leaves it untouched: give a new or empty folder")
         out.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, json.dumps(meta, indent=2) + "\n")
 

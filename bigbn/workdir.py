@@ -16,7 +16,6 @@ chunk it may have left.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import fcntl
 import json
 import math
@@ -70,16 +69,26 @@ class TableStore:
         self._lock = threading.Lock()
 
     def create(self, plan: Plan) -> None:
-        """Create every table array of the plan (existing ones of the same shape are kept)."""
+        """Create every table array of the plan. Existing ones of the same shape are kept;
+        one whose metadata (zarr.json) is damaged or of another shape is made anew (its
+        tasks' chunks then fail their CRC and are recomputed)."""
         self.forget()
-        g = zarr.open_group(self.path, mode="a")
-        existing = set(g.array_keys())
+        try:
+            g = zarr.open_group(self.path, mode="a")
+        except Exception:  # noqa: BLE001 - damaged group metadata: write it again
+            (self.path / "zarr.json").unlink(missing_ok=True)
+            g = zarr.open_group(self.path, mode="a")
         for name, (shape, chunks, *dtype) in plan.tables().items():
             dtype = np.dtype(dtype[0] if dtype else "f8")
-            if name in existing:
-                a = g[name]
-                if tuple(a.shape) == shape and tuple(a.chunks) == chunks and a.dtype == dtype:
-                    continue
+            meta = self.path / name / "zarr.json"
+            if meta.exists():
+                try:
+                    a = zarr.open_array(self.path / name, mode="r")
+                    if tuple(a.shape) == shape and tuple(a.chunks) == chunks and a.dtype == dtype:
+                        continue
+                except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
+                    pass
+                meta.unlink()
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
                            fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
@@ -220,7 +229,7 @@ class Journal:
                 for raw in fh:
                     try:
                         rec = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: absurdly nested
                         continue
                     if valid_record(rec):
                         out[rec["task"]] = rec
@@ -301,51 +310,9 @@ class RunLock:
             os.close(fd)
 
 
-class Manifest:
-    """``WORKDIR/run.json``: what was asked (fingerprint), the plan, the version."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def read(self) -> dict | None:
-        """run.json as a dict, None if absent; WorkdirError if present but unusable."""
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise WorkdirError(f"{self.path}: cannot read ({e.strerror})") from None
-        try:
-            run = json.loads(text)
-            fp, pl = run["fingerprint"], run["plan"]
-            ok = isinstance(fp, dict) and {"data_sha256", "n", "m"} <= fp.keys()
-            ok = ok and all(isinstance(pl[k], int) for k in ("n", "k"))
-            if "tiers" in pl:  # a tiered run: each tier's chunk bits (None: a one-node tier)
-                ok = ok and isinstance(pl["tiers"], list) and all(
-                    isinstance(t, dict) and (t.get("chunk_bits") is None or isinstance(t["chunk_bits"], int))
-                    for t in pl["tiers"])
-            else:
-                ok = ok and isinstance(pl["chunk_bits"], int)
-            ok = ok and pl["alpha_mode"] in ("recompute", "store")
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise WorkdirError(f"{self.path} is damaged; use --fresh to start over")
-        return run
-
-    def write(self, run: dict) -> None:
-        """Replace run.json atomically (write a temporary file, fsync, rename)."""
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        with open(tmp, "w") as fh:
-            json.dump(run, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-
-
 class Workdir:
-    """One work directory: its table store, journal, lock and manifest; picklable.
+    """One work directory: its table store, journal and lock; picklable (run.json is
+    read and written by bigbn/rundir.py).
 
     Cheap to create; the parts keep their state (open arrays, the journal's thread lock)
     in the instance, so nothing outlives the run that made it. ``owner`` is the
@@ -359,7 +326,6 @@ class Workdir:
         self.store = TableStore(self.root / TABLES / scope if scope else self.root / TABLES)
         self.task_journal = Journal(self.root, self.owner)
         self.run_lock = RunLock(self.root)
-        self.manifest = Manifest(self.root / RUN_JSON)
 
     def __reduce__(self):
         return (Workdir, (str(self.root), self.owner, self.scope))
@@ -371,10 +337,6 @@ class Workdir:
     @property
     def journal_path(self) -> Path:
         return self.task_journal.path
-
-    @property
-    def run_json(self) -> Path:
-        return self.manifest.path
 
     # -- the parts' operations, for callers that hold only a Workdir -------------------------
     def create_tables(self, plan: Plan) -> None:
@@ -405,12 +367,6 @@ class Workdir:
 
     def delete_region(self, region: Region) -> None:
         self.store.delete_region(region)
-
-    def read_run(self) -> dict | None:
-        return self.manifest.read()
-
-    def write_run(self, run: dict) -> None:
-        self.manifest.write(run)
 
     def journal(self) -> dict[str, dict]:
         return self.task_journal.records()
@@ -443,26 +399,3 @@ class Workdir:
             (self.root / name).unlink(missing_ok=True)
         for path in self.root.glob(SAMPLES_GLOB):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def check_is_ours(root: Path) -> None:
-    """A work directory must be new, empty, or recognisably bigbn's: it holds a run's
-    run.json, tables or journal, or only files bigbn writes. Anything else is somebody
-    else's folder and is refused before a single file is written (WorkdirError)."""
-    if not root.exists():
-        return
-    if not root.is_dir():
-        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
-    try:
-        entries = os.listdir(root)
-    except OSError as e:
-        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
-    journal = [e for e in entries if fnmatch.fnmatch(e, JOURNAL_GLOB)]
-    if journal or {RUN_JSON, TABLES} & set(entries):
-        return
-    ours = {RUN_JSON, LOCK, *OUTPUTS} | {f"{name}.tmp" for name in (RUN_JSON, "summary.json")}
-    foreign = [e for e in entries if e not in ours and not fnmatch.fnmatch(e, SAMPLES_GLOB)]
-    if foreign:
-        shown = ", ".join(sorted(foreign)[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown}); "
-                           "give --workdir a new or empty folder")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -459,11 +460,11 @@ def test_non_finite_scores_are_a_data_error_before_any_work(tmp_path):
 def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
     """Review finding: cluster workers resolve relative paths in their own directory, so
     the work directory the tasks get (and pickle to workers) must be absolute."""
-    import bigbn.api
+    import bigbn.runner
 
     seen = []
-    real = bigbn.api.execute
-    monkeypatch.setattr(bigbn.api, "execute", lambda job, **kw: (seen.append(job.workdir), real(job, **kw)))
+    real = bigbn.runner.execute
+    monkeypatch.setattr(bigbn.runner, "execute", lambda job, **kw: (seen.append(job.workdir), real(job, **kw)))
     monkeypatch.chdir(tmp_path)
     res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
     assert (tmp_path / "rel" / "edges.csv").exists()
@@ -502,3 +503,55 @@ def test_progress_reports_the_scores_stage_first(tmp_path):
                 progress=lambda *e: events.append(e))
     assert events[:2] == [("scores", 0, 1), ("scores", 1, 1)]
     assert ("edges", 1, 1) in events
+
+
+def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
+    """Review finding: every stage was reported as 0/N before the first task of the run
+    finished. The edges task reads every γ part, so it starts after the gamma stage ended;
+    a stage is reported first (at 0) when its first task starts, and once at 0 only."""
+    events = []
+    bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", max_parents=1,
+                chunk_bits=5, workdir=tmp_path / "w", progress=lambda *e: events.append(e))
+    first = {}
+    for i, (stage, done, total) in enumerate(events):
+        first.setdefault(stage, i)
+    gamma_end = max(i for i, (s, d, t) in enumerate(events) if s == "gamma" and d == t)
+    assert first["edges"] > gamma_end
+    assert [e for e in events if e[1] == 0] == [(s, 0, t) for s, t in {e[0]: e[2] for e in events}.items()]
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"max_parents": None}, "max parents must be an integer"),
+    ({"max_parents": "2"}, "max parents must be an integer"),
+    ({"ess": "big"}, "ess (equivalent sample size) must be a positive number, got 'big'"),
+    ({"ess": [1]}, "ess (equivalent sample size) must be a positive number, got [1]"),
+    ({"alpha_mu": [1]}, "alpha_mu (--alpha-mu) is a parameter of the bge score"),
+    ({"score_options": {"ess": True}}, "ess (equivalent sample size) must be a positive number"),
+    ({"workers": "2"}, "workers must be an integer"),
+    ({"workers": 0}, "workers must be ≥ 1"),
+    ({"memory": -1}, "memory budget must be positive"),
+    ({"memory": "lots"}, "cannot read size"),
+    ({"chunk_bits": 2.5}, "chunk bits must be an integer"),
+    ({"scheduler": None}, "scheduler"),
+    ({"parent_set_mass": "all"}, "parent-set mass must be a number"),
+    ({"workdir": 3}, "workdir must be a path"),
+    ({"map_dag": "yes"}, "map_dag must be True or False"),
+    ({"prior_kwargs": [("forbid", 1)]}, "prior_kwargs must be a dict"),
+    ({"prior_kwargs": {"forbid": 3}}, "list of (parent, child) index pairs"),
+    ({"prior_kwargs": {"forbd": []}}, "unknown key 'forbd'"),
+])
+def test_wrong_argument_types_are_option_errors(kwargs, needle):
+    """Review finding: learn(max_parents=None), ess="big" and the like raised TypeError or
+    ValueError from deep inside; every argument goes through bigbn/options.py."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
+    with pytest.raises(OptionError, match=re.escape(needle)):
+        bigbn.learn(X, **kwargs)
+
+
+@pytest.mark.parametrize("frame", ["empty", "no rows", "one column"])
+def test_degenerate_data_frames_are_data_errors(frame):
+    pd = pytest.importorskip("pandas")
+    df = {"empty": pd.DataFrame(), "no rows": pd.DataFrame({"a": [], "b": []}),
+          "one column": pd.DataFrame({"a": [0, 1]})}[frame]
+    with pytest.raises(DataError, match="at least"):
+        bigbn.learn(df)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -173,15 +172,11 @@ def test_score_finds_the_true_parent():
     assert np.isfinite(s).all()
 
 
-def test_large_table_is_fast_and_finite():
-    """9216 families of n = 16 at m = 300: ≈ 3 ms on the reference machine (one shared
-    Cholesky per family size); 0.5 s leaves room for a busy CI host, not for a per-family
-    O(m·k²) refit (≈ 100× slower)."""
+def test_large_table_is_finite():
+    """9216 families of n = 16 at m = 300 (how fast: scripts/bench_bge.py, ≈ 3 ms on the
+    reference machine; a per-family O(m·k²) refit would be ≈ 100× slower)."""
     X = gaussian_data(300, 16, seed=5)
-    bge_scores(in_memory(X), 3)  # compile
-    t0 = time.perf_counter()
     s = bge_scores(in_memory(X), 3)
-    assert time.perf_counter() - t0 < 0.5
     assert s.shape == (16, len(family_masks(15, 3)))
     assert np.isfinite(s).all()
 

@@ -129,6 +129,7 @@ def test_rerun_resumes_and_top_option(asia_run):
     log_line = [ln for ln in first.stdout.splitlines() if ln.startswith("log p(data)")]
     assert log_line and log_line[0] in again.stdout
     assert again.stderr == ""  # -q: no progress lines
+    assert "already finished" in again.stdout and "already finished" not in first.stdout
 
 
 def test_progress_lines_without_a_terminal(asia_run):
@@ -213,12 +214,13 @@ def test_bad_data_file(tmp_path, case):
 BAD_OPTIONS = {
     # name: (extra args, substrings of the error line)
     "bad --memory": (["--memory", "4X"], ["--memory", "4X"]),
-    "zero --workers": (["--workers", "0"], ["workers", "0"]),
-    "negative -k": (["-k", "-1"], ["max parents", "-1"]),
+    "zero --workers": (["--workers", "0"], ["--workers", "0"]),
+    "negative -k": (["-k", "-1"], ["--max-parents", "-1"]),
     "--score bge on discrete strings": (["--score", "bge"],
                                         ["asia.csv", "row 2", "column 'asia'", "'no'"]),
     "non-positive --ess": (["--ess", "0"], ["ess", "0"]),
-    "negative --workers": (["--workers", "-2"], ["workers", "-2"]),
+    "negative --workers": (["--workers", "-2"], ["--workers", "-2"]),
+    "bad --chunk-bits": (["--chunk-bits", "0"], ["--chunk-bits", "0"]),
 }
 
 
@@ -460,3 +462,27 @@ def test_terminal_progress_is_one_line_rewritten_in_place(capsys):
     last = err.rstrip("\n").split("\r")[-1]
     assert last.startswith("[bigbn] scores 1/1 ") and "forward 4/4 " in last
     assert "gamma 0/4\x1b[K" in last, "a stage with no work done yet shows no clock"
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["plan", "--n", "0"], ["--n", "between 2 and 40", "got 0"]),
+    (["plan", "--n", "-1"], ["--n", "got -1"]),
+    (["plan", "--n", "41"], ["--n", "got 41"]),
+    (["plan", "--n", "10", "-k", "-1"], ["--max-parents", "got -1"]),
+    (["plan", "--n", "10", "--chunk-bits", "0"], ["--chunk-bits", "got 0"]),
+    (["simulate", "--n", "3", "--rows", "10", "--seed", "-1", "o.csv"], ["--seed", "got -1"]),
+    (["simulate", "--n", "3", "--states", "1000000000", "--rows", "10", "o.csv"],
+     ["1000000000 states", "memory", "--states"]),
+    (["simulate", "--n", "3", "--rows", "100000000000", "o.csv"], ["rows", "memory", "--rows"]),
+])
+def test_other_commands_name_the_option_at_fault(tmp_path, monkeypatch, args, needles):
+    """Review findings: `plan --n 0` blamed max parents; simulate allocated without bound
+    and raised a traceback on --seed -1."""
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(invoke(*args), *needles)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_plan_help_explains_every_option():
+    out = invoke("plan", "--help").output
+    assert "Maximum number of parents" in out

@@ -206,3 +206,93 @@ def test_continuous_dataset_kind():
         Dataset(("a", "b"), [[1.5, 2], [0, -3]], [2, 0], ((), ()), kind="continuous")
     with pytest.raises(DataError, match="unknown data kind"):
         Dataset(("a", "b"), [[1, 2], [0, 3]], [2, 4], (("0", "1"), tuple("0123")), kind="ordinal")
+
+
+# ------------------------------------------------------------------ inputs that never end
+
+ASIA = os.path.join(os.path.dirname(__file__), "..", "examples", "asia.csv")
+ENV = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bigbn(args, cwd, stdin=None, timeout=120):
+    """`bigbn ARGS` in a process; the harness's timeout turns a hang into a failure."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bigbn.cli", *map(str, args)], cwd=cwd, stdin=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def _one_line_error(r, *needles):
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[bigbn] ")]
+    assert len(lines) == 1 and lines[0].startswith("Error:") and "Traceback" not in r.stderr, r.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_as_data_is_refused_at_once(tmp_path, device):
+    _one_line_error(_bigbn(["run", device, "-w", tmp_path / "w"], tmp_path),
+                    device, "not a regular file or a pipe")
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("as_what", ["data", "forbid", "pairs"])
+def test_a_named_pipe_without_writer_is_refused_not_waited_for(tmp_path, as_what):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if as_what == "data":
+        args = ["run", fifo, "-w", tmp_path / "w"]
+    elif as_what == "forbid":
+        args = ["run", ASIA, "-k", "1", "-w", tmp_path / "w", "--forbid", fifo]
+    else:
+        assert _bigbn(["run", ASIA, "-k", "1", "-w", tmp_path / "w", "-q"], tmp_path).returncode == 0
+        args = ["effects", "-w", tmp_path / "w", "--pairs", fifo]
+    _one_line_error(_bigbn(args, tmp_path), str(fifo), "nothing writes to")
+
+
+def test_a_pipe_with_a_writer_is_read(tmp_path):
+    """A named pipe whose writer is already waiting, and a pipe on stdin that starts late."""
+    import subprocess
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    text = open(ASIA).read()
+    writer = threading.Thread(target=lambda: open(fifo, "w").write(text))
+    writer.start()
+    r = _bigbn(["run", fifo, "-k", "1", "-w", tmp_path / "w", "-q"], tmp_path)
+    writer.join(timeout=60)
+    assert r.returncode == 0, r.stderr
+    late = subprocess.Popen(["sh", "-c", f"sleep 1; cat '{ASIA}'"], stdout=subprocess.PIPE)
+    r2 = _bigbn(["run", "/dev/stdin", "-k", "1", "-w", tmp_path / "v", "-q"], tmp_path, stdin=late.stdout)
+    late.wait(timeout=60)
+    assert r2.returncode == 0, r2.stderr
+    assert r.stdout.splitlines()[1] == r2.stdout.splitlines()[1]  # the same log p(data)
+
+
+@pytest.mark.parametrize("source", ["zero", "urandom"])
+def test_endless_input_on_a_pipe_ends_promptly(tmp_path, source):
+    """`cat /dev/zero | bigbn run /dev/stdin`: no end of line (zeros) or no UTF-8 (random
+    bytes) within the first megabyte; refused without reading to the end."""
+    import subprocess
+
+    feed = subprocess.Popen(["cat", f"/dev/{source}"], stdout=subprocess.PIPE)
+    try:
+        r = _bigbn(["run", "/dev/stdin", "-w", tmp_path / "w"], tmp_path, stdin=feed.stdout)
+    finally:
+        feed.kill()
+        feed.wait()
+    _one_line_error(r, "/dev/stdin", "row 1" if source == "zero" else "UTF-8")
+
+
+def test_header_line_bound(tmp_path):
+    from bigbn.data import MAX_HEADER_BYTES
+
+    p = tmp_path / "long.csv"
+    p.write_text("a," * (MAX_HEADER_BYTES // 2 + 100))  # a header that never ends
+    with pytest.raises(DataError, match="row 1: no end of line in the first 1 MiB"):
+        read_table(p)
+    p.write_text("a" * 1000 + ",b\n1,2\n2,1\n")
+    assert read_table(p).n == 2

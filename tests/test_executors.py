@@ -101,8 +101,10 @@ def test_failure_waits_for_tasks_in_flight_and_starts_nothing_new(workers):
     rec = Recorder(specs, seconds=0.02, fail=fail)
     with pytest.raises(RuntimeError, match="injected fault"):
         threads.run(specs, rec, workers=workers)
-    returned = time.monotonic()
-    assert all(t <= returned for t in rec.ended.values())  # nothing still running
+    with rec.lock:
+        ended_at_return = set(rec.ended)
+    # every task that started, but the failing one, had ended: none was still running
+    assert set(rec.runs) - {fail} == ended_at_return
     assert fail not in rec.ended and len(rec.runs) < len(specs)
     if workers == 1:
         assert rec.runs[-1] == fail  # nothing started after it

@@ -46,11 +46,23 @@ def test_thresholded_edges_against_brute_force():
     P = matrix(5)
     for t in (0.0, 0.3, 0.5, 0.9, 1.0):
         got = thresholded_edges(names, P, t)
-        ref = {(names[u], names[v]) for u in range(5) for v in range(5) if u != v and P[u, v] > t}
+        ref = {(names[u], names[v]) for u in range(5) for v in range(5) if u != v and P[u, v] >= t}
         assert {(u, v) for u, v, _ in got} == ref
         assert [p for *_, p in got] == sorted((p for *_, p in got), reverse=True)
     with pytest.raises(OptionError):
         thresholded_edges(names, P, 1.5)
+
+
+def test_plot_and_to_networkx_draw_the_same_edges_at_a_tie():
+    """Review finding: `plot` used > and `to_networkx` ≥ for the same threshold."""
+    pytest.importorskip("networkx")
+    from bigbn.frames import to_digraph
+
+    names = list("abc")
+    P = np.array([[0.0, 0.5, 0.25], [0.5, 0.0, 0.75], [0.0, 0.5 - 1e-12, 0.0]])
+    drawn = {(u, v) for u, v, _ in thresholded_edges(names, P, 0.5)}
+    assert drawn == {("a", "b"), ("b", "a"), ("b", "c")}
+    assert set(to_digraph(names, P, "posterior", 0.5).edges) == drawn
 
 
 def test_dot_export():
@@ -123,8 +135,8 @@ def test_cli_plot(tmp_path):
     assert res.exit_code == 0, res.output
     check_png(tmp_path / "h.png")
     check_png(tmp_path / "g.png")
-    expected = int(((P > 0.2) & ~np.eye(6, dtype=bool)).sum())
-    assert f"{expected} edges with posterior > 0.2" in res.output
+    expected = int(((P >= 0.2) & ~np.eye(6, dtype=bool)).sum())
+    assert f"{expected} edges with posterior ≥ 0.2" in res.output
     res = r.invoke(plot, [str(edges), "--graph", str(tmp_path / "g.out"), "--format", "dot",
                           "--threshold", "0.2"])
     assert res.exit_code == 0, res.output

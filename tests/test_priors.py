@@ -204,7 +204,7 @@ def test_read_edge_list_errors(tmp_path, text, message):
 
 
 def test_read_edge_list_missing_file(tmp_path):
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match="file not found"):
         read_edge_list(tmp_path / "nope.csv", NAMES)
 
 

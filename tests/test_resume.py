@@ -91,14 +91,14 @@ class Count:
 @contextlib.contextmanager
 def wrapped(wrapper):
     """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``."""
-    import bigbn.api as api
+    import bigbn.runner as runner
 
-    real = api.execute
-    api.execute = lambda job, **kw: real(job, task=wrapper.wrap(JournaledTask(job)), **kw)
+    real = runner.execute
+    runner.execute = lambda job, **kw: real(job, task=wrapper.wrap(JournaledTask(job)), **kw)
     try:
         yield wrapper
     finally:
-        api.execute = real
+        runner.execute = real
 
 
 @pytest.fixture(scope="module")
@@ -327,19 +327,26 @@ def test_a_release_killed_half_way_is_finished_without_recomputing(data, unbroke
 
 
 def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_is(data, unbroken, tmp_path):
+    """A finished run whose kept tables (β, the forward table `bigbn sample` reads, γ and
+    the posteriors) pass their CRC runs nothing; a damaged one is recomputed."""
     ref, _ = unbroken
     learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
-    f = tmp_path / "tables.zarr" / "forward" / "c" / "3"
-    f.write_bytes(f.read_bytes()[:100])  # an intermediate chunk nothing will read again
     count = Count()
     with wrapped(count):
         res = learn(data, workdir=tmp_path, max_parents=2)
     assert count.keys == [] and np.array_equal(res.posterior, ref.posterior)
-    post = tmp_path / "tables.zarr" / "posterior" / "c" / "0" / "0"
-    post.write_bytes(post.read_bytes()[:-8])  # the result itself damaged
+    assert res.summary["already_finished"]
+    f = tmp_path / "tables.zarr" / "forward" / "c" / "3"
+    f.write_bytes(f.read_bytes()[:100])  # a chunk sampling reads
     with wrapped(count):
         res = learn(data, workdir=tmp_path, max_parents=2)
-    assert sorted(count.keys) == ["edges", "forward:3"]
+    assert count.keys == ["forward:3"] and np.array_equal(res.posterior, ref.posterior)
+    post = tmp_path / "tables.zarr" / "posterior" / "c" / "0" / "0"
+    post.write_bytes(post.read_bytes()[:-8])  # the result itself damaged
+    count = Count()
+    with wrapped(count):
+        res = learn(data, workdir=tmp_path, max_parents=2)
+    assert sorted(count.keys) == ["edges"]
     assert np.array_equal(res.posterior, ref.posterior)
 
 
@@ -404,29 +411,47 @@ def test_status_reports_progress(data, tmp_path):
     assert "active: no" in r.output
     assert "unfinished" in r.output
     r = CliRunner().invoke(main, ["status", "--workdir", str(tmp_path / "nothing")])
-    assert r.exit_code == 1 and "not a bigbn work directory" in r.output
+    assert r.exit_code == 1 and "no finished run here" in r.output
 
 
-def test_fresh_clears_a_workdir_without_run_json_and_stray_state_is_refused(data, tmp_path):
-    """Review finding: tables and journal with no run.json must never be reused."""
+def test_a_workdir_without_run_json_is_refused_untouched_even_with_fresh(data, tmp_path):
+    """Review finding: tables and journal with no run.json must never be reused; and a
+    folder is bigbn's only if it holds a run.json bigbn wrote, so --fresh refuses it too."""
     other = write_data(tmp_path / "other.csv", n=9, m=150, seed=7)
     wd = tmp_path / "w"
     learn(data, workdir=wd, max_parents=2)
     (wd / "run.json").unlink()
-    with pytest.raises(WorkdirError, match="no run.json"):
-        learn(other, workdir=wd, max_parents=2)
-    res = learn(other, workdir=wd, max_parents=2, fresh=True)
-    ref = learn(other, workdir=tmp_path / "ref", max_parents=2)
-    assert res.log_marginal == ref.log_marginal
+    before = sorted((p.relative_to(wd), p.stat().st_mtime_ns) for p in wd.rglob("*"))
+    for fresh in (False, True):
+        with pytest.raises(WorkdirError, match="not a bigbn work directory"):
+            learn(other, workdir=wd, max_parents=2, fresh=fresh)
+    assert sorted((p.relative_to(wd), p.stat().st_mtime_ns) for p in wd.rglob("*")) == before
 
 
-@pytest.mark.parametrize("content", ["{}", "[1]", "not json", '{"fingerprint": {}, "plan": {}}'])
-def test_damaged_run_json_is_a_one_line_error(data, tmp_path, content):
+@pytest.mark.parametrize("content", ["{}", "[1]", "not json", '{"fingerprint": {}, "plan": {}}',
+                                     b"\x00\xff\xfe binary"])
+def test_a_run_json_bigbn_did_not_write_is_refused_untouched(data, tmp_path, content):
     learn(data, workdir=tmp_path, max_parents=2)
-    (tmp_path / "run.json").write_text(content)
+    path = tmp_path / "run.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    for args in (["run", str(data), "--workdir", str(tmp_path), "-k", "2"],
+                 ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--fresh"],
+                 ["status", "-w", str(tmp_path)], ["sample", "-w", str(tmp_path)]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+        assert f"{path}" in r.output and "not a bigbn work directory" in r.output, r.output
+    assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
+
+
+@pytest.mark.parametrize("damage", [{"fingerprint": {}}, {"plan": {"n": 3}}, {"names": "abc"},
+                                    {"format_version": 99}])
+def test_damaged_run_json_of_bigbn_is_a_one_line_error_and_fresh_starts_over(data, tmp_path, damage):
+    learn(data, workdir=tmp_path, max_parents=2)
+    run = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**run, **damage}))
     for args in (["run", str(data), "--workdir", str(tmp_path), "-k", "2"], ["status", "-w", str(tmp_path)]):
         r = CliRunner().invoke(main, args)
-        assert r.exit_code == 1 and "damaged; use --fresh" in r.output and "Traceback" not in r.output
+        assert r.exit_code == 1 and "use --fresh" in r.output and "Traceback" not in r.output, r.output
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--fresh", "-q"])
     assert r.exit_code == 0, r.output
 
@@ -459,7 +484,7 @@ def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
     import shutil
 
     import bigbn
-    import bigbn.api as api
+    import bigbn.rundir as rundir
 
     pkg = tmp_path / "copy" / "bigbn"
     shutil.copytree(os.path.dirname(bigbn.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
@@ -470,17 +495,17 @@ def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
         out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
         return out.stdout.strip()
 
-    assert fingerprint() == api.numerics_fingerprint()
-    for name in api.NUMERICS_MODULES:
+    assert fingerprint() == rundir.numerics_fingerprint()
+    for name in rundir.NUMERICS_MODULES:
         before = (pkg / name).read_text()
         (pkg / name).write_text(before + "\n# edited\n")
-        assert fingerprint() != api.numerics_fingerprint(), name
+        assert fingerprint() != rundir.numerics_fingerprint(), name
         (pkg / name).write_text(before)
     (pkg / "plot.py").write_text((pkg / "plot.py").read_text() + "\n# edited\n")
-    assert fingerprint() == api.numerics_fingerprint()  # not numerics: resume still allowed
+    assert fingerprint() == rundir.numerics_fingerprint()  # not numerics: resume still allowed
 
     with pytest.raises(RuntimeError), wrapped(FailOn(10)):
         learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
-    monkeypatch.setattr(api, "numerics_fingerprint", lambda: "0123456789abcdef")
+    monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: "0123456789abcdef")
     with pytest.raises(WorkdirError, match="computed by another bigbn version"):
         learn(data, workdir=tmp_path / "w", max_parents=2)

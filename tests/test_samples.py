@@ -22,13 +22,13 @@ import bigbn
 import naive
 from bigbn import sampling as SK
 from bigbn.cli import main
-from bigbn.api import numerics_fingerprint
 from bigbn.engine import Job, execute
 from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.families import family_masks
 from bigbn.linext import count_linear_extensions, log_linear_extensions
 from bigbn.parentsets import parent_set_posteriors
 from bigbn.plan import Plan
+from bigbn.rundir import RunRecord, fingerprint, write_record
 from bigbn.workdir import Workdir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,13 +40,10 @@ def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: st
     n = beta.shape[0]
     plan = Plan(n, k, c)
     path.mkdir(parents=True)
-    run = {"fingerprint": {"data_sha256": "test", "n": n, "m": 1, "numerics": numerics_fingerprint()},
-           "plan": {"n": n, "k": k, "chunk_bits": c, "alpha_mode": "recompute"}}
-    (path / "run.json").write_text(json.dumps(run))
+    write_record(path, RunRecord(fingerprint("test", n, 1, {}), plan, tuple(f"X{i}" for i in range(n))))
     wd = Workdir(path)
     wd.create_tables(plan)
     execute(Job(wd, plan, beta), scheduler=scheduler, workers=2)
-    (path / "summary.json").write_text(json.dumps({"names": [f"X{i}" for i in range(n)]}))
     return path
 
 
@@ -229,7 +226,7 @@ def test_pending_samples_without_a_taker_are_rejected():
 
 def inflate_log_px(path: Path, by: float) -> None:
     """Raise L(V) (the last entry of the last forward chunk) and journal the new chunk's
-    CRC, as if the tables had been computed that way."""
+    CRC and log p(x), as if the tables had been computed that way."""
     from bigbn.workdir import checksum
 
     wd = Workdir(path)
@@ -244,6 +241,8 @@ def inflate_log_px(path: Path, by: float) -> None:
     for r in recs:
         if r["task"] == f"forward:{last}":
             r["crc"] = checksum(chunk)
+        if r["task"] == "edges":
+            r["log_px"] += by
     journal.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
@@ -253,7 +252,7 @@ def test_damaged_or_inconsistent_tables_are_refused(tmp_path):
     path = finished_workdir(tmp_path / "w", beta, 2, 3)
     wd = Workdir(path)
     wd.array("forward")[5] = wd.read("forward", slice(5, 6))[0] + 1.0  # chunk 0, CRC now wrong
-    with pytest.raises(WorkdirError, match="forward chunk 0 is damaged"):
+    with pytest.raises(WorkdirError, match="forward: chunk 0 is missing or damaged"):
         bigbn.sample(path, 100, seed=1)
     path = finished_workdir(tmp_path / "v", beta, 2, 3)
     inflate_log_px(path, 30.0)  # every first step rejected: inconsistent, not rounding
@@ -396,7 +395,8 @@ def test_bad_sample_options(tmp_path):
     with pytest.raises(WorkdirError, match="another bigbn version"):
         bigbn.sample(path, 10)
     (path / "run.json").write_text(json.dumps(run))
-    (path / "summary.json").unlink()
+    journal = path / "journal.jsonl"
+    journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines() if '"edges"' not in x))
     with pytest.raises(WorkdirError, match="not finished"):
         bigbn.sample(path, 10)
 

@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from bigbn import learn
-from bigbn.cli import main, parse_size
+from bigbn import options
+from bigbn.cli import main
+from bigbn.errors import OptionError
 from bigbn.plan import Plan, choose_chunk_bits, time_estimate
 
 
@@ -67,11 +69,11 @@ def test_time_estimate_grows_like_n_2_to_the_n():
 def test_run_refuses_when_disk_is_too_small(tmp_path, monkeypatch):
     import shutil
 
-    import bigbn.api as api
+    import bigbn.runner as runner
 
     data = _data(tmp_path / "d.csv", 12)
     real = shutil.disk_usage
-    monkeypatch.setattr(api.shutil, "disk_usage",
+    monkeypatch.setattr(runner.shutil, "disk_usage",
                         lambda p: real(p)._replace(free=1000))
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w")])
     assert r.exit_code == 1
@@ -91,12 +93,12 @@ def test_progress_events_cover_every_task(tmp_path):
 
 @pytest.mark.parametrize("text,expected", [("4G", 4 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
                                            ("1000", 1000), ("64k", 64 << 10)])
-def test_parse_size(text, expected):
-    assert parse_size(text) == expected
+def test_memory_sizes(text, expected):
+    assert options.memory(text) == expected
 
 
 def test_too_small_memory_budget_is_refused_not_silently_tiny_chunks(tmp_path):
-    with pytest.raises(Exception, match="memory budget .* too small"):
+    with pytest.raises(OptionError, match="memory budget .* too small"):
         choose_chunk_bits(24, 3, 1 << 20, 2)
     r = CliRunner().invoke(main, ["plan", "--n", "24", "--memory", "1M"])
     assert r.exit_code == 1 and "too small" in r.output

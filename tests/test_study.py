@@ -1,5 +1,5 @@
-"""Study bookkeeping (plan, resume, table, figures) with a fake `learn`, and one small
-grid through the real engine.
+"""Study bookkeeping (plan, resume, table, figures) with a fake `learn` passed to
+`run_study`, and small grids through the real engine.
 
 Most tests replace `learn` by a cheap pairwise mutual-information score, which is enough
 to check what the study does with results; the last one runs the real engine and checks
@@ -12,13 +12,13 @@ import csv
 import json
 import math
 import struct
-import sys
 import types
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from bigbn.cli import main
 from bigbn.cli_tools import plot, roc, simulate, study
 from bigbn.errors import OptionError
 from bigbn.roc import edge_roc, read_edges
@@ -178,23 +178,39 @@ def test_figures(tmp_path):
         check_png(p)
 
 
-def test_cli_study_uses_bigbn_api_learn(tmp_path, monkeypatch):
-    fake = FakeLearn()
-    monkeypatch.setitem(sys.modules, "bigbn.api", types.SimpleNamespace(learn=fake))
+def test_cli_study_runs_the_engine_and_resumes(tmp_path):
     out = tmp_path / "s"
     args = ["--n", "4", "-k", "1,2", "--states", "2", "--rows", "20,100", "--replicates", "1",
             "--seed", "5", str(out)]
     res = CliRunner().invoke(study, args)
     assert res.exit_code == 0, res.output
-    assert len(fake.calls) == 4
     assert "4 of 4 cells done" in res.output
     assert (out / "figures" / "by_k_n4.png").exists()
     meta = json.loads((out / "study.json").read_text())
-    assert meta == {"seed": 5, "score": "k2", "structure_prior": "koivisto-sood"}
-    res = CliRunner().invoke(study, args)  # resume: no new calls
-    assert res.exit_code == 0 and len(fake.calls) == 4
+    assert meta == {"format": "bigbn-study", "seed": 5, "score": "k2", "structure_prior": "koivisto-sood"}
+    cells = sorted((out / "cells").glob("*.json"))
+    assert len(cells) == 4
+    stamps = [p.stat().st_mtime_ns for p in cells]
+    res = CliRunner().invoke(study, args)  # resume: no cell computed again
+    assert res.exit_code == 0 and "4 of 4 cells done" in res.output
+    assert [p.stat().st_mtime_ns for p in sorted((out / "cells").glob("*.json"))] == stamps
     res = CliRunner().invoke(study, ["--n", "4,x", str(out)])
     assert isinstance(res.exception, OptionError)
+
+
+def test_study_refuses_a_folder_it_did_not_make_untouched(tmp_path):
+    """Review finding: `bigbn study ... DIR` wrote into a folder holding a thesis."""
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "ch1.tex").write_text("x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "study.json").write_text('{"seed": 0}')
+    for folder in (thesis, tmp_path / "other"):
+        before = sorted(p.name for p in folder.iterdir())
+        res = CliRunner().invoke(main, ["study", "--n", "4", "-k", "1", "--states", "2", "--rows", "20",
+                                        "--replicates", "1", "--no-figures", str(folder)])
+        assert res.exit_code == 1 and "leaves it untouched" in res.output, res.output
+        assert sorted(p.name for p in folder.iterdir()) == before
 
 
 @pytest.mark.parametrize("command", [simulate, roc, plot, study])
@@ -230,16 +246,13 @@ def test_study_with_the_real_engine_matches_the_all_orders_reference(tmp_path):
     """One small grid through the real `learn`: every cell's stored posteriors equal the
     sum over all orders (tests/naive.py) of the cell's own data prefix and score."""
     import naive
-    from bigbn.api import score_families
-    from bigbn.study import _learn_input
 
     plan = StudyPlan(ns=(4, 5), ks=(2,), rs=(2,), ms=(15, 60), replicates=1, seed=7)
     rows = run_study(plan, tmp_path / "out", figures=False)
     assert len(rows) == 4
     for c in plan.cells():
         net, data = replicate_network_and_data(plan, c)
-        beta = score_families(_learn_input(net, data[: c.m]), plan.score, c.k,
-                              structure_prior=plan.structure_prior)
+        beta = naive.k2_beta(data[: c.m], net.cardinalities, c.k, plan.structure_prior)
         P0, l0 = naive.edges_by_orders(beta, c.k)
         names, P = read_edges(tmp_path / "out" / "cells" / f"{c.key}.edges.csv")
         order = [names.index(x) for x in net.names]

@@ -1,0 +1,188 @@
+"""One validation of the options that are not score parameters, shared by the CLI and the API.
+
+Each function takes the value as a caller gives it (a Python value from the API, or what
+click parsed) and returns it normalised, or raises `OptionError` with one line naming the
+option; the CLI only turns that error into ``Error: ...`` and exit status 1. (The score
+and its parameters are validated where the scores are defined.)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import re
+
+from .errors import OptionError
+from .plan import ALPHA_MODES, MAX_NODES
+
+MAX_SAMPLES = 10**8
+
+
+def _integer(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise OptionError(f"{what} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _number(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise OptionError(f"{what} must be a number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise OptionError(f"{what} must be finite, got {value!r}")
+    return x
+
+
+def max_parents(value, what: str = "max parents") -> int:
+    """Maximum number of parents of every node: an integer ≥ 0 (capped at n - 1 later).
+    ``what``: the option's name in messages (the CLI gives its flag, e.g. "--max-parents");
+    so for every function here."""
+    k = _integer(value, what)
+    if k < 0:
+        raise OptionError(f"{what} must be ≥ 0, got {k}")
+    return k
+
+
+def n_nodes(value, what: str = "number of variables") -> int:
+    """Number of variables of a planned run: 2 to MAX_NODES."""
+    n = _integer(value, what)
+    if not 2 <= n <= MAX_NODES:
+        raise OptionError(f"{what} must be between 2 and {MAX_NODES}, got {n}")
+    return n
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def workers(value, what: str = "workers") -> int:
+    """Parallel tasks: None means every core this process may use."""
+    if value is None:
+        return default_workers()
+    w = _integer(value, what)
+    if w < 1:
+        raise OptionError(f"{what} must be ≥ 1, got {w}")
+    return w
+
+
+def default_memory() -> int:
+    """Memory budget when none is given: a quarter of the machine's RAM, at most 8 GiB."""
+    import psutil
+
+    return int(min(psutil.virtual_memory().total // 4, 8 << 30))
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*$", re.I)
+
+
+def memory(value, what: str = "memory budget") -> int:
+    """Memory budget in bytes: None (the default), a positive integer, or text such as
+    '4G', '512M', '2.5GiB'."""
+    if value is None:
+        return default_memory()
+    if isinstance(value, str):
+        m = _SIZE.match(value)
+        if not m:
+            raise OptionError(f"{what}: cannot read size {value!r} (examples: 4G, 512M, 2.5GiB)")
+        mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
+        size = int(float(m.group(1)) * mult)
+    else:
+        size = _integer(value, what)
+    if size <= 0:
+        raise OptionError(f"{what} must be positive, got {value!r}")
+    return size
+
+
+def chunk_bits(value, what: str = "chunk bits") -> int | None:
+    if value is None:
+        return None
+    c = _integer(value, what)
+    if not 1 <= c <= MAX_NODES:
+        raise OptionError(f"{what} must be between 1 and {MAX_NODES}, got {c}")
+    return c
+
+
+def alpha_mode(value) -> str | None:
+    if value is not None and value not in ALPHA_MODES:
+        raise OptionError(f"alpha mode {value!r}: choose one of {', '.join(ALPHA_MODES)}")
+    return value
+
+
+def scheduler(value):
+    """threads, sync, processes, a scheduler address (tcp://, tls://, inproc://) or a
+    dask.distributed Client."""
+    if isinstance(value, str):
+        if value in ("threads", "sync", "processes") or value.startswith(("tcp://", "tls://", "inproc://")):
+            return value
+        raise OptionError(f"unknown scheduler {value!r}: use threads, sync, processes or tcp://HOST:PORT")
+    if value is None:
+        raise OptionError("scheduler must be threads, sync, processes, tcp://HOST:PORT or a Client")
+    return value
+
+
+def parent_set_mass(value) -> float:
+    x = _number(value, "parent-set mass")
+    if not 0 < x <= 1:
+        raise OptionError(f"parent-set mass must be in (0, 1], got {value!r}")
+    return x
+
+
+def workdir(value) -> str | None:
+    """A work directory name (None: a temporary one)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise OptionError(f"workdir must be a path, got {type(value).__name__}")
+    if not str(os.fspath(value)).strip():
+        raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
+    return os.fspath(value)
+
+
+def flag(value, what: str) -> bool:
+    if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+        raise OptionError(f"{what} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def samples(value, what: str = "samples") -> int:
+    T = _integer(value, what)
+    if not 1 <= T <= MAX_SAMPLES:
+        raise OptionError(f"{what} must be between 1 and {MAX_SAMPLES}, got {value}")
+    return T
+
+
+def seed(value, what: str = "seed") -> int:
+    s = _integer(value, what)
+    if not 0 <= s < 2**63:
+        raise OptionError(f"{what} must be between 0 and 2^63 - 1, got {value}")
+    return s
+
+
+PRIOR_KWARGS = ("forbid", "require", "edge_prob", "max_parents")
+
+
+def prior_kwargs(value) -> dict:
+    """The structure-prior constraints (`priors.log_prior` checks their values): a dict
+    with keys among PRIOR_KWARGS; forbid and require are iterables of pairs."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise OptionError(f"prior_kwargs must be a dict, got {type(value).__name__}")
+    unknown = sorted(set(map(str, value)) - set(PRIOR_KWARGS))
+    if unknown:
+        raise OptionError(f"prior_kwargs: unknown key {unknown[0]!r} (known: {', '.join(PRIOR_KWARGS)})")
+    out = dict(value)
+    for key in ("forbid", "require"):
+        if key in out:
+            try:
+                out[key] = list(out[key])
+            except TypeError:
+                raise OptionError(f"prior_kwargs[{key!r}] must be a list of (parent, child) index "
+                                  f"pairs, got {out[key]!r}") from None
+    return out

@@ -1,0 +1,495 @@
+"""A run directory read as data: what was asked (``run.json``) and what a finished run holds.
+
+- `RunRecord`: the frozen record of one run: its fingerprint (everything that decides a
+  number it stores: the data's content hash, n, m, the numerical code and the model
+  options), the data's source and names, and the full `Plan` (chunk bits, alpha mode,
+  which stages: posterior, MAP). ``run.json`` is written (`write_record`) and read
+  (`read_record`) here and nowhere else.
+- `check_is_ours`: a folder is bigbn's only when it is empty or holds a ``run.json`` that
+  bigbn wrote (it carries ``"format": "bigbn-run"`` and a format version); anything else is
+  refused before a single file in it is touched.
+- `RunDir`: an existing work directory (its record, plan and journal), for `bigbn status`.
+- `FinishedRun`: a finished run's results (β, journal records, names, log p(x), γ, the
+  edge posteriors, CRC-checked chunk reads). Every problem is a `WorkdirError` naming the
+  file and saying what to do. A feature computed from a finished run (sampling, causal
+  effects) opens one of these and needs nothing private of any other module.
+
+Adding a field to a run (see also docs/design.md, "The run record"):
+- a model option that changes the numbers (e.g. tiers, interventions): add it to the
+  ``options`` dict that `learn` passes to `fingerprint`; it is stored in run.json, compared
+  on resume (a record without it reads as None) and shown by `bigbn status`;
+- a field of the plan: add it to the `Plan` dataclass (a JSON value: JSON lists come back
+  as tuples); `RunRecord` stores every `Plan` field and restores missing ones to their
+  defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import tiers as tiering
+from ._version import __version__
+from .engine import Job, intact
+from .errors import OptionError, WorkdirError
+from .plan import STAGES, Plan, task_id
+from .workdir import LOCK, RUN_JSON, Workdir, checksum
+
+RUN_FORMAT = "bigbn-run"
+RUN_FORMAT_VERSION = 1
+
+# The modules whose code decides any number a run stores: the kernels and the fast
+# log-add-exp they inline, the task functions and edge fold, the plan (summation order
+# follows the chunk lattice), the family order, the dispatch to the score (and the rows it
+# scores under interventions) and the priors. The score's own modules (`Score.modules`)
+# enter the run's fingerprint as "score_numerics" (`bigbn.scoring.source_fingerprint`).
+NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
+                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py")
+
+
+def numerics_fingerprint() -> str:
+    """SHA-256 (first 16 hex digits) of the source of NUMERICS_MODULES: part of the run
+    fingerprint, so a workdir is never resumed by code that computes differently (no
+    version number to remember to bump)."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in NUMERICS_MODULES:
+        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def jsonable(obj):
+    """obj with tuples as lists, sets sorted, numpy scalars and arrays as Python values and
+    non-finite floats as strings: what run.json and summary.json can hold."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in sorted(obj.items())}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in (sorted(obj) if isinstance(obj, (set, frozenset)) else obj)]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (np.integer, np.floating)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+def fingerprint(data_sha256: str, n: int, m: int, options: dict) -> dict:
+    """What decides every number a run stores: the data (content hash, shape), this
+    code's numerics and the model ``options`` (score, its parameters, max parents, the
+    structure prior, constraints, ...): a dict of JSON values, compared key by key."""
+    return {"data_sha256": data_sha256, "n": int(n), "m": None if m is None else int(m),
+            "numerics": numerics_fingerprint(), **jsonable(options)}
+
+
+_PLAIN = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
+          "numerics": "the workdir was computed by another bigbn version (its numerical code differs)",
+          "score_numerics": "the workdir was computed by other code of the score (its module changed)",
+          "m": "the data have {new} rows, the run's {old}",
+          "n": "the data have {new} columns, the run's {old}"}
+
+
+def gib(b: float) -> str:
+    """A size in bytes as text: '512 B', '3.5 KiB', '12.0 MiB', '1.5 GiB'."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{int(b)} B"
+
+
+def _tuples(v):
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+@dataclass(frozen=True)
+class TieredPlan:
+    """The plan of a run with tiers (bigbn/tiers.py), which runs one lattice plan per tier
+    of two or more nodes: n, k and the alpha mode of the run, the stages, and per tier
+    (earliest first) its number of nodes and chunk bits (None: a one-node tier)."""
+
+    n: int
+    k: int
+    alpha_mode: str
+    tiers: tuple[tuple[int, int | None], ...]
+    map_dag: bool = False
+    posterior: bool = True
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "k": self.k, "alpha_mode": self.alpha_mode, "map_dag": self.map_dag,
+                "posterior": self.posterior,
+                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers]}
+
+    @classmethod
+    def from_json(cls, pl: dict) -> TieredPlan:
+        tiers = tuple((t["nodes"], t.get("chunk_bits")) for t in pl["tiers"])
+        ok = all(isinstance(m, int) and (c is None or isinstance(c, int)) for m, c in tiers)
+        ok = ok and pl["alpha_mode"] in ("recompute", "store") and sum(m for m, _ in tiers) == pl["n"]
+        if not ok:
+            raise ValueError("tier plan")
+        return cls(int(pl["n"]), int(pl["k"]), pl["alpha_mode"], tiers, bool(pl.get("map_dag", False)),
+                   bool(pl.get("posterior", True)))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run was asked and how it is planned: the content of ``run.json``.
+
+    fingerprint: see `fingerprint`; plan: the full `Plan`, or a `TieredPlan` for a run with
+    tiers (its posterior / map_dag flags say every stage any invocation on this workdir has
+    asked for); names: the data's
+    variable names; source: the data file's absolute path, or "" / "array" for data in
+    memory; version: the bigbn version that created the run; created: when.
+    """
+
+    fingerprint: dict
+    plan: Plan | TieredPlan
+    names: tuple[str, ...]
+    source: str = ""
+    version: str = __version__
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    @property
+    def options(self) -> dict:
+        """The model options (the fingerprint without data hash, shape and numerics)."""
+        return {k: v for k, v in self.fingerprint.items() if k not in ("data_sha256", "n", "m", "numerics")}
+
+    def differences(self, other: dict) -> list[str]:
+        """How fingerprint ``other`` differs from this run's, in plain words (a key one of
+        them lacks counts as None, so a record older than an option reads as without it)."""
+        out = []
+        for key in sorted(set(self.fingerprint) | set(other)):
+            old, new = self.fingerprint.get(key), other.get(key)
+            if old != new:
+                out.append(_PLAIN[key].format(old=str(old), new=str(new)) if key in _PLAIN
+                           else f"{key}: workdir has {old!r}, this run {new!r}")
+        return out
+
+    def with_stages(self, map_dag: bool, posterior: bool) -> RunRecord:
+        """This record with the stages of another invocation added to the plan."""
+        plan = dataclasses.replace(self.plan, map_dag=self.plan.map_dag or map_dag,
+                                   posterior=self.plan.posterior or posterior)
+        return dataclasses.replace(self, plan=plan)
+
+    def to_json(self) -> dict:
+        return {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION,
+                "fingerprint": jsonable(self.fingerprint),
+                "plan": self.plan.to_json() if isinstance(self.plan, TieredPlan)
+                else jsonable(dataclasses.asdict(self.plan)),
+                "stages": list(STAGES), "names": list(self.names), "source": self.source,
+                "version": self.version, "created": self.created}
+
+    @classmethod
+    def from_json(cls, obj: dict, path: Path) -> RunRecord:
+        """The record in a parsed run.json that carries bigbn's format marker; WorkdirError
+        if it is damaged."""
+        damaged = f"{path} is damaged; use --fresh to start over (this removes the run's files)"
+        if obj.get("format_version") != RUN_FORMAT_VERSION:
+            raise WorkdirError(f"{path} has run format version {obj.get('format_version')!r}, this "
+                               f"bigbn reads version {RUN_FORMAT_VERSION}; use --fresh to start over")
+        try:
+            fp, pl, names = obj["fingerprint"], obj["plan"], obj["names"]
+            ok = isinstance(fp, dict) and isinstance(fp.get("data_sha256"), str) \
+                and all(isinstance(fp.get(k), int) for k in ("n", "m")) and isinstance(pl, dict) \
+                and isinstance(names, list) and all(isinstance(s, str) for s in names)
+            known = {f.name for f in dataclasses.fields(Plan)}
+            plan = None if not ok else TieredPlan.from_json(pl) if "tiers" in pl else \
+                Plan(**{k: _tuples(v) for k, v in pl.items() if k in known})
+            source = obj.get("source") or ""
+            ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
+        except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
+            ok = False
+        if not ok:
+            raise WorkdirError(damaged)
+        return cls(fp, plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
+
+
+def _not_ours(path: Path, why: str) -> WorkdirError:
+    return WorkdirError(f"{path} {why}, so {path.parent} is not a bigbn work directory (or its "
+                        "run.json was damaged): bigbn leaves it untouched; give --workdir a new or "
+                        "empty folder (or remove the folder yourself)")
+
+
+def _marked(path: Path) -> dict | None:
+    """run.json parsed, if it carries bigbn's format marker; None if there is none;
+    WorkdirError if it is unreadable or not bigbn's."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise _not_ours(path, "is a folder") from None
+    except OSError as e:
+        raise WorkdirError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _not_ours(path, "is not JSON text") from None
+    if not (isinstance(obj, dict) and obj.get("format") == RUN_FORMAT):
+        raise _not_ours(path, f"has no \"format\": \"{RUN_FORMAT}\" marker")
+    return obj
+
+
+def read_record(root: Path) -> RunRecord | None:
+    """The run record of work directory ``root``; None when there is no run.json.
+    WorkdirError when run.json is unreadable, was not written by bigbn, or is damaged."""
+    path = Path(root) / RUN_JSON
+    obj = _marked(path)
+    return None if obj is None else RunRecord.from_json(obj, path)
+
+
+def write_record(root: Path, record: RunRecord) -> None:
+    """Replace run.json atomically (write a temporary file, fsync, rename)."""
+    path = Path(root) / RUN_JSON
+    write_json_atomic(path, record.to_json())
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def check_is_ours(root: Path, fresh: bool = False) -> None:
+    """Whether bigbn may write into ``root``: it does not exist, is empty (a ``lock`` file
+    left by a refused run aside), or holds a run.json bigbn wrote (with ``fresh``, one
+    whose content is damaged will do: it is removed). Anything else is somebody else's
+    folder and raises WorkdirError before a single file in it is touched, with or without
+    --fresh."""
+    root = Path(root)
+    if not root.exists():
+        return None
+    if not root.is_dir():
+        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError as e:
+        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
+    if RUN_JSON in entries:
+        if not fresh:
+            read_record(root)
+        elif _marked(root / RUN_JSON) is None:
+            raise _not_ours(root / RUN_JSON, "vanished")
+        return
+    if all(e == LOCK and (root / e).is_file() for e in entries):
+        return
+    shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+    raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown} "
+                       "but no run.json that bigbn wrote); bigbn leaves it untouched: give "
+                       "--workdir a new or empty folder")
+
+
+# ---------------------------------------------------------------------------------- reading
+
+def _damaged(path, then: str) -> WorkdirError:
+    return WorkdirError(f"{path} is missing or damaged; run the same `bigbn run` command again to "
+                        f"recompute it (or with --fresh to start over), then {then}")
+
+
+class RunDir:
+    """An existing bigbn work directory, read only: its record, plan and journal."""
+
+    def __init__(self, workdir, then: str = "use it"):
+        self.root = Path(workdir).resolve()
+        self.then = then
+        record = read_record(self.root) if self.root.is_dir() else None
+        if record is None:
+            what = "no run.json" if self.root.is_dir() else "no such folder"
+            raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
+                               f"{what}); run `bigbn run` first, then {then}")
+        self.record = record
+        self.workdir = Workdir(self.root)
+
+    @property
+    def plan(self) -> Plan:
+        return self.record.plan
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.record.names
+
+    def journal(self) -> dict[str, dict]:
+        return self.workdir.journal()
+
+    def read(self, table: str, index=slice(None)) -> np.ndarray:
+        """A table's values; WorkdirError naming the table when it is missing or damaged
+        (unreadable, or its metadata not the shape, chunks and type the plan gives it)."""
+        shape, chunks, *dtype = self.plan.tables()[table]
+        try:
+            a = self.workdir.array(table)
+            ok = (tuple(a.shape), tuple(a.chunks), a.dtype) == (shape, chunks, np.dtype(dtype[0] if dtype else "f8"))
+            out = self.workdir.read(table, index) if ok else None
+        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata or chunks
+            out = None
+        if out is None:
+            raise _damaged(self.workdir.tables / table, self.then)
+        return out
+
+
+class FinishedRun(RunDir):
+    """The results of a finished run (posterior stages, or only MAP with ``need="map"``).
+
+    Opened checks: run.json is bigbn's, computed by this code's numerics; the final
+    tasks are journaled and their outputs pass their CRC; β matches its journal CRC; the
+    journaled log p(x) equals L(V) in the (CRC-checked) forward table.
+    """
+
+    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
+        super().__init__(workdir, then)
+        root = self.root
+        if isinstance(self.plan, TieredPlan):
+            raise WorkdirError(f"{root} holds a run with tiers: `bigbn {then}` does not take tiered runs "
+                               "yet (edges, parent sets and the MAP network do)")
+        if self.record.fingerprint.get("numerics") != numerics_fingerprint():
+            raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
+                               f"differs); run the `bigbn run` command again with --fresh, then {then}")
+        self.records = self.journal()
+        edges = self.records.get(task_id(("edges",)))
+        map_rec = self.records.get(task_id(("map_dag",)))
+        if need == "posterior" and edges is None and map_rec is not None:
+            raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
+                               f"`bigbn run` command without --map-only to add the posterior, then {then}")
+        if (need == "posterior" and edges is None) or (need == "map" and map_rec is None):
+            raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
+                               f"again to finish it, then {then}")
+        self.beta = self.read("beta")
+        scores = self.records.get(task_id(("scores",)))
+        if scores is None or scores["crc"] != checksum(self.beta):
+            raise _damaged(self.workdir.tables / "beta", then)
+        stages = dict(map_dag=need == "map" or self.record.plan.map_dag and map_rec is not None,
+                      posterior=need == "posterior")
+        self.plan_read = dataclasses.replace(self.record.plan, **stages)
+        job = Job(self.workdir, self.plan_read, self.beta)
+        for key, rec, on in ((("edges",), edges, stages["posterior"]), (("map_dag",), map_rec, stages["map_dag"])):
+            spec = self.plan_read.task(key) if on else None
+            if on and not intact(job, spec, rec):
+                tables = " or ".join(str(self.workdir.tables / r.table) for r in spec.writes)
+                raise _damaged(tables, then)
+        self.log_px = None
+        if stages["posterior"]:
+            self.log_px = float(edges["log_px"])
+            last = float(self.chunk("forward", self.plan.n_chunks - 1)[-1])
+            if not math.isclose(last, self.log_px, rel_tol=1e-12, abs_tol=1e-9):
+                raise WorkdirError(f"{self.workdir.journal_path}: the edges task's log p(x) = "
+                                   f"{self.log_px!r} is not L(V) = {last!r} of the forward table "
+                                   "(the journal was edited or damaged); run the same `bigbn run` "
+                                   f"command again to recompute it, then {then}")
+
+    def chunk(self, table: str, H: int) -> np.ndarray:
+        """Chunk H of a chunk table (forward), checked against its task's journal CRC."""
+        size = self.plan.chunk_size
+        try:
+            data = self.workdir.read(table, slice(H * size, (H + 1) * size))
+        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk
+            data = None
+        rec = self.records.get(task_id((table, H)))
+        if data is None or rec is None or rec["crc"] != checksum(data):
+            raise WorkdirError(f"{self.workdir.tables / table}: chunk {H} is missing or damaged; run "
+                               f"the same `bigbn run` command again to repair it, then {self.then}")
+        return data
+
+    def gamma(self) -> np.ndarray:
+        """γ (n, F), written by the edges task (its CRC checked when the run was opened)."""
+        return self.read("gamma")
+
+    def posterior(self) -> np.ndarray:
+        """The exact edge posteriors (n, n)."""
+        return self.read("posterior")
+
+    def map_parents(self) -> np.ndarray:
+        return self.read("map_parents").astype(np.int64)
+
+    @property
+    def log_map_score(self) -> float:
+        return float(self.records[task_id(("map_dag",))]["log_score"])
+
+
+def status_lines(workdir) -> list[str]:
+    """Human-readable lines describing a work directory (for `bigbn status`)."""
+    rd = RunDir(workdir, then="ask for its status")
+    if isinstance(rd.plan, TieredPlan):
+        return _tiered_status(rd)
+    root, wd, plan, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    done = rd.journal()
+    lines = [f"workdir {root}",
+             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
+                                     if v not in (None, {}, [])),
+             f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}, "
+             "computes " + " and ".join(w for w, on in (("the posterior", plan.posterior),
+                                                        ("the MAP network", plan.map_dag)) if on)]
+    finished = {"posterior": True, "map": True}
+    for stage in STAGES:
+        keys = plan.stage_tasks(stage)
+        if not keys:
+            continue
+        n_done = sum(1 for key in keys if task_id(key) in done)
+        finished["map" if stage.startswith("map") else "posterior"] &= n_done == len(keys)
+        secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
+        lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {gib(used)} (the plan's tables: {gib(sum(plan.disk_bytes().values()))})")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
+                 else "active: no")
+    map_done = plan.map_dag and finished["map"] and (root / "map_dag.csv").exists()
+    if plan.posterior and finished["posterior"] and (root / "edges.csv").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}")
+        if map_done:
+            lines.append(f"MAP network: {root / 'map_dag.csv'}")
+        elif plan.map_dag:
+            lines.append("MAP network unfinished: run the same `bigbn run --map` command again")
+    elif map_done:
+        lines.append(f"MAP network finished: {root / 'map_dag.csv'}" + (
+            "; the posterior is not (a --map-only run: the same command without --map-only adds it)"
+            if not plan.posterior else "; the posterior is not: run the same command again"))
+    else:
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines
+
+
+def _tiered_status(rd: RunDir) -> list[str]:
+    """`status_lines` of a tiered run: per tier, its tasks done of the plan's."""
+    root, wd, fp, pl = rd.root, rd.workdir, rd.record.fingerprint, rd.plan
+    tiers = fp.get("tiers") or []
+    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
+    done = wd.journal()
+    lines = [f"workdir {root}",
+             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
+    total = finished = 0
+    for lay, (_, c) in zip(lays, pl.tiers):
+        if c is None:
+            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
+            continue
+        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
+                 if (wd.tables / scope).exists()
+                 for s in Plan(lay.m, lay.k_tier, c, pl.alpha_mode, map_dag, not map_dag,
+                               scope=scope).tasks()]
+        n_done = sum(1 for s in specs if s.id in done)
+        total += len(specs)
+        finished += n_done
+        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    lines.append(f"disk used: {gib(used)}")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
+    if finished == total and (root / "summary.json").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
+                     else f"finished: MAP network in {root / 'map_dag.csv'}")
+    else:
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines

@@ -1,0 +1,320 @@
+"""Running a planned run in its work directory: resume preparation, the engine, the summary.
+
+`prepare` checks run.json against this run (other data or options are refused), fixes
+the plan and creates the tables; `run_engine` runs what the journal does not list as
+finished and intact; `summary` is what summary.json holds. `finished_beta` lets a
+rerun of a finished run skip the scores. `learn` (bigbn/api.py) strings them together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._version import __version__
+from .engine import Job, execute, intact, verify
+from .errors import WorkdirError
+from .executors import Callback
+from .plan import STAGES, Plan, choose_chunk_bits
+from . import tiers as tiering
+from .rundir import RunRecord, TieredPlan, check_is_ours, gib, read_record, write_record
+from .workdir import Workdir, checksum
+
+
+def _kept_keys(plan: Plan) -> list[tuple]:
+    """The tasks whose outputs a finished run keeps and later commands read: β, the edge
+    posteriors and γ, the forward table (sampling), the MAP network."""
+    keys = [("scores",)]
+    if plan.posterior:
+        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)]
+    return keys + ([("map_dag",)] if plan.map_dag else [])
+
+
+def _finished(job: Job, journal: dict) -> bool:
+    """Whether every kept output is journaled and intact (CRC) and the journal's log p(x)
+    is the forward table's: then nothing needs to run or be checked further."""
+    return all(intact(job, job.plan.task(key), journal.get(job.plan.task(key).id, {}))
+               for key in _kept_keys(job.plan)) \
+        and not _inconsistent_log_px(job, journal)
+
+
+def finished_beta(root, fp: dict, map_dag: bool, posterior: bool) -> np.ndarray | None:
+    """β of a finished run in ``root`` of this fingerprint whose results asked for are all
+    journaled and intact (so a rerun need not score the data again); else None."""
+    try:
+        record = read_record(root)
+        if record is None or record.differences(fp):
+            return None
+        plan = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior)
+        wd = Workdir(root)
+        journal = wd.journal()
+        beta = wd.read("beta", slice(None))
+    except Exception:  # noqa: BLE001 - anything unreadable: score again, and let the run repair it
+        return None
+    rec = journal.get(plan.task(("scores",)).id)
+    if rec is None or rec.get("crc") != checksum(beta):
+        return None
+    return beta if _finished(Job(wd, plan, beta), journal) else None
+
+
+def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits, alpha_mode,
+            memory, workers, fresh: bool, check_disk: bool) -> Plan:
+    """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
+    fix the plan (``request``: the `Plan` fields asked for, all but chunk_bits and
+    alpha_mode, which come from the workdir or ``chunk_bits`` / ``alpha_mode`` / the
+    memory budget), write run.json and make the tables. Returns this invocation's plan."""
+    if fresh:
+        wd.clear()
+    old = read_record(wd.root)  # the caller checked that the folder is bigbn's (check_is_ours)
+    n, k = request["n"], request["k"]
+    if old is not None:
+        diff = old.differences(fp)
+        if diff:
+            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
+                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        op = old.plan
+        for opt, mine, theirs in (("--chunk-bits", chunk_bits, op.chunk_bits),
+                                  ("--alpha", alpha_mode, op.alpha_mode)):
+            if mine is not None and mine != theirs:
+                raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
+                                   f"resume with the same value or use --fresh")
+        plan = dataclasses.replace(op, **request)
+        # --map added to a finished run, or the posterior to a MAP-only run: new tables
+        need = sum(b for t, b in plan.disk_bytes().items() if not (wd.tables / t).exists())
+        if need and check_disk:
+            free = shutil.disk_usage(wd.root).free
+            if need * 1.05 > free:
+                what = "the MAP network needs" if plan.posterior else "the posterior needs"
+                raise WorkdirError(f"{wd.root}: {what} {gib(need)} more disk, only {gib(free)} free")
+        new = old.with_stages(plan.map_dag, plan.posterior)
+        if new != old:
+            write_record(wd.root, new)
+    else:
+        mode = alpha_mode or "recompute"
+        c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
+        plan = Plan(**request, chunk_bits=int(c), alpha_mode=mode)
+        if check_disk:
+            need = sum(plan.disk_bytes().values())
+            free = shutil.disk_usage(wd.root).free
+            if need * 1.05 > free:
+                raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only "
+                                   f"{gib(free)} free (see `bigbn plan --n {n} -k {k}`)")
+        write_record(wd.root, RunRecord(fp, plan, tuple(names), source))
+    wd.create_tables(plan)
+    return plan
+
+
+def _check_scores(wd: Workdir, beta: np.ndarray, plan: Plan) -> None:
+    """On resume the journaled beta must be the one just computed: everything downstream
+    was computed from it, so a different beta (changed numerics, nondeterminism) is
+    refused, never mixed in. (A stored copy that no longer matches its checksum is
+    rewritten by the engine's scores task, like any corrupt chunk.)"""
+    rec = wd.journal().get(plan.task(("scores",)).id)
+    if rec is not None and rec.get("crc") != checksum(beta):
+        raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
+                           "computed with (other software versions?); use --fresh to start over")
+
+
+def _inconsistent_log_px(job: Job, journal: dict) -> bool:
+    """Whether the edges record's log p(x) differs from L(V), the last entry of the
+    forward table (whose last chunk passes its CRC): a hand-edited or damaged journal."""
+    p = job.plan
+    if not p.posterior or p.task(("edges",)).id not in journal:
+        return False
+    rec = journal[p.task(("edges",)).id]
+    H = p.n_chunks - 1
+    fwd = journal.get(p.task(("forward", H)).id)
+    try:
+        chunk = job.workdir.read("forward", slice(H * p.chunk_size, (H + 1) * p.chunk_size))
+    except Exception:  # noqa: BLE001 - unreadable: verify finds and redoes it
+        return False
+    if fwd is None or fwd.get("crc") != checksum(chunk):
+        return False
+    return not math.isclose(float(chunk[-1]), rec["log_px"], rel_tol=1e-12, abs_tol=1e-9)
+
+
+class _Progress(Callback):
+    """Executor callback: counts finished tasks per stage for ``progress(stage, done, total)``.
+    A stage is first reported when its first task starts (or at once if a resumed run had
+    finished some of its tasks), so stages still waiting are not listed as 0/N."""
+
+    def __init__(self, plan: Plan, done: set[str], progress):
+        self.totals = {s: len(plan.stage_tasks(s)) for s in STAGES if s != "scores"}
+        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if plan.task(key).id in done)
+                       for s in self.totals}
+        self.progress = progress
+        self.shown = set()
+        for s, tot in self.totals.items():
+            if tot and self.counts[s]:
+                self._show(s)
+
+    def _show(self, s: str) -> None:
+        self.shown.add(s)
+        self.progress(s, self.counts[s], self.totals[s])
+
+    def on_task_start(self, event) -> None:
+        s = event.key[0]
+        if s in self.counts and s not in self.shown:
+            self._show(s)
+
+    def on_task_end(self, event) -> None:
+        s = event.key[0]
+        if s in self.counts:
+            self.counts[s] += 1
+            self._show(s)
+
+
+def run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict, bool]:
+    """Run what the journal does not list as finished and intact. Returns the ids of
+    journaled tasks whose chunks failed their checksum (run again), the final journal,
+    and whether the run was already finished (nothing ran)."""
+    wd = job.workdir
+    wd.repair_journal()
+    _check_scores(wd, job.beta, job.plan)
+    journal = wd.journal()
+    edges_id = job.plan.task(("edges",)).id if job.plan.posterior else None
+    bad_log_px = _inconsistent_log_px(job, journal)
+    if bad_log_px:
+        del journal[edges_id]  # recomputed from the (intact) tables
+    elif _finished(job, journal):
+        return [], journal, True  # finished and its results intact: nothing to check or run
+    done, bad = verify(job, journal)
+    if bad_log_px:
+        bad.append(edges_id)
+    callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
+    execute(job, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
+    return bad, wd.journal(), False
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident memory of this process's image, in bytes.
+
+    Linux's VmHWM (reset at exec). getrusage's ru_maxrss is not used where VmHWM exists:
+    it survives fork+exec, so a run started from a big parent process would report the
+    parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, scheduler,
+            t_start) -> dict:
+    """summary.json (plan None: a tiered run, whose caller adds its tiers). Per stage: tasks
+    and task-seconds over the whole run; wall seconds (first start to last end) over the
+    tasks of this invocation only, so a resumed run does not count the time it was down."""
+    recs = journal.values()
+    stages = {}
+    for s in STAGES:
+        rs = [r for r in recs if r.get("stage") == s]
+        if rs:
+            now = [r for r in rs if r.get("start", 0) >= t_start]
+            stages[s] = {"tasks": len(rs),
+                         "task_seconds": round(sum(r.get("seconds", 0) for r in rs), 3),
+                         "tasks_this_invocation": len(now),
+                         "wall_seconds": round(max(r["end"] for r in now)
+                                               - min(r["start"] for r in now), 3) if now else 0.0}
+    edges_rec = next((r for r in recs if r.get("stage") == "edges"), None) \
+        if plan is not None and plan.posterior else None
+    return {
+        "log_marginal_likelihood": None if edges_rec is None else edges_rec["log_px"],
+        "computed": [] if plan is None else
+                    [w for w, on in (("posterior", plan.posterior), ("map_dag", plan.map_dag)) if on],
+        "n": ds.n, "m": ds.m, "names": list(ds.names),
+        "options": {k: v for k, v in fp.items() if k not in ("data_sha256",)},
+        "data_sha256": fp["data_sha256"],
+        "plan": {**({} if plan is None else {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
+                                              "chunks": plan.n_chunks}),
+                 "workers": workers, "memory_budget_bytes": memory, "scheduler": scheduler},
+        "stages": stages,
+        "wall_seconds_this_invocation": round(time.time() - t_start, 3),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "disk_bytes": {} if plan is None else dict(plan.disk_bytes()),
+        "version": __version__,
+    }
+
+
+def open_root(workdir, fresh: bool) -> tuple[Path, str | None]:
+    """(the work directory, absolute and created, refused if it is somebody else's folder;
+    the temporary directory to remove afterwards, when none was given)."""
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.mkdtemp(prefix="bigbn-")
+        workdir = tmp
+    # Absolute: cluster workers resolve relative paths against their own directories.
+    root = Path(workdir).resolve()
+    check_is_ours(root, fresh)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkdirError(f"cannot create work directory {root}: {e.strerror}") from None
+    return root, tmp
+
+
+# ------------------------------------------------------------------------- tiered runs
+
+def tiered_disk(plans) -> dict[str, int]:
+    """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name."""
+    out: dict[str, int] = {}
+    for pair in plans:
+        for p in pair:
+            for name, b in (p.disk_bytes() if p is not None else {}).items():
+                out[name] = out.get(name, 0) + b
+    return out
+
+
+def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode,
+                   map_dag: bool, posterior: bool, memory, workers, fresh: bool, check_disk: bool):
+    """`prepare` for a tiered run: run.json records every tier's chunk bits (`TieredPlan`);
+    a resume takes them from there. Returns (posterior plan, MAP plan) per tier (None
+    where a tier has one node or the stage is not asked for)."""
+    if fresh:
+        wd.clear()
+    old = read_record(wd.root)
+    if old is not None:
+        diff = old.differences(fp)
+        if diff:
+            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
+                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        if not isinstance(old.plan, TieredPlan):
+            raise WorkdirError(f"{wd.root}/run.json is damaged (a run with tiers but no tier plan); "
+                               "use --fresh to start over")
+        mode = old.plan.alpha_mode
+        if alpha_mode is not None and alpha_mode != mode:
+            raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
+                               "or use --fresh")
+        plans = [(None, None) if c is None else
+                 tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0]
+                 for lay, (_, c) in zip(lays, old.plan.tiers)]
+    else:
+        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    need = sum(b for pair in plans for p in pair if p is not None
+               for t, b in p.disk_bytes().items() if not (wd.tables / p.scope / t).exists())
+    if need and check_disk:
+        free = shutil.disk_usage(wd.root).free
+        if need * 1.05 > free:
+            raise WorkdirError(f"{wd.root}: this run needs {gib(need)} more disk, only {gib(free)} free")
+    if old is None:
+        tiers = tuple((len(lay.nodes), pp.chunk_bits if pp else (pm.chunk_bits if pm else None))
+                      for lay, (pp, pm) in zip(lays, plans))
+        plan = TieredPlan(fp["n"], fp["max_parents"], alpha_mode or "recompute", tiers, map_dag, posterior)
+        write_record(wd.root, RunRecord(fp, plan, tuple(names), source))
+    elif old.with_stages(map_dag, posterior) != old:
+        write_record(wd.root, old.with_stages(map_dag, posterior))
+    for pair in plans:
+        for p in pair:
+            if p is not None:
+                Workdir(wd.root, scope=p.scope).create_tables(p)
+    return plans

@@ -1,0 +1,207 @@
+"""The run directory as data (bigbn/rundir.py): whose folder it is, the run record in
+run.json, and a finished run read back — with every kind of damage a one-line error that
+names the file and says what to do, and `bigbn run` recomputing what it can."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+from bigbn.cli import main
+from bigbn.errors import OptionError, WorkdirError
+from bigbn.plan import Plan
+from bigbn.rundir import FinishedRun, RunRecord, fingerprint, read_record, write_record
+
+ASIA = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+RUN = ["run", str(ASIA), "-k", "2", "--chunk-bits", "6", "-q"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line_error(r, *needles):
+    assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error:"), r.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished asia run (k = 2, 4 chunks); tests copy it before damaging it."""
+    wd = tmp_path_factory.mktemp("fin") / "wd"
+    r = invoke(*RUN, "-w", wd)
+    assert r.exit_code == 0, r.output
+    return wd
+
+
+@pytest.fixture
+def copy(finished, tmp_path):
+    import shutil
+
+    dst = tmp_path / "wd"
+    shutil.copytree(finished, dst)
+    return dst
+
+
+def tree(root: Path) -> list:
+    return sorted((str(p.relative_to(root)), p.read_bytes() if p.is_file() else None) for p in root.rglob("*"))
+
+
+# ----------------------------------------------------------------------- whose folder
+
+@pytest.mark.parametrize("names", [["edges.csv"], ["summary.json", "edges.csv"], ["run.json"],
+                                   ["journal.jsonl"], ["tables.zarr/"], ["samples-order-modular/"],
+                                   ["notes.txt", "lock"]])
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_folder_bigbn_did_not_make_is_refused_untouched(tmp_path, names, fresh):
+    """Review finding: a folder holding only files whose names bigbn also writes was
+    taken for a workdir and its files replaced, with or without --fresh."""
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    for name in names:
+        if name.endswith("/"):
+            (folder / name).mkdir()
+            (folder / name / "keep.txt").write_text("mine")
+        else:
+            (folder / name).write_text('{"their": "data"}' if name.endswith(".json") else "their,data\n")
+    before = tree(folder)
+    r = invoke(*RUN, "-w", folder, *(["--fresh"] if fresh else []))
+    one_line_error(r, str(folder), "not a bigbn work directory")
+    assert tree(folder) == before
+    with pytest.raises(WorkdirError, match="not a bigbn work directory"):
+        bigbn.learn(ASIA, max_parents=1, workdir=folder, fresh=fresh)
+    assert tree(folder) == before
+
+
+def test_an_empty_folder_and_bigbns_own_are_used(finished, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert invoke(*RUN, "-w", tmp_path / "empty").exit_code == 0
+    record = read_record(finished)
+    assert record.plan.posterior and not record.plan.map_dag and record.names[0] == "asia"
+    raw = json.loads((finished / "run.json").read_text())
+    assert raw["format"] == "bigbn-run" and raw["format_version"] == 1
+
+
+# ----------------------------------------------------------------------- the record
+
+def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path):
+    plan = Plan(5, 2, 3, "store", map_dag=True, posterior=False)
+    rec = RunRecord(fingerprint("abc", 5, 10, {"score": "k2", "tiers": [["a", "b"], ["c"]]}),
+                    plan, tuple("abcde"), "/data.csv")
+    write_record(tmp_path, rec)
+    back = read_record(tmp_path)
+    assert back == rec and back.plan == plan
+    assert back.options == {"score": "k2", "tiers": [["a", "b"], ["c"]]}
+    # a record written before an option existed reads as without it (None)
+    assert back.differences({**rec.fingerprint, "interventions": None}) == []
+    diff = back.differences({**rec.fingerprint, "tiers": [["a"], ["b", "c"]]})
+    assert len(diff) == 1 and diff[0].startswith("tiers: workdir has")
+    assert rec.with_stages(map_dag=False, posterior=True).plan == dataclasses.replace(plan, posterior=True)
+
+
+# ----------------------------------------------------------------------- damage
+
+TABLES = ["beta", "forward", "backward", "gamma", "posterior", "gamma_parts"]
+
+
+@pytest.mark.parametrize("table,damage", [("", "garbled")] + [(t, d) for t in TABLES for d in ("garbled", "shape")])
+def test_damaged_table_metadata_is_one_line_then_run_repairs(copy, table, damage):
+    meta = copy / "tables.zarr" / table / "zarr.json"
+    if damage == "garbled":
+        meta.write_bytes(b"{\x00garbage")
+    else:
+        obj = json.loads(meta.read_text())
+        obj["shape"] = [s + 3 for s in obj["shape"]]
+        meta.write_text(json.dumps(obj))
+    r = invoke("sample", "-w", copy, "-T", 50)
+    if r.exit_code:
+        one_line_error(r, str(copy / "tables.zarr"), "run the same `bigbn run` command again")
+    r = invoke(*RUN, "-w", copy)
+    assert r.exit_code == 0, r.output
+    r = invoke("sample", "-w", copy, "-T", 50)
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("path,needle", [("tables.zarr/beta/c/0/0", "beta"),
+                                         ("tables.zarr/forward/c/2", "forward: chunk 2")])
+def test_truncated_chunks_for_sample_name_the_file(copy, path, needle):
+    f = copy / path
+    f.write_bytes(f.read_bytes()[:100])
+    one_line_error(invoke("sample", "-w", copy, "-T", 50), needle, "run the same `bigbn run` command again")
+    assert invoke(*RUN, "-w", copy).exit_code == 0
+    assert invoke("sample", "-w", copy, "-T", 50).exit_code == 0
+
+
+def test_a_deeply_nested_journal_line_is_ignored(copy):
+    with open(copy / "journal.jsonl", "a") as fh:
+        fh.write("[" * 200_000 + "]" * 200_000 + "\n")
+    assert invoke("status", "-w", copy).exit_code == 0
+    assert invoke("sample", "-w", copy, "-T", 50).exit_code == 0
+    r = invoke(*RUN, "-w", copy)
+    assert r.exit_code == 0 and "already finished" in r.output
+
+
+def test_an_edited_log_px_is_named_as_such_and_run_recomputes_it(copy):
+    lines = (copy / "journal.jsonl").read_text().splitlines()
+    edited = [json.loads(x) for x in lines]
+    true = next(x["log_px"] for x in edited if x["task"] == "edges")
+    for x in edited:
+        if x["task"] == "edges":
+            x["log_px"] = true + 0.5
+    (copy / "journal.jsonl").write_text("".join(json.dumps(x) + "\n" for x in edited))
+    for cmd in (["sample", "-w", copy, "-T", 50], ["effects", "-w", copy]):
+        one_line_error(invoke(*cmd), "journal.jsonl", "log p(x)", "edited or damaged")
+    r = invoke(*RUN, "-w", copy)
+    assert r.exit_code == 0 and f"log p(data) = {true:.6f}" in r.output
+    assert FinishedRun(copy).log_px == pytest.approx(true, abs=1e-9)
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "tables only"])
+def test_sample_and_effects_without_a_finished_run_say_so(tmp_path, finished, make):
+    wd = tmp_path / "wd"
+    if make == "empty":
+        wd.mkdir()
+    elif make == "tables only":
+        import shutil
+
+        shutil.copytree(finished / "tables.zarr", wd / "tables.zarr")
+    for cmd in ("sample", "effects"):
+        line = one_line_error(invoke(cmd, "-w", wd), "no finished run here")
+        assert "zarr" not in line
+
+
+def test_sample_checks_the_memory_budget_before_allocating(finished):
+    """`bigbn sample --samples 100000000`: refused at once, not after minutes of swapping."""
+    one_line_error(invoke("sample", "-w", finished, "-T", 10**8, "--memory", "1G"),
+                   "100000000 samples", "budget", "--samples")
+    with pytest.raises(OptionError, match="budget"):
+        bigbn.sample(finished, 10**6, memory="10M")
+    assert len(bigbn.sample(finished, 1000, memory="10M")) == 1000
+
+
+def test_rerunning_a_finished_run_says_so_and_does_not_score_again(finished, monkeypatch):
+    import bigbn.api
+
+    def no_scores(*a, **kw):
+        raise AssertionError("scored again")
+
+    monkeypatch.setattr(bigbn.api, "score_families", no_scores)
+    r = invoke(*RUN, "-w", finished)
+    assert r.exit_code == 0 and "already finished" in r.output, r.output
+    res = bigbn.learn(ASIA, max_parents=2, workdir=finished)
+    assert res.summary["already_finished"] and np.isfinite(res.log_marginal)
+
+
+def test_status_sizes_and_stages(finished):
+    out = invoke("status", "-w", finished).output
+    assert "computes the posterior" in out and "(the plan's tables: 16.2 KiB)" in out
