@@ -197,7 +197,8 @@ class RunRecord:
         try:
             fp, pl, names = obj["fingerprint"], obj["plan"], obj["names"]
             ok = isinstance(fp, dict) and isinstance(fp.get("data_sha256"), str) \
-                and all(isinstance(fp.get(k), int) for k in ("n", "m")) and isinstance(pl, dict) \
+                and isinstance(fp.get("n"), int) and isinstance(fp.get("m", 0), (int, type(None))) \
+                and isinstance(pl, dict) \
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
             known = {f.name for f in dataclasses.fields(Plan)}
             plan = None if not ok else TieredPlan.from_json(pl) if "tiers" in pl else \

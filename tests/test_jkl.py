@@ -66,6 +66,13 @@ def test_bigbn_scores_written_and_read_back_give_the_same_posterior_bit_for_bit(
         r = CliRunner().invoke(main, [*args, "-k", "3", "-q", "-w", str(tmp_path / wd)])
         assert r.exit_code == 0, r.output
     assert (tmp_path / "c" / "edges.csv").read_bytes() == (tmp_path / "d" / "edges.csv").read_bytes()
+    # a run on a file resumes, reports its status and samples like any other
+    again = CliRunner().invoke(main, ["run", "--scores", str(out), "-k", "3", "-w", str(tmp_path / "d")])
+    assert again.exit_code == 0 and "already finished" in again.output, again.output
+    status = CliRunner().invoke(main, ["status", "-w", str(tmp_path / "d")])
+    assert status.exit_code == 0 and "score jkl" in status.output, status.output
+    s = bigbn.sample(tmp_path / "d", samples=50, seed=1)
+    assert s.parents.shape == (50, got.posterior.shape[0])
 
 
 JKL = """3
