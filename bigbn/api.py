@@ -298,6 +298,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
     beta = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
+    finished = beta is not None
     if beta is None:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
@@ -314,7 +315,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                            alpha_mode, memory, workers, fresh, check_disk)
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
-            recomputed, journal, already = run_engine(job, scheduler, workers, progress)
+            recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
             result = Result(None, ds.names, None, families=plan.families)
             if plan.posterior:
                 result.posterior = wd.read("posterior", slice(None))

@@ -207,15 +207,18 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
     return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _by_cause(ps: np.ndarray, families: np.ndarray, pairs):
+def _by_cause(ps: np.ndarray, families: np.ndarray, pairs, progress=None):
     """Per cause x of ``pairs``: (x, the indices of its pairs, the posteriors of its parent
-    sets of nonzero posterior, those sets as full n-bit masks)."""
+    sets of nonzero posterior, those sets as full n-bit masks). progress("effects", causes
+    done, causes) as each cause's work is done."""
     idx: dict[int, list[int]] = {}
     for i, (x, _) in enumerate(pairs):
         idx.setdefault(x, []).append(i)
-    for x, ii in idx.items():
+    for done, (x, ii) in enumerate(idx.items()):
         keep = np.flatnonzero(ps[x] > 0)
         yield x, ii, ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+        if progress is not None:
+            progress("effects", done + 1, len(idx))
 
 
 def _holds(masks: np.ndarray, y: int) -> np.ndarray:
@@ -224,9 +227,9 @@ def _holds(masks: np.ndarray, y: int) -> np.ndarray:
 
 
 def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: float, *,
-                       alpha_mu: float, alpha_w: float | None) -> dict:
+                       alpha_mu: float, alpha_w: float | None, progress=None) -> dict:
     """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
-    `Effects`, one value per pair."""
+    `Effects`, one value per pair. progress: as for `_by_cause`."""
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
@@ -238,7 +241,7 @@ def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: f
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
     tails = ((1 - level) / 2, (1 + level) / 2)
-    for x, idx, w, masks in _by_cause(ps, families, pairs):
+    for x, idx, w, masks in _by_cause(ps, families, pairs, progress):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
         in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
         for i in idx:
@@ -255,9 +258,10 @@ def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: f
 
 # --------------------------------------------------------------------------- discrete
 
-def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: bool, ess: float) -> dict:
+def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: bool, ess: float,
+                     progress=None) -> dict:
     """The Dirichlet scores' effects (module docstring; K2 if ``k2``, else BDeu(ess)): the
-    fields table and p_zero of `Effects`."""
+    fields table and p_zero of `Effects`. progress: as for `_by_cause`."""
     data = np.asarray(ds.data, dtype=np.int64)
     n = data.shape[1]
     r = np.asarray(ds.arities, dtype=np.int64)
@@ -265,7 +269,7 @@ def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: boo
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
     p_zero = np.zeros(len(pairs))
-    for x, idx, w_all, masks in _by_cause(ps, families, pairs):
+    for x, idx, w_all, masks in _by_cause(ps, families, pairs, progress):
         for i in idx:  # p_zero from every set
             p_zero[i] = float(np.sum(w_all[_holds(masks, pairs[i][1])]))
         in_table = _tail(w_all)  # the tables leave out the least probable sets (< TAIL in all)
@@ -362,7 +366,7 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 # ------------------------------------------------------------------------------ entry
 
 def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
-            score=None, interventions=None) -> Effects:
+            score=None, interventions=None, progress=None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -375,6 +379,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     interventions: the run's targets per row if it was given them as a list (a run's
     intervention column is read again from the data). With interventional data each
     effect's parameters come from the rows where the effect variable was not intervened on.
+    progress: callable(stage, done, total), as for `learn`: ("effects", causes done, causes).
     """
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
@@ -425,8 +430,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
                           "estimate causal effects under it")
     out = _by_effect_rows(ds, pair_list, lambda sub, some: (
-        continuous_effects(sub, ps, families, some, float(level), **prior) if ds.kind == "continuous"
-        else discrete_effects(sub, ps, families, some, **prior)))
+        continuous_effects(sub, ps, families, some, float(level), progress=progress, **prior)
+        if ds.kind == "continuous" else discrete_effects(sub, ps, families, some, progress=progress,
+                                                         **prior)))
     if ds.kind == "continuous":
         return Effects(names, "continuous", pair_list, float(level), **out)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)

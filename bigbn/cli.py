@@ -513,8 +513,12 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     """
     from .samples import sample, write_outputs
 
-    s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
-               memory=opt.memory(memory, "--memory"))
+    progress = Progress()
+    try:
+        s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
+                   memory=opt.memory(memory, "--memory"), progress=progress)
+    finally:
+        progress.close()
     write_outputs(s, workdir)
     out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
     check = s.info["edge_check"]
@@ -573,7 +577,11 @@ def effects_cmd(workdir, data, pairs, level, sep, top):
     """
     from .causal import effects
 
-    e = effects(workdir, data, pairs=pairs, level=level, sep=sep)
+    progress = Progress()
+    try:
+        e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress)
+    finally:
+        progress.close()
     out = Path(workdir) / "effects.csv"
     e.to_csv(out)
     if e.kind == "continuous":

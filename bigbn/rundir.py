@@ -326,12 +326,9 @@ class RunDir:
     def read(self, table: str, index=slice(None)) -> np.ndarray:
         """A table's values; WorkdirError naming the table when it is missing or damaged
         (unreadable, or its metadata not the shape, chunks and type the plan gives it)."""
-        shape, chunks, *dtype = self.plan.tables()[table]
         try:
-            a = self.workdir.array(table)
-            ok = (tuple(a.shape), tuple(a.chunks), a.dtype) == (shape, chunks, np.dtype(dtype[0] if dtype else "f8"))
-            out = self.workdir.read(table, index) if ok else None
-        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata or chunks
+            out = self.workdir.read(table, index) if self.workdir.store.matches(self.plan, table) else None
+        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged chunks
             out = None
         if out is None:
             raise _damaged(self.workdir.tables / table, self.then)

@@ -54,6 +54,8 @@ def finished_beta(root, fp: dict, map_dag: bool, posterior: bool) -> np.ndarray 
             return None
         plan = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior)
         wd = Workdir(root)
+        if not all(wd.store.matches(plan, t) for t in plan.tables()):
+            return None  # a table is missing or its metadata damaged: prepare makes it anew
         journal = wd.journal()
         beta = wd.read("beta", slice(None))
     except Exception:  # noqa: BLE001 - anything unreadable: score again, and let the run repair it
@@ -171,11 +173,14 @@ class _Progress(Callback):
             self._show(s)
 
 
-def run_engine(job: Job, scheduler, workers, progress) -> tuple[list[str], dict, bool]:
+def run_engine(job: Job, scheduler, workers, progress, finished: bool = False) -> tuple[list[str], dict, bool]:
     """Run what the journal does not list as finished and intact. Returns the ids of
     journaled tasks whose chunks failed their checksum (run again), the final journal,
-    and whether the run was already finished (nothing ran)."""
+    and whether the run was already finished (nothing ran). finished: the caller has just
+    found every kept output intact (`finished_beta`), so they are not read again."""
     wd = job.workdir
+    if finished:
+        return [], wd.journal(), True
     wd.repair_journal()
     _check_scores(wd, job.beta, job.plan)
     journal = wd.journal()

@@ -251,8 +251,8 @@ def _sweep(run: FinishedRun, job: Job, T: int, seed: int, workers: int,
                 list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
                 SK.walk_chunk(H, c, L, low, seed, cur, step, attempt, status, key,
                               pu, pcum, plog, pbit, nodes, preds)
-            if progress is not None:
-                progress(H)
+            if progress is not None:  # chunks are swept from the top down; some are skipped
+                progress("sample", p.n_chunks - H, p.n_chunks)
     finally:
         pool.shutdown(wait=True)
     return nodes, preds, attempt, reads
@@ -275,7 +275,9 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     ρ_i). The same seed gives the same samples whatever the chunk bits or workers.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
     T samples must fit in, checked before anything is allocated.
-    progress: callable(chunk id) after each chunk of the sweep.
+    progress: callable(stage, done, total), as for `learn`: ("sample", chunks of the
+    descending sweep passed, chunks) after each chunk read (chunks no sample needs are
+    skipped, so done can jump), and ("sample", total, total) at the end.
     """
     if prior not in PRIORS:
         raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
@@ -294,6 +296,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     with run.workdir.lock():
         job = Job(run.workdir, plan, beta)
         nodes, preds, attempt, reads = _sweep(run, job, T, seed, workers, progress)
+        if progress is not None:
+            progress("sample", plan.n_chunks, plan.n_chunks)
         t_sweep = time.perf_counter()
         parents = np.zeros((T, plan.n), dtype=np.int64)
         SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)

@@ -60,7 +60,7 @@ _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64
 
 # Largest ess (and BGe α_μ, α_w) accepted: the BDeu local scores of examples/asia.csv
 # against 60-digit mpmath log-gamma err by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
-# and 0.5 at 1e14 (tests/test_newcomer.py checks up to this bound).
+# and 0.5 at 1e14 (tests/test_scores.py checks up to this bound).
 MAX_HYPER = 1e8
 
 

@@ -82,15 +82,21 @@ class TableStore:
             dtype = np.dtype(dtype[0] if dtype else "f8")
             meta = self.path / name / "zarr.json"
             if meta.exists():
-                try:
-                    a = zarr.open_array(self.path / name, mode="r")
-                    if tuple(a.shape) == shape and tuple(a.chunks) == chunks and a.dtype == dtype:
-                        continue
-                except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
-                    pass
+                if self.matches(plan, name):
+                    continue
                 meta.unlink()
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
                            fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
+
+    def matches(self, plan: Plan, name: str) -> bool:
+        """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it
+        (False for missing or damaged metadata)."""
+        shape, chunks, *dtype = plan.tables()[name]
+        try:
+            a = zarr.open_array(self.path / name, mode="r")
+            return (tuple(a.shape), tuple(a.chunks), a.dtype) == (shape, chunks, np.dtype(dtype[0] if dtype else "f8"))
+        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
+            return False
 
     def forget(self) -> None:
         """Drop the open array handles (the tables were re-created or removed)."""

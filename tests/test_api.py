@@ -34,6 +34,7 @@ from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.families import family_parent_matrix
 
 from naive import edges_by_dags, edges_by_orders
+import helpers as h
 
 pd = pytest.importorskip("pandas")
 with warnings.catch_warnings():
@@ -555,3 +556,24 @@ def test_degenerate_data_frames_are_data_errors(frame):
           "one column": pd.DataFrame({"a": [0, 1]})}[frame]
     with pytest.raises(DataError, match="at least"):
         bigbn.learn(df)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 8. the Python API raises bigbn's own errors, never a raw exception
+@pytest.mark.parametrize("data,kw", [
+    (None, {}), (123, {}), ({"a": [1]}, {}), ([[1, 2], [3]], {}), (np.zeros(5), {}),
+    (np.zeros((0, 3)), {}), (np.array([["a", "b"], ["c", None]], dtype=object), {}),
+    (np.ones((4, 2)) * 1j, {}),
+    (np.array([[1, 2], [2, 1]]), {"names": ["a"]}), (np.array([[1, 2], [2, 1]]), {"names": ["a", "a"]}),
+    (h.ROOT / "examples", {}), (h.ROOT / "nope.csv", {}),
+])
+def test_no_raw_exception_from_learn(data, kw):
+    with pytest.raises(bigbn.errors.BigBNError):
+        bigbn.learn(data, **kw)
+
+
+def test_string_arrays_are_discrete_data():
+    X = np.array([["a", "x"], ["b", "y"], ["a", "y"], ["b", "x"]] * 5)
+    res = bigbn.learn(X, names=["u", "v"], max_parents=1)
+    assert res.summary["options"]["score"] == "bdeu" and res.names == ("u", "v")

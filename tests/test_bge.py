@@ -15,6 +15,8 @@ from bigbn.bge import bge_log_marginal, bge_scores, continuous_dataset, looks_co
 from bigbn.data import Table
 from bigbn.errors import DataError, OptionError
 from bigbn.families import family_masks, family_rank
+import bigbn
+import helpers as h
 
 
 def in_memory(X):
@@ -235,3 +237,28 @@ def test_looks_continuous():
     assert not looks_continuous(table(wide_ints))  # integer counts: not obviously continuous
     mixed = np.hstack([real, np.array([["yes"]] * 30)])
     assert not looks_continuous(table(mixed))
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_huge_values_give_one_error_line_without_numpy_warnings(tmp_path):
+    import warnings
+
+    rng = np.random.default_rng(0)
+    f = tmp_path / "huge.csv"
+    np.savetxt(f, rng.normal(size=(50, 3)) * 1e300, delimiter=",", header="a,b,c", comments="")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(bigbn.errors.DataError, match="column 'a' is not finite"):
+            bigbn.learn(f)
+    assert not caught, [str(w.message) for w in caught]
+
+
+def test_inf_cell_under_auto_names_its_own_column(tmp_path):
+    rng = np.random.default_rng(1)
+    rows = ["a,b,c"] + [",".join(f"{v:.5f}" for v in r) for r in rng.normal(size=(50, 3))]
+    rows[10] = "0.5,inf,0.3"
+    f = tmp_path / "inf.csv"
+    f.write_text("\n".join(rows) + "\n")
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 11, column 'b': 'inf' is not a finite number" in r.output

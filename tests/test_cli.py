@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 import bigbn
 from bigbn.cli import main
+import helpers as h
 
 ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"
@@ -486,3 +487,40 @@ def test_other_commands_name_the_option_at_fault(tmp_path, monkeypatch, args, ne
 def test_plan_help_explains_every_option():
     out = invoke("plan", "--help").output
     assert "Maximum number of parents" in out
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_suspicious_columns_get_a_warning_line(tmp_path):
+    f = tmp_path / "c.csv"
+    f.write_text("a,b,c\nx,1,p\nx,2,q\nx,1,p\nx,2,p\nx,1,q\n")
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 0
+    warn = [x for x in r.stderr.splitlines() if x.startswith("Warning:")]
+    assert len(warn) == 1 and "column 'a': a single value in every row" in warn[0]
+
+
+def test_negative_top_and_options_of_another_score(tmp_path):
+    assert h.cli("run", h.ASIA, "-w", tmp_path / "w", "--top", "-3").exit_code == 2
+    for args, needle in ((["--score", "k2", "--ess", "5"], "ess (--ess) is a parameter of the bdeu score"),
+                         (["--alpha-mu", "2"], "alpha_mu (--alpha-mu) is a parameter of the bge score"),
+                         (["--alpha-w", "20"], "alpha_w (--alpha-w) is a parameter of the bge score")):
+        r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", *args)
+        assert r.exit_code == 1 and needle in r.output
+    assert not (tmp_path / "w").exists()
+
+
+def test_first_run_says_it_compiles(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(root))
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(root / "examples" / "asia.csv"), "-k", "1",
+           "--top", "0", "-w", str(tmp_path / "w"), "--fresh"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0 and second.returncode == 0
+    assert "first run: compiling" in first.stderr and "first run" not in second.stderr

@@ -10,6 +10,13 @@ import pytest
 
 from bigbn.data import Dataset, discrete_dataset, load_discrete, read_table
 from bigbn.errors import BigBNError, DataError
+from pathlib import Path
+import bigbn
+import helpers as h
+import json
+import subprocess
+import sys
+import threading
 
 
 def write(tmp_path, text, name="data.csv", mode="w"):
@@ -296,3 +303,81 @@ def test_header_line_bound(tmp_path):
         read_table(p)
     p.write_text("a" * 1000 + ",b\n1,2\n2,1\n")
     assert read_table(p).n == 2
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 3. a named pipe as input is read once, and hashed as read
+def test_named_pipe_input(tmp_path):
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    text = h.ASIA.read_bytes()
+
+    def feed():
+        with open(fifo, "wb") as fh:
+            fh.write(text)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    p = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(fifo), "-w", str(tmp_path / "p"),
+                        "-k", "1", "-q"], env=h.env(), capture_output=True, text=True, timeout=300)
+    writer.join(timeout=5)
+    assert p.returncode == 0, p.stderr
+    ref = bigbn.learn(h.ASIA, max_parents=1, workdir=tmp_path / "f")
+    pipe_run = json.loads((tmp_path / "p" / "run.json").read_text())
+    file_run = json.loads((tmp_path / "f" / "run.json").read_text())
+    assert pipe_run["fingerprint"]["data_sha256"] == file_run["fingerprint"]["data_sha256"]
+    assert json.loads((tmp_path / "p" / "summary.json").read_text())["log_marginal_likelihood"] \
+        == ref.log_marginal
+
+
+def test_named_pipe_with_constraint_files(tmp_path):
+    """With --forbid the names are needed before the run: still one read of the pipe."""
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    forbid = tmp_path / "forbid.csv"
+    forbid.write_text("parent,child\nasia,tub\n")
+    writer = threading.Thread(target=lambda: open(fifo, "wb").write(h.ASIA.read_bytes()), daemon=True)
+    writer.start()
+    p = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(fifo), "-w", str(tmp_path / "p"),
+                        "-k", "1", "-q", "--forbid", str(forbid)],
+                       env=h.env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    edges = (tmp_path / "p" / "edges.csv").read_text().splitlines()
+    assert "asia,tub,0" in edges
+
+
+# 6. messages that say what is wrong, where
+def test_unterminated_quote_is_reported_where_it_opens(tmp_path):
+    f = tmp_path / "q.csv"
+    f.write_text('a,b\n1,2\n"1,2\n3,4\n5,6\n')
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3: a quote opened on this line is not closed" in r.output
+
+
+def test_nul_byte_is_refused(tmp_path):
+    f = tmp_path / "n.csv"
+    f.write_bytes(b"a,b\n1,2\n1\x00,2\n2,1\n")
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "row 3, column 1: a NUL byte" in r.output
+
+
+def test_tab_and_semicolon_files_are_detected_and_sep_overrides(tmp_path):
+    import csv as _csv
+
+    rows = list(_csv.reader(open(Path(__file__).resolve().parent.parent / "examples" / "asia.csv")))
+    ref = h.cli("run", Path(__file__).resolve().parent.parent / "examples" / "asia.csv",
+                 "-w", tmp_path / "ref", "-q", "-k", 1)
+    assert ref.exit_code == 0
+    for name, sep in (("a.tsv", "\t"), ("a.ssv", ";")):
+        f = tmp_path / name
+        f.write_text("\n".join(sep.join(r) for r in rows) + "\n")
+        forbid = tmp_path / f"forbid-{name}.csv"
+        forbid.write_text(f"parent{sep}child\nasia{sep}tub\n")
+        r = h.cli("run", f, "-w", tmp_path / f"{name}-w", "-q", "-k", 1)
+        assert r.exit_code == 0, r.output
+        assert (tmp_path / f"{name}-w" / "edges.csv").read_text() == (tmp_path / "ref" / "edges.csv").read_text()
+        r = h.cli("run", f, "-w", tmp_path / f"{name}-f", "-q", "-k", 1, "--forbid", forbid)
+        assert r.exit_code == 0 and "asia,tub,0\n" in (tmp_path / f"{name}-f" / "edges.csv").read_text()
+    r = h.cli("run", tmp_path / "a.ssv", "-w", tmp_path / "x", "-q", "--sep", ",")
+    assert r.exit_code == 1 and "need at least 2 columns" in r.output

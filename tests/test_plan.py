@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from bigbn.plan import STAGES, Plan
 from bigbn.workdir import Workdir
+import helpers as h
 
 
 def chunk_grid(plan, table):
@@ -152,3 +153,24 @@ def test_regions_index_whole_chunks(tmp_path):
             np.testing.assert_array_equal(wd.read_region(r).ravel(), data)
             for cc in r.chunks:
                 assert wd.chunk_file(r.table, cc).is_file()
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_plan_with_a_missing_workdir_prints_no_plan(tmp_path):
+    r = h.cli("plan", "--n", 20, "--workdir", tmp_path / "nope")
+    assert r.exit_code == 1 and r.output.startswith("Error:") and "disk:" not in r.output
+
+
+def test_tiny_memory_budget_names_a_usable_size(tmp_path):
+    r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "--memory", "1k")
+    assert r.exit_code == 1 and "at least 0M" not in r.output
+    need = r.output.split("at least ")[1].split()[0]
+    assert h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "--memory", need).exit_code == 0
+
+
+# 7. silently questionable
+def test_tiny_chunks_get_an_honest_plan():
+    r = h.cli("plan", "--n", 14, "-k", 2, "--chunk-bits", 4)
+    seconds = float(r.output.split("time:   ≈ ")[1].split()[0])
+    assert r.exit_code == 0 and seconds >= 10, r.output  # 3074 tasks: measured ≈ 38 s

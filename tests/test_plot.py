@@ -14,6 +14,7 @@ from bigbn.cli_tools import plot
 from bigbn.errors import OptionError
 from bigbn.plot import (draw_graph, heatmap, thresholded_edges, to_dot, to_graphml,
                         write_graph)
+import helpers as h
 
 
 def check_png(path):
@@ -143,3 +144,15 @@ def test_cli_plot(tmp_path):
     assert (tmp_path / "g.out").read_text().count("->") == expected
     res = r.invoke(plot, [str(edges), "--graph", str(tmp_path / "g.png"), "--threshold", "2"])
     assert isinstance(res.exception, OptionError)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_plot_takes_a_workdir(tmp_path):
+    data = tmp_path / "d.csv"
+    assert h.cli("simulate", "--n", 4, "--rows", 200, "--seed", 1, data).exit_code == 0
+    assert h.cli("run", data, "-w", tmp_path / "w", "-q", "-k", 2).exit_code == 0
+    out = tmp_path / "g.png"
+    res = h.cli("plot", tmp_path / "w", "--graph", out, "--truth", tmp_path / "d.truth.csv")
+    assert res.exit_code == 0, res.output
+    assert f"wrote {out}" in res.output and out.stat().st_size > 5000

@@ -12,6 +12,7 @@ from bigbn.families import family_masks, parents_of
 from bigbn.priors import log_prior, read_edge_list, read_edge_prob, read_max_parents
 
 import naive
+import helpers as h
 
 
 def families(n, k):
@@ -250,3 +251,20 @@ def test_read_max_parents_errors(tmp_path):
         read_max_parents(tmp_path / "missing.csv", NAMES, 3)
     with pytest.raises(OptionError, match="max parents 5 must be in 0..k=3"):
         read_max_parents("5", NAMES, 3)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_bom_in_constraint_files(tmp_path):
+    forbid = tmp_path / "forbid.csv"
+    forbid.write_bytes(b"\xef\xbb\xbfparent,child\nasia,tub\n")
+    r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "-k", 1, "--forbid", forbid)
+    assert r.exit_code == 0, r.output
+    assert "asia,tub,0\n" in (tmp_path / "w" / "edges.csv").read_text()
+
+
+def test_node_listed_twice_in_a_max_parents_file(tmp_path):
+    f = tmp_path / "mp.csv"
+    f.write_text("node,max_parents\ntub,1\nlung,2\ntub,0\n")
+    r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "--max-parents-file", f)
+    assert r.exit_code == 1 and "line 4: node 'tub' is listed again (first on line 2)" in r.output

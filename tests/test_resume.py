@@ -27,6 +27,8 @@ from bigbn.engine import JournaledTask, compute
 from bigbn.errors import WorkdirError
 from bigbn.plan import Plan
 from bigbn.workdir import Workdir
+import bigbn
+import helpers as h
 
 
 def write_data(path, n=9, m=300, seed=0):
@@ -509,3 +511,71 @@ def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
     monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: "0123456789abcdef")
     with pytest.raises(WorkdirError, match="computed by another bigbn version"):
         learn(data, workdir=tmp_path / "w", max_parents=2)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 2. journal records with wrong-typed fields
+@pytest.mark.parametrize("damage", [
+    lambda r: {**r, "task": 12},
+    lambda r: {**r, "seconds": "0.02"},
+    lambda r: {**r, "crc": "123"},
+    lambda r: {**r, "crc": True},
+    lambda r: {**r, "start": None},
+    lambda r: {**r, "log_px": "-4489"} if r["stage"] == "edges" else {**r, "end": [1]},
+    lambda r: [r],
+])
+def test_wrong_typed_journal_records_are_rerun_not_a_crash(tmp_path, damage):
+    w = tmp_path / "w"
+    ref = bigbn.learn(h.ASIA, max_parents=1, workdir=w)
+    journal = w / "journal.jsonl"
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    hit = {"edges", "forward"}
+    journal.write_text("".join(json.dumps(damage(r) if r["stage"] in hit else r) + "\n" for r in lines))
+    status = workdir_status(w)  # no traceback
+    assert any("unfinished" in line for line in status)
+    res = bigbn.learn(h.ASIA, max_parents=1, workdir=w)
+    np.testing.assert_array_equal(res.posterior, ref.posterior)
+    assert res.summary["stages"]["edges"]["tasks_this_invocation"] == 1
+    assert res.summary["stages"]["backward"]["tasks_this_invocation"] == 0, "good chunks kept"
+    r = h.cli("status", "-w", w)
+    assert r.exit_code == 0 and "finished" in r.output
+
+
+def test_changed_data_under_the_same_workdir_says_so(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text(h.ASIA.read_text())
+    assert h.cli("run", data, "-w", tmp_path / "w", "-q", "-k", 1).exit_code == 0
+    data.write_text(h.ASIA.read_text().replace("\nno,", "\nyes,", 1))
+    r = h.cli("run", data, "-w", tmp_path / "w", "-q", "-k", 1)
+    assert r.exit_code == 1 and "the data differ from the run's" in r.output
+    assert "software" not in r.output
+
+
+def test_sigterm_says_how_to_resume(tmp_path):
+    import signal
+    import time
+
+    data = tmp_path / "d.csv"
+    assert h.cli("simulate", "--n", 15, "--rows", 300, "--seed", 2, data).exit_code == 0
+    cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "-w", str(tmp_path / "w"), "-k", "4",
+           "--chunk-bits", "6", "-q", "--top", "0"]
+    p = subprocess.Popen(cmd, env=h.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = tmp_path / "w" / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None and \
+            (not journal.exists() or journal.read_text().count("\n") < 20):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == ("terminated (SIGTERM): finished tasks are kept; run the "
+                                            "same command again to resume")
+    assert "Traceback" not in err
+    done = journal.read_text().count("\n")
+    p = subprocess.run(cmd, env=h.env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    rerun = sum(s["tasks_this_invocation"] for s in summary["stages"].values())
+    total = sum(s["tasks"] for s in summary["stages"].values())
+    assert rerun <= total - done + 2, "finished tasks were kept"

@@ -17,6 +17,8 @@ from bigbn.cli import main
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.plan import Plan
 from bigbn.rundir import FinishedRun, RunRecord, fingerprint, read_record, write_record
+import helpers as h
+import os
 
 ASIA = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
 RUN = ["run", str(ASIA), "-k", "2", "--chunk-bits", "6", "-q"]
@@ -28,7 +30,7 @@ def invoke(*args):
 
 def one_line_error(r, *needles):
     assert r.exit_code == 1 and r.exception is None or isinstance(r.exception, SystemExit), r.output
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("[bigbn] ")]
     assert len(lines) == 1 and lines[0].startswith("Error:"), r.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
@@ -205,3 +207,51 @@ def test_rerunning_a_finished_run_says_so_and_does_not_score_again(finished, mon
 def test_status_sizes_and_stages(finished):
     out = invoke("status", "-w", finished).output
     assert "computes the posterior" in out and "(the plan's tables: 16.2 KiB)" in out
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 5. other people's folders
+def test_a_folder_that_is_not_a_workdir_is_refused_and_untouched(tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "edges.csv").write_text("mine\n")
+    (theirs / "notes.txt").write_text("keep me\n")
+    for extra in ([], ["--fresh"]):
+        r = h.cli("run", h.ASIA, "-w", theirs, "-k", 1, "-q", *extra)
+        assert r.exit_code == 1 and "not a bigbn work directory" in r.output and "notes.txt" in r.output
+        assert sorted(os.listdir(theirs)) == ["edges.csv", "notes.txt"]
+        assert (theirs / "edges.csv").read_text() == "mine\n"
+
+
+def test_empty_workdir_name_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "precious.txt").write_text("x")
+    r = h.cli("run", h.ASIA, "-w", "", "-k", 1, "-q", "--fresh")
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    assert sorted(os.listdir(tmp_path)) == ["precious.txt"]
+    with pytest.raises(bigbn.errors.OptionError, match="empty work directory name"):
+        bigbn.learn(h.ASIA, workdir="")
+
+
+def test_bigbn_folders_stay_usable(tmp_path):
+    w = tmp_path / "w"
+    w.mkdir()  # empty: fine
+    assert h.cli("run", h.ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
+    (w / "my-notes.txt").write_text("x")  # a run's folder with a stray file: still ours
+    assert h.cli("run", h.ASIA, "-w", w, "-k", 1, "-q").exit_code == 0
+    assert h.cli("run", h.ASIA, "-w", w, "-k", 1, "-q", "--fresh").exit_code == 0
+    assert (w / "my-notes.txt").read_text() == "x", "--fresh removes only bigbn's files"
+
+
+def test_sample_and_effects_report_progress_as_learn_does(finished):
+    """One progress protocol for every long stage: progress(stage, done, total)."""
+    for stage, call in (("sample", lambda p: bigbn.sample(finished, 200, progress=p)),
+                        ("effects", lambda p: bigbn.effects(finished, progress=p))):
+        events = []
+        call(lambda *e: events.append(e))
+        assert events and {e[0] for e in events} == {stage}
+        done = [d for _, d, _ in events]
+        assert done == sorted(done) and events[-1][1] == events[-1][2] and len({t for *_, t in events}) == 1
+    r = invoke("sample", "-w", finished, "-T", 100)
+    assert r.exit_code == 0 and "[bigbn] sample: 4/4" in r.stderr

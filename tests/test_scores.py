@@ -14,6 +14,8 @@ from bigbn.data import Dataset
 from bigbn.errors import OptionError
 from bigbn.families import family_masks, family_parent_matrix, family_rank, n_families, squeeze
 from bigbn.scores import _parent_configs, _rank, _rank_table, local_scores, parent_set_index
+import bigbn
+import helpers as h
 
 lg = math.lgamma
 
@@ -353,3 +355,56 @@ def test_continuous_data_is_refused():
     ds = Dataset(("a", "b"), [[1.5, 2.0], [0.0, -3.0]], [0, 0], ((), ()), kind="continuous")
     with pytest.raises(OptionError, match="needs discrete data"):
         local_scores(ds, 1, "bdeu")
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+# 4. extreme hyperparameters: right up to the accepted bound, refused beyond it
+def _bdeu_mpmath(X, r, i, parents, ess):
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    q = int(np.prod([r[p] for p in parents])) if parents else 1
+    cfg = np.zeros(len(X), dtype=np.int64)
+    for p in parents:
+        cfg = cfg * r[p] + X[:, p]
+    a_ij, a_ijk = mp.mpf(ess) / q, mp.mpf(ess) / (q * r[i])
+    total = mp.mpf(0)
+    for j in np.unique(cfg):
+        sel = cfg == j
+        total += mp.loggamma(a_ij) - mp.loggamma(a_ij + int(sel.sum()))
+        for level in range(r[i]):
+            total += mp.loggamma(a_ijk + int((X[sel, i] == level).sum())) - mp.loggamma(a_ijk)
+    return float(total)
+
+
+@pytest.mark.parametrize("ess", [1e-3, 1.0, 1e4, 1e8])
+def test_bdeu_against_high_precision_up_to_the_bound(ess):
+    from bigbn.api import load_dataset
+    from bigbn.data import Dataset
+    from bigbn.families import family_masks, unsqueeze
+    from bigbn.scores import local_scores
+
+    ds, _, _ = load_dataset(h.ASIA)
+    X = ds.data[:400]
+    small = Dataset(ds.names, X, ds.arities, ds.levels)
+    got = local_scores(small, 2, "bdeu", ess)
+    fam = family_masks(7, 2)
+    for i in (0, 3, 7):
+        for f in (0, 4, 17, 28):
+            m = unsqueeze(int(fam[f]), i)
+            parents = [b for b in range(8) if m >> b & 1]
+            assert abs(got[i, f] - _bdeu_mpmath(X, ds.arities, i, parents, ess)) < 1e-6
+
+
+def test_hyperparameters_beyond_float64_are_refused(tmp_path):
+    from bigbn.errors import OptionError
+
+    with pytest.raises(OptionError, match="above 1e"):
+        bigbn.learn(h.ASIA, ess=1e16)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 3))
+    for kw in ({"alpha_w": 1e16}, {"alpha_mu": 1e16}):
+        with pytest.raises(OptionError, match="above 1e"):
+            bigbn.learn(X, **kw)
+    r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "--ess", "1e16")
+    assert r.exit_code == 1 and "posteriors" in r.output and not (tmp_path / "w").exists()

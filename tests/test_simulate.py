@@ -15,6 +15,7 @@ from bigbn.cli_tools import simulate
 from bigbn.errors import DataError, OptionError
 from bigbn.simulate import (random_network, random_structure, read_truth, sample, truth_path,
                             write_truth)
+import helpers as h
 
 
 def exact_joint(net: Network) -> dict[tuple, float]:
@@ -208,3 +209,18 @@ def test_cli_errors_are_bigbn_errors(tmp_path, args, message):
     assert res.exit_code != 0
     assert isinstance(res.exception, (OptionError, DataError))
     assert message in str(res.exception)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_simulate_max_parents_and_its_old_spelling(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert h.cli("simulate", "--n", 6, "--max-parents", 1, "--rows", 50, "--seed", 4, a).exit_code == 0
+    assert h.cli("simulate", "--n", 6, "--k", 1, "--rows", 50, "--seed", 4, b).exit_code == 0
+    assert a.read_text() == b.read_text()
+    children = [line.split(",")[1] for line in (tmp_path / "a.truth.csv").read_text().splitlines()[1:]]
+    assert children and all(children.count(c) == 1 for c in children), "at most 1 parent each"
+    res = h.cli("simulate", "--n", 6, "-k", 1, "--k", 2, "--rows", 5, tmp_path / "c.csv")
+    assert res.exit_code == 1 and "old spelling" in res.output
+    helptext = h.cli("simulate", "--help").output
+    assert "--max-parents" in helptext and "--k " not in helptext

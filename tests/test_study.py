@@ -24,6 +24,7 @@ from bigbn.errors import OptionError
 from bigbn.roc import edge_roc, read_edges
 from bigbn.simulate import read_truth
 from bigbn.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
+import helpers as h
 
 
 class FakeLearn:
@@ -259,3 +260,16 @@ def test_study_with_the_real_engine_matches_the_all_orders_reference(tmp_path):
         np.testing.assert_allclose(P[np.ix_(order, order)], P0, rtol=0, atol=1e-9)
         info = json.loads((tmp_path / "out" / "cells" / f"{c.key}.json").read_text())
         assert info["log_marginal"] == pytest.approx(l0, abs=1e-9)
+
+
+# ------------------------------------------------------------ moved from the review tests (issues #10, #12)
+
+def test_study_vocabulary(tmp_path):
+    helptext = h.cli("study", "--help").output
+    assert "--max-parents" in helptext and "--structure-prior" in helptext
+    assert "--prior " not in helptext and "--k " not in helptext
+    res = h.cli("study", "--score", "bic", tmp_path / "s")
+    assert res.exit_code == 2 and "bic" in res.output
+    res = h.cli("study", "--prior", "uniform", "--structure-prior", "uniform", tmp_path / "s")
+    assert res.exit_code == 1 and "old spelling" in res.output
+    assert not (tmp_path / "s").exists()
