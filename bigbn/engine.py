@@ -192,13 +192,14 @@ def _gamma_part(job: Job, spec: TaskSpec, bwd: np.ndarray) -> np.ndarray:
     fwd = wd.read("forward", _chunk_slice(p, H))
     part = np.full((p.n, p.n_families), NEG_INF)
     s = np.empty(p.chunk_size)
+    ex = np.empty(p.chunk_size)  # the transform's exponents (kernels._gamma_partial)
     half = s[: p.alpha_chunk_size]
     for v in range(p.c):
         K._gather_low(fwd, bwd, v, half)
-        K._gamma_partial(half, p.c - 1, H, fam, small, part[v])
+        K._gamma_partial(half, ex[: p.alpha_chunk_size], p.c - 1, H, fam, small, part[v])
     for node, Q, G in spec.gamma_terms:
         K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, G)))
-        K._gamma_partial(s, p.c, Q, fam, small, part[node])
+        K._gamma_partial(s, ex, p.c, Q, fam, small, part[node])
     return part
 
 

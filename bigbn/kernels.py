@@ -1,6 +1,9 @@
 """Numba kernels of the engine: pure arithmetic on contiguous float64 chunks, no I/O.
 
-Every value is a natural logarithm; -inf is "zero"/"impossible". Each kernel works on one
+Every value in and out is a natural logarithm; -inf is "zero"/"impossible". Inside, the
+sums run on exp(value - scale): plain float64 where one scale provably holds a chunk or a
+block, else extended-exponent numbers (mantissa and integer exponent, fastmath.py), so
+nothing overflows, underflows or has to be redone at any number of rows. Each kernel works on one
 chunk of the chunk lattice (DESIGN.md): a table over N-bit masks is cut by its high bits
 into chunks of 2^c entries, chunk id H = mask >> c, offset o = mask & (2^c - 1).
 
@@ -26,12 +29,12 @@ import math
 import numpy as np
 from numba import njit
 
-from .fastmath import _exp_nonpos, _lae_run, _lae_scalar, _log_normal
+from .fastmath import (_exp2_int, _exp_nonpos, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _lae_scalar,
+                       _log_ext, _log_normal)
 
 NEG_INF = -np.inf
 # contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
 _KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-_lae = _lae_scalar  # log(exp(a) + exp(b)); -inf is the neutral element (fastmath.py)
 
 
 @njit(**_KW)
@@ -44,14 +47,15 @@ def _lae_into(acc, x, y):
 
 
 @njit(**_KW)
-def _upward_truncated(x, d, small, linear=False):
-    """In place: x(T) <- logsumexp_{S ⊆ T} x(S) over d bits, x supported on |S| ≤ k
-    (linear: x(T) <- Σ_{S ⊆ T} x(S), values not logs, 0 outside the support).
+def _upward_truncated(x, ex, d, small, wide):
+    """In place: x(T) <- Σ_{S ⊆ T} x(S) over d bits, x supported on |S| ≤ k (0 outside).
 
-    x: float64 (2^d,), -inf outside the support. small: int64 ascending masks with
-    popcount ≤ k (over ≥ d-1 bits). Bits are processed low to high; after bit j only
-    entries whose unprocessed part (bits > j) has ≤ k bits are non-zero, so each step
-    visits 2^j · B(d-j-1, k) pairs in contiguous runs (paper section 4, O(k 2^d)).
+    wide: x is the extended-exponent pair (x, ex) (mantissas, exponents; fastmath.py);
+    else x holds plain float64 values and ex is not used. x, ex: float64 (2^d,). small:
+    int64 ascending masks with popcount ≤ k (over ≥ d-1 bits). Bits are processed low to
+    high; after bit j only entries whose unprocessed part (bits > j) has ≤ k bits are
+    non-zero, so each step visits 2^j · B(d-j-1, k) pairs in contiguous runs (paper
+    section 4, O(k 2^d)).
     """
     for j in range(d):
         h = 1 << j
@@ -61,16 +65,16 @@ def _upward_truncated(x, d, small, linear=False):
             if m >= limit:
                 break
             src = m << (j + 1)
-            if linear:
-                _add_run(x, src + h, src, h)
+            if wide:
+                _ext_add_run(x, ex, src + h, src, h)
             else:
-                _lae_run(x, src + h, src, h)
+                _add_run(x, src + h, src, h)
 
 
 @njit(**_KW)
-def _downward_truncated(x, d, small, linear=False):
-    """In place: x(T) <- logsumexp_{S ⊇ T} x(S) over d bits, correct for |T| ≤ k (FTDMT;
-    linear: x(T) <- Σ_{S ⊇ T} x(S), values not logs).
+def _downward_truncated(x, ex, d, small, wide):
+    """In place: x(T) <- Σ_{S ⊇ T} x(S) over d bits, correct for |T| ≤ k (FTDMT); x as
+    for `_upward_truncated`.
 
     Bits are processed high to low; the processed (truncated) part is kept to ≤ k bits,
     the unprocessed low bits form contiguous runs. Entries with |T| > k are garbage.
@@ -83,76 +87,10 @@ def _downward_truncated(x, d, small, linear=False):
             if m >= limit:
                 break
             dst = m << (i + 1)
-            if linear:
-                _add_run(x, dst, dst + h, h)
+            if wide:
+                _ext_add_run(x, ex, dst, dst + h, h)
             else:
-                _lae_run(x, dst, dst + h, h)
-
-
-@njit(**_KW)
-def _alpha_chunk(beta_row, fam, chunk_id, d, small, out):
-    """alpha_i on one chunk of 2^d entries (chunk id = high bits of the squeezed mask U).
-
-    beta_row: float64 (F,) log scores of node i; fam: int64 (F,) squeezed family masks;
-    out: float64 (2^d,), overwritten. A family G = (G_high, G_low) contributes to the
-    chunk iff G_high ⊆ chunk_id; it is folded into entry G_low, then the truncated
-    upward transform over the d low bits sums over G_low ⊆ U_low.
-
-    Linear domain first (`_alpha_chunk_linear`: additions, no transcendentals); where
-    the chunk's values span too many orders of magnitude for one scale, the exact
-    log-domain transform (`_alpha_chunk_log`). Returns 1 if it fell back, else 0.
-    """
-    if _alpha_chunk_linear(beta_row, fam, chunk_id, d, small, out):
-        return 0
-    _alpha_chunk_log(beta_row, fam, chunk_id, d, small, out)
-    return 1
-
-
-# Linear-domain alpha: every value is exp(beta - s), s the chunk's largest contributing
-# beta. exp(z) is flushed to 0 below z = -708 (< 2^-1021), so each family loses at most
-# 2^-1021 of the scaled sums; a sum of nonnegative terms is never below any of its terms
-# (rounding is monotone), so if every nonzero output is ≥ _TINY the loss is ≤ F·2^-121
-# relative: nothing at float64 precision for any F < 2^60.
-_TINY = 2.0 ** -900
-_LOG_TINY = -900 * 0.6931471805599453  # ≈ -623.8: no folded term is flushed above it
-
-
-@njit(**_KW)
-def _alpha_chunk_linear(beta_row, fam, chunk_id, d, small, out):
-    """`_alpha_chunk` in the linear domain; False (out garbage) if one scale cannot hold it.
-
-    Accepted when no finite contributing beta lies more than 623.8 nats (2^-900) below
-    the largest, so no term is flushed and every nonzero output is ≥ 2^-900 (zero outputs
-    are exact: no finite family below them); or else when the smallest output, at the
-    empty low part, is ≥ 2^-900 (then every output is, and the flushed terms are
-    negligible, see _TINY). The upward transform is then pure additions; one
-    log per entry (`_log_normal`, branch-free) returns to the log domain.
-    """
-    lowmask = (np.int64(1) << d) - 1
-    top = NEG_INF
-    low = np.inf
-    for f in range(fam.shape[0]):
-        if ((fam[f] >> d) & ~chunk_id) == 0:
-            b = beta_row[f]
-            top = b if b > top else top
-            low = b if (b < low and b > NEG_INF) else low
-    if top == NEG_INF:
-        for o in range(out.shape[0]):
-            out[o] = NEG_INF
-        return True
-    for o in range(out.shape[0]):
-        out[o] = 0.0
-    for f in range(fam.shape[0]):
-        g = fam[f]
-        if ((g >> d) & ~chunk_id) == 0:
-            out[g & lowmask] += _exp_nonpos(beta_row[f] - top)
-    _upward_truncated(out, d, small, True)
-    if low - top < _LOG_TINY and not out[0] >= _TINY:
-        return False
-    for o in range(out.shape[0]):
-        x = out[o]
-        out[o] = top + _log_normal(x) if x > 0.0 else NEG_INF
-    return True
+                _add_run(x, dst, dst + h, h)
 
 
 @njit(**_KW)
@@ -164,19 +102,58 @@ def _add_run(x, dst, src, h):
         xd[o] += xs[o]
 
 
+# One scale holds a chunk when its terms lie within _SPAN nats of the largest: each is then
+# exp(z), z ≥ -700, a normal float64 (≥ 2^-1010) to full precision, and so is every sum.
+# Wider chunks sum extended-exponent numbers instead (fastmath.py): as exact, about twice
+# the memory traffic.
+_SPAN = 700.0
+
+
 @njit(**_KW)
-def _alpha_chunk_log(beta_row, fam, chunk_id, d, small, out):
-    """`_alpha_chunk` in the log domain (log-add-exp throughout): exact at any range."""
-    for o in range(out.shape[0]):
-        out[o] = NEG_INF
+def _alpha_chunk(beta_row, fam, chunk_id, d, small, out, ex):
+    """alpha_i on one chunk of 2^d entries (chunk id = high bits of the squeezed mask U).
+
+    beta_row: float64 (F,) log scores of node i; fam: int64 (F,) squeezed family masks;
+    out: float64 (2^d,), overwritten; ex: float64 (2^d,) scratch. A family G = (G_high,
+    G_low) contributes to the chunk iff G_high ⊆ chunk_id; it is folded into entry G_low,
+    then the truncated upward transform over the d low bits sums over G_low ⊆ U_low: sums
+    of exp(beta - s), s the largest contributing beta, plain float64 if every contributing
+    beta lies within _SPAN of s, else extended-exponent numbers (mantissa in out,
+    exponent in ex). Additions only; one log per entry returns to the log domain.
+    Returns 1 if the chunk was wide (extended numbers), else 0.
+    """
     lowmask = (np.int64(1) << d) - 1
+    top = NEG_INF
+    low = np.inf
+    for f in range(fam.shape[0]):
+        if ((fam[f] >> d) & ~chunk_id) == 0:
+            b = beta_row[f]
+            top = b if b > top else top
+            low = b if (b < low and b > NEG_INF) else low
+    wide = low - top < -_SPAN
+    for o in range(out.shape[0]):
+        out[o] = 0.0
+    if wide:
+        for o in range(out.shape[0]):
+            ex[o] = NEG_INF
     for f in range(fam.shape[0]):
         g = fam[f]
-        gh = g >> d
-        if (gh & ~chunk_id) == 0:
+        if ((g >> d) & ~chunk_id) == 0:
             gl = g & lowmask
-            out[gl] = _lae(out[gl], beta_row[f])
-    _upward_truncated(out, d, small)
+            if wide:
+                bm, be = _ext_from_log(beta_row[f] - top)
+                out[gl], ex[gl] = _ext_add(out[gl], ex[gl], bm, be)
+            else:
+                out[gl] += _exp_nonpos(beta_row[f] - top)
+    _upward_truncated(out, ex, d, small, wide)
+    if wide:
+        for o in range(out.shape[0]):
+            out[o] = top + _log_ext(out[o], ex[o])
+    else:
+        for o in range(out.shape[0]):
+            x = out[o]
+            out[o] = top + _log_normal(x) if x > 0.0 else NEG_INF
+    return 1 if wide else 0
 
 
 @njit(**_KW)
@@ -184,19 +161,18 @@ def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
     """alpha_node on consecutive chunks first_chunk, first_chunk+1, ...; out (len, ) float64.
 
     out.shape[0] must be a multiple of 2^d; used for the 2^c-entry spans the forward and
-    backward stages need from high nodes. Returns how many chunks fell back to the log
-    domain (`_alpha_chunk`).
+    backward stages need from high nodes. Returns how many chunks were wide.
     """
     size = np.int64(1) << d
-    nchunks = out.shape[0] // size
-    fallbacks = 0
-    for t in range(nchunks):
-        fallbacks += _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size])
-    return fallbacks
+    ex = np.empty(size)
+    wide = 0
+    for t in range(out.shape[0] // size):
+        wide += _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size], ex)
+    return wide
 
 
 # Block size (bits) of the in-chunk recursions: entries are finalised 2^_BLOCK at a time,
-# the lowest _BLOCK bits entry by entry (`_block_linear`, `_block_log`), each higher bit
+# the lowest _BLOCK bits entry by entry (`_block_linear`, `_block_ext`), each higher bit
 # i as runs of 2^i entries (`_online_run`). 6 measured 15 % faster than 5 at c = 20.
 _BLOCK = 6
 
@@ -223,8 +199,9 @@ def _recursion_chunk(acc, alpha_low, out, forward):
     contiguous run of 2^i entries of alpha_i and of the table (mirrored backward), a
     vectorised loop with one polynomial exp a term (fastmath.py). A block's own low bits
     depend on entries of the block itself, one after the other: `_block_linear` does them
-    in the linear domain, a multiply-add a term; a block whose values one scale cannot
-    hold takes the exact log-domain path, `_block_log`. Returns the number of such blocks.
+    in plain float64 with one scale, a multiply-add a term, where that provably holds the
+    block, and `_block_ext` with extended-exponent numbers where not. Returns the number
+    of blocks of the latter kind ("wide").
     """
     c = alpha_low.shape[0]
     size = out.shape[0]
@@ -237,13 +214,18 @@ def _recursion_chunk(acc, alpha_low, out, forward):
         out[o] = a
         sm[o] = 1.0 if a > NEG_INF else 0.0
     half = nb >> 1
-    w = np.zeros((B, half + 1))  # column `half` stays 0: the weight of an inactive bit
+    # the block's weights, plain (w) and as extended numbers (wm, we); column `half`
+    # stays zero: the weight of an inactive bit
+    w = np.zeros((B, half + 1))
+    wm = np.zeros((B, half + 1))
+    we = np.full((B, half + 1), NEG_INF)
     cw = np.empty(B)
     csum = np.empty(nb)
-    lin = np.empty(nb)
-    # per offset o and bit i < B: whether i is active, the neighbour o ^ 2^i and the
-    # index squeeze(o, i) of the weight (o itself and the zero column where inactive),
-    # so that the in-block loops run without branches
+    lm = np.empty(nb)
+    le = np.empty(nb)
+    # per offset o and bit i < B: whether i is active, the neighbour o ^ 2^i and the index
+    # squeeze(o, i) of the weight (o itself and the zero column where inactive), so that
+    # the in-block loops run without branches
     act = np.zeros((nb, B))
     nbr = np.empty((nb, B), dtype=np.int64)
     wq = np.empty((nb, B), dtype=np.int64)
@@ -253,14 +235,14 @@ def _recursion_chunk(acc, alpha_low, out, forward):
             act[o, i] = 1.0 if on else 0.0
             nbr[o, i] = o ^ (1 << i) if on else o
             wq[o, i] = ((o & ((1 << i) - 1)) | ((o >> (i + 1)) << i)) if on else half
-    fallbacks = 0
+    wide = 0
     for blk in range(size // nb):
         base = blk * nb if forward else size - nb - blk * nb
         mx = out[base:base + nb]
         sb = sm[base:base + nb]
-        if not _block_linear(alpha_low, out, base, B, forward, mx, sb, w, cw, csum, lin, act, nbr, wq):
-            _block_log(alpha_low, out, base, B, want, forward, mx, sb)
-            fallbacks += 1
+        if not _block_linear(alpha_low, out, base, B, forward, mx, sb, w, cw, csum, lm, act, nbr, wq):
+            _block_ext(alpha_low, out, base, B, forward, mx, sb, wm, we, lm, le, nbr, wq)
+            wide += 1
         done = (blk + 1) * nb  # entries final so far, counted from the start (from the end backward)
         i = B
         while i < c and (done >> i) & 1 == 0:  # i = trailing zeros of done
@@ -273,7 +255,7 @@ def _recursion_chunk(acc, alpha_low, out, forward):
             else:  # final [size - done, size - done + run) → pending [size - done - run, size - done)
                 dst = size - done - run  # 2^(i+1)-aligned: squeeze(dst + o, i) = dst/2 + o
                 _online_run(alpha_low[i], dst >> 1, out, dst + run, dst, sm, run)
-    return fallbacks
+    return wide
 
 
 @njit(**_KW)
@@ -293,21 +275,28 @@ def _online_run(alpha_row, q0, out, src, dst, sm, run):
         m[o] = v if big else mo
 
 
+# A block's plain sums are exact when every entry's own high-bit terms are ≥ 2^-900 of
+# the block's scale: see _block_linear.
+_TINY = 2.0 ** -900
+_LOG_TINY = -900 * 0.6931471805599453  # ≈ -623.8
+
+
 @njit(**_KW)
 def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, act, nbr, wq):
-    """The in-block terms of one block of `_recursion_chunk` in the linear domain; False
-    (nothing written) if one scale cannot hold the block.
+    """The in-block terms of one block of `_recursion_chunk` in plain float64 with one
+    scale, if that provably holds the block (else False, nothing written: `_block_ext`).
 
     mx, sm: each entry's high-bit terms as max and sum of exps below it. With cw_i the
     largest alpha_i over the block (the 2^(B-1) entries alpha_i[base/2 + q], q < 2^(B-1),
-    are all the block reads of it), C(o) the sum of cw_i over o's active bits and M the
-    largest mx(o) - C(o), the values l(o) = exp(L(o) - C(o) - M) obey
-    l(o) = sm(o)·exp(mx(o) - C(o) - M) + Σ_{i active} exp(alpha_i - cw_i)·l(o ^ 2^i),
-    a multiply-add a term. Every weight and start value is ≤ 1, so l(o) ≤ 1957 (the
-    orderings of ≤ 6 bits) and a term flushed to zero below e^-708 costs < 1957·e^-708;
-    the block is accepted when every l(o) ≥ 2^-900 (then that is < 2^-110 relative) and
-    written back as M + C(o) + log l(o). act, nbr, wq: the bit tables of
-    `_recursion_chunk`; w: (B, 2^(B-1) + 1) scratch whose last column is 0.
+    are all the block reads of it; 0 if all are -inf), C(o) the sum of cw_i over o's
+    active bits and M the largest mx(o) - C(o), the values l(o) = exp(L(o) - C(o) - M)
+    obey l(o) = sm(o)·exp(mx(o) - C(o) - M) + Σ_{i active} exp(alpha_i - cw_i)·l(o ^ 2^i),
+    a multiply-add a term. Taken when every start value sm(o)·exp(mx(o) - C(o) - M) is
+    ≥ 2^-900 (checked before any exp): every weight and start value is ≤ 1, so
+    l(o) ≤ 1957 (the orderings of ≤ 6 bits), and the terms flushed to zero below e^-708
+    change an l(o) ≥ 2^-900 by < 1957·e^-708·2^900 < 2^-110 relative. Written back as
+    M + C(o) + log l(o). act, nbr, wq: the bit tables of `_recursion_chunk`; w: (B,
+    2^(B-1) + 1) scratch whose last column is 0.
     """
     nb = 1 << B
     q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
@@ -316,12 +305,9 @@ def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, ac
         for q in range(nb >> 1):
             x = alpha_low[i, q0 + q]
             top = x if x > top else top
-        if top == NEG_INF:
-            return False
-        cw[i] = top
-        for q in range(nb >> 1):
-            w[i, q] = _exp_nonpos(alpha_low[i, q0 + q] - top)
+        cw[i] = top if top > NEG_INF else 0.0
     M = NEG_INF
+    least = np.inf
     for o in range(nb):
         s = 0.0
         for i in range(B):
@@ -329,48 +315,62 @@ def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, ac
         csum[o] = s
         v = mx[o] - s
         M = v if v > M else M
-    if M == NEG_INF:
+        least = v if v < least else least
+    if not least - M >= _LOG_TINY:  # also when some mx(o) = -inf
         return False
+    for i in range(B):
+        for q in range(nb >> 1):
+            w[i, q] = _exp_nonpos(alpha_low[i, q0 + q] - cw[i])
     for o in range(nb):
         lin[o] = sm[o] * _exp_nonpos(mx[o] - csum[o] - M)
-    low = np.inf
     for t in range(nb):
         o = t if forward else nb - 1 - t
         x = lin[o]
         for i in range(B):
             x += w[i, wq[o, i]] * lin[nbr[o, i]]
         lin[o] = x
-        low = x if x < low else low
-    if not low >= _TINY:
-        return False
     for o in range(nb):
         out[base + o] = M + csum[o] + _log_normal(lin[o])
     return True
 
 
 @njit(**_KW)
-def _block_log(alpha_low, out, base, B, want, forward, mx, sm):
-    """The in-block terms of one block of `_recursion_chunk` in the log domain, entry by
-    entry (max-shifted sums of exps): exact at any range."""
+def _block_ext(alpha_low, out, base, B, forward, mx, sm, wm, we, lm, le, nbr, wq):
+    """The in-block terms of one block of `_recursion_chunk`, entry by entry in its
+    order, with extended-exponent numbers (fastmath.py): exact at any range.
+
+    mx, sm: each entry's high-bit terms as max and sum of exps below it (l(o) starts as
+    sm(o)·exp(mx(o))); wm, we: (B, 2^(B-1) + 1) the block's alpha_i[base/2 + q] (all the
+    block reads of alpha_i) as extended numbers, the last column zero; then
+    l(o) = l(o) + Σ_{i active} w_i(squeeze(o, i))·l(o ^ 2^i), the terms scaled by their
+    exponents' distance to the largest, and l(o) normalised (mantissa in [1, 2)).
+    Written back as log l(o). lm, le: (2^B,) scratch; nbr, wq: the bit tables of
+    `_recursion_chunk`.
+    """
     nb = 1 << B
+    half = nb >> 1
+    q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
+    for i in range(B):
+        for q in range(half):
+            wm[i, q], we[i, q] = _ext_from_log(alpha_low[i, q0 + q])
+    for o in range(nb):
+        m, e = _ext_from_log(mx[o])
+        lm[o] = m * sm[o]
+        le[o] = e
     for t in range(nb):
         o = t if forward else nb - 1 - t
-        e = base + o
-        m2 = mx[o]
+        top = le[o]
         for i in range(B):
-            if (o >> i) & 1 == want:
-                v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
-                if v > m2:
-                    m2 = v
-        if m2 == NEG_INF:
-            out[e] = NEG_INF
-            continue
-        tot = sm[o] * math.exp(mx[o] - m2) if mx[o] > NEG_INF else 0.0
+            v = we[i, wq[o, i]] + le[nbr[o, i]]
+            top = v if v > top else top
+        x = lm[o] * _exp2_int(le[o] - top)
         for i in range(B):
-            if (o >> i) & 1 == want:
-                v = alpha_low[i, (e & ((1 << i) - 1)) | ((e >> (i + 1)) << i)] + out[e ^ (1 << i)]
-                tot += math.exp(v - m2)
-        out[e] = m2 + math.log(tot)
+            q = wq[o, i]
+            j = nbr[o, i]
+            x += (wm[i, q] * lm[j]) * _exp2_int(we[i, q] + le[j] - top)
+        lm[o], le[o] = _ext_norm(x, top)
+    for o in range(nb):
+        out[base + o] = _log_ext(lm[o], le[o])
 
 
 @njit(**_KW)
@@ -405,30 +405,16 @@ def _add_into(out, x, y):
 
 
 @njit(**_KW)
-def _gamma_partial(s, d, chunk_id, fam, small, part):
+def _gamma_partial(s, ex, d, chunk_id, fam, small, part):
     """Contribution of one chunk to gamma_v (FTDMT, section 4).
 
-    s: float64 (2^d,) values s_v(S) of the chunk (overwritten by the transform);
-    fam: int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where the
-    family's high part is not inside chunk_id, else logsumexp_{S_low ⊇ G_low} s(S_low).
-
-    Linear domain first (`_gamma_partial_linear`), the log domain where one scale
-    cannot hold the chunk (`_gamma_partial_log`). Returns 1 if it fell back, else 0.
-    """
-    if _gamma_partial_linear(s, d, chunk_id, fam, small, part):
-        return 0
-    _gamma_partial_log(s, d, chunk_id, fam, small, part)
-    return 1
-
-
-@njit(**_KW)
-def _gamma_partial_linear(s, d, chunk_id, fam, small, part):
-    """`_gamma_partial` in the linear domain (scale: the chunk's largest s); False, with s
-    restored and part garbage, if one scale cannot hold it.
-
-    Accepted when no finite s lies more than 623.8 nats below the largest (nothing is
-    flushed, zero outputs are exact), or else when every family's output is ≥ 2^-900
-    (each then loses ≤ 2^d·2^-121 relative to the flushed terms, see _TINY).
+    s: float64 (2^d,) values s_v(S) of the chunk (overwritten); ex: float64 (2^d,)
+    scratch; fam: int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where
+    the family's high part is not inside chunk_id, else logsumexp_{S_low ⊇ G_low} s(S_low).
+    The transform sums exp(s - top), top the chunk's largest s: plain float64 if every
+    finite s lies within _SPAN of top, else extended-exponent numbers (mantissa in s,
+    exponent in ex). One exp per entry in, additions only, one log per family out.
+    Returns 1 if the chunk was wide, else 0.
     """
     top = NEG_INF
     low = np.inf
@@ -436,40 +422,28 @@ def _gamma_partial_linear(s, d, chunk_id, fam, small, part):
         x = s[o]
         top = x if x > top else top
         low = x if (x < low and x > NEG_INF) else low
-    lowmask = (np.int64(1) << d) - 1
     if top == NEG_INF:
-        for f in range(fam.shape[0]):
-            part[f] = NEG_INF
-        return True
-    flushed = low - top < _LOG_TINY
-    keep = s.copy() if flushed else np.empty(0)  # the log-domain fallback needs the input again
-    for o in range(s.shape[0]):
-        s[o] = _exp_nonpos(s[o] - top)
-    _downward_truncated(s, d, small, True)
+        top = 0.0
+    wide = low - top < -_SPAN
+    if wide:
+        for o in range(s.shape[0]):
+            s[o], ex[o] = _ext_from_log(s[o] - top)
+    else:
+        for o in range(s.shape[0]):
+            s[o] = _exp_nonpos(s[o] - top)
+    _downward_truncated(s, ex, d, small, wide)
+    lowmask = (np.int64(1) << d) - 1
     for f in range(fam.shape[0]):
         g = fam[f]
         if ((g >> d) & ~chunk_id) == 0:
             x = s[g & lowmask]
-            if flushed and not x >= _TINY:
-                s[:] = keep
-                return False
-            part[f] = top + _log_normal(x) if x > 0.0 else NEG_INF
+            if wide:
+                part[f] = top + _log_ext(x, ex[g & lowmask])
+            else:
+                part[f] = top + _log_normal(x) if x > 0.0 else NEG_INF
         else:
             part[f] = NEG_INF
-    return True
-
-
-@njit(**_KW)
-def _gamma_partial_log(s, d, chunk_id, fam, small, part):
-    """`_gamma_partial` in the log domain (log-add-exp throughout): exact at any range."""
-    _downward_truncated(s, d, small)
-    lowmask = (np.int64(1) << d) - 1
-    for f in range(fam.shape[0]):
-        g = fam[f]
-        if ((g >> d) & ~chunk_id) == 0:
-            part[f] = s[g & lowmask]
-        else:
-            part[f] = NEG_INF
+    return 1 if wide else 0
 
 
 @njit(**_KW)

@@ -435,13 +435,13 @@ def _transform_updates(d: int, k: int) -> int:
 
 
 # Seconds per elementary operation on one core on the reference machine (2-core Zen 4
-# VM): one update of the truncated transforms (α, γ: an addition in the linear domain),
+# VM): one update of the truncated transforms (α, γ: an addition of plain floats),
 # one term of the forward/backward recursions (a multiply-add or a vectorised exp).
 # Relative least-squares fit to the forward and backward task-seconds (I/O and zarr
 # overhead included) of scripts/bench.py at n = 24, 26, 28 (k = 3, c = 20, binary data,
 # m = 1000, where no chunk takes the log domain; 2026-11-23): each stage within 14 %.
-# With many rows (m ≥ 10^4) much of the work falls back to the log domain and takes up
-# to 2× longer (docs/design.md, "Linear domain").
+# With many rows (m ≥ 10^4) much of the work sums extended-exponent numbers instead
+# (docs/design.md, "Plain sums where one scale holds").
 SECONDS_PER_LAE = 1.83e-9
 SECONDS_PER_TERM = 2.51e-9
 # The MAP stage (max-plus, no exp or log) per update and per term. Measured (2 cores,

@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """End-to-end benchmark: `bigbn run` on data as in the paper's section 5.2.
 
-Random network (binary, k = 3), m = 1000 rows, K2 score, koivisto-sood prior. Each n runs
-in its own process (so peak RSS is that run's), in a fresh workdir that is deleted after.
+Random network (binary, k = 3), m = 1000 rows (or each --rows), K2 score, koivisto-sood
+prior. Each (n, m) runs in its own process (so peak RSS is that run's), in a fresh workdir
+that is deleted after.
 Prints wall time per stage, peak RSS, peak disk (the workdir polled every 0.2 s during
 the run) against the plan's, and throughput figures.
 
     python scripts/bench.py                    # n = 16 18 20 22
     python scripts/bench.py --n 24 26 28 --workdir /scratch/bench --keep
+    python scripts/bench.py --n 24 --rows 1000 10000 100000 1000000   # strong data
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[16, 18, 20, 22])
     ap.add_argument("-k", type=int, default=3)
-    ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--rows", type=int, nargs="+", default=[1000])
     ap.add_argument("--states", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir", default=None, help="parent folder of the run workdirs (default: a temp dir)")
@@ -55,12 +57,12 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     bigbn = [sys.executable, "-m", "bigbn.cli"]
     rows = []
-    for n in args.n:
-        data = base / f"data-n{n}.csv"
+    for n, m in ((n, m) for n in args.n for m in args.rows):
+        data = base / f"data-n{n}-m{m}.csv"
         subprocess.run(bigbn + ["simulate", "--n", str(n), "-k", str(args.k), "--states", str(args.states),
-                                "--rows", str(args.rows), "--seed", str(args.seed), str(data)],
+                                "--rows", str(m), "--seed", str(args.seed), str(data)],
                        check=True, stdout=subprocess.DEVNULL)
-        wd = base / f"run-n{n}"
+        wd = base / f"run-n{n}-m{m}"
         cmd = bigbn + ["run", str(data), "--workdir", str(wd), "-k", str(args.k), "--score", "k2",
                        "--structure-prior", "koivisto-sood", "--fresh", "--quiet", "--top", "0"]
         for opt, val in (("--alpha", args.alpha), ("--memory", args.memory),
@@ -74,14 +76,14 @@ def main() -> None:
             peak_disk = max(peak_disk, du(wd))
             time.sleep(0.2)
         if proc.returncode:
-            raise SystemExit(f"n = {n}: bigbn run failed (exit {proc.returncode})")
+            raise SystemExit(f"n = {n}, m = {m}: bigbn run failed (exit {proc.returncode})")
         wall = time.time() - t0
         s = json.loads((wd / "summary.json").read_text())
         disk = du(wd)
         peak_disk = max(peak_disk, disk)
         st = s["stages"]
         line = {
-            "n": n, "wall_s": round(wall, 2), "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
+            "n": n, "rows": m, "wall_s": round(wall, 2), "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
             "disk_MiB": round(disk / 2**20), "peak_disk_MiB": round(peak_disk / 2**20),
             "planned_disk_MiB": round(sum(Plan(n, min(args.k, n - 1), s["plan"]["chunk_bits"],
                                                s["plan"]["alpha_mode"]).disk_bytes().values()) / 2**20),
@@ -108,16 +110,18 @@ def main() -> None:
         print(json.dumps(line), flush=True)
         if not args.keep:
             shutil.rmtree(wd, ignore_errors=True)
+            data.unlink()
     if not args.keep and args.workdir is None:
         shutil.rmtree(base, ignore_errors=True)
     print()
-    print(f"{'n':>3} {'wall s':>8} {'RSS MiB':>8} {'peak disk MiB':>13} {'(planned)':>9} {'c':>3}  "
-          "stages: wall s (Mops/core/s)")
+    print(f"{'n':>3} {'rows':>8} {'wall s':>8} {'scores s':>8} {'RSS MiB':>8} {'peak disk MiB':>13} "
+          f"{'(planned)':>9} {'c':>3}  stages: wall s (Mops/core/s)")
     for r in rows:
         stages = " ".join(
             f"{k[:-7]}={v}" + (f"({r[k[:-7] + '_Mops_per_core_s']})" if k[:-7] + "_Mops_per_core_s" in r else "")
             for k, v in r.items() if k.endswith("_wall_s") and k != "wall_s")
-        print(f"{r['n']:>3} {r['wall_s']:>8} {r['peak_rss_MiB']:>8} {r['peak_disk_MiB']:>13} "
+        print(f"{r['n']:>3} {r['rows']:>8} {r['wall_s']:>8} {r['scoring_s'] or 0:>8.2f} {r['peak_rss_MiB']:>8} "
+              f"{r['peak_disk_MiB']:>13} "
               f"{r['planned_disk_MiB']:>9} {r['chunk_bits']:>3}  {stages}")
     print("\nMops/core/s: elementary operations (log-add-exps of the transforms, exp terms of the\n"
           "recursions; exact counts from bigbn.plan.work_estimate) per busy core-second. The machine\n"

@@ -7,10 +7,12 @@ kernels and the plan rely on (squeeze/unsqueeze, family ranks, chunk ↔ alpha i
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from numba import njit
 
 import naive
 from bigbn import kernels as K
 from bigbn.engine import edge_posteriors
+from bigbn.fastmath import _ext_from_log, _log_ext
 from bigbn.families import family_masks, family_rank, n_families, popcounts, squeeze, unsqueeze
 from bigbn.plan import Plan
 
@@ -62,22 +64,55 @@ def test_logsumexp_rows_against_reference():
 
 # ----------------------------------------------------------------------------- transforms
 
+@njit(fastmath={"contract"}, error_model="numpy")
+def _to_ext(x, m, e):
+    for j in range(x.shape[0]):
+        m[j], e[j] = _ext_from_log(x[j])
+
+
+@njit(fastmath={"contract"}, error_model="numpy")
+def _from_ext(m, e, x):
+    for j in range(x.shape[0]):
+        x[j] = _log_ext(m[j], e[j])
+
+
+def _transform(kernel, x, d, small, wide):
+    """Run a transform on log values x, as plain float64 exp(x - max x) or as extended
+    numbers (wide); the result as logs."""
+    top = x.max() if np.isfinite(x).any() else 0.0
+    m, e = np.empty_like(x), np.empty_like(x)
+    if wide:
+        _to_ext(x - top, m, e)
+    else:
+        m[:] = np.exp(x - top)
+    kernel(m, e, d, small, wide)
+    out = np.empty_like(x)
+    if wide:
+        _from_ext(m, e, out)
+    else:
+        with np.errstate(divide="ignore"):
+            out[:] = np.log(m)
+    return out + top
+
+
 @pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (3, 1), (5, 2), (6, 6), (8, 3), (9, 0)])
-def test_upward_truncated(d, k):
+@pytest.mark.parametrize("wide", [False, True])
+def test_upward_truncated(d, k, wide):
+    """Plain sums of values within 30 nats; extended-exponent sums of values spread over
+    30000 nats (e^-30000 is far below float64's 2^-1074: no single scale holds them)."""
     rng = np.random.default_rng(d * 10 + k)
-    x = log_table(rng, 1 << d)
+    x = log_table(rng, 1 << d, spread=30000.0 if wide else 30.0)
     x[popcounts(np.arange(1 << d)) > k] = -np.inf  # the kernel's support contract
-    got = x.copy()
-    K._upward_truncated(got, d, small_masks(d, k))
-    assert_close(got, naive.upward_truncated(x, d, k))
+    assert_close(_transform(K._upward_truncated, x, d, small_masks(d, k), wide),
+                 naive.upward_truncated(x, d, k))
 
 
 @pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (3, 1), (5, 2), (6, 6), (8, 3), (9, 0)])
-def test_downward_truncated(d, k):
+@pytest.mark.parametrize("wide", [False, True])
+def test_downward_truncated(d, k, wide):
     rng = np.random.default_rng(d * 10 + k + 1)
-    x = log_table(rng, 1 << d)
-    got = x.copy()
-    K._downward_truncated(got, d, small_masks(d, k))
+    x = log_table(rng, 1 << d, spread=30000.0 if wide else 30.0)
+    got = _transform(K._downward_truncated, x, d, small_masks(d, k), wide)
     want = naive.downward_truncated(x, d, k)
     defined = ~np.isnan(want)  # |T| ≤ k: the entries the kernel promises
     assert_close(got[defined], want[defined])
@@ -97,7 +132,7 @@ def test_alpha_chunk_and_chunks_against_reference(n, k, c):
     for i in range(n):
         for H in range(plan.n_chunks):
             out = np.empty(size)
-            K._alpha_chunk(beta[i], plan.families, H, d, plan.small_masks, out)
+            K._alpha_chunk(beta[i], plan.families, H, d, plan.small_masks, out, np.empty(size))
             assert_close(out, naive.alpha_chunk(beta[i], plan.families, H, d))
             assert_close(out, full[i, H * size:(H + 1) * size])
         span = np.empty(plan.n_chunks * size)
@@ -110,54 +145,56 @@ def test_alpha_chunk_and_chunks_against_reference(n, k, c):
 
 
 def _alpha_cases():
-    """(name, beta (n, F) for n = 7, k = 3, chunk bits 5, which chunks (node, H) one linear
-    scale must hold); the linear path must accept exactly those."""
+    """(name, beta (n, F) for n = 7, k = 3, chunk bits 5, the chunks (node, H) whose
+    contributing families span more than one scale holds (_SPAN = 700 nats))."""
     n, k = 7, 3
     rng = np.random.default_rng(7)
-    everything = {(i, H) for i in range(n) for H in range(4)}
-    narrow = naive.random_beta(n, k, rng, spread=600, p_forbidden=0.2)  # < 623.8 nats wide
-    # families 3000 nats down: flushed to 0 in the linear sums, which are still right as
-    # every output holds the empty family's term (the smallest output ≥ 2^-900)
+    chunks = [(i, H) for i in range(n) for H in range(4)]
+    fam = Plan(n, k, 5).families
+    narrow = naive.random_beta(n, k, rng, spread=340, p_forbidden=0.2)  # < 700 nats wide
+    # families 3000 nats down among ordinary ones
     flushed = naive.random_beta(n, k, rng, spread=30, p_forbidden=0.1)
     flushed[rng.random(flushed.shape) < 0.3] -= 3000.0
-    flushed[:, 0] = 0.0
-    # the empty family 2000 nats below the rest: chunk 0's output at U = ∅ is that term
-    # alone, too small for the scale of the others, so chunk 0 takes the log domain; the
-    # other chunks' smallest outputs hold families with high parents
+    # the empty family 2000 nats below the rest: chunk 0's output at U = ∅ is that term alone
     wide = naive.random_beta(n, k, rng, spread=30)
     wide[:, 0] = -2000.0
+    # as the local scores of many rows: spread over 20000 nats
+    strong = naive.random_beta(n, k, rng, spread=20000, p_forbidden=0.1)
     # no finite family without parents 0 and 1 (required edges): exact -inf outputs
-    required = naive.random_beta(n, k, rng, spread=30)
-    fam = Plan(n, k, 5).families
+    required = naive.random_beta(n, k, rng, spread=3000)
     required[:, (fam & 3) != 3] = -np.inf
-    return [("narrow", narrow, everything), ("flushed", flushed, everything),
-            ("wide", wide, {(i, H) for i, H in everything if H > 0}), ("required", required, everything)]
+
+    def spans(beta):
+        out = set()
+        for i, H in chunks:
+            b = beta[i][((fam >> 4) & ~H) == 0]
+            b = b[np.isfinite(b)]
+            if b.size and b.max() - b.min() > 700.0:
+                out.add((i, H))
+        return out
+
+    cases = [("narrow", narrow), ("flushed", flushed), ("wide", wide), ("strong", strong), ("required", required)]
+    return [(name, beta, spans(beta)) for name, beta in cases]
 
 
-@pytest.mark.parametrize("case", range(4))
-def test_alpha_linear_and_log_domain_paths(case):
-    """Both paths of _alpha_chunk against the brute-force subset sum: the linear one
-    where it accepts a chunk (exactly the chunks the case is built for), the log-domain
-    one on every chunk; _alpha_chunk reports each fallback."""
-    name, beta, linear = _alpha_cases()[case]
+@pytest.mark.parametrize("case", range(5))
+def test_alpha_chunk_plain_and_extended(case):
+    """_alpha_chunk against the brute-force subset sum where the local scores lie within
+    one scale (plain sums) and where they span thousands of nats (extended numbers, the
+    chunks exactly those wider than 700 nats), with exact -inf where no family fits."""
+    name, beta, wide = _alpha_cases()[case]
     plan = Plan(beta.shape[0], 3, 5)
     d = plan.c - 1
-    accepted = set()
+    assert (wide == set()) == (name == "narrow")
     for i in range(plan.n):
         for H in range(plan.n_chunks):
             want = naive.alpha_chunk(beta[i], plan.families, H, d)
             out = np.empty(plan.alpha_chunk_size)
-            K._alpha_chunk_log(beta[i], plan.families, H, d, plan.small_masks, out)
-            assert_close(out, want)
-            if K._alpha_chunk_linear(beta[i], plan.families, H, d, plan.small_masks, out):
-                assert_close(out, want)
-                accepted.add((i, H))
-            fell_back = K._alpha_chunk(beta[i], plan.families, H, d, plan.small_masks, out)
-            assert fell_back == ((i, H) not in accepted)
+            was_wide = K._alpha_chunk(beta[i], plan.families, H, d, plan.small_masks, out, np.empty_like(out))
+            assert was_wide == ((i, H) in wide)
             assert_close(out, want)
             if name == "required":
                 assert np.isneginf(want).any() and np.isfinite(want).any()
-    assert accepted == linear, name
 
 
 # ----------------------------------------------------------------------------- recursions
@@ -190,12 +227,12 @@ def test_backward_chunk_against_reference(c, p_neginf):
 
 @pytest.mark.parametrize("kind", ["narrow", "mixed", "wide"])
 @pytest.mark.parametrize("forward", [True, False])
-def test_recursion_linear_and_log_domain_blocks(kind, forward):
-    """The in-block terms go in the linear domain where one scale holds a block and in
-    the log domain where not: both against the reference, and the kernel reports how many
-    blocks took the log domain (blocks of 2^_BLOCK entries). "narrow": every value
-    within 10 nats, no block falls back; "wide": alpha spread over 30000 nats, so most
-    blocks' values overflow one scale; "mixed": wide only in the upper half of alpha."""
+def test_recursion_plain_and_extended_blocks(kind, forward):
+    """The in-block terms go in plain float64 where one scale provably holds a block and
+    as extended-exponent numbers where not: both against the reference, and the kernel
+    reports how many blocks (of 2^_BLOCK entries) were wide. "narrow": every value within
+    10 nats, no block is wide; "wide": alpha spread over 30000 nats; "mixed": wide only
+    in the upper half of alpha."""
     c = 9
     rng = np.random.default_rng(len(kind) + forward)
     acc = log_table(rng, 1 << c, 0.0, 10.0)
@@ -205,11 +242,11 @@ def test_recursion_linear_and_log_domain_blocks(kind, forward):
     elif kind == "mixed":
         alpha_low[:, 1 << (c - 2):] -= rng.uniform(0, 30000, (c, 1 << (c - 2)))
     out = np.empty(1 << c)
-    fallbacks = (K._forward_chunk if forward else K._backward_chunk)(acc, alpha_low, out)
+    wide = (K._forward_chunk if forward else K._backward_chunk)(acc, alpha_low, out)
     want = (naive.forward_chunk if forward else naive.backward_chunk)(acc, alpha_low)
     assert_close(out, want, rtol=1e-13, atol=1e-11)
     blocks = (1 << c) >> K._BLOCK
-    assert {"narrow": fallbacks == 0, "mixed": 0 < fallbacks < blocks, "wide": fallbacks > blocks // 2}[kind], fallbacks
+    assert {"narrow": wide == 0, "mixed": 0 < wide < blocks, "wide": wide > blocks // 2}[kind], wide
 
 
 def test_forward_chunk_of_whole_table_is_log_forward():
@@ -272,17 +309,15 @@ def test_gamma_partial(nbits, k, d):
     for H in range(1 << (nbits - d)):
         s = log_table(rng, 1 << d)
         part = np.full(fam.size, 123.0)
-        K._gamma_partial(s.copy(), d, H, fam, small, part)
+        K._gamma_partial(s.copy(), np.empty(s.size), d, H, fam, small, part)
         assert_close(part, naive.gamma_partial(s, d, H, fam))
 
 
 def _gamma_inputs(kind, d, rng):
-    """s over 2^d offsets: "narrow" (all within 623.8 nats: linear, nothing flushed);
-    "flushed" (some 3000 nats down, but the full set's s is among the largest, so every
-    family's superset sum is ≥ 2^-900 of the scale: linear); "wide" (only the empty set
-    is large: the families' sums are the small terms, the log domain it is); "zeros"
-    (-inf on the sets holding offset bit 0, nothing flushed: the families holding it get
-    exact -inf)."""
+    """s over 2^d offsets: "narrow" (within 600 nats); "flushed" (some 3000 nats down, the full set's s among the
+    largest); "wide" (only the empty set is large: every family's sum is of terms 3000
+    nats below it); "strong" (spread over 20000 nats); "zeros" (-inf on the sets holding
+    offset bit 0: the families holding it get exact -inf)."""
     s = log_table(rng, 1 << d, 0.2, 300.0)
     if kind == "flushed":
         s[rng.random(s.size) < 0.3] -= 3000.0
@@ -290,16 +325,17 @@ def _gamma_inputs(kind, d, rng):
     elif kind == "wide":
         s -= 3000.0
         s[0] = 0.0
+    elif kind == "strong":
+        s = log_table(rng, 1 << d, 0.1, 20000.0)
     elif kind == "zeros":
         s[np.arange(s.size) & 1 == 1] = -np.inf
     return s
 
 
-@pytest.mark.parametrize("kind,linear", [("narrow", True), ("flushed", True), ("wide", False), ("zeros", True)])
-def test_gamma_partial_linear_and_log_domain_paths(kind, linear):
-    """Both paths of _gamma_partial against the brute-force superset sum: the linear one
-    accepts exactly the chunks built for it; a refused chunk falls back to the log domain,
-    the input intact; _gamma_partial reports each fallback."""
+@pytest.mark.parametrize("kind,wide", [("narrow", 0), ("flushed", 1), ("wide", 1), ("strong", 1), ("zeros", 0)])
+def test_gamma_partial_plain_and_extended(kind, wide):
+    """_gamma_partial against the brute-force superset sum, in plain float64 where s lies
+    within 700 nats and as extended numbers where it spans thousands; it reports which."""
     rng = np.random.default_rng(len(kind))
     d, k, nbits = 6, 3, 8
     fam = family_masks(nbits, k)
@@ -308,18 +344,7 @@ def test_gamma_partial_linear_and_log_domain_paths(kind, linear):
         s = _gamma_inputs(kind, d, rng)
         want = naive.gamma_partial(s, d, H, fam)
         part = np.full(fam.size, 123.0)
-        x = s.copy()
-        K._gamma_partial_log(x, d, H, fam, small, part)
-        assert_close(part, want)
-        x = s.copy()
-        ok = K._gamma_partial_linear(x, d, H, fam, small, part)
-        assert ok == linear
-        if ok:
-            assert_close(part, want)
-        else:
-            np.testing.assert_array_equal(x, s)  # restored for the fallback
-        part[:] = 123.0
-        assert K._gamma_partial(s.copy(), d, H, fam, small, part) == (0 if linear else 1)
+        assert K._gamma_partial(s.copy(), np.empty(s.size), d, H, fam, small, part) == wide
         assert_close(part, want)
         if kind == "zeros":
             inside = want[(fam >> d) & ~H == 0]

@@ -174,11 +174,21 @@ def test_rank_is_the_index_in_family_masks(n, K):
     (20, 9, 300, 2, 7),  # 2^8 cells: log-gamma tables; sets up to 8 nodes
     (21, 7, 200, [2, 3, 2, 4, 2, 3, 2], 4),  # mixed arities: a K2 Phi per arity
     (22, 6, 50, [3, 1, 2, 2, 4, 2], 5),  # a one-level column; every set of V
+    # prefixes of ≤ 64 cells × states: counted by popcounts of bit sets (m not a multiple of 64)
+    (23, 10, 1000, 2, 3),
+    (24, 8, 777, [3, 3, 2, 3, 2, 3, 3, 1], 3),
+    (25, 5, 128, 2, 2),
 ])
 def test_joint_table_path_against_naive_and_per_family_path(score, seed, n, m, arities, k):
     """Counting each variable set once (the default when its joint table fits the dense
-    array) against the formula from the counts and against the per-family kernel
-    (dense_limit=0 forces it: every family counted by sorting)."""
+    array; per row from the prefix's configurations, or by bit sets when the prefixes
+    have few cells) against the formula from the counts and against the per-family
+    kernel (dense_limit=0 forces it: every family counted by sorting)."""
+    from bigbn.scores import _BIT_CELLS
+
+    top = sorted(np.broadcast_to(arities, n).tolist(), reverse=True)
+    by_bits = int(np.prod(top[:k])) * (top[0] - 1) <= _BIT_CELLS
+    assert by_bits == (seed >= 23)
     ds = random_dataset(seed, n, m, arities)
     joint = local_scores(ds, k, score, ess=1.7)
     np.testing.assert_allclose(joint, naive_scores(ds, k, score, ess=1.7), rtol=1e-12, atol=1e-10)

@@ -1,0 +1,126 @@
+#!/usr/bin/env python
+"""The engine's chunk kernels timed one by one on real data, optionally against another
+checkout's kernels run back to back (so that a busy machine slows both alike).
+
+Data as in the paper's section 5.2 (random binary network, k = 3, K2 + koivisto-sood
+prior) with m rows. Per forward/backward task of one chunk of 2^c entries the engine runs:
+α of the c low nodes (`_alpha_chunks`), the in-chunk recursion (`_recursion_chunk`) and,
+backward, the γ parts (`_gamma_partial`: c transforms of 2^(c-1) entries; a high node's
+2^c transforms are timed once). The recursion runs on chunk 0 (L from L(∅) = 1, so its
+values are the real L's) and, mirrored, on the top chunk; γ on s = that L. Prints the
+median milliseconds of --repeat runs per kernel.
+
+    python scripts/bench_kernels.py --n 24 --rows 1000 100000
+    python scripts/bench_kernels.py --n 24 --rows 1000 100000 --old /tmp/old-checkout
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bigbn import kernels
+from bigbn.api import score_families
+from bigbn.data import Dataset
+from bigbn.plan import Plan
+from bigbn.simulate import random_network, sample
+
+
+def load_kernels(checkout: str):
+    """bigbn/kernels.py of another checkout, imported as package ``bigbn_other``."""
+    pkg = Path(checkout) / "bigbn"
+    spec = importlib.util.spec_from_file_location("bigbn_other", pkg / "__init__.py",
+                                                  submodule_search_locations=[str(pkg)])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bigbn_other"] = mod
+    spec.loader.exec_module(mod)
+    from bigbn_other import kernels as other  # noqa: E402  (registered just above)
+    return other
+
+
+def gamma_call(K, s, d, H, fam, small, part):
+    """_gamma_partial with or without the exponent scratch argument (older checkouts)."""
+    if K._gamma_partial.py_func.__code__.co_argcount == 7:
+        K._gamma_partial(s, np.empty_like(s), d, H, fam, small, part)
+    else:
+        K._gamma_partial(s, d, H, fam, small, part)
+
+
+def timings(K, beta, plan):
+    c, d, fam, small = plan.c, plan.c - 1, plan.families, plan.small_masks
+    out = {}
+    alpha = np.empty((c, plan.alpha_chunk_size))
+    t = time.perf_counter()
+    for i in range(c):
+        K._alpha_chunks(beta, fam, i, 0, d, small, alpha[i])
+    out["alpha (c nodes)"] = time.perf_counter() - t
+    acc = np.full(plan.chunk_size, -np.inf)
+    acc[0] = 0.0
+    L = np.empty(plan.chunk_size)
+    t = time.perf_counter()
+    K._recursion_chunk(acc, alpha, L, True)
+    out["forward chunk"] = time.perf_counter() - t
+    top = plan.n_chunks - 1
+    for i in range(c):
+        K._alpha_chunks(beta, fam, i, top, d, small, alpha[i])
+    acc = np.full(plan.chunk_size, -np.inf)
+    acc[-1] = 0.0
+    B = np.empty(plan.chunk_size)
+    t = time.perf_counter()
+    K._recursion_chunk(acc, alpha, B, False)
+    out["backward chunk"] = time.perf_counter() - t
+    part = np.empty(plan.n_families)
+    s = L + B[::-1]  # as s_v(S) = L(S) + B(S + v): L of the set, R of (nearly) the rest
+    t = time.perf_counter()
+    for v in range(c):
+        gamma_call(K, s[: plan.alpha_chunk_size].copy(), d, 0, fam, small, part)
+    out["γ parts (c low nodes)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    gamma_call(K, s.copy(), c, 0, fam, small, part)
+    out["γ part (one high node)"] = time.perf_counter() - t
+    return out, float(L[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=24)
+    ap.add_argument("-k", type=int, default=3)
+    ap.add_argument("--rows", type=int, nargs="+", default=[1000, 100000])
+    ap.add_argument("--chunk-bits", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--old", default=None, help="another checkout whose kernels to time alongside")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    impls = {"this": kernels}
+    if args.old:
+        impls["old"] = load_kernels(args.old)
+    net = random_network(args.n, args.k, 2, np.random.default_rng(args.seed))
+    plan = Plan(args.n, args.k, args.chunk_bits)
+    print(f"n = {args.n}, k = {args.k}, c = {plan.c}: median ms per call of {args.repeat}")
+    for m in args.rows:
+        data = sample(net, m, np.random.default_rng(args.seed + m))
+        ds = Dataset(tuple(f"x{j}" for j in range(args.n)), data, np.full(args.n, 2),
+                     tuple(("0", "1") for _ in range(args.n)))
+        beta = score_families(ds, "k2", args.k)
+        runs = {name: [] for name in impls}
+        for name, K in impls.items():
+            timings(K, beta, plan)  # compile / warm
+        for _ in range(args.repeat):
+            for name, K in impls.items():  # back to back
+                runs[name].append(timings(K, beta, plan))
+        print(f"\nm = {m}" + "".join(f"   L(chunk 0 full) {name}: {runs[name][0][1]:.9f}" for name in impls))
+        for key in runs["this"][0][0]:
+            cells = "".join(f" {name} {1e3 * statistics.median(r[0][key] for r in runs[name]):9.1f}"
+                            for name in impls)
+            print(f"  {key:<24}{cells}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+#!/usr/bin/env python
+"""Strong data: the time per stage as the number of rows grows.
+
+With m rows the local scores of a node differ by O(m) nats, so at m ≥ 10^4 the values a
+transform or a recursion block sums span thousands of nats, far more than one float64
+scale holds (2^±1022). Such chunks and blocks ("wide") sum extended-exponent numbers
+(bigbn/fastmath.py) instead of plain float64, exact either way. This runs whole
+posteriors in-process (sync scheduler: one core, so the per-stage task seconds are
+comparable) on paper §5.2 data (random binary network, k = 3, K2) with m rows, and
+prints how many α chunks, γ chunks and recursion blocks were wide, the task seconds per
+stage, their total's ratio to the first m's, and log p(x). Each m runs --repeat times;
+the medians are printed.
+
+    python scripts/bench_rows.py                              # n = 20, m = 1e3 1e4 1e5
+    python scripts/bench_rows.py --n 16 --rows 100 1000 10000 100000 --chunk-bits 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import bigbn
+from bigbn import kernels as K
+from bigbn.simulate import random_network, sample
+
+STAGES = ("forward", "backward", "gamma", "edges")
+
+
+class Counter:
+    """Wraps a kernel that returns how many of its chunks or blocks were wide."""
+
+    def __init__(self, fn, per_call):
+        self.fn, self.per_call, self.calls, self.wide = fn, per_call, 0, 0
+
+    def __call__(self, *args):
+        w = self.fn(*args)
+        self.calls += self.per_call(args)
+        self.wide += w
+        return w
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("-k", type=int, default=3)
+    ap.add_argument("--rows", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--chunk-bits", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    counters = [
+        Counter(K._alpha_chunks, lambda a: a[-1].shape[0] >> a[4]),
+        Counter(K._gamma_partial, lambda a: 1),
+        Counter(K._recursion_chunk, lambda a: a[2].shape[0] >> min(a[1].shape[0], K._BLOCK)),
+    ]
+    K._alpha_chunks, K._gamma_partial, K._recursion_chunk = counters
+    rng = np.random.default_rng(args.seed)
+    net = random_network(args.n, args.k, 2, rng)
+    print(f"n = {args.n}, k = {args.k}, sync scheduler: task seconds per stage (median of {args.repeat})")
+    print(f"{'rows':>8} {'wide: α':>14} {'γ':>12} {'blocks':>14} {'scores':>7} "
+          + " ".join(f"{s:>9}" for s in STAGES) + f" {'total':>7} {'× first':>7}  log p(x)")
+    first = None
+    for m in args.rows:
+        data = sample(net, m, np.random.default_rng(args.seed + m))
+        runs = []
+        for cnt in counters:
+            cnt.calls = cnt.wide = 0
+        for _ in range(args.repeat):
+            wd = Path(tempfile.mkdtemp(prefix="bigbn-rows-"))
+            t0 = time.perf_counter()
+            res = bigbn.learn(data, max_parents=args.k, score="k2", structure_prior="koivisto-sood",
+                              workdir=wd, chunk_bits=args.chunk_bits, scheduler="sync")
+            wall = time.perf_counter() - t0
+            shutil.rmtree(wd)
+            st = res.summary["stages"]
+            runs.append({"scores": res.summary.get("scoring_seconds_this_invocation") or 0.0,
+                         **{s: st[s]["task_seconds"] for s in STAGES if s in st}, "wall": wall})
+        med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        total = sum(med.get(s, 0.0) for s in STAGES)
+        first = first or total
+        a, g, b = (f"{cnt.wide // args.repeat}/{cnt.calls // args.repeat}" for cnt in counters)
+        print(f"{m:>8} {a:>14} {g:>12} {b:>14} {med['scores']:>7.2f} " + " ".join(f"{med.get(s, 0.0):>9.2f}" for s in STAGES)
+              + f" {total:>7.2f} {total / first:>7.2f}  {res.log_marginal:.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
