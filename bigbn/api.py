@@ -9,6 +9,7 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import engine, frames
+from . import interventions as interventions_
 from . import options as opt
 from . import tiers as tiering
 from .data import Dataset, Table, _check_header, discrete_dataset, read_table
@@ -31,43 +33,65 @@ from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from .runner import finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine, summary, tiered_disk
-from .scores import local_scores
+from .scoring import Score, check_options, lookup, resolve, source_fingerprint
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
 
 __all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
            "numerics_fingerprint", "peak_rss_bytes", "default_memory", "default_workers"]
 
-SCORES = ("auto", "bdeu", "k2", "bge")
 PRIORS = ("uniform", "koivisto-sood")
 
 
 # --------------------------------------------------------------------------------- data
 
-def load_dataset(data, names=None, score: str = "auto", sep: str | None = None,
-                 max_nodes: int = MAX_NODES) -> tuple[Dataset, str, str]:
-    """Turn a CSV path, a Dataset or an array into (Dataset, resolved score, data hash).
-    max_nodes: most variables allowed (MAX_NODES; more with tiers, bigbn/tiers.py)."""
-    score = str(score).lower()
-    if score not in SCORES:
-        raise OptionError(f"unknown score '{score}' (choose one of: {', '.join(SCORES)})")
+def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
+                 max_nodes: int = MAX_NODES, intervention_column: str | None = None,
+                 interventions=None) -> tuple[Dataset, Score, str]:
+    """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
+    score: "auto", a score's name or a `bigbn.scoring.Score`. max_nodes: most variables
+    allowed (MAX_NODES; more with tiers, bigbn/tiers.py). intervention_column (a CSV file or
+    a DataFrame) or interventions (any data): the rows' intervention targets
+    (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
+    targets (``intervened``): intervention_column then only names the column they came from."""
+    wanted = lookup(score)  # an unknown name is refused before the data are read
+    targets = None  # the intervention column's cells and how to name a row in messages
+    if intervention_column is not None:
+        if interventions is not None:
+            raise OptionError("give intervention_column or interventions, not both")
+        if not (isinstance(data, (str, os.PathLike, Dataset)) or frames.is_dataframe(data)):
+            raise OptionError("intervention_column names a column of a CSV file or a DataFrame; "
+                              "for an array give interventions= (a set of target names per row)")
+        intervention_column = str(intervention_column)
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
+        if intervention_column is not None:
+            if intervention_column not in [str(c) for c in data.columns]:
+                raise DataError(f"{frames.SOURCE}: no column named {intervention_column!r} (the "
+                                "intervention column)")
+            j = [str(c) for c in data.columns].index(intervention_column)
+            index = data.index
+            cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
+            targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
+            data = data.drop(columns=data.columns[j])
         table, categories = frames.table_from_frame(data)
         if table.n > max_nodes:
             raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
                               + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = frames.declared_order(_dataset_from_table(table, score, max_nodes), categories)
+        ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
-        table = read_table(path, sep)
+        table = read_table(path, sep, may_be_empty=intervention_column)
+        if intervention_column is not None:
+            table, cells = interventions_.split_column(table, intervention_column)
+            targets = (cells, lambda r: f"{path}, row {table.line(r)}")
         if table.n > max_nodes:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = _dataset_from_table(table, score, max_nodes)
+        ds = _dataset_from_table(table, wanted, max_nodes)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         if data is None or isinstance(data, (bytes, dict, int, float, bool)):
@@ -94,26 +118,31 @@ def load_dataset(data, names=None, score: str = "auto", sep: str | None = None,
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table("array", nm, cells), score, max_nodes)
+        ds = _dataset_from_table(Table("array", nm, cells), wanted, max_nodes)
         digest = _hash_dataset(ds)
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
                           + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-    if score == "auto":
-        score = "bge" if ds.kind == "continuous" else "bdeu"
-    if (score == "bge") != (ds.kind == "continuous"):
-        raise OptionError(f"score '{score}' needs {'continuous' if score == 'bge' else 'discrete'} "
-                          f"data, but the data is {ds.kind}")
+    score = resolve(wanted or "auto", ds.kind)
+    if targets is not None or interventions is not None:
+        mask = interventions_.parse_cells(targets[0], ds.names, intervention_column, targets[1]) \
+            if targets is not None else interventions_.from_sets(interventions, ds.names, ds.m)
+        interventions_.check_identifiable(mask, ds.names, ds.path or "data")
+        # all rows observational: the observational dataset (the same hash and numbers)
+        ds = dataclasses.replace(ds, intervened=mask if mask.any() else None)
+        digest = _hash_dataset(ds)
     return ds, score, digest
 
 
 _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
 
 
-def _dataset_from_table(table: Table, score: str, max_nodes: int = MAX_NODES) -> Dataset:
+def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
+    """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
+    the table looks it)."""
     from .bge import continuous_dataset, looks_continuous
 
-    if score == "bge" or (score == "auto" and looks_continuous(table)):
+    if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
         return continuous_dataset(table)
     return discrete_dataset(table, max_nodes=max_nodes)
 
@@ -126,49 +155,63 @@ def _hash_dataset(ds: Dataset) -> str:
     h.update(f"{ds.data.dtype}{ds.data.shape}{ds.kind}".encode())
     h.update(np.ascontiguousarray(ds.arities, dtype=np.int64).tobytes())
     h.update(json.dumps([list(ds.names), [list(lv) for lv in ds.levels]]).encode())
+    if ds.intervened is not None:
+        h.update(b"intervened" + np.packbits(ds.intervened).tobytes())
     return h.hexdigest()
 
 
 # --------------------------------------------------------------------------------- model
 
-def score_families(ds: Dataset, score: str, max_parents: int, *, ess: float = 1.0,
-                   structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0,
-                   alpha_w=None, prior_kwargs=None) -> np.ndarray:
-    """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F)."""
+def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
+                   structure_prior: str = "koivisto-sood", prior_kwargs=None,
+                   **score_options) -> np.ndarray:
+    """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F). score: a name
+    or a `Score`; score_options: its options (ess=..., alpha_mu=...), checked by
+    `bigbn.scoring.check_options`."""
+    score = resolve(score, ds.kind)
+    options = check_options(score, score_options)
     if structure_prior not in PRIORS:
         raise OptionError(f"unknown structure prior '{structure_prior}' (choose one of: "
                           f"{', '.join(PRIORS)})")
     k = min(int(max_parents), ds.n - 1)
     rho = log_prior(ds.n, k, structure_prior, names=ds.names, **(prior_kwargs or {}))
-    if score == "bge":
-        from .bge import bge_scores
-        local = bge_scores(ds, k, alpha_mu=alpha_mu, alpha_w=alpha_w)
-    else:
-        local = local_scores(ds, k, score, ess)
-    bad = np.isnan(local) | np.isinf(local)
+    local = interventions_.local_scores(score, ds, k, options)
+    bad = np.isnan(local) | (np.isposinf(local) if score.impossible_families else np.isinf(local))
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise DataError(f"{ds.path or 'data'}: the {score} score of column '{ds.names[i]}' is not "
+        raise DataError(f"{ds.path or 'data'}: the {score.name} score of column '{ds.names[i]}' is not "
                         "finite (values too large or degenerate: rescale the data)")
     return local + rho
 
 
 # --------------------------------------------------------------------------------- run
 
-def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: float = 1.0,
-          structure_prior: str = "koivisto-sood", alpha_mu: float = 1.0, alpha_w=None,
-          prior_kwargs: dict | None = None, workdir=None, fresh: bool = False,
+def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "auto",
+          ess: float | None = None, structure_prior: str | None = None,
+          alpha_mu: float | None = None, alpha_w: float | None = None,
+          score_options: dict | None = None, prior_kwargs: dict | None = None, workdir=None,
+          fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
-          posterior: bool = True, sep: str | None = None, tiers=None) -> Result:
+          posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
+          intervention_column: str | None = None, interventions=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
     floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2" or "bge". structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
-    (ρ_i(G) = 1/C(n-1, |G|)); q_i ≡ 1. prior_kwargs: forbid, require, edge_prob,
+    "bdeu", "k2", "bge", or a `bigbn.scoring.Score` object. ess (BDeu, default 1), alpha_mu
+    (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
+    score's options) are the score's parameters; one the score does not take is refused
+    (`bigbn.scoring.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
+    (ρ_i(G) = 1/C(n-1, |G|), the default); q_i ≡ 1. scores: instead of data, a .jkl file of
+    local scores (a path or a `bigbn.jkl.ScoreFile`; GOBNILP's format, `bigbn.jkl`): they
+    are the whole β, bigbn adds no structure prior (ρ ≡ 1) but the constraints of
+    prior_kwargs. intervention_column (a column of the CSV file or DataFrame: each cell the
+    row's intervention targets joined by "|", empty = observational) or interventions (one
+    set of target names per row): interventional data, node i scored from the rows where it
+    is not a target (`bigbn.interventions`). prior_kwargs: forbid, require, edge_prob,
     max_parents (per node) for `priors.log_prior`. workdir: where the tables live
     (a temporary directory, removed afterwards, if None); rerunning with the same
     workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
@@ -200,26 +243,45 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
-    ess = opt.score_number(ess, "ess")
-    alpha_mu = opt.score_number(alpha_mu, "alpha_mu")
-    alpha_w = None if alpha_w is None else opt.score_number(alpha_w, "alpha_w")
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
-    ds, score, digest = load_dataset(data, names, score, sep,
-                                     max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES)
+    if scores is not None:
+        if intervention_column is not None or interventions is not None:
+            raise OptionError("interventions are a property of data rows; scores from a file have none")
+        ds, score, digest = _load_scores(data, scores, score)
+    else:
+        if data is None:
+            raise OptionError("no data: give a CSV path, a DataFrame, a Dataset or an array "
+                              "(or scores=FILE.jkl)")
+        ds, score, digest = load_dataset(data, names, score, sep,
+                                         max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES,
+                                         intervention_column=intervention_column,
+                                         interventions=interventions)
+    if structure_prior is None:
+        structure_prior = "uniform" if ds.kind == "scores" else "koivisto-sood"
+    elif ds.kind == "scores" and structure_prior != "uniform":
+        raise OptionError(f"{ds.path}: scores from a file are the whole local score; bigbn adds no "
+                          "structure prior to them (write it into the file, e.g. with `bigbn scores`)")
+    if score_options is not None and not isinstance(score_options, dict):
+        raise OptionError(f"score_options must be a dict, got {type(score_options).__name__}")
+    given = dict(score_options or {})
+    for key, value in (("ess", ess), ("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
+        if value is not None:
+            if given.get(key) is not None:
+                raise OptionError(f"{key} given twice (as {key}= and in score_options)")
+            given[key] = value
+    score_opts = check_options(score, given)
     k = min(k, ds.n - 1)
-    options = {
-        "score": score, "ess": float(ess) if score == "bdeu" else None, "max_parents": k,
-        "structure_prior": structure_prior,
-        "alpha_mu": float(alpha_mu) if score == "bge" else None,
-        "alpha_w": (None if alpha_w is None else float(alpha_w)) if score == "bge" else None,
-        "constraints": jsonable(prior_kwargs),
-    }
+    options = {"score": score.name, "score_numerics": source_fingerprint(score), **score_opts,
+               "max_parents": k, "structure_prior": structure_prior,
+               "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
     if tiers is not None:
+        if getattr(ds, "intervened", None) is not None:
+            raise OptionError("tiers with interventional data are not supported yet")
         tier_ids = tiering.parse_tiers(tiers, ds.names)
         options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
         return _learn_tiered(data, ds, score, k, tier_ids, fingerprint(digest, ds.n, ds.m, options),
-                             ess=ess, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                             score_opts=score_opts, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
                              workdir=workdir, fresh=fresh, chunk_bits=chunk_bits, memory=memory,
                              workers=workers, scheduler=scheduler, alpha_mode=alpha_mode,
                              progress=progress, check_disk=check_disk,
@@ -240,8 +302,8 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
     if beta is None:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
-        beta = score_families(ds, score, k, ess=ess, structure_prior=structure_prior,
-                              alpha_mu=alpha_mu, alpha_w=alpha_w, prior_kwargs=prior_kwargs)
+        beta = score_families(ds, score, k, structure_prior=structure_prior,
+                              prior_kwargs=prior_kwargs, **score_opts)
         if progress is not None:
             progress("scores", 1, 1)
     t_scores = round(time.time() - t_scores, 4)
@@ -281,7 +343,19 @@ def learn(data, *, names=None, max_parents: int = 3, score: str = "auto", ess: f
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _learn_tiered(data, ds: Dataset, score: str, k: int, tier_ids, fingerprint: dict, *, ess,
+def _load_scores(data, scores, score) -> tuple:
+    """(the ScoreFile, its Score, its content hash) for learn(scores=...)."""
+    from .jkl import FileScore, ScoreFile, read_jkl
+
+    if data is not None:
+        raise OptionError("give data or scores (a .jkl file), not both")
+    if not (isinstance(score, str) and score.lower() == "auto"):
+        raise OptionError("scores from a file replace the score: drop the score option")
+    sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
+    return sf, FileScore(), sf.digest()
+
+
+def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint: dict, *, score_opts,
                   structure_prior, prior_kwargs, workdir, fresh, chunk_bits, memory, workers,
                   scheduler, alpha_mode, progress, check_disk, parent_set_mass, map_dag, posterior,
                   t_start) -> Result:
@@ -293,11 +367,14 @@ def _learn_tiered(data, ds: Dataset, score: str, k: int, tier_ids, fingerprint: 
             raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
                               f"{MAX_NODES} (split it: the orders within a tier are summed over "
                               "on its 2^m lattice)")
+    if ds.kind != "continuous" and score.name not in ("bdeu", "k2"):
+        raise OptionError(f"tiers work with the discrete scores bdeu and k2, not {score.name}")
     t_scores = time.time()
     if progress is not None:
         progress("scores", 0, 1)
-    betas = tiering.tier_scores(ds, lays, score, k, ess=ess, structure_prior=structure_prior,
-                                prior_kwargs=prior_kwargs, threads=workers)
+    betas = tiering.tier_scores(ds, lays, score.name, k, ess=score_opts.get("ess", 1.0),
+                                structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                                threads=workers)
     local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:

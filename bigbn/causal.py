@@ -57,8 +57,10 @@ from .frames import SOURCE
 from .parentsets import parent_set_posteriors
 from .result import Result
 from .rundir import FinishedRun
+from .scoring import BUILTIN, check_options
 
-__all__ = ["effects", "Effects", "bge_effect_components", "mixture_quantile"]
+__all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
+           "mixture_quantile"]
 
 #: the least probable parent sets of a cause, while their posteriors add up to less than
 #: this, are left out of the credible interval's CDF and of the discrete tables
@@ -224,13 +226,15 @@ def _holds(masks: np.ndarray, y: int) -> np.ndarray:
     return (masks >> y) & 1 == 1
 
 
-def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, level: float, progress=None):
+def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: float, *,
+                       alpha_mu: float, alpha_w: float | None, progress=None) -> dict:
+    """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
+    `Effects`, one value per pair. progress: as for `_by_cause`."""
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
     m, n = data.shape
-    alpha_mu, alpha_w, nu = _check_params(n, options.get("alpha_mu") or 1.0, options.get("alpha_w"),
-                                          None, data)
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, None, data)
     _, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
     d0 = alpha_w + m - n + 2
     P = len(pairs)
@@ -254,12 +258,13 @@ def _continuous(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, 
 
 # --------------------------------------------------------------------------- discrete
 
-def _discrete(ds, options: dict, ps: np.ndarray, families: np.ndarray, pairs, progress=None):
+def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: bool, ess: float,
+                     progress=None) -> dict:
+    """The Dirichlet scores' effects (module docstring; K2 if ``k2``, else BDeu(ess)): the
+    fields table and p_zero of `Effects`. progress: as for `_by_cause`."""
     data = np.asarray(ds.data, dtype=np.int64)
     n = data.shape[1]
     r = np.asarray(ds.arities, dtype=np.int64)
-    k2 = options.get("score") == "k2"
-    ess = 1.0 if k2 else float(options.get("ess") or 1.0)
     data_t = np.ascontiguousarray(data.T)
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
@@ -361,7 +366,7 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 # ------------------------------------------------------------------------------ entry
 
 def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
-            progress=None) -> Effects:
+            score=None, interventions=None, progress=None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -369,8 +374,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     same as the run's, which is checked by content hash). For a work directory it may be
     left out: then the file the run read is read again. pairs: (cause, effect) names or
     indices, or a CSV path with header cause,effect; default every ordered pair. level:
-    of the equal-tailed credible intervals (continuous data). progress: callable(stage,
-    done, total), as for `learn`: ("effects", causes done, causes).
+    of the equal-tailed credible intervals (continuous data). score: the `bigbn.scoring.Score`
+    object of a run whose score bigbn does not ship (the built-in ones are found by name).
+    interventions: the run's targets per row if it was given them as a list (a run's
+    intervention column is read again from the data). With interventional data each
+    effect's parameters come from the rows where the effect variable was not intervened on.
+    progress: callable(stage, done, total), as for `learn`: ("effects", causes done, causes).
     """
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
@@ -397,19 +406,55 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
             if not os.path.isfile(data):
                 raise OptionError(f"{run.root}: the run's data file {data} is not there; give the "
                                   "data (--data FILE)")
-    ds, score, digest = load_dataset(data, names=names, score=options.get("score") or "auto",
-                                    sep=sep)  # names: for an array, the run's
+    used = options.get("score") or "auto"
+    if score is not None and score.name != used:
+        raise OptionError(f"the run used the {used} score, not {score.name}")
+    if used == "jkl":
+        raise OptionError("this run's local scores came from a .jkl file: causal effects need the "
+                          "data (run on the data to estimate them)")
+    if score is None and used not in BUILTIN:
+        raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
+                          "object, effects(..., score=...)")
+    ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
+                                    intervention_column=options.get("intervention_column"),  # an array,
+                                    interventions=interventions)  # the run's
+    score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
     if digest_run is not None and digest != digest_run:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
                           f"(content hash {digest[:12]} vs the run's {str(digest_run)[:12]})")
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    prior = score.parameter_prior(score_opts)
+    if prior is None:
+        raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
+                          "estimate causal effects under it")
+    out = _by_effect_rows(ds, pair_list, lambda sub, some: (
+        continuous_effects(sub, ps, families, some, float(level), progress=progress, **prior)
+        if ds.kind == "continuous" else discrete_effects(sub, ps, families, some, progress=progress,
+                                                         **prior)))
     if ds.kind == "continuous":
-        out = _continuous(ds, options, ps, families, pair_list, float(level), progress)
         return Effects(names, "continuous", pair_list, float(level), **out)
-    out = _discrete(ds, options, ps, families, pair_list, progress)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
+
+
+def _by_effect_rows(ds, pairs, estimate) -> dict:
+    """``estimate(dataset, pairs)`` (a dict of per-pair arrays or lists), with each pair's
+    parameters from the rows where its effect variable was not intervened on: one call per
+    distinct set of rows, the results put back in the order of ``pairs``."""
+    if ds.intervened is None:
+        return estimate(ds, pairs)
+    from .interventions import by_rows
+
+    out: dict = {}
+    for keep, ys in by_rows(ds, sorted({y for _, y in pairs})):
+        idx = [i for i, (_, y) in enumerate(pairs) if y in ys]
+        part = estimate(ds.rows(keep), [pairs[i] for i in idx])
+        for key, values in part.items():
+            slot = out.setdefault(key, [None] * len(pairs))
+            for i, v in zip(idx, values):
+                slot[i] = v
+    return {key: (v if key == "table" else np.array(v, dtype=np.float64)) for key, v in out.items()}
 
 
 def _pairs(pairs, names) -> list[tuple[int, int]]:

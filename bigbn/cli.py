@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from . import scoring
 from ._version import __version__
 from .cli_tools import CONTEXT
 from . import options as opt
@@ -125,24 +126,36 @@ class Progress:
             self.shown = False
 
 
+def _score_option_flags(f):
+    """One flag per option of the built-in scores (--ess, --alpha-mu, ...); their values reach
+    the command as keyword arguments and `scoring.check_options` validates them, as for the API."""
+    for opt in reversed(scoring.all_options()):
+        f = click.option(opt.flag, opt.name, default=None, type=float, help=opt.help)(f)
+    return f
+
+
+_STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
+
+
 @main.command()
-@click.argument("data", type=click.Path(dir_okay=False))
+@click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--workdir", "-w", type=click.Path(file_okay=False),
               help="Where tables, journal and results go (default: ./bigbn-<data name>). "
                    "Run the same command again to resume an interrupted run.")
+@click.option("--scores", "scores_file", type=click.Path(dir_okay=False),
+              help="Local scores from a .jkl file (GOBNILP / aps format, natural logs) instead "
+                   "of DATA: each is the whole local score, no structure prior is added; parent "
+                   "sets absent from the file or with more than -k parents are impossible.")
 @click.option("--max-parents", "-k", default=3, show_default=True, type=int,
               help="Maximum number of parents of every node.")
 @click.option("--max-parents-file", type=click.Path(dir_okay=False),
               help="CSV node,max_parents: per-node limits (≤ -k).")
-@click.option("--score", type=click.Choice(["auto", "bdeu", "k2", "bge"]), default="auto",
+@click.option("--score", type=click.Choice(scoring.names()), default="auto",
               show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
-@click.option("--ess", default=None, type=float,
-              help="BDeu equivalent sample size  [default: 1]")
-@click.option("--alpha-mu", default=None, type=float, help="BGe α_μ  [default: 1]")
-@click.option("--alpha-w", default=None, type=float, help="BGe α_w (default n + α_μ + 1).")
-@click.option("--structure-prior", type=click.Choice(["uniform", "koivisto-sood"]),
-              default="koivisto-sood", show_default=True,
-              help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1).")
+@_score_option_flags
+@click.option("--structure-prior", type=_STRUCTURE_PRIOR, default=None,
+              help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1)  [default: koivisto-sood; with "
+                   "--scores none is added]")
 @click.option("--forbid", type=click.Path(dir_okay=False), help="CSV parent,child: edges that may not appear.")
 @click.option("--require", type=click.Path(dir_okay=False), help="CSV parent,child: edges that must appear.")
 @click.option("--edge-prob", type=click.Path(dir_okay=False),
@@ -170,6 +183,10 @@ class Progress:
 @click.option("--map-only", is_flag=True,
               help="Only the MAP network, no posterior: 9·2^n bytes of disk and about a third "
                    "of the work of a posterior run (the same command without it adds the posterior).")
+@click.option("--intervention-column", default=None, metavar="NAME",
+              help="A column of DATA that is not a variable: each cell lists the variables "
+                   "intervened on in its row, joined by '|' (empty: an observational row). Each "
+                   "variable is scored from the rows where it was not intervened on.")
 @click.option("--tiers", "tiers_file", type=click.Path(dir_okay=False),
               help="CSV node,tier (header optional; an integer per node, lower = earlier): only "
                    "orders that list every earlier tier first have prior mass, so parents come "
@@ -178,9 +195,10 @@ class Progress:
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alpha_w,
-        structure_prior, forbid, require, edge_prob, memory, chunk_bits, workers, scheduler,
-        processes, alpha_mode, fresh, sep, parent_set_mass, map_dag, map_only, tiers_file, top, quiet):
+def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
+        edge_prob, memory, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
+        **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -192,25 +210,42 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
     Examples:
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
       bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
+      bigbn run --scores asia.jkl -w /tmp/asia-jkl -k 2
     """
     from .api import learn, load_dataset
     from .plan import MAX_NODES
     from .priors import read_edge_list, read_edge_prob, read_max_parents
     from .tiers import MAX_TIERED_NODES, read_tiers
 
-    if not os.path.exists(data):
-        raise OptionError(f"{data}: no such file")
-    if workdir is None:
-        workdir = f"bigbn-{Path(data).stem}"
     # the options first (the data may be large, or a pipe that can be read only once)
     max_parents = opt.max_parents(max_parents, "--max-parents")
     chunk_bits = opt.chunk_bits(chunk_bits, "--chunk-bits")
     memory = opt.memory(memory, "--memory")
     workers = opt.workers(workers, "--workers")
-    ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
-                                   max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES)
+    if scores_file is not None:
+        from .jkl import FileScore, read_jkl
+
+        if data is not None:
+            raise OptionError("give DATA or --scores FILE.jkl, not both")
+        if score != "auto":
+            raise OptionError("--score does not apply to --scores (the file's scores are used)")
+        if intervention_column is not None:
+            raise OptionError("--intervention-column needs DATA; scores from a file have no rows")
+        ds, resolved = read_jkl(scores_file), FileScore()
+        source = {"scores": ds}
+    else:
+        if data is None:
+            raise click.UsageError("give DATA (a CSV file) or --scores FILE.jkl")
+        if not os.path.exists(data):
+            raise OptionError(f"{data}: no such file")
+        ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                       max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
+                                       intervention_column=intervention_column)
+        source = {"data": ds, "intervention_column": intervention_column}
+    if workdir is None:
+        workdir = f"bigbn-{Path(data or scores_file).stem}"
+    score_options = scoring.check_options(resolved, score_options)  # before any warning
     tiers = read_tiers(tiers_file, ds.names) if tiers_file is not None else None
-    _check_score_options(resolved, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w)
     for line in data_warnings(ds):
         click.echo(f"Warning: {line}", err=True)
     prior_kwargs = {}
@@ -228,10 +263,9 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
                    err=True)
     progress = Progress(quiet)
     try:
-        res = learn(ds, max_parents=max_parents, score=score, ess=1.0 if ess is None else ess,
-                    structure_prior=structure_prior, alpha_w=alpha_w,
-                    alpha_mu=1.0 if alpha_mu is None else alpha_mu,
-                    prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
+        res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
+                    score_options=score_options,
+                    structure_prior=structure_prior, prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
                     chunk_bits=chunk_bits, memory=memory, workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
@@ -242,7 +276,8 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
     if s.get("already_finished"):
         click.echo(f"{workdir}: this run was already finished; its results are read back, "
                    "nothing was recomputed")
-    click.echo(f"n = {s['n']} variables, m = {s['m']} rows, k = {s['options']['max_parents']}, "
+    rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
+    click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
     if "tiers" in s:
         click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
@@ -263,6 +298,49 @@ def run(data, workdir, max_parents, max_parents_file, score, ess, alpha_mu, alph
         _echo_map(res, workdir)
     click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
                f"{Path(workdir) / 'parent_sets.csv'}   summary: {Path(workdir) / 'summary.json'}")
+
+
+@main.command("scores")
+@click.argument("data", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The .jkl file to write.")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--score", type=click.Choice(scoring.names()), default="auto",
+              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+@_score_option_flags
+@click.option("--structure-prior", type=_STRUCTURE_PRIOR, default="koivisto-sood",
+              show_default=True, help="log ρ_i(G) added to each score, so that `bigbn run --scores "
+                                      "OUT` gives the posterior of `bigbn run DATA` with this prior.")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of DATA: ',', ';' or 'tab' (default: detected).")
+@click.option("--intervention-column", default=None, metavar="NAME",
+              help="A column of DATA listing each row's intervention targets (as for run).")
+def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, **score_options):
+    """Write the local scores of DATA as a .jkl file (GOBNILP / aps format).
+
+    One block per variable, one line per parent set of at most -k parents:
+    β_i(G) = log ρ_i(G) + log p(x_i | x_G), natural logs, 17 significant digits.
+    `bigbn run --scores OUT` then gives the same posterior as `bigbn run DATA`, bit for
+    bit; other programs (GOBNILP, aps) read the file too.
+
+    \b
+    Example:
+      bigbn scores examples/asia.csv -k 2 --out asia.jkl
+    """
+    from .api import load_dataset, score_families
+    from .jkl import write_jkl
+
+    if not os.path.exists(data):
+        raise OptionError(f"{data}: no such file")
+    max_parents = opt.max_parents(max_parents, "--max-parents")
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column)
+    options = scoring.check_options(resolved, score_options)
+    k = min(max_parents, ds.n - 1)
+    beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
+    write_jkl(out, ds.names, beta, k)
+    click.echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
+               f"score {resolved.name}, structure prior {structure_prior}")
 
 
 def _echo_map(res, workdir) -> None:
@@ -301,15 +379,6 @@ def data_warnings(ds) -> list[str]:
             out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows; with so few rows "
                        "per level a discrete score finds confident spurious parents")
     return out
-
-
-def _check_score_options(score: str, **given) -> None:
-    """An option of another score than the one in use would be silently ignored: refuse it."""
-    owner = {"ess": "bdeu", "alpha_mu": "bge", "alpha_w": "bge"}
-    for name, value in given.items():
-        if value is not None and owner[name] != score:
-            raise OptionError(f"--{name.replace('_', '-')} is a parameter of the {owner[name]} score; "
-                              f"this run uses {score} (say --score {owner[name]}, or drop the option)")
 
 
 def _set_text(names) -> str:

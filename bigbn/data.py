@@ -86,7 +86,9 @@ class Dataset:
     ``arities`` all 0; ``levels`` n empty tuples.
 
     ``names``: the n variable names; ``path``: where the data came from ("" if made in
-    memory). Arrays are coerced to these dtypes/layouts on construction and checked; a
+    memory). ``intervened``: None (observational data) or bool (m, n), True where row t
+    was an experiment that set variable j (a perfect intervention on known targets: node j's
+    local score uses only the rows where it is False). Arrays are coerced to these dtypes/layouts on construction and checked; a
     mismatch raises `DataError`.
     """
 
@@ -96,6 +98,7 @@ class Dataset:
     levels: tuple[tuple[str, ...], ...]
     kind: str = "discrete"
     path: str = ""
+    intervened: np.ndarray | None = None
 
     def __post_init__(self):
         where = self.path or "dataset"
@@ -130,6 +133,17 @@ class Dataset:
         object.__setattr__(self, "levels", tuple(tuple(lv) for lv in self.levels))
         object.__setattr__(self, "data", data)
         object.__setattr__(self, "arities", arities)
+        if self.intervened is not None:
+            mask = np.asarray(self.intervened)
+            if mask.dtype != bool or mask.shape != data.shape:
+                raise DataError(f"{where}: intervened must be a bool array of the data's shape "
+                                f"{data.shape}, got {mask.dtype} {mask.shape}")
+            object.__setattr__(self, "intervened", np.ascontiguousarray(mask))
+
+    def rows(self, keep: np.ndarray) -> "Dataset":
+        """The observational dataset of the rows ``keep`` (bool (m,)): the same variables,
+        arities and levels (so a level absent from these rows is still a level)."""
+        return Dataset(self.names, self.data[keep], self.arities, self.levels, self.kind, self.path)
 
     @property
     def n(self) -> int:
@@ -265,7 +279,7 @@ def _separator(sep: str | None, text: str) -> str:
     return sep
 
 
-def read_table(path, sep: str | None = None) -> Table:
+def read_table(path, sep: str | None = None, may_be_empty: str | None = None) -> Table:
     """Read a delimited file with a header line into a `Table`.
 
     ``sep``: the separator (one character, or "tab"); None detects comma, tab or
@@ -280,7 +294,9 @@ def read_table(path, sep: str | None = None) -> Table:
     Raises `DataError` (one line naming file, row and column) for: a file that is missing,
     unreadable, not UTF-8 or empty; fewer than 2 columns; an empty or duplicate column
     name; no data rows; a row with the wrong number of fields; an empty cell or a missing
-    value ("NA", "NaN", "?" in any case) — bigbn needs complete data.
+    value ("NA", "NaN", "?" in any case) — bigbn needs complete data. ``may_be_empty``: a
+    column exempt from that rule (the intervention column, whose empty cells mark
+    observational rows).
     """
     p = os.fspath(path)
     p = p.decode() if isinstance(p, bytes) else p
@@ -308,12 +324,15 @@ def read_table(path, sep: str | None = None) -> Table:
             if names is None:
                 names = _check_header(p, cells)
                 n = len(names)
+                free = names.index(may_be_empty) if may_be_empty in names else -1
                 continue
             if len(cells) != n:
                 k = len(cells)
                 raise DataError(f"{p}, row {line}: {k} field{'s' * (k != 1)}, expected {n} (ragged row)")
-            if not _MISSING.isdisjoint(cells):
-                j = next(j for j, c in enumerate(cells) if c in _MISSING)
+            missing = [] if _MISSING.isdisjoint(cells) else \
+                [j for j, c in enumerate(cells) if c in _MISSING and j != free]
+            if missing:
+                j = missing[0]
                 what = "empty cell" if cells[j] == "" else f"missing value '{cells[j]}'"
                 raise DataError(
                     f"{p}, row {line}, column '{names[j]}': {what} "

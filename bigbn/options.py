@@ -164,12 +164,6 @@ def seed(value, what: str = "seed") -> int:
     return s
 
 
-def score_number(value, what: str) -> float:
-    """A score parameter given as a number (ess, alpha_mu, alpha_w): OptionError for a
-    wrong type (the score checks its range)."""
-    return _number(value, what)
-
-
 PRIOR_KWARGS = ("forbid", "require", "edge_prob", "max_parents")
 
 

@@ -48,9 +48,11 @@ RUN_FORMAT_VERSION = 1
 
 # The modules whose code decides any number a run stores: the kernels and the fast
 # log-add-exp they inline, the task functions and edge fold, the plan (summation order
-# follows the chunk lattice), the family order, the scores and the priors.
+# follows the chunk lattice), the family order, the dispatch to the score (and the rows it
+# scores under interventions) and the priors. The score's own modules (`Score.modules`)
+# enter the run's fingerprint as "score_numerics" (`bigbn.scoring.source_fingerprint`).
 NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
-                    "scores.py", "bge.py", "priors.py", "maxplus.py", "mapdag.py")
+                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py")
 
 
 def numerics_fingerprint() -> str:
@@ -84,12 +86,13 @@ def fingerprint(data_sha256: str, n: int, m: int, options: dict) -> dict:
     """What decides every number a run stores: the data (content hash, shape), this
     code's numerics and the model ``options`` (score, its parameters, max parents, the
     structure prior, constraints, ...): a dict of JSON values, compared key by key."""
-    return {"data_sha256": data_sha256, "n": int(n), "m": int(m),
+    return {"data_sha256": data_sha256, "n": int(n), "m": None if m is None else int(m),
             "numerics": numerics_fingerprint(), **jsonable(options)}
 
 
 _PLAIN = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
           "numerics": "the workdir was computed by another bigbn version (its numerical code differs)",
+          "score_numerics": "the workdir was computed by other code of the score (its module changed)",
           "m": "the data have {new} rows, the run's {old}",
           "n": "the data have {new} columns, the run's {old}"}
 
@@ -194,7 +197,8 @@ class RunRecord:
         try:
             fp, pl, names = obj["fingerprint"], obj["plan"], obj["names"]
             ok = isinstance(fp, dict) and isinstance(fp.get("data_sha256"), str) \
-                and all(isinstance(fp.get(k), int) for k in ("n", "m")) and isinstance(pl, dict) \
+                and isinstance(fp.get("n"), int) and isinstance(fp.get("m", 0), (int, type(None))) \
+                and isinstance(pl, dict) \
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
             known = {f.name for f in dataclasses.fields(Plan)}
             plan = None if not ok else TieredPlan.from_json(pl) if "tiers" in pl else \

@@ -16,13 +16,17 @@ The observational block: the conditions are stacked in the order of Sachs et al.
 is checked, not assumed: a change-point scan of the standardised log intensities
 (largest jumps between the means of 100-row windows) must find the 8 block boundaries
 within 15 rows, and the U0126 (MEK inhibitor) block must have the lowest median
-p44/42 (Erk) and the psitect (PIP2 inhibitor) block the lowest median PIP2. Only block 1
-(general stimulation, no intervention) is used.
+p44/42 (Erk) and the psitect (PIP2 inhibitor) block the lowest median PIP2.
 
-Writes examples/sachs.csv (853 rows, 11 proteins, continuous, as measured),
-examples/sachs3.csv (the same rows, each column cut at its tertiles into low/mid/high,
-as Sachs et al. discretised into 3 levels) and examples/sachs.truth.csv (the consensus
-network, parent,child), with bnlearn's short protein names.
+Writes examples/sachs.csv (block 1 only: general stimulation, no intervention; 853 rows,
+11 proteins, continuous, as measured), examples/sachs3.csv (the same rows, each column cut
+at its tertiles into low/mid/high, as Sachs et al. discretised into 3 levels),
+examples/sachs.truth.csv (the consensus network, parent,child), with bnlearn's short
+protein names, and examples/sachs_interventional.csv: all nine blocks (7466 rows) with a
+column `targets` naming the intervened proteins of each row's condition (TARGETS: the
+inhibitors and activators of Sachs et al. 2005, table 1, in the encoding of the
+literature, e.g. Eaton & Murphy 2007 and Mooij, Magliacane & Claassen 2020; blocks 1 and 2,
+general stimulation with and without ICAM-2, are observational).
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ SIZES = [853, 902, 911, 723, 810, 799, 848, 913, 707]
 RENAME = {"praf": "Raf", "pmek": "Mek", "plcg": "Plcg", "PIP2": "PIP2", "PIP3": "PIP3",
           "p44/42": "Erk", "pakts473": "Akt", "PKA": "PKA", "PKC": "PKC", "P38": "P38", "pjnk": "Jnk"}
 OUT = Path(__file__).resolve().parent.parent / "examples"
+#: the intervened proteins of each block (bnlearn's names): 3. Akt inhibitor; 4. G0076,
+#: a PKC inhibitor; 5. psitectorigenin, a PIP2 inhibitor; 6. U0126, a MEK inhibitor;
+#: 7. LY294002, a PI3K inhibitor (PI3K makes PIP3); 8. PMA, a PKC activator; 9. β2cAMP,
+#: a PKA activator
+TARGETS = ["", "", "Akt", "PKC", "PIP2", "Mek", "PIP3", "PKC", "PKA"]
 
 
 def read_csv(text: str) -> tuple[list[str], list[list[str]]]:
@@ -87,7 +96,13 @@ def main(wheel: str) -> None:
         w_ = csv.writer(fh, lineterminator="\n")
         w_.writerow(["parent", "child"])
         w_.writerows([[RENAME[a], RENAME[b]] for a, b in arcs])
-    print(f"wrote {OUT}/sachs.csv, sachs3.csv ({len(obs)} rows), sachs.truth.csv ({len(arcs)} arcs)")
+    with open(OUT / "sachs_interventional.csv", "w", newline="") as fh:
+        w_ = csv.writer(fh, lineterminator="\n")
+        w_.writerow(names + ["targets"])
+        for block, (a, size) in enumerate(zip(starts, SIZES)):
+            w_.writerows([[f"{v:g}" for v in row] + [TARGETS[block]] for row in X[a:a + size]])
+    print(f"wrote {OUT}/sachs.csv, sachs3.csv ({len(obs)} rows), sachs.truth.csv ({len(arcs)} arcs), "
+          f"sachs_interventional.csv ({len(X)} rows)")
 
 
 if __name__ == "__main__":

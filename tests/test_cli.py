@@ -502,9 +502,9 @@ def test_suspicious_columns_get_a_warning_line(tmp_path):
 
 def test_negative_top_and_options_of_another_score(tmp_path):
     assert h.cli("run", h.ASIA, "-w", tmp_path / "w", "--top", "-3").exit_code == 2
-    for args, needle in ((["--score", "k2", "--ess", "5"], "--ess is a parameter of the bdeu score"),
-                         (["--alpha-mu", "2"], "--alpha-mu is a parameter of the bge score"),
-                         (["--alpha-w", "20"], "--alpha-w is a parameter of the bge score")):
+    for args, needle in ((["--score", "k2", "--ess", "5"], "ess (--ess) is a parameter of the bdeu score"),
+                         (["--alpha-mu", "2"], "alpha_mu (--alpha-mu) is a parameter of the bge score"),
+                         (["--alpha-w", "20"], "alpha_w (--alpha-w) is a parameter of the bge score")):
         r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", *args)
         assert r.exit_code == 1 and needle in r.output
     assert not (tmp_path / "w").exists()

@@ -36,3 +36,23 @@ def test_example_runs_and_recovers_more_than_chance(name, score, tmp_path):
     assert A.sum() == {"sachs": 18, "asia": 8}[stem]
     assert edge_roc(res.posterior, A).auc > 0.55
     assert (tmp_path / "w" / "parent_sets.csv").exists()
+
+
+def test_the_nine_sachs_conditions_with_their_targets(tmp_path):
+    """sachs_interventional.csv: the 7466 rows in Sachs et al.'s nine blocks, block 1 equal
+    to sachs.csv, each block's targets as examples/README.md lists them; it runs with
+    --intervention-column targets."""
+    with open(EX / "sachs_interventional.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    with open(EX / "sachs.csv", newline="") as fh:
+        block1 = list(csv.reader(fh))
+    assert rows[0] == block1[0] + ["targets"] and len(rows) == 7467
+    assert [r[:-1] for r in rows[1:854]] == block1[1:]
+    sizes = [853, 902, 911, 723, 810, 799, 848, 913, 707]
+    starts = np.cumsum([1] + sizes)
+    blocks = [{r[-1] for r in rows[a:a + s]} for a, s in zip(starts, sizes)]
+    assert blocks == [{""}, {""}, {"Akt"}, {"PKC"}, {"PIP2"}, {"Mek"}, {"PIP3"}, {"PKC"}, {"PKA"}]
+    res = bigbn.learn(EX / "sachs_interventional.csv", intervention_column="targets", max_parents=1,
+                      workdir=tmp_path / "w")
+    assert (res.summary["n"], res.summary["m"]) == (11, 7466) and res.summary["options"]["score"] == "bge"
+    assert "targets" not in res.names

@@ -43,7 +43,7 @@ def test_frame_column_kinds_and_the_csv_rule(tmp_path):
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
     ds, score, _ = load_dataset(df)
-    assert ds.kind == "discrete" and score == "bdeu"
+    assert ds.kind == "discrete" and score.name == "bdeu"
     assert ds.levels[3] == ("z", "y"), "declared category order, observed levels only"
     assert ds.levels[1] == ("False", "True")
     ref = bigbn.learn(path, max_parents=2)
@@ -78,11 +78,11 @@ def test_bool_and_integer_valued_arrays_are_discrete():
     rng = np.random.default_rng(1)
     B = rng.random((100, 3)) < 0.5
     ds, score, _ = load_dataset(B)
-    assert ds.kind == "discrete" and score == "bdeu" and list(ds.arities) == [2, 2, 2]
+    assert ds.kind == "discrete" and score.name == "bdeu" and list(ds.arities) == [2, 2, 2]
     ds, score, _ = load_dataset(B.astype(float))
-    assert ds.kind == "discrete" and score == "bdeu"
+    assert ds.kind == "discrete" and score.name == "bdeu"
     ds, score, _ = load_dataset(rng.normal(size=(100, 3)))
-    assert ds.kind == "continuous" and score == "bge"
+    assert ds.kind == "continuous" and score.name == "bge"
 
 
 def test_integer_arrays_follow_the_csv_rule(tmp_path):

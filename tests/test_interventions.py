@@ -1,0 +1,218 @@
+"""Interventional data (bigbn.interventions): node i scored from the rows where it was not a
+target, against slow references (tests/naive.py); targets read from a column or a list."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+import naive
+from bigbn.api import load_dataset, score_families
+from bigbn.cli import main
+from bigbn.errors import BigBNError, DataError, OptionError
+from test_cli import assert_one_line_error
+
+NAMES = list("abcde")
+
+
+def discrete_experiments(seed, m=90, n=5):
+    """Codes of a chain-like network, each row an experiment on 0–2 random targets (set
+    uniformly at random in that row), a third of the rows observational."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((m, n), dtype=np.int64)
+    T = np.zeros((m, n), dtype=bool)
+    arities = [2, 3, 2, 2, 3, 2, 2][:n]
+    for t in range(m):
+        if rng.random() > 1 / 3:
+            T[t, rng.choice(n, size=rng.integers(1, 3), replace=False)] = True
+        for i in range(n):
+            if T[t, i]:
+                X[t, i] = rng.integers(0, arities[i])
+            elif i == 0:
+                X[t, i] = rng.random() < 0.3
+            else:
+                X[t, i] = (X[t, i - 1] + (rng.random() < 0.2)) % arities[i]
+    for j in range(n):  # every level observed
+        X[:arities[j], j] = np.arange(arities[j])
+    return X, T
+
+
+def continuous_experiments(seed, m=70, n=5):
+    rng = np.random.default_rng(seed)
+    X = np.zeros((m, n))
+    T = rng.random((m, n)) < 0.25
+    for i in range(n):
+        noise = rng.normal(size=m)
+        X[:, i] = np.where(T[:, i], 2 * noise, (0.9 * X[:, i - 1] if i else 0) + noise)
+    return X, T
+
+
+def sets(T):
+    return [{NAMES[j] for j in np.flatnonzero(row)} for row in T]
+
+
+@pytest.mark.parametrize("score", ["bdeu", "k2", "bge"])
+def test_interventional_scores_against_plain_loops(score):
+    if score == "bge":
+        X, T = continuous_experiments(1)
+        ref = naive.interventional_bge_scores(X.tolist(), T.tolist(), 3, alpha_mu=1.5)
+        opts = {"alpha_mu": 1.5}
+    else:
+        X, T = discrete_experiments(2)
+        ref = naive.interventional_dirichlet_scores(X.tolist(), [2, 3, 2, 2, 3], T.tolist(), 3, score,
+                                                    ess=2.5)
+        opts = {"ess": 2.5} if score == "bdeu" else {}
+    ds, sc, _ = load_dataset(X, names=NAMES, score=score, interventions=sets(T))
+    assert ds.intervened is not None and ds.intervened.sum() == T.sum()
+    got = score_families(ds, sc, 3, structure_prior="uniform", **opts)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-9)
+    # the observational scores are not these: the filtering matters
+    obs, _, _ = load_dataset(X, names=NAMES, score=score)
+    assert np.abs(score_families(obs, sc, 3, structure_prior="uniform", **opts) - ref).max() > 0.5
+
+
+@pytest.mark.parametrize("score, n, route", [("bdeu", 5, "dags"), ("k2", 5, "dags"), ("bge", 5, "dags"),
+                                             ("bdeu", 7, "orders"), ("bge", 7, "orders")])
+def test_interventional_posterior_against_enumeration(tmp_path, score, n, route):
+    names = list("abcdefg")[:n]
+    if score == "bge":
+        X, T = continuous_experiments(3, m=60, n=n)
+        local = naive.interventional_bge_scores(X.tolist(), T.tolist(), 2)
+    else:
+        X, T = discrete_experiments(4, n=n)
+        arities = [len(set(X[:, j].tolist())) for j in range(n)]
+        local = naive.interventional_dirichlet_scores(X.tolist(), arities, T.tolist(), 2, score)
+    res = bigbn.learn(X, names=names, score=score, max_parents=2, structure_prior="uniform",
+                      interventions=[{names[j] for j in np.flatnonzero(r)} for r in T],
+                      workdir=tmp_path / "w")
+    P, log_px = (naive.edges_by_dags if route == "dags" else naive.edges_by_orders)(local, 2)
+    np.testing.assert_allclose(res.posterior, P, rtol=0, atol=1e-9)
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-9)
+    assert np.ptp(res.posterior[~np.eye(n, dtype=bool)]) > 0.3
+
+
+def test_interventions_turn_an_ambiguous_direction_into_a_known_one(tmp_path):
+    """a → b, binary. Observational data leave the two directions Markov equivalent (BDeu
+    is score equivalent: p(a → b) = p(b → a)); rows where a was set from outside (a drawn
+    uniformly, b from its mechanism) score a only from the other rows, b from all of them,
+    and p(a → b) rises toward 1 as they are added."""
+    rng = np.random.default_rng(12)
+    m0 = 300
+    a = rng.random(m0) < 0.3
+    b = np.where(a, rng.random(m0) < 0.85, rng.random(m0) < 0.2)
+    ai = rng.random(600) < 0.5  # a set from outside, b from its own mechanism
+    bi = np.where(ai, rng.random(600) < 0.85, rng.random(600) < 0.2)
+    ps = []
+    for extra in (0, 5, 20, 80):
+        X = np.c_[np.r_[a, ai[:extra]], np.r_[b, bi[:extra]]].astype(int)
+        res = bigbn.learn(X, names=["a", "b"], max_parents=1,
+                          interventions=[set()] * m0 + [{"a"}] * extra)
+        ps.append((res.posterior[0, 1], res.posterior[1, 0]))
+    assert abs(ps[0][0] - ps[0][1]) < 1e-12 and 0.45 < ps[0][0] < 0.5  # adjacent: ≈ 1/2 each
+    forward = [p for p, _ in ps]
+    assert all(x < y for x, y in zip(forward, forward[1:])), forward
+    assert 0.6 < forward[1] < 0.9 and forward[-1] > 0.99 and ps[-1][1] < 0.01
+
+
+def _csv(tmp_path, X, T, column="targets", names=NAMES):
+    path = tmp_path / "d.csv"
+    lines = [",".join(names + [column])]
+    for row, t in zip(X.tolist(), T):
+        lines.append(",".join(str(v) for v in row) + "," + "|".join(names[j] for j in np.flatnonzero(t)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_intervention_column_of_a_csv_file_a_dataframe_and_the_cli(tmp_path):
+    X, T = discrete_experiments(5)
+    path = _csv(tmp_path, X, T)
+    ref = bigbn.learn(X, names=NAMES, max_parents=2, interventions=sets(T))
+    got = bigbn.learn(path, max_parents=2, intervention_column="targets", workdir=tmp_path / "w")
+    assert np.array_equal(got.posterior, ref.posterior)
+    assert got.summary["options"]["intervention_column"] == "targets"
+    pd = pytest.importorskip("pandas")
+    frame = pd.read_csv(path, keep_default_na=False)
+    assert np.array_equal(bigbn.learn(frame, max_parents=2, intervention_column="targets").posterior,
+                          ref.posterior)
+    r = CliRunner().invoke(main, ["run", str(path), "-k", "2", "-q", "-w", str(tmp_path / "c"),
+                                  "--intervention-column", "targets"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "c" / "edges.csv").read_text() == (tmp_path / "w" / "edges.csv").read_text()
+    # an all-empty column is observational data: the same numbers as without it
+    plain = bigbn.learn(X, names=NAMES, max_parents=2)
+    none = bigbn.learn(_csv(tmp_path, X, np.zeros_like(T)), max_parents=2, intervention_column="targets")
+    assert np.array_equal(none.posterior, plain.posterior)
+
+
+def test_interventional_effects_use_the_rows_where_the_effect_was_not_set(tmp_path):
+    X, T = discrete_experiments(6, n=4)
+    names = NAMES[:4]
+    path = _csv(tmp_path, X, T, names=names)
+    r = CliRunner().invoke(main, ["run", str(path), "-k", "2", "-q", "-w", str(tmp_path / "w"),
+                                  "--intervention-column", "targets", "--score", "k2"])
+    assert r.exit_code == 0, r.output
+    e = bigbn.effects(tmp_path / "w")  # the column is read again from the run's data
+    res = bigbn.learn(path, score="k2", max_parents=2, intervention_column="targets")
+    beta = score_families(load_dataset(path, intervention_column="targets")[0], "k2", 2)
+    arities = [2, 3, 2, 2]
+    moved = 0
+    for i, (x, y) in enumerate(e.pairs):
+        rows = ~T[:, y]
+        table, p_zero = naive.discrete_effects_by_dags(X[rows], arities, beta, 2, x, y, "k2", None)
+        np.testing.assert_allclose(e.table[i], table, rtol=0, atol=1e-10)
+        assert e.p_zero[i] == pytest.approx(p_zero, abs=1e-10)
+        every, _ = naive.discrete_effects_by_dags(X, arities, beta, 2, x, y, "k2", None)
+        moved += np.abs(every - table).max() > 1e-3
+    assert moved >= 3  # the filtering changes the estimates
+    np.testing.assert_array_equal(bigbn.effects(res, path).table[0], e.table[0])
+    # continuous: the BGe effect from the effect's own rows
+    Xc, Tc = continuous_experiments(7, n=4)
+    rc = bigbn.learn(Xc, names=names, max_parents=2, interventions=sets(Tc))
+    ec = bigbn.effects(rc, Xc, interventions=sets(Tc), pairs=[("a", "b"), ("c", "d")])
+    betac = score_families(load_dataset(Xc, names=names, interventions=sets(Tc))[0], "bge", 2)
+    for i, (x, y) in enumerate(ec.pairs):
+        mean, p_zero, lo, hi = naive.bge_effects_by_dags(Xc[~Tc[:, y]], betac, 2, x, y, 1.0, 6.0, 0.95)
+        assert ec.mean[i] == pytest.approx(mean, abs=1e-9)
+        assert ec.p_zero[i] == pytest.approx(p_zero, abs=1e-10)
+    with pytest.raises(OptionError, match="not the data of this run"):
+        bigbn.effects(rc, Xc)  # the targets are part of the data
+
+
+BAD = {
+    "unknown target": ("a,b,targets\n0,1,a\n1,0,zz\n", ["d.csv, row 3", "column 'targets'",
+                                                         "unknown target 'zz'"]),
+    "the column itself": ("a,b,targets\n0,1,targets\n1,0,\n", ["row 2", "is the intervention column itself"]),
+    "set in every row": ("a,b,targets\n0,1,a\n1,0,a|b\n1,1,a\n", ["variable 'a' is intervened on in every row"]),
+    "no such column": ("a,b,c\n0,1,0\n1,0,1\n", ["no column named 'targets'"]),
+    "one variable left": ("a,targets\n0,a\n1,\n", ["at least 2 variables besides"]),
+    "missing value elsewhere": ("a,b,targets\n0,,a\n1,0,\n", ["row 2", "column 'b'", "empty cell"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_intervention_input_gets_one_line_errors(tmp_path, case):
+    text, needles = BAD[case]
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    with pytest.raises(BigBNError):
+        bigbn.learn(path, intervention_column="targets")
+    r = CliRunner().invoke(main, ["run", str(path), "-w", str(tmp_path / "w"), "-q",
+                                  "--intervention-column", "targets"])
+    assert_one_line_error(r, *needles)
+    assert not (tmp_path / "w").exists()
+
+
+def test_bad_intervention_lists():
+    X, T = discrete_experiments(8)
+    with pytest.raises(OptionError, match="90 rows"):
+        bigbn.learn(X, names=NAMES, interventions=sets(T)[:-1])
+    with pytest.raises(DataError, match=r"interventions\[3\].*unknown target 'q'"):
+        bigbn.learn(X, names=NAMES, interventions=[set()] * 3 + [{"q"}] + [set()] * 86)
+    with pytest.raises(OptionError, match="for an array give interventions="):
+        bigbn.learn(X, names=NAMES, intervention_column="t")
+    with pytest.raises(OptionError, match="not both"):
+        bigbn.learn("x.csv", intervention_column="t", interventions=[])
+    with pytest.raises(OptionError, match="tiers with interventional data"):
+        bigbn.learn(X, names=NAMES, interventions=sets(T), tiers=[NAMES[:2], NAMES[2:]])
