@@ -49,10 +49,11 @@ RUN_FORMAT_VERSION = 1
 # The modules whose code decides any number a run stores: the kernels and the fast
 # log-add-exp they inline, the task functions and edge fold, the plan (summation order
 # follows the chunk lattice), the family order, the dispatch to the score (and the rows it
-# scores under interventions) and the priors. The score's own modules (`Score.modules`)
+# scores under interventions), the priors and the tiers' layouts and sums. The score's own modules (`Score.modules`)
 # enter the run's fingerprint as "score_numerics" (`bigbn.scoring.source_fingerprint`).
 NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
-                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py")
+                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py",
+                    "tiers.py")
 
 
 def numerics_fingerprint() -> str:
