@@ -46,7 +46,7 @@ AUTO = "auto"
 
 @dataclass(frozen=True)
 class Option:
-    """A parameter of a score: a positive finite number at most ``high``.
+    """A parameter of a score: a positive finite number.
 
     name: the keyword (``learn(ess=...)``) and, with ``_`` as ``-``, the CLI flag
     (``--ess``); label: how error messages name it; default: used when not given (None: the
@@ -85,7 +85,7 @@ class Option:
 
 class Score:
     """One local score (see the module docstring). Subclasses set the class attributes and
-    implement `local_scores`; `effects` is optional."""
+    implement `local_scores`; `parameter_prior` is optional."""
 
     name: str = ""
     data_kind: str = "discrete"
