@@ -429,9 +429,8 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             result.summary = summary(journal, None, fingerprint, ds, workers, memory, scheduler, t_start)
             result.summary["log_marginal_likelihood"] = result.log_marginal
             result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
-                                        **({"chunk_bits": pp.chunk_bits, "chunks": pp.n_chunks} if pp else {}),
-                                        **({"log_z": None} if not posterior else {})}
-                                       for lay, (pp, _) in zip(lays, plans)]
+                                        **({"chunk_bits": p.chunk_bits, "chunks": p.n_chunks} if p else {})}
+                                       for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
             result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["scoring_seconds_this_invocation"] = t_scores

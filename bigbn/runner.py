@@ -66,6 +66,14 @@ def finished_beta(root, fp: dict, map_dag: bool, posterior: bool) -> np.ndarray 
     return beta if _finished(Job(wd, plan, beta), journal) else None
 
 
+def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
+    """WorkdirError when the workdir's run was of other data or options than ``fp``."""
+    diff = old.differences(fp)
+    if diff:
+        raise WorkdirError(f"{wd.root} holds a run of other data or options ("
+                           + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+
+
 def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits, alpha_mode,
             memory, workers, fresh: bool, check_disk: bool) -> Plan:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
@@ -77,10 +85,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits
     old = read_record(wd.root)  # the caller checked that the folder is bigbn's (check_is_ours)
     n, k = request["n"], request["k"]
     if old is not None:
-        diff = old.differences(fp)
-        if diff:
-            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
-                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        _refuse_other_run(wd, old, fp)
         op = old.plan
         for opt, mine, theirs in (("--chunk-bits", chunk_bits, op.chunk_bits),
                                   ("--alpha", alpha_mode, op.alpha_mode)):
@@ -289,10 +294,7 @@ def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, 
         wd.clear()
     old = read_record(wd.root)
     if old is not None:
-        diff = old.differences(fp)
-        if diff:
-            raise WorkdirError(f"{wd.root} holds a run of other data or options ("
-                               + "; ".join(diff) + "); use --fresh to start over or another --workdir")
+        _refuse_other_run(wd, old, fp)
         if not isinstance(old.plan, TieredPlan):
             raise WorkdirError(f"{wd.root}/run.json is damaged (a run with tiers but no tier plan); "
                                "use --fresh to start over")
