@@ -53,16 +53,13 @@ def alpha_span(job: Job, node: int, first_chunk: int, nchunks: int) -> np.ndarra
     return out
 
 
-def alpha_low_block(job: Job, H: int) -> np.ndarray:
-    """alpha_i on alpha chunk H for every low node i < c: float64 (c, 2^(c-1))."""
-    p = job.plan
-    out = np.empty((p.c, p.alpha_chunk_size))
-    for i in range(p.c):
-        if p.alpha_mode == "store":
-            out[i] = alpha_span(job, i, H, 1)
-        else:  # straight into its row: no temporary and copy (≈ 10 ms of a 120 ms task at c = 20)
-            K._alpha_chunks(job.beta, p.families, i, H, p.c - 1, p.small_masks, out[i])
-    return out
+def stored_alpha_ext(job: Job, node: int, first_chunk: int, nchunks: int) -> tuple[np.ndarray, np.ndarray]:
+    """`alpha_span` of a run that stores α (``--alpha store``), as extended-exponent
+    numbers (mantissas, exponents; kernels.py). Runs that recompute α build it per tile
+    inside the kernels instead (kernels._high_term, kernels._recursion_tiles)."""
+    m, e = np.empty((2, nchunks * job.plan.alpha_chunk_size))
+    K._ext_from_log_into(alpha_span(job, node, first_chunk, nchunks), m, e)
+    return m, e
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -159,48 +156,54 @@ def _task_alpha(job: Job, spec: TaskSpec) -> dict:
 def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     """Forward (L) or backward (B) recursion on chunk H: one computation, mirrored.
 
-    acc = logsumexp over the spec's high-bit terms of alpha_node (a 2-chunk span) plus
-    the neighbour chunk (H - b forward, H + b backward), then the in-chunk kernel.
+    The high-bit terms, alpha_node (a 2-chunk span) times the neighbour chunk (H - b
+    forward, H + b backward), are summed as extended numbers, then the in-chunk kernel
+    runs on them; the result is written as natural logs. A backward task computes its
+    chunk's part of γ too, from s_v(S) = L(S)·B(S + v): a high node's from the neighbour
+    chunk it has just read, a low node's from L and B on the chunk.
     """
     p, wd = job.plan, job.workdir
-    acc = np.full(p.chunk_size, NEG_INF)
+    backward = spec.kind == "backward"
+    m, e = np.zeros(p.chunk_size), np.full(p.chunk_size, NEG_INF)
     if spec.origin is not None:
-        acc[spec.origin] = 0.0  # L(∅) = 1, B(V) = R(∅) = 1
-    for node, first, G in spec.terms:
-        K._lae_into(acc, alpha_span(job, node, first, 2), wd.read(spec.kind, _chunk_slice(p, G)))
-    out = np.empty(p.chunk_size)
-    K._recursion_chunk(acc, alpha_low_block(job, spec.chunk), out, spec.kind == "forward")
-    if spec.kind == "forward":
-        return {"crc": _write_all(job, spec, out)}
-    return {"crc": _write_all(job, spec, out, _gamma_part(job, spec, out))}
+        m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
+    nm, ne = np.empty((2, p.chunk_size))  # a neighbour chunk as extended numbers
+    if backward:  # γ: L on the chunk, s (a high node's; a low node's in its first half)
+        fm, fe = np.empty((2, p.chunk_size))
+        K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk)), fm, fe)
+        sm, se = np.empty((2, p.chunk_size))
+        part = np.full((p.n, p.n_families), NEG_INF)
+    recompute = p.alpha_mode == "recompute"
+    for t, (node, first, G) in enumerate(spec.terms):
+        K._ext_from_log_into(wd.read(spec.kind, _chunk_slice(p, G)), nm, ne)
+        if recompute:
+            K._high_term(job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits, nm, ne, m, e)
+        else:
+            K._ext_fma_into(m, e, *stored_alpha_ext(job, node, first, 2), nm, ne)
+        if backward:
+            gnode, Q, gG = spec.gamma_terms[t]
+            assert (gnode, gG) == (node, G)
+            K._ext_mul_into(fm, fe, nm, ne, sm, se)
+            K._gamma_partial(sm, se, p.c, Q, p.families, p.small_masks, part[node])
+    if recompute:
+        K._recursion_tiles(job.beta, p.families, p.small_masks, spec.chunk, p.tile_bits, m, e, not backward)
+    else:
+        am, ae = np.empty((2, p.c, p.alpha_chunk_size))
+        for i in range(p.c):
+            am[i], ae[i] = stored_alpha_ext(job, i, spec.chunk, 1)
+        K._recursion_chunk(m, e, am, ae, not backward)
+    if backward:  # γ of the low nodes v < c: S and S+v both in the chunk
+        half = p.alpha_chunk_size
+        for v in range(p.c):
+            K._gather_low(fm, fe, m, e, v, sm[:half], se[:half])
+            K._gamma_partial(sm[:half], se[:half], p.c - 1, spec.chunk, p.families, p.small_masks, part[v])
+    out = nm  # the logs written: the neighbour's buffer is free now
+    K._log_ext_into(m, e, out)
+    return {"crc": _write_all(job, spec, out, part) if backward else _write_all(job, spec, out)}
 
 
 def _chunk_slice(p: Plan, H: int) -> slice:
     return slice(H * p.chunk_size, (H + 1) * p.chunk_size)
-
-
-def _gamma_part(job: Job, spec: TaskSpec, bwd: np.ndarray) -> np.ndarray:
-    """Chunk H's part of gamma_v for every node v, from s_v(S) = L(S) + B(S+v), in the
-    backward task of chunk H (bwd: B on chunk H, just computed).
-
-    Low nodes v < c: S and S+v both lie in chunk H (half of its offsets).
-    High nodes v = c+b with b ∉ H: S in forward chunk H, S+v in backward chunk H+b.
-    """
-    H = spec.chunk
-    p, wd = job.plan, job.workdir
-    fam, small = p.families, p.small_masks
-    fwd = wd.read("forward", _chunk_slice(p, H))
-    part = np.full((p.n, p.n_families), NEG_INF)
-    s = np.empty(p.chunk_size)
-    ex = np.empty(p.chunk_size)  # the transform's exponents (kernels._gamma_partial)
-    half = s[: p.alpha_chunk_size]
-    for v in range(p.c):
-        K._gather_low(fwd, bwd, v, half)
-        K._gamma_partial(half, ex[: p.alpha_chunk_size], p.c - 1, H, fam, small, part[v])
-    for node, Q, G in spec.gamma_terms:
-        K._add_into(s, fwd, wd.read("backward", _chunk_slice(p, G)))
-        K._gamma_partial(s, ex, p.c, Q, fam, small, part[node])
-    return part
 
 
 def _task_gamma(job: Job, spec: TaskSpec) -> dict:

@@ -1,25 +1,29 @@
 """Numba kernels of the engine: pure arithmetic on contiguous float64 chunks, no I/O.
 
-Every value in and out is a natural logarithm; -inf is "zero"/"impossible". Inside, the
-sums run on exp(value - scale): plain float64 where one scale provably holds a chunk or a
-block, else extended-exponent numbers (mantissa and integer exponent, fastmath.py), so
-nothing overflows, underflows or has to be redone at any number of rows. Each kernel works on one
-chunk of the chunk lattice (DESIGN.md): a table over N-bit masks is cut by its high bits
-into chunks of 2^c entries, chunk id H = mask >> c, offset o = mask & (2^c - 1).
+Tables are stored as natural logs; -inf is "zero"/"impossible". Inside a task the values
+are extended-exponent numbers (fastmath.py): a mantissa array m and an exponent array e,
+value m·2^e, so a product is a multiply and an add, a sum a few integer and float
+operations, and no exp or log is taken per term at any number of rows. The truncated
+transforms (α, γ) sum plain float64 where one scale provably holds a chunk, else
+extended numbers. Each kernel works on one chunk of the chunk lattice (DESIGN.md): a
+table over N-bit masks is cut by its high bits into chunks of 2^c entries, chunk id
+H = mask >> c, offset o = mask & (2^c - 1).
 
 Kernels (paper references are to Koivisto 2006):
-- ``_alpha_chunk``    alpha_i(U) = logsumexp_{G ⊆ U, |G| ≤ k} beta_i(G) on one chunk (section 2):
-                      beta is folded into the chunk's low bits over the high-part subsets
-                      of the chunk id, then a k-truncated upward transform runs over the
-                      low bits (section 4, the Koivisto–Sood variant). No cross-chunk work.
+- ``_alpha_chunk``    alpha_i(U) = Σ_{G ⊆ U, |G| ≤ k} beta_i(G) on one chunk (section 2),
+                      as extended numbers: beta is folded into the chunk's low bits over
+                      the high-part subsets of the chunk id, then a k-truncated upward
+                      transform runs over the low bits (section 4, the Koivisto–Sood
+                      variant). No cross-chunk work.
 - ``_recursion_chunk`` the in-chunk part of the forward recursion
-                      L(S) = logsumexp_{i∈S} alpha_i(S-i) + L(S-i) (eq. 2) and, mirrored,
-                      of the backward one B(S) = logsumexp_{i∉S} alpha_i(S) + B(S+i),
-                      B(V) = 0; B(S) = R(V-S) (section 3, stored by predecessor set so no
-                      complement is ever read); ``_forward_chunk``/``_backward_chunk`` call it.
+                      L(S) = Σ_{i∈S} alpha_i(S-i)·L(S-i) (eq. 2) and, mirrored, of the
+                      backward one B(S) = Σ_{i∉S} alpha_i(S)·B(S+i), B(V) = 1;
+                      B(S) = R(V-S) (section 3, stored by predecessor set so no
+                      complement is ever read); with α recomputed per tile from β
+                      (``_recursion_tiles``; the cross-chunk terms: ``_high_term``).
 - ``_gamma_partial``  k-truncated downward transform (FTDMT, section 4) of one chunk of
-                      s_v(S) = L(S) + B(S+v), scattered to the families whose high part
-                      lies inside the chunk id: gamma_v(G) = logsumexp over chunks of these.
+                      s_v(S) = L(S)·B(S+v), scattered (as logs) to the families whose high
+                      part lies inside the chunk id: gamma_v(G) = Σ over chunks of these.
 """
 
 from __future__ import annotations
@@ -29,21 +33,11 @@ import math
 import numpy as np
 from numba import njit
 
-from .fastmath import (_exp2_int, _exp_nonpos, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _lae_scalar,
-                       _log_ext, _log_normal)
+from .fastmath import _exp2_int, _exp_nonpos, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _log_ext
 
 NEG_INF = -np.inf
 # contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
 _KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-
-
-@njit(**_KW)
-def _lae_into(acc, x, y):
-    """acc[j] = log(exp(acc[j]) + exp(x[j] + y[j])) for all j; arrays of equal length.
-
-    Branch-free (fastmath.py), so LLVM vectorises the loop."""
-    for j in range(acc.shape[0]):
-        acc[j] = _lae_scalar(acc[j], x[j] + y[j])
 
 
 @njit(**_KW)
@@ -110,138 +104,305 @@ _SPAN = 700.0
 
 
 @njit(**_KW)
-def _alpha_chunk(beta_row, fam, chunk_id, d, small, out, ex):
-    """alpha_i on one chunk of 2^d entries (chunk id = high bits of the squeezed mask U).
+def _alpha_ranges(sb, sg, lo, hi, d, small, m, e):
+    """alpha on 2^d entries from the families j in the ranges [lo[r], hi[r]): entry U
+    sums exp(sb[j]) over the families whose low d mask bits sg[j] & (2^d - 1) ⊆ U, as
+    extended-exponent numbers m·2^e (fastmath.py), m in [1, 2), (0, -inf) where none
+    fits. m, e: float64 (2^d,), overwritten.
 
-    beta_row: float64 (F,) log scores of node i; fam: int64 (F,) squeezed family masks;
-    out: float64 (2^d,), overwritten; ex: float64 (2^d,) scratch. A family G = (G_high,
-    G_low) contributes to the chunk iff G_high ⊆ chunk_id; it is folded into entry G_low,
-    then the truncated upward transform over the d low bits sums over G_low ⊆ U_low: sums
-    of exp(beta - s), s the largest contributing beta, plain float64 if every contributing
-    beta lies within _SPAN of s, else extended-exponent numbers (mantissa in out,
-    exponent in ex). Additions only; one log per entry returns to the log domain.
-    Returns 1 if the chunk was wide (extended numbers), else 0.
+    Each family is folded into entry sg[j]'s low bits, then the truncated upward
+    transform over the d bits sums over subsets: sums of exp(sb - s), s the largest
+    score, plain float64 if every score lies within _SPAN of s, else extended numbers
+    (mantissa in m, exponent in e). Additions only; the scale exp(s) is one extended
+    number multiplied into every entry at the end (no exp or log per entry). Returns 1 if
+    the sums were wide (extended), else 0.
     """
     lowmask = (np.int64(1) << d) - 1
     top = NEG_INF
     low = np.inf
-    for f in range(fam.shape[0]):
-        if ((fam[f] >> d) & ~chunk_id) == 0:
-            b = beta_row[f]
+    for r in range(lo.shape[0]):
+        for j in range(lo[r], hi[r]):
+            b = sb[j]
             top = b if b > top else top
             low = b if (b < low and b > NEG_INF) else low
     wide = low - top < -_SPAN
-    for o in range(out.shape[0]):
-        out[o] = 0.0
+    for o in range(m.shape[0]):
+        m[o] = 0.0
     if wide:
-        for o in range(out.shape[0]):
-            ex[o] = NEG_INF
-    for f in range(fam.shape[0]):
-        g = fam[f]
-        if ((g >> d) & ~chunk_id) == 0:
-            gl = g & lowmask
+        for o in range(m.shape[0]):
+            e[o] = NEG_INF
+    for r in range(lo.shape[0]):
+        for j in range(lo[r], hi[r]):
+            gl = sg[j] & lowmask
             if wide:
-                bm, be = _ext_from_log(beta_row[f] - top)
-                out[gl], ex[gl] = _ext_add(out[gl], ex[gl], bm, be)
+                bm, be = _ext_from_log(sb[j] - top)
+                m[gl], e[gl] = _ext_add(m[gl], e[gl], bm, be)
             else:
-                out[gl] += _exp_nonpos(beta_row[f] - top)
-    _upward_truncated(out, ex, d, small, wide)
+                m[gl] += _exp_nonpos(sb[j] - top)
+    _upward_truncated(m, e, d, small, wide)
+    tm, te = _ext_from_log(top)  # (0, -inf) if no family contributes: every entry is 0
     if wide:
-        for o in range(out.shape[0]):
-            out[o] = top + _log_ext(out[o], ex[o])
+        for o in range(m.shape[0]):
+            m[o], e[o] = _ext_norm(m[o] * tm, e[o] + te)
     else:
-        for o in range(out.shape[0]):
-            x = out[o]
-            out[o] = top + _log_normal(x) if x > 0.0 else NEG_INF
+        for o in range(m.shape[0]):
+            m[o], e[o] = _ext_norm(m[o] * tm, te)
     return 1 if wide else 0
 
 
 @njit(**_KW)
-def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
-    """alpha_node on consecutive chunks first_chunk, first_chunk+1, ...; out (len, ) float64.
+def _select_families(beta_row, fam, chunk_id, d, sb, sg):
+    """The families of one node whose high part (bits ≥ d) lies inside chunk_id: their
+    log scores into sb, their low d bits into sg (int64); returns how many. Families
+    outside a chunk never contribute to it."""
+    lowmask = (np.int64(1) << d) - 1
+    nf = 0
+    for f in range(fam.shape[0]):
+        g = fam[f]
+        if ((g >> d) & ~chunk_id) == 0:
+            sb[nf] = beta_row[f]
+            sg[nf] = g & lowmask
+            nf += 1
+    return nf
 
-    out.shape[0] must be a multiple of 2^d; used for the 2^c-entry spans the forward and
-    backward stages need from high nodes. Returns how many chunks were wide.
+
+@njit(**_KW)
+def _alpha_chunk(beta_row, fam, chunk_id, d, small, m, e):
+    """alpha_i on one chunk of 2^d entries (chunk id = high bits of the squeezed mask U),
+    as extended-exponent numbers (`_alpha_ranges`): alpha_i(U) = Σ_{G ⊆ U, |G| ≤ k}
+    beta_i(G), a family G = (G_high, G_low) contributing iff G_high ⊆ chunk_id.
+
+    beta_row: float64 (F,) log scores of node i; fam: int64 (F,) squeezed family masks;
+    m, e: float64 (2^d,), overwritten. Returns 1 if the chunk was wide, else 0.
+    """
+    sb = np.empty(fam.shape[0])
+    sg = np.empty(fam.shape[0], dtype=np.int64)
+    nf = _select_families(beta_row, fam, chunk_id, d, sb, sg)
+    return _alpha_ranges(sb, sg, np.zeros(1, dtype=np.int64), np.full(1, nf), d, small, m, e)
+
+
+@njit(**_KW)
+def _alpha_chunks_ext(beta, fam, node, first_chunk, d, small, m, e):
+    """alpha_node on consecutive chunks first_chunk, first_chunk+1, ... as extended
+    numbers (m, e): float64 (len,), len a multiple of 2^d (the 2^c-entry spans the
+    forward and backward stages need from high nodes). Returns how many chunks were wide.
     """
     size = np.int64(1) << d
-    ex = np.empty(size)
     wide = 0
-    for t in range(out.shape[0] // size):
-        wide += _alpha_chunk(beta[node], fam, first_chunk + t, d, small, out[t * size:(t + 1) * size], ex)
+    for t in range(m.shape[0] // size):
+        s = slice(t * size, (t + 1) * size)
+        wide += _alpha_chunk(beta[node], fam, first_chunk + t, d, small, m[s], e[s])
     return wide
+
+
+@njit(**_KW)
+def _alpha_chunks(beta, fam, node, first_chunk, d, small, out):
+    """`_alpha_chunks_ext` as natural logs in out (the stored α, the sampler's spans)."""
+    ex = np.empty(out.shape[0])
+    wide = _alpha_chunks_ext(beta, fam, node, first_chunk, d, small, out, ex)
+    _log_ext_into(out, ex, out)
+    return wide
+
+
+@njit(**_KW)
+def _ext_from_log_into(x, m, e):
+    """(m[j], e[j]) = exp(x[j]) as an extended number (fastmath._ext_from_log)."""
+    for j in range(x.shape[0]):
+        m[j], e[j] = _ext_from_log(x[j])
+
+
+@njit(**_KW)
+def _log_ext_into(m, e, out):
+    """out[j] = log(m[j]·2^e[j]) (out may be m itself)."""
+    for j in range(out.shape[0]):
+        out[j] = _log_ext(m[j], e[j])
+
+
+@njit(**_KW)
+def _ext_fma_into(pm, pe, am, ae, xm, xe):
+    """(pm, pe)[j] += (am, ae)[j]·(xm, xe)[j]: extended numbers, arrays of equal length.
+    A product multiplies mantissas and adds exponents; the sum is `_ext_add` (no
+    transcendental). The loop vectorises."""
+    for j in range(pm.shape[0]):
+        pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm[j], ae[j] + xe[j])
+
+
+@njit(**_KW)
+def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bg, off):
+    """The families of one node inside a chunk (`_select_families` at d bits), sorted by
+    their tile pattern p = (low d bits) >> shift: scores bb, low masks bg (int64), and
+    off (2^(d - shift) + 1,): pattern p's families are off[p] .. off[p+1]-1. A tile of
+    the chunk whose pattern bits are t gets exactly the patterns p ⊆ t (`_tile_ranges`)."""
+    F = fam.shape[0]
+    sb = np.empty(F)
+    sg = np.empty(F, dtype=np.int64)
+    nf = _select_families(beta_row, fam, chunk_id, d, sb, sg)
+    for p in range(off.shape[0]):
+        off[p] = 0
+    for j in range(nf):
+        off[(sg[j] >> shift) + 1] += 1
+    for p in range(1, off.shape[0]):
+        off[p] += off[p - 1]
+    fill = off[:-1].copy()
+    for j in range(nf):
+        p = sg[j] >> shift
+        bb[fill[p]] = sb[j]
+        bg[fill[p]] = sg[j]
+        fill[p] += 1
+
+
+@njit(**_KW)
+def _tile_ranges(off, t, lo, hi):
+    """The family ranges of the patterns p ⊆ t (`_tile_families`), non-empty ones only,
+    into lo, hi; returns how many."""
+    nr = 0
+    p = t
+    while True:  # every submask of t, t itself first, 0 last
+        if off[p + 1] > off[p]:
+            lo[nr] = off[p]
+            hi[nr] = off[p + 1]
+            nr += 1
+        if p == 0:
+            break
+        p = (p - 1) & t
+    return nr
+
+
+@njit(**_KW)
+def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
+    """(m, e)[o] += alpha(Q·2^c + o)·y[o] for the 2^c offsets o of a chunk: the
+    cross-chunk term of one high node c+b, alpha of that node (beta_row, fam) on the
+    span of its squeezed masks (alpha chunks 2Q, 2Q+1), recomputed per tile of
+    2^tile_bits entries (plan.TILE_BITS); y = (ym, ye): the neighbour chunk of L or B as
+    extended numbers. Returns how many α tiles were wide."""
+    T = min(tile_bits, c)
+    tile = np.int64(1) << T
+    ntiles = np.int64(1) << (c - T)
+    F = fam.shape[0]
+    bb = np.empty(F)
+    bg = np.empty(F, dtype=np.int64)
+    off = np.empty(ntiles + 1, dtype=np.int64)
+    _tile_families(beta_row, fam, Q, c, T, bb, bg, off)
+    lo = np.empty(ntiles, dtype=np.int64)
+    hi = np.empty(ntiles, dtype=np.int64)
+    am = np.empty(tile)
+    ae = np.empty(tile)
+    wide = 0
+    for t in range(ntiles):
+        nr = _tile_ranges(off, t, lo, hi)
+        wide += _alpha_ranges(bb, bg, lo[:nr], hi[:nr], T, small, am, ae)
+        s = t * tile
+        _ext_fma_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], ye[s:s + tile])
+    return wide
+
+
+@njit(**_KW)
+def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
+    """The in-chunk recursion (`_recursion_chunk`) of chunk H with α recomputed from β
+    per tile of 2^T entries, T = min(tile_bits, c) (plan.TILE_BITS: the chunk's α rows
+    would be c·2^(c-1) extended numbers, 160 MiB at c = 20; a tile's stay in the cache):
+    (m, e) as for `_recursion_chunk` (the high-bit terms in, L or B out), c = log2 of
+    the chunk size; beta: (n, F) log scores.
+
+    The chunk's tiles are done in order (descending backward). A tile first gets the
+    terms of the chunk bits i ≥ T that are active in it, alpha_i times the tile
+    t ^ 2^(i - T), done before it (a product and an extended add a term); then its own
+    bits run through `_recursion_chunk` with alpha_0 .. alpha_(T-1) on the tile. Every
+    alpha_i entry is built once, from the families of node i inside chunk H, sorted by
+    tile pattern so that a tile reads only its own (`_tile_families`). Returns (wide α
+    tiles, wide recursion blocks).
+    """
+    size = m.shape[0]
+    c = 0
+    while (np.int64(1) << c) < size:
+        c += 1
+    T = min(tile_bits, c)
+    tile = np.int64(1) << T
+    ntiles = size >> T
+    F = fam.shape[0]
+    # node i's families by pattern bits ≥ T-1 of their chunk-local (c-1)-bit mask: a tile
+    # t of α at T-1 bits has pattern t, one of α at T bits (bits i ≥ T) pattern 2·qt + 1
+    bb = np.empty((c, F))
+    bg = np.empty((c, F), dtype=np.int64)
+    off = np.empty((c, ntiles + 1), dtype=np.int64)
+    for i in range(c):
+        _tile_families(beta[i], fam, H, c - 1, T - 1, bb[i], bg[i], off[i])
+    lo = np.empty(ntiles, dtype=np.int64)
+    hi = np.empty(ntiles, dtype=np.int64)
+    am = np.empty((T, tile >> 1))
+    ae = np.empty((T, tile >> 1))
+    xm = np.empty(tile)
+    xe = np.empty(tile)
+    want = 1 if forward else 0
+    wide_alpha = 0
+    wide = 0
+    for k in range(ntiles):
+        t = k if forward else ntiles - 1 - k
+        s = t * tile
+        for i in range(T, c):
+            b = i - T
+            if (t >> b) & 1 == want:
+                # squeeze(s + u, i) = squeeze(t, b)·2^T + u; the term's neighbour is tile t ^ 2^b
+                qt = (t & ((1 << b) - 1)) | ((t >> (b + 1)) << b)
+                nr = _tile_ranges(off[i], (qt << 1) | 1, lo, hi)
+                wide_alpha += _alpha_ranges(bb[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
+                u = (t ^ (1 << b)) * tile
+                _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile])
+        for i in range(T):  # squeeze(s + u, i) = t·2^(T-1) + squeeze(u, i)
+            nr = _tile_ranges(off[i], t, lo, hi)
+            wide_alpha += _alpha_ranges(bb[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
+        wide += _recursion_chunk(m[s:s + tile], e[s:s + tile], am, ae, forward)
+    return wide_alpha, wide
 
 
 # Block size (bits) of the in-chunk recursions: entries are finalised 2^_BLOCK at a time,
 # the lowest _BLOCK bits entry by entry (`_block_linear`, `_block_ext`), each higher bit
-# i as runs of 2^i entries (`_online_run`). 6 measured 15 % faster than 5 at c = 20.
+# i as runs of 2^i entries (`_ext_fma_into`). 6 measured 15 % faster than 5 at c = 20.
 _BLOCK = 6
 
 
 @njit(**_KW)
-def _recursion_chunk(acc, alpha_low, out, forward):
-    """In-chunk forward (L) or backward (B) recursion: one kernel, mirrored by ``forward``.
+def _recursion_chunk(m, e, am, ae, forward):
+    """In-chunk forward (L) or backward (B) recursion: one kernel, mirrored by ``forward``,
+    on extended-exponent numbers (fastmath.py) throughout.
 
-    acc: float64 (2^c,) the high-bit (cross-chunk) terms: logsumexp over high bits b ∈ H
-         of alpha_{c+b} + L(chunk H-b) forward, over b ∉ H of alpha_{c+b} + B(chunk H+b)
-         backward (log 1 at L(∅) resp. B(V)); alpha_low: float64 (c, 2^(c-1)), row i =
-         alpha_i on the squeezed chunk of the same chunk id; out: (2^c,) L or B.
-    forward:  L[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + L[o - 2^i] for i ∈ o),
-              offsets ascending (paper eq. 2);
-    backward: B[o] = logsumexp(acc[o], alpha_low[i, squeeze(o, i)] + B[o + 2^i] for i ∉ o),
-              offsets descending (section 3, B(S) = R(V - S)).
+    m, e: float64 (2^c,), in place: on entry the high-bit (cross-chunk) terms: the sum over
+         high bits b ∈ H of alpha_{c+b}·L(chunk H-b) forward, over b ∉ H of
+         alpha_{c+b}·B(chunk H+b) backward (plus 1 at L(∅) resp. B(V)); on return L or B,
+         normalised (mantissa in [1, 2), or (0, -inf)).
+    am, ae: float64 (c, 2^(c-1)), row i = alpha_i on the squeezed chunk of the same chunk
+         id, as extended numbers (`_alpha_chunk`).
+    forward:  L[o] = acc[o] + Σ_{i ∈ o} alpha_i[squeeze(o, i)]·L[o - 2^i], offsets
+              ascending (paper eq. 2);
+    backward: B[o] = acc[o] + Σ_{i ∉ o} alpha_i[squeeze(o, i)]·B[o + 2^i], offsets
+              descending (section 3, B(S) = R(V - S)).
     Both read the neighbour o ^ 2^i and alpha at squeeze(o, i) (squeeze drops bit i), so
     the two differ only in which bits count ("active" bits) and in the order of offsets.
 
-    Until an entry is final, out holds the max of its terms so far and a scratch array
-    the sum of their exps below it (an online log-sum-exp). Entries are finalised in blocks of
-    2^_BLOCK, in order; as soon as the first half of an aligned span of 2^(i+1) entries
-    (i ≥ _BLOCK) is final, the bit-i terms of its whole second half are added: one
-    contiguous run of 2^i entries of alpha_i and of the table (mirrored backward), a
-    vectorised loop with one polynomial exp a term (fastmath.py). A block's own low bits
-    depend on entries of the block itself, one after the other: `_block_linear` does them
-    in plain float64 with one scale, a multiply-add a term, where that provably holds the
-    block, and `_block_ext` with extended-exponent numbers where not. Returns the number
-    of blocks of the latter kind ("wide").
+    Until an entry is final it holds the sum of its terms so far. Entries are finalised
+    in blocks of 2^_BLOCK, in order; as soon as the first half of an aligned span of
+    2^(i+1) entries (i ≥ _BLOCK) is final, the bit-i terms of its whole second half are
+    added: one contiguous run of 2^i entries of alpha_i and of the table (mirrored
+    backward), a vectorised loop of a product and an extended add a term, no exp. A
+    block's own low bits depend on entries of the block itself, one after the other:
+    `_block_linear` does them in plain float64 with one scale, a multiply-add a term,
+    where that provably holds the block, and `_block_ext` with extended numbers where
+    not. Returns the number of blocks of the latter kind ("wide").
     """
-    c = alpha_low.shape[0]
-    size = out.shape[0]
+    c = am.shape[0]
+    size = m.shape[0]
     B = min(c, _BLOCK)
     nb = 1 << B
-    want = 1 if forward else 0  # the value of bit i in o for which i contributes
-    sm = np.empty(size)
-    for o in range(size):
-        a = acc[o]
-        out[o] = a
-        sm[o] = 1.0 if a > NEG_INF else 0.0
-    half = nb >> 1
-    # the block's weights, plain (w) and as extended numbers (wm, we); column `half`
-    # stays zero: the weight of an inactive bit
-    w = np.zeros((B, half + 1))
-    wm = np.zeros((B, half + 1))
-    we = np.full((B, half + 1), NEG_INF)
-    cw = np.empty(B)
+    cwt = np.empty((size // nb, B))
+    wt = np.empty((B, am.shape[1]))
+    _block_weights(am, ae, B, forward, cwt, wt)
     csum = np.empty(nb)
-    lm = np.empty(nb)
-    le = np.empty(nb)
-    # per offset o and bit i < B: whether i is active, the neighbour o ^ 2^i and the index
-    # squeeze(o, i) of the weight (o itself and the zero column where inactive), so that
-    # the in-block loops run without branches
-    act = np.zeros((nb, B))
-    nbr = np.empty((nb, B), dtype=np.int64)
-    wq = np.empty((nb, B), dtype=np.int64)
-    for o in range(nb):
-        for i in range(B):
-            on = (o >> i) & 1 == want
-            act[o, i] = 1.0 if on else 0.0
-            nbr[o, i] = o ^ (1 << i) if on else o
-            wq[o, i] = ((o & ((1 << i) - 1)) | ((o >> (i + 1)) << i)) if on else half
+    lin = np.empty(nb)
     wide = 0
     for blk in range(size // nb):
         base = blk * nb if forward else size - nb - blk * nb
-        mx = out[base:base + nb]
-        sb = sm[base:base + nb]
-        if not _block_linear(alpha_low, out, base, B, forward, mx, sb, w, cw, csum, lm, act, nbr, wq):
-            _block_ext(alpha_low, out, base, B, forward, mx, sb, wm, we, lm, le, nbr, wq)
+        if not _block_linear(m, e, base, B, forward, wt, cwt[base // nb], csum, lin):
+            _block_ext(am, ae, m, e, base, B, forward)
             wide += 1
         done = (blk + 1) * nb  # entries final so far, counted from the start (from the end backward)
         i = B
@@ -251,196 +412,211 @@ def _recursion_chunk(acc, alpha_low, out, forward):
             run = 1 << i
             if forward:  # final [done - run, done) → pending [done, done + run), bit i set;
                 # squeeze(done + o, i) = (done - run)/2 + o (done - run is 2^(i+1)-aligned)
-                _online_run(alpha_low[i], (done - run) >> 1, out, done - run, done, sm, run)
+                src, dst = done - run, done
             else:  # final [size - done, size - done + run) → pending [size - done - run, size - done)
                 dst = size - done - run  # 2^(i+1)-aligned: squeeze(dst + o, i) = dst/2 + o
-                _online_run(alpha_low[i], dst >> 1, out, dst + run, dst, sm, run)
+                src = dst + run
+            q = min(src, dst) >> 1
+            _ext_fma_into(m[dst:dst + run], e[dst:dst + run], am[i, q:q + run], ae[i, q:q + run],
+                          m[src:src + run], e[src:src + run])
     return wide
-
-
-@njit(**_KW)
-def _online_run(alpha_row, q0, out, src, dst, sm, run):
-    """Fold the terms alpha_row[q0 + o] + out[src + o] into the pending entries dst + o
-    (max in out, sum of exps below it in sm), o < run; the runs do not overlap."""
-    a = alpha_row[q0:q0 + run]
-    x = out[src:src + run]
-    m = out[dst:dst + run]
-    s = sm[dst:dst + run]
-    for o in range(run):
-        v = a[o] + x[o]
-        mo = m[o]
-        e = _exp_nonpos(-abs(v - mo))  # NaN (both -inf) gives 0
-        big = v > mo
-        s[o] = s[o] * e + 1.0 if big else s[o] + e
-        m[o] = v if big else mo
 
 
 # A block's plain sums are exact when every entry's own high-bit terms are ≥ 2^-900 of
 # the block's scale: see _block_linear.
-_TINY = 2.0 ** -900
-_LOG_TINY = -900 * 0.6931471805599453  # ≈ -623.8
+_LOG2_TINY = -900.0
 
 
 @njit(**_KW)
-def _block_linear(alpha_low, out, base, B, forward, mx, sm, w, cw, csum, lin, act, nbr, wq):
-    """The in-block terms of one block of `_recursion_chunk` in plain float64 with one
-    scale, if that provably holds the block (else False, nothing written: `_block_ext`).
+def _block_weights(am, ae, B, forward, cwt, wt):
+    """The plain weights of every block of `_recursion_chunk`, in one pass over the low
+    rows: cwt[blk, i] the largest exponent of alpha_i over block blk's 2^(B-1) entries
+    alpha_i[blk·2^(B-1) + q] (0 if all are zero), wt[i, blk·2^(B-1) + q] = alpha_i·2^-cwt
+    < 2 (an exact power-of-two scaling; 0 below 2^-1022), backward mirrored within the
+    block (at 2^(B-1) - 1 - q), as `_block_linear` reads them."""
+    half = (1 << B) >> 1
+    for i in range(B):
+        for blk in range(cwt.shape[0]):
+            q0 = blk * half
+            top = NEG_INF
+            for q in range(half):
+                x = ae[i, q0 + q]
+                top = x if x > top else top
+            top = top if top > NEG_INF else 0.0
+            cwt[blk, i] = top
+            for q in range(half):
+                qq = q0 + (q if forward else half - 1 - q)
+                wt[i, qq] = am[i, q0 + q] * _exp2_int(ae[i, q0 + q] - top)
 
-    mx, sm: each entry's high-bit terms as max and sum of exps below it. With cw_i the
-    largest alpha_i over the block (the 2^(B-1) entries alpha_i[base/2 + q], q < 2^(B-1),
-    are all the block reads of it; 0 if all are -inf), C(o) the sum of cw_i over o's
-    active bits and M the largest mx(o) - C(o), the values l(o) = exp(L(o) - C(o) - M)
-    obey l(o) = sm(o)·exp(mx(o) - C(o) - M) + Σ_{i active} exp(alpha_i - cw_i)·l(o ^ 2^i),
-    a multiply-add a term. Taken when every start value sm(o)·exp(mx(o) - C(o) - M) is
-    ≥ 2^-900 (checked before any exp): every weight and start value is ≤ 1, so
-    l(o) ≤ 1957 (the orderings of ≤ 6 bits), and the terms flushed to zero below e^-708
-    change an l(o) ≥ 2^-900 by < 1957·e^-708·2^900 < 2^-110 relative. Written back as
-    M + C(o) + log l(o). act, nbr, wq: the bit tables of `_recursion_chunk`; w: (B,
-    2^(B-1) + 1) scratch whose last column is 0.
+
+@njit(**_KW)
+def _block_linear(m, e, base, B, forward, wt, cw, csum, lin):
+    """The in-block terms of one block of `_recursion_chunk` in plain float64 with one
+    scale, if that provably holds the block (else False, nothing changed but the
+    normalisation of the block's entries: `_block_ext`).
+
+    (m, e)[base + o]: each entry's high-bit terms, normalised here to m in [1, 2). With
+    cw_i the largest exponent of alpha_i over the block, C(o) the sum of cw_i over o's
+    active bits and M the largest e(o) - C(o), the values l(o) = L(o)·2^-(C(o) + M) obey
+    l(o) = m(o)·2^(e(o) - C(o) - M) + Σ_{i active} w_i·l(o ^ 2^i) with w_i =
+    alpha_i·2^-cw_i < 2 (`_block_weights`: wt, and cw its row of the block), a
+    multiply-add a term. Taken when every start value is ≥ 2^-900 (checked on the
+    exponents): starts and weights are < 2, so l(o) < 2^18 (the ≤ 1957 orderings of ≤ 6
+    bits), and the weights and products flushed to zero below 2^-1022 change an
+    l(o) ≥ 2^-900 by < 2^-90 relative. Written back normalised, exponent M + C(o).
+    lin holds l in the block's order (mirrored backward: position nb - 1 - o, where the
+    active bits are o's clear bits, and the weights are mirrored to match), so one
+    forward loop, `_block_runs`, does both directions. csum, lin: (2^B,) scratch.
     """
     nb = 1 << B
-    q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
-    for i in range(B):
-        top = NEG_INF
-        for q in range(nb >> 1):
-            x = alpha_low[i, q0 + q]
-            top = x if x > top else top
-        cw[i] = top if top > NEG_INF else 0.0
+    # C(o) from C of o without its lowest active bit (forward: set bits; backward: clear)
+    flip = 0 if forward else nb - 1
+    csum[flip] = 0.0
+    for a in range(1, nb):  # a: the active bits of o = a ^ flip
+        low = a & -a
+        i = 0
+        while (low >> i) != 1:
+            i += 1
+        csum[a ^ flip] = csum[(a ^ low) ^ flip] + cw[i]
     M = NEG_INF
     least = np.inf
     for o in range(nb):
-        s = 0.0
-        for i in range(B):
-            s += act[o, i] * cw[i]
-        csum[o] = s
-        v = mx[o] - s
+        mo, eo = _ext_norm(m[base + o], e[base + o])
+        m[base + o] = mo
+        e[base + o] = eo
+        v = eo - csum[o]
         M = v if v > M else M
         least = v if v < least else least
-    if not least - M >= _LOG_TINY:  # also when some mx(o) = -inf
+    if not least - M >= _LOG2_TINY:  # also when some entry is still 0 (exponent -inf)
         return False
-    for i in range(B):
-        for q in range(nb >> 1):
-            w[i, q] = _exp_nonpos(alpha_low[i, q0 + q] - cw[i])
     for o in range(nb):
-        lin[o] = sm[o] * _exp_nonpos(mx[o] - csum[o] - M)
-    for t in range(nb):
-        o = t if forward else nb - 1 - t
-        x = lin[o]
-        for i in range(B):
-            x += w[i, wq[o, i]] * lin[nbr[o, i]]
-        lin[o] = x
+        lin[o if forward else nb - 1 - o] = m[base + o] * _exp2_int(e[base + o] - csum[o] - M)
+    _block_runs(lin, wt, base >> 1, B)
     for o in range(nb):
-        out[base + o] = M + csum[o] + _log_normal(lin[o])
+        m[base + o], e[base + o] = _ext_norm(lin[o if forward else nb - 1 - o], M + csum[o])
     return True
 
 
 @njit(**_KW)
-def _block_ext(alpha_low, out, base, B, forward, mx, sm, wm, we, lm, le, nbr, wq):
-    """The in-block terms of one block of `_recursion_chunk`, entry by entry in its
-    order, with extended-exponent numbers (fastmath.py): exact at any range.
+def _block_runs(lin, wt, q0, B):
+    """The forward in-block recursion on plain values: lin[o] += wt[i, q0 + squeeze(o, i)]·
+    lin[o - 2^i] for every bit i set in o < 2^B, as runs (entries before p final, add the
+    run of bit i = tz(p)), the two lowest bits written out per group of 4 entries."""
+    nb = 1 << B
+    if B == 1:
+        lin[1] += wt[0, q0] * lin[0]
+    for g in range(0, nb if B >= 2 else 0, 4):
+        h = q0 + (g >> 1)  # squeeze(g + 1, 0) = squeeze(g + 2, 1) = g/2, and g/2 + 1 for g + 3
+        l0 = lin[g]
+        l1 = lin[g + 1] + wt[0, h] * l0
+        l2 = lin[g + 2] + wt[1, h] * l0
+        lin[g + 1] = l1
+        lin[g + 2] = l2
+        lin[g + 3] = (lin[g + 3] + wt[1, h + 1] * l1) + wt[0, h + 1] * l2
+        p = g + 4
+        if p < nb:
+            i = 2
+            while (p >> i) & 1 == 0:
+                i += 1
+            run = 1 << i
+            src = p - run
+            wo = q0 + (src >> 1)  # squeeze(p + x, i) = src/2 + x
+            for x in range(run):
+                lin[p + x] += wt[i, wo + x] * lin[src + x]
 
-    mx, sm: each entry's high-bit terms as max and sum of exps below it (l(o) starts as
-    sm(o)·exp(mx(o))); wm, we: (B, 2^(B-1) + 1) the block's alpha_i[base/2 + q] (all the
-    block reads of alpha_i) as extended numbers, the last column zero; then
-    l(o) = l(o) + Σ_{i active} w_i(squeeze(o, i))·l(o ^ 2^i), the terms scaled by their
-    exponents' distance to the largest, and l(o) normalised (mantissa in [1, 2)).
-    Written back as log l(o). lm, le: (2^B,) scratch; nbr, wq: the bit tables of
-    `_recursion_chunk`.
+
+@njit(**_KW)
+def _block_ext(am, ae, m, e, base, B, forward):
+    """The in-block terms of one block of `_recursion_chunk`, in extended-exponent
+    numbers (fastmath.py): exact at any range.
+
+    (m, e)[base + o]: each entry's high-bit terms; l(o) += alpha_i[base/2 +
+    squeeze(o, i)]·l(o ^ 2^i) for every active bit i < B, added as the runs of
+    `_block_linear`, each entry normalised (mantissa in [1, 2)) once final.
     """
     nb = 1 << B
-    half = nb >> 1
     q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
-    for i in range(B):
-        for q in range(half):
-            wm[i, q], we[i, q] = _ext_from_log(alpha_low[i, q0 + q])
-    for o in range(nb):
-        m, e = _ext_from_log(mx[o])
-        lm[o] = m * sm[o]
-        le[o] = e
-    for t in range(nb):
-        o = t if forward else nb - 1 - t
-        top = le[o]
-        for i in range(B):
-            v = we[i, wq[o, i]] + le[nbr[o, i]]
-            top = v if v > top else top
-        x = lm[o] * _exp2_int(le[o] - top)
-        for i in range(B):
-            q = wq[o, i]
-            j = nbr[o, i]
-            x += (wm[i, q] * lm[j]) * _exp2_int(we[i, q] + le[j] - top)
-        lm[o], le[o] = _ext_norm(x, top)
-    for o in range(nb):
-        out[base + o] = _log_ext(lm[o], le[o])
+    for p in range(1, nb):
+        last = base + (p - 1 if forward else nb - p)  # final now
+        m[last], e[last] = _ext_norm(m[last], e[last])
+        i = 0
+        while (p >> i) & 1 == 0:
+            i += 1
+        run = 1 << i
+        if forward:
+            src, dst = base + p - run, base + p
+        else:
+            dst = base + nb - p - run
+            src = dst + run
+        q = q0 + ((min(src, dst) - base) >> 1)
+        for x in range(run):
+            m[dst + x], e[dst + x] = _ext_add(m[dst + x], e[dst + x], am[i, q + x] * m[src + x],
+                                              ae[i, q + x] + e[src + x])
+    last = base + (nb - 1 if forward else 0)
+    m[last], e[last] = _ext_norm(m[last], e[last])
 
 
 @njit(**_KW)
-def _forward_chunk(acc, alpha_low, out):
-    """In-chunk forward recursion: `_recursion_chunk` with forward=True."""
-    return _recursion_chunk(acc, alpha_low, out, True)
-
-
-@njit(**_KW)
-def _backward_chunk(acc, alpha_low, out):
-    """In-chunk backward recursion: `_recursion_chunk` with forward=False."""
-    return _recursion_chunk(acc, alpha_low, out, False)
-
-
-@njit(**_KW)
-def _gather_low(fwd, bwd, v, out):
-    """s(squeeze(o, v)) = L[o] + B[o + 2^v] for offsets o with bit v clear (v a low node).
-
-    fwd, bwd: (2^c,) the forward and backward chunks of the same chunk id; out: (2^(c-1),).
-    """
+def _gather_low(fm, fe, bm, be, v, sm, se):
+    """s(squeeze(o, v)) = L[o]·B[o + 2^v] for the offsets o with bit v clear (v a low
+    node), as extended numbers: (fm, fe), (bm, be) L and B on one chunk (2^c,); (sm, se)
+    (2^(c-1),). The offsets with bit v clear are runs of 2^v: one loop per run."""
     b = np.int64(1) << v
-    for q in range(out.shape[0]):
-        o = (q & (b - 1)) | ((q >> v) << (v + 1))
-        out[q] = fwd[o] + bwd[o + b]
+    for hi in range(sm.shape[0] >> v):
+        src = hi << (v + 1)
+        dst = hi << v
+        for lo in range(b):
+            sm[dst + lo] = fm[src + lo] * bm[src + b + lo]
+            se[dst + lo] = fe[src + lo] + be[src + b + lo]
 
 
 @njit(**_KW)
-def _add_into(out, x, y):
-    """out[j] = x[j] + y[j]."""
-    for j in range(out.shape[0]):
-        out[j] = x[j] + y[j]
+def _ext_mul_into(am, ae, bm, be, pm, pe):
+    """(pm, pe)[j] = (am, ae)[j]·(bm, be)[j]: extended numbers (mantissas multiplied,
+    exponents added)."""
+    for j in range(pm.shape[0]):
+        pm[j] = am[j] * bm[j]
+        pe[j] = ae[j] + be[j]
+
+
+# One scale holds a γ chunk when its nonzero s lie within _SPAN2 binades of the largest:
+# each s·2^-top is then ≥ 2^-1000 (a product of two mantissas in [1, 2) is ≥ 1), a
+# normal float64 to full precision, and so is every sum.
+_SPAN2 = 1000.0
 
 
 @njit(**_KW)
-def _gamma_partial(s, ex, d, chunk_id, fam, small, part):
+def _gamma_partial(sm, se, d, chunk_id, fam, small, part):
     """Contribution of one chunk to gamma_v (FTDMT, section 4).
 
-    s: float64 (2^d,) values s_v(S) of the chunk (overwritten); ex: float64 (2^d,)
-    scratch; fam: int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where
-    the family's high part is not inside chunk_id, else logsumexp_{S_low ⊇ G_low} s(S_low).
-    The transform sums exp(s - top), top the chunk's largest s: plain float64 if every
-    finite s lies within _SPAN of top, else extended-exponent numbers (mantissa in s,
-    exponent in ex). One exp per entry in, additions only, one log per family out.
-    Returns 1 if the chunk was wide, else 0.
+    (sm, se): float64 (2^d,) the values s_v(S) of the chunk as extended numbers with
+    mantissas in [1, 4) or 0 (products of two normalised numbers), overwritten; fam:
+    int64 (F,) squeezed family masks; part: float64 (F,) output, -inf where the family's
+    high part is not inside chunk_id, else log Σ_{S_low ⊇ G_low} s(S_low). The transform
+    sums s·2^-top, top the largest exponent, in plain float64 if every nonzero s lies
+    within _SPAN2 binades of it (an exact power-of-two scaling an entry, no exp), else
+    the extended numbers as they are. Additions only, one log per family out. Returns 1
+    if the chunk was wide, else 0.
     """
     top = NEG_INF
     low = np.inf
-    for o in range(s.shape[0]):
-        x = s[o]
+    for o in range(sm.shape[0]):
+        x = se[o] if sm[o] > 0.0 else NEG_INF
         top = x if x > top else top
         low = x if (x < low and x > NEG_INF) else low
     if top == NEG_INF:
         top = 0.0
-    wide = low - top < -_SPAN
-    if wide:
-        for o in range(s.shape[0]):
-            s[o], ex[o] = _ext_from_log(s[o] - top)
-    else:
-        for o in range(s.shape[0]):
-            s[o] = _exp_nonpos(s[o] - top)
-    _downward_truncated(s, ex, d, small, wide)
+    wide = low - top < -_SPAN2
+    if not wide:
+        for o in range(sm.shape[0]):
+            sm[o] = sm[o] * _exp2_int(se[o] - top)
+    _downward_truncated(sm, se, d, small, wide)
     lowmask = (np.int64(1) << d) - 1
     for f in range(fam.shape[0]):
         g = fam[f]
         if ((g >> d) & ~chunk_id) == 0:
-            x = s[g & lowmask]
-            if wide:
-                part[f] = top + _log_ext(x, ex[g & lowmask])
-            else:
-                part[f] = top + _log_normal(x) if x > 0.0 else NEG_INF
+            j = g & lowmask
+            part[f] = _log_ext(sm[j], se[j] if wide else top)
         else:
             part[f] = NEG_INF
     return 1 if wide else 0

@@ -32,6 +32,10 @@ from .families import family_masks, n_families, squeeze
 MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
 MIN_CHUNK_BITS = 10
+# Tile size (bits) of the α a forward/backward task recomputes: 2^TILE_BITS entries of α
+# at a time, built right where the recursion uses them (kernels._recursion_tiles), so a
+# task holds a tile of α rather than the chunk's c·2^(c-1) values, and it stays in cache.
+TILE_BITS = 15
 ALPHA_MODES = ("recompute", "store")
 STAGES = ("scores", "alpha", "forward", "backward", "gamma", "release", "edges", "map", "map_dag")
 BYTES = 8
@@ -358,14 +362,23 @@ class Plan:
             out["map_sink"] = 1 << self.n
         return out
 
+    @property
+    def tile_bits(self) -> int:
+        """Bits of the α tiles the forward/backward tasks recompute (`TILE_BITS`)."""
+        return min(TILE_BITS, self.c)
+
     def task_memory_bytes(self) -> int:
         """Peak bytes held by one forward/backward/gamma task (the largest)."""
-        size = self.chunk_size
-        # forward/backward: alpha_low (c × 2^(c-1)), acc, out, the recursion's running
-        # sums, one dependency chunk, one alpha span of 2^c, plus temporaries.
-        fb = BYTES * (self.c * size // 2 + 6 * size)
-        # backward adds γ: fwd, one neighbour bwd, s buffer, (n, F) partial.
-        gm = BYTES * (3 * size + self.n * self.n_families)
+        size, tile = self.chunk_size, 1 << self.tile_bits
+        # forward/backward: the chunk and a neighbour chunk as extended numbers (mantissas,
+        # exponents), the neighbour's logs as read; the α tiles (tile_bits rows of half a
+        # tile and 3 tiles, as extended numbers) and the block weights (3 tiles); the
+        # families of the c low nodes inside the chunk (score and mask)
+        fb = BYTES * (5 * size + (self.tile_bits + 8) * tile + 2 * (self.c + 1) * self.n_families)
+        if self.alpha_mode == "store":  # the c low rows and a span read, as extended numbers
+            fb += BYTES * (self.c * size + 3 * size)
+        # backward adds γ: L on the chunk and s, as extended numbers, the (n, F) partial
+        gm = BYTES * (4 * size + self.n * self.n_families)
         return fb + gm
 
 

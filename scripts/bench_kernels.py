@@ -1,14 +1,17 @@
 #!/usr/bin/env python
 """The engine's chunk kernels timed one by one on real data, optionally against another
-checkout's kernels run back to back (so that a busy machine slows both alike).
+checkout's kernels (with the same kernel interface) run back to back, so that a busy
+machine slows both alike.
 
 Data as in the paper's section 5.2 (random binary network, k = 3, K2 + koivisto-sood
 prior) with m rows. Per forward/backward task of one chunk of 2^c entries the engine runs:
-α of the c low nodes (`_alpha_chunks`), the in-chunk recursion (`_recursion_chunk`) and,
-backward, the γ parts (`_gamma_partial`: c transforms of 2^(c-1) entries; a high node's
-2^c transforms are timed once). The recursion runs on chunk 0 (L from L(∅) = 1, so its
-values are the real L's) and, mirrored, on the top chunk; γ on s = that L. Prints the
-median milliseconds of --repeat runs per kernel.
+the in-chunk recursion with α of the c low nodes recomputed per tile
+(`_recursion_tiles`), one `_high_term` per high bit (α of a high node times a neighbour
+chunk; timed once) and, backward, the γ parts (`_gather_low` and `_gamma_partial`: c transforms of
+2^(c-1) entries; a high node's 2^c transform is timed once). The recursion runs on chunk
+0 (L from L(∅) = 1, so its values are the real L's) and, mirrored, on the top chunk; γ
+on s = that L. Prints the median milliseconds (thread CPU time) of --repeat runs per
+kernel.
 
     python scripts/bench_kernels.py --n 24 --rows 1000 100000
     python scripts/bench_kernels.py --n 24 --rows 1000 100000 --old /tmp/old-checkout
@@ -44,46 +47,40 @@ def load_kernels(checkout: str):
     return other
 
 
-def gamma_call(K, s, d, H, fam, small, part):
-    """_gamma_partial with or without the exponent scratch argument (older checkouts)."""
-    if K._gamma_partial.py_func.__code__.co_argcount == 7:
-        K._gamma_partial(s, np.empty_like(s), d, H, fam, small, part)
-    else:
-        K._gamma_partial(s, d, H, fam, small, part)
+def timed(out: dict, key: str, fn, *args):
+    t = time.thread_time()
+    fn(*args)
+    out[key] = time.thread_time() - t
 
 
 def timings(K, beta, plan):
-    c, d, fam, small = plan.c, plan.c - 1, plan.families, plan.small_masks
+    c, d, fam, small, T = plan.c, plan.c - 1, plan.families, plan.small_masks, plan.tile_bits
     out = {}
-    alpha = np.empty((c, plan.alpha_chunk_size))
-    t = time.perf_counter()
-    for i in range(c):
-        K._alpha_chunks(beta, fam, i, 0, d, small, alpha[i])
-    out["alpha (c nodes)"] = time.perf_counter() - t
-    acc = np.full(plan.chunk_size, -np.inf)
-    acc[0] = 0.0
-    L = np.empty(plan.chunk_size)
-    t = time.perf_counter()
-    K._recursion_chunk(acc, alpha, L, True)
-    out["forward chunk"] = time.perf_counter() - t
     top = plan.n_chunks - 1
-    for i in range(c):
-        K._alpha_chunks(beta, fam, i, top, d, small, alpha[i])
-    acc = np.full(plan.chunk_size, -np.inf)
-    acc[-1] = 0.0
-    B = np.empty(plan.chunk_size)
-    t = time.perf_counter()
-    K._recursion_chunk(acc, alpha, B, False)
-    out["backward chunk"] = time.perf_counter() - t
+    tables = {}
+    for name, H, origin, forward in (("forward chunk", 0, 0, True), ("backward chunk", top, -1, False)):
+        m, e = np.zeros(plan.chunk_size), np.full(plan.chunk_size, -np.inf)
+        m[origin], e[origin] = 1.0, 0.0
+        timed(out, name, K._recursion_tiles, beta, fam, small, H, T, m, e, forward)
+        tables[name] = np.empty(plan.chunk_size)
+        K._log_ext_into(m, e, tables[name])
+    L = tables["forward chunk"]
+    Lm, Le = np.empty((2, plan.chunk_size))
+    K._ext_from_log_into(L, Lm, Le)
+    m, e = np.zeros(plan.chunk_size), np.full(plan.chunk_size, -np.inf)
+    timed(out, "high term (one node)", K._high_term, beta[plan.n - 1], fam, small, 0, c, T, Lm, Le, m, e)
     part = np.empty(plan.n_families)
-    s = L + B[::-1]  # as s_v(S) = L(S) + B(S + v): L of the set, R of (nearly) the rest
-    t = time.perf_counter()
+    # as s_v(S) = L(S)·B(S + v): L of the set, R of (nearly) the rest
+    Bm, Be = np.empty((2, plan.chunk_size))
+    K._ext_from_log_into(tables["backward chunk"][::-1].copy(), Bm, Be)
+    sm, se = np.empty((2, plan.chunk_size))
+    t = time.thread_time()
     for v in range(c):
-        gamma_call(K, s[: plan.alpha_chunk_size].copy(), d, 0, fam, small, part)
-    out["γ parts (c low nodes)"] = time.perf_counter() - t
-    t = time.perf_counter()
-    gamma_call(K, s.copy(), c, 0, fam, small, part)
-    out["γ part (one high node)"] = time.perf_counter() - t
+        K._gather_low(Lm, Le, Bm, Be, v, sm[: plan.alpha_chunk_size], se[: plan.alpha_chunk_size])
+        K._gamma_partial(sm[: plan.alpha_chunk_size], se[: plan.alpha_chunk_size], d, 0, fam, small, part)
+    out["γ parts (c low nodes)"] = time.thread_time() - t
+    K._ext_mul_into(Lm, Le, Bm, Be, sm, se)
+    timed(out, "γ part (one high node)", K._gamma_partial, sm, se, c, 0, fam, small, part)
     return out, float(L[-1])
 
 

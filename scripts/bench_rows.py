@@ -7,7 +7,7 @@ scale holds (2^±1022). Such chunks and blocks ("wide") sum extended-exponent nu
 (bigbn/fastmath.py) instead of plain float64, exact either way. This runs whole
 posteriors in-process (sync scheduler: one core, so the per-stage task seconds are
 comparable) on paper §5.2 data (random binary network, k = 3, K2) with m rows, and
-prints how many α chunks, γ chunks and recursion blocks were wide, the task seconds per
+prints how many α tiles, γ chunks and recursion blocks were wide, the task seconds per
 stage, their total's ratio to the first m's, and log p(x). Each m runs --repeat times;
 the medians are printed.
 
@@ -33,17 +33,44 @@ from bigbn.simulate import random_network, sample
 STAGES = ("forward", "backward", "gamma", "edges")
 
 
-class Counter:
-    """Wraps a kernel that returns how many of its chunks or blocks were wide."""
+class Counts:
+    """How many α tiles, γ chunks and recursion blocks the kernels summed, and how many of
+    them were wide: wraps the kernels that report it (kernels._recursion_tiles,
+    _high_term, _gamma_partial) in place."""
 
-    def __init__(self, fn, per_call):
-        self.fn, self.per_call, self.calls, self.wide = fn, per_call, 0, 0
+    def __init__(self):
+        self.calls = {"α": 0, "γ": 0, "blocks": 0}
+        self.wide = dict.fromkeys(self.calls, 0)
+        tiles, high, gamma = K._recursion_tiles, K._high_term, K._gamma_partial
 
-    def __call__(self, *args):
-        w = self.fn(*args)
-        self.calls += self.per_call(args)
-        self.wide += w
-        return w
+        def recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
+            wa, wb = tiles(beta, fam, small, H, tile_bits, m, e, forward)
+            c = m.shape[0].bit_length() - 1
+            T = min(tile_bits, c)
+            self._add("α", wa, (T + (c - T) / 2) * (1 << (c - T)))
+            self._add("blocks", wb, m.shape[0] >> min(T, K._BLOCK))
+            return wa, wb
+
+        def high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
+            w = high(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e)
+            self._add("α", w, 1 << (c - min(tile_bits, c)))
+            return w
+
+        def gamma_partial(*args):
+            w = gamma(*args)
+            self._add("γ", w, 1)
+            return w
+
+        K._recursion_tiles, K._high_term, K._gamma_partial = recursion_tiles, high_term, gamma_partial
+
+    def _add(self, key: str, wide: int, calls: float) -> None:
+        self.wide[key] += wide
+        self.calls[key] += int(calls)
+
+    def reset(self) -> None:
+        for d in (self.calls, self.wide):
+            for key in d:
+                d[key] = 0
 
 
 def main() -> None:
@@ -56,12 +83,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
-    counters = [
-        Counter(K._alpha_chunks, lambda a: a[-1].shape[0] >> a[4]),
-        Counter(K._gamma_partial, lambda a: 1),
-        Counter(K._recursion_chunk, lambda a: a[2].shape[0] >> min(a[1].shape[0], K._BLOCK)),
-    ]
-    K._alpha_chunks, K._gamma_partial, K._recursion_chunk = counters
+    counts = Counts()
     rng = np.random.default_rng(args.seed)
     net = random_network(args.n, args.k, 2, rng)
     print(f"n = {args.n}, k = {args.k}, sync scheduler: task seconds per stage (median of {args.repeat})")
@@ -71,8 +93,7 @@ def main() -> None:
     for m in args.rows:
         data = sample(net, m, np.random.default_rng(args.seed + m))
         runs = []
-        for cnt in counters:
-            cnt.calls = cnt.wide = 0
+        counts.reset()
         for _ in range(args.repeat):
             wd = Path(tempfile.mkdtemp(prefix="bigbn-rows-"))
             t0 = time.perf_counter()
@@ -86,7 +107,7 @@ def main() -> None:
         med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
         total = sum(med.get(s, 0.0) for s in STAGES)
         first = first or total
-        a, g, b = (f"{cnt.wide // args.repeat}/{cnt.calls // args.repeat}" for cnt in counters)
+        a, g, b = (f"{counts.wide[key] // args.repeat}/{counts.calls[key] // args.repeat}" for key in counts.calls)
         print(f"{m:>8} {a:>14} {g:>12} {b:>14} {med['scores']:>7.2f} " + " ".join(f"{med.get(s, 0.0):>9.2f}" for s in STAGES)
               + f" {total:>7.2f} {total / first:>7.2f}  {res.log_marginal:.6f}", flush=True)
 
