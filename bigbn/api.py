@@ -32,7 +32,8 @@ from .plan import MAX_NODES, task_id
 from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from .runner import finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine, summary, tiered_disk
+from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine,
+                     save_family_beta, summary, tiered_disk)
 from .scoring import Score, check_options, lookup, resolve, source_fingerprint
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
@@ -404,6 +405,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
                         recomputed += bad
                         gamma = wd.read("gamma", slice(None))
                         log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
+                    save_family_beta(root, owner, lay, beta)
                     fp = tiering.family_posteriors(beta, gamma, lay, log_z)
                     fam_posts.append(fp)
                     post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)

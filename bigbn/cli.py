@@ -524,6 +524,9 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     check = s.info["edge_check"]
     click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
+    if "tiers" in s.info:
+        click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
+                   "into an earlier tier")
     click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
                f"{check['max_abs_z']:.2f} ({check['edge'][0]} -> {check['edge'][1]})")
     if prior == "order-modular":

@@ -60,6 +60,15 @@ def uniform(seed, t, attempt, step, kind):
 
 
 @njit(**_KW)
+def uniforms(seed, attempt, step, kind):
+    """``uniform(seed, t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
+    out = np.empty(attempt.size)
+    for t in range(attempt.size):
+        out[t] = uniform(seed, t, attempt[t], step, kind)
+    return out
+
+
+@njit(**_KW)
 def _place(t, node, cur, step, nodes, preds):
     j = step[t]
     nodes[t, j] = node

@@ -46,6 +46,14 @@ from .plan import Plan, choose_chunk_bits
 NEG_INF = -np.inf
 #: Most variables a tiered run takes (each tier is at most plan.MAX_NODES).
 MAX_TIERED_NODES = 512
+#: The table, in a tier's folder, of its nodes' family β in the tier's layout (m, width):
+#: kept for what reads a finished run (samples, causal effects), journaled with its CRC.
+FAMILY_BETA = "family_beta"
+
+
+def family_beta_id(lay: "TierLayout") -> str:
+    """The journal id of tier ``lay``'s family β."""
+    return f"{lay.scope}/{FAMILY_BETA}"
 
 
 # ------------------------------------------------------------------------------ input

@@ -19,6 +19,7 @@ from bigbn.cli import main
 from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.families import family_masks, squeeze
 from bigbn.priors import log_prior
+from bigbn.samples import sample
 from bigbn.scores import parent_sets_of
 from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
 
@@ -310,8 +311,88 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
     assert r.exit_code == 0, r.output
     assert "tiers: 3 (sizes 1, 3, 2)" in r.output and "tier 1: 1 node, no lattice" in r.output
     assert "tier 2: 3 nodes, 5/5 tasks done" in r.output and "finished: results in" in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "500"])
+    assert r.exit_code == 0, r.output
+    assert "under the run's 3 tiers" in r.output
+    dags = (tmp_path / "w" / "samples-order-modular" / "dags.csv").read_text()
+    assert "V5" in dags and '["V5", "V1"]' not in dags  # never an edge into an earlier tier
+
+
+# ----------------------------------------------------------------------------- samples
+
+def _tiered_dag_posteriors(beta, k, tiers):
+    """Every DAG (n ≤ 5) as full parent masks with its exact posterior under tiers, for the
+    order-modular prior (weight #tier-consistent LE × Π β) and the DAG-modular one (Π β
+    over the DAGs with a tier-consistent order), and its log #tier-consistent LE."""
+    _, n, dags, pm, w = naive._dag_weights(beta, k, tiers)
+    lle = naive.log_tier_linear_extensions(pm, tiers)
+    score = beta[np.arange(n)[None, :], dags].sum(axis=1)
+    dag_w = np.where(np.isfinite(lle), score, -np.inf)
+    return pm, np.exp(w - naive.logsumexp(w)), np.exp(dag_w - naive.logsumexp(dag_w)), lle
+
+
+@pytest.mark.parametrize("k, tiers", [(2, ((0, 1), (2, 3, 4))), (3, ((4,), (0, 2), (1, 3)))])
+def test_samples_under_tiers_against_enumeration(k, tiers, tmp_path):
+    n, T = 5, 20000
+    data = random_table(17 + k, n, 150)
+    beta = beta_of(data, k)
+    pm, p_order, p_dag, lle = _tiered_dag_posteriors(beta, k, tiers)
+    index = {tuple(r): j for j, r in enumerate(pm.tolist())}
+    bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), workdir=tmp_path / "w")
+    s = sample(tmp_path / "w", T, seed=11)
+    assert s.log_marginal == pytest.approx(naive.edges_by_dags(beta, k, tiers)[1], rel=1e-12)
+    assert s.info["edge_check"]["max_abs_z"] < 5 and s.info["edge_check"]["hard_edges_ok"]
+    seen = 0
+    for d in s.dags():
+        j = index[tuple(d["parents"].tolist())]
+        assert p_order[j] > 0  # only DAGs the tiers allow are drawn
+        assert d["exact_order_modular"] == pytest.approx(p_order[j], rel=1e-9)
+        assert d["log_linear_extensions"] == pytest.approx(lle[j], abs=1e-12)
+        if T * p_order[j] * (1 - p_order[j]) >= 10:
+            assert abs(d["probability"] - p_order[j]) < 5 * math.sqrt(p_order[j] * (1 - p_order[j]) / T)
+            seen += 1
+    assert seen >= 3 and 0.02 < p_order.max() < 0.9  # several DAGs compared, none certain
+    # the sampled orders are tier-consistent and list each DAG's parents first
+    rank = np.argsort(s.orders, axis=1)
+    tier_of = {v: j for j, t in enumerate(tiers) for v in t}
+    assert all(np.array_equal(np.sort([tier_of[v] for v in row]), [tier_of[v] for v in row])
+               for row in s.orders.tolist())
+    for v in range(n):
+        for u in range(n):
+            has = (s.parents[:, v] >> u) & 1 == 1
+            assert np.all(rank[has, u] < rank[has, v])
+    # DAG-modular: reweighting by 1/#LE(tier-consistent) against Π β over tier-consistent DAGs
+    w = sample(tmp_path / "w", T, seed=11, prior="dag-modular")
+    P, se = w.edge_probabilities(with_se=True)
+    for v in range(n):
+        for u in range(n):
+            if u != v:
+                exact = float(p_dag[(pm[:, v] >> u) & 1 == 1].sum())
+                # se is 0 for an edge in every sample: then the binomial se of the exact p bounds it
+                tol = 5 * max(se[u, v], math.sqrt(exact * (1 - exact) / T)) + 1e-12
+                assert abs(P[u, v] - exact) < tol
+
+
+def test_tiered_samples_need_the_family_scores_and_refuse_over_63_variables(tmp_path):
+    data = random_table(4, 6, 120)
+    tiers = [["V0", "V1"], ["V2"], ["V3", "V4", "V5"]]
+    bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")
+    first = sample(tmp_path / "w", 300, seed=2)
+    chunks = [f for f in (tmp_path / "w" / "tables.zarr" / "tier3" / "family_beta").rglob("*")
+              if f.is_file() and f.name != "zarr.json"]
+    assert len(chunks) == 3  # a chunk per node
+    chunks[1].write_bytes(b"\0" * 5)
     r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w")])
-    assert r.exit_code == 1 and "holds a run with tiers" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 1 and "family_beta is missing or damaged" in r.output
+    assert "Traceback" not in r.output
+    bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")  # repairs
+    np.testing.assert_array_equal(sample(tmp_path / "w", 300, seed=2).parents, first.parents)
+    n = 64
+    wide = random_table(5, n, 40)
+    bigbn.learn(wide, names=names_of(n), max_parents=1, workdir=tmp_path / "wide",
+                tiers=[names_of(n)[j: j + 8] for j in range(0, n, 8)])
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "wide")])
+    assert r.exit_code == 1 and "at most 63 variables" in r.output and "Traceback" not in r.output
 
 
 def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
@@ -329,3 +410,25 @@ def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
                                   "--graph", str(tmp_path / "g.png")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "h.png").stat().st_size > 1000 and (tmp_path / "g.png").stat().st_size > 1000
+
+
+# ----------------------------------------------------------------------------- causal effects
+
+def test_effects_under_tiers_against_all_dags(tmp_path):
+    n, k, tiers = 4, 2, ((0, 1), (2,), (3,))
+    data = random_table(23, n, 60)
+    bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), workdir=tmp_path / "w",
+                score="k2")
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), score="k2")
+    beta = beta_of(data, k, score="k2")
+    pairs = [(0, 2), (2, 0), (1, 0), (2, 3), (1, 3)]
+    from_dir = bigbn.effects(tmp_path / "w", data, pairs=pairs)
+    from_result = bigbn.effects(res, data, pairs=pairs)
+    spread = []
+    for i, (x, y) in enumerate(pairs):
+        table, p_zero = naive.discrete_effects_by_dags(data, [2] * n, beta, k, x, y, "k2", None, tiers)
+        for e in (from_dir, from_result):
+            np.testing.assert_allclose(e.table[i], table, rtol=0, atol=1e-10)
+            assert e.p_zero[i] == pytest.approx(p_zero, abs=1e-10)
+        spread.append(p_zero)
+    assert sum(0.02 < p < 0.98 for p in spread) >= 1
