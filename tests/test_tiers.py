@@ -20,6 +20,7 @@ from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.families import family_masks, squeeze
 from bigbn.priors import log_prior
 from bigbn.samples import sample
+from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
 from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
 
@@ -137,7 +138,7 @@ def test_scores_and_prior_in_the_layout_against_the_formula_and_log_prior():
     kw = {"edge_prob": edge_prob, "forbid": [(0, 4)], "max_parents": np.array([2, 2, 1, 2, 2, 2])}
     tiers = ((0, 3), (1, 2, 5), (4,))
     lays = layouts(tiers, k)
-    betas = tier_scores(ds, lays, "bdeu", k, ess=2.0, prior_kwargs=kw)
+    betas = tier_scores(ds, lays, BUILTIN["bdeu"], k, {"ess": 2.0}, prior_kwargs=kw)
     rho = log_prior(n, k, "koivisto-sood", names=ds.names, **kw)
     fam = family_masks(n - 1, k)
     for lay, beta in zip(lays, betas):
@@ -432,3 +433,84 @@ def test_effects_under_tiers_against_all_dags(tmp_path):
             assert e.p_zero[i] == pytest.approx(p_zero, abs=1e-10)
         spread.append(p_zero)
     assert sum(0.02 < p < 0.98 for p in spread) >= 1
+
+
+# ----------------------------------------------------------------------------- other scores
+
+def test_bge_family_scores_are_bge_scores_bit_for_bit():
+    from bigbn.bge import bge_family_scores, bge_scores
+    from bigbn.scores import parent_set_index
+
+    from test_interventions import continuous_experiments
+
+    X, _ = continuous_experiments(8, m=50, n=6)
+    ds, _, _ = load_dataset(X, names=names_of(6), score="bge")
+    ps, index = parent_set_index(6, 3)
+    want = bge_scores(ds, 3, alpha_mu=2.0)
+    np.testing.assert_array_equal(bge_family_scores(ds, (ps, index, want.shape[1]), alpha_mu=2.0), want)
+
+
+@pytest.mark.parametrize("score, n, tiers, route, experiments", [
+    ("bge", 5, ((0, 1), (2, 3, 4)), "dags", False),
+    ("bge", 7, ((0, 1, 2), (3,), (4, 5, 6)), "orders", True),
+    ("bge", 5, ((3,), (0, 4), (1, 2)), "dags", True),
+    ("bdeu", 7, ((0, 1), (2, 3, 4, 5, 6)), "orders", True),
+])
+def test_bge_and_interventions_under_tiers_against_enumeration(score, n, tiers, route, experiments, tmp_path):
+    from test_interventions import continuous_experiments, discrete_experiments
+
+    names = list("abcdefg")[:n]
+    if score == "bge":
+        X, T = continuous_experiments(5, m=60, n=n)
+    else:
+        X, T = discrete_experiments(6, n=n)
+    T = T if experiments else np.zeros_like(T)
+    if score == "bge":
+        local = naive.interventional_bge_scores(X.tolist(), T.tolist(), 2)
+    else:
+        arities = [len(set(X[:, j].tolist())) for j in range(n)]
+        local = naive.interventional_dirichlet_scores(X.tolist(), arities, T.tolist(), 2, score)
+    kw = {"interventions": [{names[j] for j in np.flatnonzero(r)} for r in T]} if experiments else {}
+    res = bigbn.learn(X, names=names, score=score, max_parents=2, structure_prior="uniform",
+                      tiers=[[names[v] for v in t] for t in tiers], workdir=tmp_path / "w", **kw)
+    P, log_px = (naive.edges_by_dags if route == "dags" else naive.edges_by_orders)(local, 2, tiers)
+    np.testing.assert_allclose(res.posterior, P, rtol=0, atol=1e-9)
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-9)
+    assert np.ptp(res.posterior[~np.eye(n, dtype=bool)]) > 0.3
+    s = sample(tmp_path / "w", 3000, seed=1)
+    assert s.info["edge_check"]["max_abs_z"] < 5 and s.info["edge_check"]["hard_edges_ok"]
+
+
+def test_one_tier_of_bge_is_the_untiered_run():
+    from test_interventions import continuous_experiments
+
+    X, _ = continuous_experiments(9, m=80, n=7)
+    plain = bigbn.learn(X, names=names_of(7), score="bge", max_parents=3)
+    one = bigbn.learn(X, names=names_of(7), score="bge", max_parents=3, tiers=[names_of(7)])
+    assert one.log_marginal == pytest.approx(plain.log_marginal, rel=1e-14)
+    np.testing.assert_allclose(one.posterior, plain.posterior, atol=1e-12)
+
+
+def test_scores_from_a_jkl_file_under_tiers(tmp_path):
+    from bigbn.jkl import write_jkl
+
+    n, k = 6, 2
+    data = random_table(12, n, 200)
+    tiers = [["V0", "V3"], ["V1", "V2"], ["V4", "V5"]]
+    write_jkl(tmp_path / "s.jkl", names_of(n), beta_of(data, k), k)
+    from_data = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=tiers)
+    from_file = bigbn.learn(scores=tmp_path / "s.jkl", max_parents=k, tiers=tiers, workdir=tmp_path / "w")
+    assert from_file.log_marginal == pytest.approx(from_data.log_marginal, rel=1e-14)
+    np.testing.assert_allclose(from_file.posterior, from_data.posterior, atol=1e-12)
+    assert sample(tmp_path / "w", 500, seed=3).info["edge_check"]["hard_edges_ok"]
+    # a variable whose only parent sets in the file lie in a later tier
+    (tmp_path / "late.jkl").write_text("3\na 1\n-1.5 1 c\nb 1\n-2.0 0\nc 1\n-3.0 0\n")
+    r = CliRunner().invoke(main, ["run", "--scores", str(tmp_path / "late.jkl"), "-w", str(tmp_path / "late"),
+                                  "--tiers", str(_write(tmp_path / "t.csv", "a,1\nb,1\nc,2\n"))])
+    assert r.exit_code != 0 and "every parent set of 'a' that the tiers allow" in r.output
+    assert "Traceback" not in r.output
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
