@@ -504,7 +504,9 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     then estimates from them, each with its Monte Carlo standard error: edge, ancestor
     (directed path) and Markov-blanket probabilities, and the distinct DAGs with their
     exact posterior probability. Writes WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv,
-    markov_blanket.csv, dags.csv, samples.npz and summary.json.
+    markov_blanket.csv, dags.csv, samples.npz and summary.json. A run with tiers is
+    sampled under its tiers (each tier's order and parents from its own lattice; no arc
+    into an earlier tier), up to 63 variables.
 
     \b
     Example:
