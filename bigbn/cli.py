@@ -506,7 +506,7 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     exact posterior probability. Writes WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv,
     markov_blanket.csv, dags.csv, samples.npz and summary.json. A run with tiers is
     sampled under its tiers (each tier's order and parents from its own lattice; no arc
-    into an earlier tier), up to 63 variables.
+    into an earlier tier), at any number of variables.
 
     \b
     Example:

@@ -54,7 +54,9 @@ class Samples:
     """T DAGs drawn i.i.d. from the exact order-modular posterior, with weights for a prior.
 
     names: the n variable names (data column order); parents: int64 (T, n), bit u of
-    parents[t, v] set ⟺ u → v in sample t; weights: float64 (T,), summing to 1 (equal for
+    parents[t, v] set ⟺ u → v in sample t (past 63 variables, a run with tiers: int64
+    (T, n, W), u → v ⟺ bit u % 63 of parents[t, v, u // 63]: `sampling.as_words`);
+    weights: float64 (T,), summing to 1 (equal for
     the order-modular prior, ∝ 1/#LE(G) for the DAG-modular one); prior; seed;
     log_linear_extensions: float64 (T,) log #LE of each sample; log_score: float64 (T,)
     Σ_i β_i(G_i) of each sample; log_marginal: log L(V) of the run; orders: int64 (T, n),
@@ -198,7 +200,7 @@ class Samples:
         """The arcs (parent name, child name) of one DAG given as a parents row."""
         from .frames import arcs
 
-        return arcs(self.names, parents_row)
+        return arcs(self.names, _as_ints(parents_row))
 
 
 # ------------------------------------------------------------------------------ sampling
@@ -262,9 +264,9 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, workers: int,
 def sample_memory_bytes(n: int, T: int) -> int:
     """Memory that drawing T samples of n variables needs, at most: the sweep's per-sample
     state (8 int64/float64 arrays and the (T, n) orders and predecessor sets), the parents
-    (T, n), their sorted copies for the distinct DAGs, the orders returned, and the
-    per-sample scores, weights and linear-extension counts."""
-    return T * (8 * 8 + 1 + 8 * n * 6 + 8 * 10)
+    (T, n, W words), their sorted copies for the distinct DAGs, the orders returned, and
+    the per-sample scores, weights and linear-extension counts."""
+    return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
 
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
@@ -294,10 +296,6 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     t0 = time.perf_counter()
     run = finished_run(workdir, then="sample")
     n = len(run.names)
-    if n > MAX_SAMPLED_NODES:
-        raise OptionError(f"{run.root}: sampling takes at most {MAX_SAMPLED_NODES} variables (a parent "
-                          f"set is one 64-bit mask); this run has {n}. Edges and parent sets are exact "
-                          "without sampling (edges.csv, parent_sets.csv)")
     need = sample_memory_bytes(n, T)
     if need > memory:
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
@@ -344,13 +342,10 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     return out
 
 
-#: Most variables `sample` takes: a sample's parent set is one int64 mask.
-MAX_SAMPLED_NODES = 63
-
-
 @dataclass
 class _Draws:
-    """What a sweep drew: orders (T, n) first node first, parents (T, n) full masks,
+    """What a sweep drew: orders (T, n) first node first, parents (T, n) full masks
+    ((T, n, W) words past 63 variables, as `Samples.parents`),
     log_score (T,) Σ_v β_v(G_v), samples redrawn for rounding, chunks read of all chunks,
     and the seconds the sweeps over the forward tables took."""
 
@@ -386,8 +381,9 @@ def _draw_tiered(run: FinishedTieredRun, T: int, seed: int, workers: int, progre
     A_v(G₂) summed over the earlier-tier parents), then each node's earlier-tier parents G₁
     with probability β_v(G₁ ∪ G₂) / A_v(G₂) (`_complete`)."""
     n = len(run.names)
+    W = SK.n_words(n)
     orders = np.empty((T, n), dtype=np.int64)
-    parents = np.zeros((T, n), dtype=np.int64)
+    parents = np.zeros((T, n, W), dtype=np.int64)
     log_score = np.zeros(T)
     redrawn = reads = chunks = 0
     t_sweep, pos = 0.0, 0
@@ -416,10 +412,14 @@ def _draw_tiered(run: FinishedTieredRun, T: int, seed: int, workers: int, progre
         pos += lay.m
         for b, v in enumerate(lay.nodes):
             picked, inv = np.unique(cols[:, b], return_inverse=True)
-            masks = np.array([sum(1 << u for u in lay.parents(b, int(c))) for c in picked], dtype=np.int64)
-            parents[:, v] = masks[inv.reshape(-1)]
+            words = np.zeros((picked.size, W), dtype=np.int64)
+            for r, c in enumerate(picked.tolist()):
+                for u in lay.parents(b, c):
+                    words[r, u // SK.WORD_BITS] |= 1 << (u % SK.WORD_BITS)
+            parents[:, v] = words[inv.reshape(-1)]
             log_score += tier.beta[b, cols[:, b]]
-    return _Draws(orders, parents, log_score, redrawn, reads, chunks, t_sweep)
+    return _Draws(orders, parents[..., 0] if W == 1 else parents, log_score, redrawn, reads, chunks,
+                  t_sweep)
 
 
 def _tier_seed(seed: int, j: int) -> int:
@@ -458,6 +458,7 @@ def _log_linear_extensions(parents: np.ndarray, lays) -> np.ndarray:
     forward and so never constrains the order within a tier."""
     if lays is None:
         return log_linear_extensions(parents)
+    words = SK.as_words(parents)
     out = np.zeros(parents.shape[0])
     for lay in lays:
         if lay.m < 2:
@@ -465,9 +466,18 @@ def _log_linear_extensions(parents: np.ndarray, lays) -> np.ndarray:
         sub = np.zeros((parents.shape[0], lay.m), dtype=np.int64)
         for b, v in enumerate(lay.nodes):
             for bb, u in enumerate(lay.nodes):
-                sub[:, b] |= ((parents[:, v] >> u) & 1) << bb
+                sub[:, b] |= ((words[:, v, u // SK.WORD_BITS] >> (u % SK.WORD_BITS)) & 1) << bb
         out += log_linear_extensions(sub)
     return out
+
+
+def _as_ints(parents_row) -> list[int]:
+    """One DAG's parent sets as Python ints (bit u ⟺ u is a parent), from a row of masks
+    (n,) or of words (n, W)."""
+    row = np.asarray(parents_row)
+    if row.ndim == 1:
+        return [int(x) for x in row]
+    return [sum(int(x) << (SK.WORD_BITS * w) for w, x in enumerate(r)) for r in row.tolist()]
 
 
 # ------------------------------------------------------------------------------ outputs

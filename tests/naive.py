@@ -553,6 +553,31 @@ def markov_blanket_masks(pm):
     return out
 
 
+def ancestor_sets(parent_sets):
+    """The ancestors of every node of one DAG (any n), given as one Python set of parents
+    per node: a depth-first search up the parents of each node."""
+    out = []
+    for v in range(len(parent_sets)):
+        seen, stack = set(), list(parent_sets[v])
+        while stack:
+            u = stack.pop()
+            if u not in seen:
+                seen.add(u)
+                stack.extend(parent_sets[u])
+        out.append(seen)
+    return out
+
+
+def markov_blanket_sets(parent_sets):
+    """Parents, children and the children's other parents of every node (any n), as sets."""
+    n = len(parent_sets)
+    out = []
+    for v in range(n):
+        children = {w for w in range(n) if v in parent_sets[w]}
+        out.append((set(parent_sets[v]) | children | {u for w in children for u in parent_sets[w]}) - {v})
+    return out
+
+
 def linear_extensions_by_permutations(parents):
     """#LE of one DAG (full parent masks, (n,)) by testing every permutation; n <= 8."""
     n = len(parents)

@@ -19,6 +19,7 @@ from bigbn.cli import main
 from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.families import family_masks, squeeze
 from bigbn.priors import log_prior
+from bigbn import sampling as SK
 from bigbn.samples import sample
 from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
@@ -374,7 +375,7 @@ def test_samples_under_tiers_against_enumeration(k, tiers, tmp_path):
                 assert abs(P[u, v] - exact) < tol
 
 
-def test_tiered_samples_need_the_family_scores_and_refuse_over_63_variables(tmp_path):
+def test_tiered_samples_need_the_family_scores(tmp_path):
     data = random_table(4, 6, 120)
     tiers = [["V0", "V1"], ["V2"], ["V3", "V4", "V5"]]
     bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")
@@ -388,12 +389,36 @@ def test_tiered_samples_need_the_family_scores_and_refuse_over_63_variables(tmp_
     assert "Traceback" not in r.output
     bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")  # repairs
     np.testing.assert_array_equal(sample(tmp_path / "w", 300, seed=2).parents, first.parents)
-    n = 64
-    wide = random_table(5, n, 40)
-    bigbn.learn(wide, names=names_of(n), max_parents=1, workdir=tmp_path / "wide",
-                tiers=[names_of(n)[j: j + 8] for j in range(0, n, 8)])
-    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "wide")])
-    assert r.exit_code == 1 and "at most 63 variables" in r.output and "Traceback" not in r.output
+
+
+def test_samples_of_70_variables_in_tiers(tmp_path):
+    """Past 63 variables a sample's parent sets are words (`sampling.as_words`): the edges
+    against the exact ones, the ancestors against a search over each sample's arcs."""
+    n, T = 70, 4000
+    data = random_table(5, n, 80)
+    keep = np.random.default_rng(1).random(80) < 0.9
+    data[keep, 68] = data[keep, 64]  # an arc within the last tier, between nodes past bit 63
+    tiers = [names_of(n)[j: j + 10] for j in range(0, n, 10)]
+    bigbn.learn(data, names=names_of(n), max_parents=2, workdir=tmp_path / "w", tiers=tiers)
+    s = sample(tmp_path / "w", T, seed=4)
+    assert s.parents.shape == (T, n, 2)
+    check = s.info["edge_check"]
+    assert check["max_abs_z"] < 5 and check["hard_edges_ok"] and check["edges_compared"] > 20
+    anc = SK.ancestors(s.parents, s._nodes())
+    for t in range(0, T, 400):
+        ps = [set() for _ in range(n)]
+        for a, b in s.arcs(s.parents[t]):
+            ps[names_of(n).index(b)].add(names_of(n).index(a))
+        for v, want in enumerate(naive.ancestor_sets(ps)):
+            assert {u for u in range(n) if anc[t, v, u // 63] >> (u % 63) & 1} == want
+    assert (s.parents[:, :, 1] != 0).any(axis=1).mean() > 0.5  # most samples have a parent in the second word
+    tier_of = {v: v // 10 for v in range(n)}
+    P = s.edge_probabilities()
+    assert all(P[u, v] == 0 for u in range(n) for v in range(n) if tier_of[u] > tier_of[v])
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "300"])
+    assert r.exit_code == 0 and "under the run's 7 tiers" in r.output, r.output
+    npz = np.load(tmp_path / "w" / "samples-order-modular" / "samples.npz")
+    assert npz["parents"].shape == (300, n, 2)
 
 
 def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
