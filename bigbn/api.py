@@ -32,7 +32,8 @@ from .plan import MAX_NODES, task_id
 from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from .runner import finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine, summary, tiered_disk
+from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine,
+                     save_family_beta, summary, tiered_disk)
 from .scoring import Score, check_options, lookup, resolve, source_fingerprint
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
@@ -276,8 +277,6 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
     if tiers is not None:
-        if getattr(ds, "intervened", None) is not None:
-            raise OptionError("tiers with interventional data are not supported yet")
         tier_ids = tiering.parse_tiers(tiers, ds.names)
         options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
         return _learn_tiered(data, ds, score, k, tier_ids, fingerprint(digest, ds.n, ds.m, options),
@@ -367,14 +366,11 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
                               f"{MAX_NODES} (split it: the orders within a tier are summed over "
                               "on its 2^m lattice)")
-    if ds.kind != "continuous" and score.name not in ("bdeu", "k2"):
-        raise OptionError(f"tiers work with the discrete scores bdeu and k2, not {score.name}")
     t_scores = time.time()
     if progress is not None:
         progress("scores", 0, 1)
-    betas = tiering.tier_scores(ds, lays, score.name, k, ess=score_opts.get("ess", 1.0),
-                                structure_prior=structure_prior, prior_kwargs=prior_kwargs,
-                                threads=workers)
+    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
+                                prior_kwargs=prior_kwargs)
     local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:
@@ -404,6 +400,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
                         recomputed += bad
                         gamma = wd.read("gamma", slice(None))
                         log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
+                    save_family_beta(root, owner, lay, beta)
                     fp = tiering.family_posteriors(beta, gamma, lay, log_z)
                     fam_posts.append(fp)
                     post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)

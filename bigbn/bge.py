@@ -38,7 +38,8 @@ from bigbn.data import Dataset, Table
 from bigbn.errors import DataError, OptionError
 from bigbn.families import family_masks, family_rank, popcounts
 
-__all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores"]
+__all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores",
+           "bge_family_scores"]
 
 
 def continuous_dataset(table: Table) -> Dataset:
@@ -146,17 +147,25 @@ def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
         sel = np.flatnonzero(sizes == l)
         members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
         idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
-        sub = R[idx[:, :, None], idx[:, None, :]]  # (S_l, l, l)
-        sign, logdet = np.linalg.slogdet(sub)
-        if np.any(sign <= 0):
-            raise DataError("BGe: posterior scatter matrix is not positive definite (bug or overflow)")
-        a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
-        a1 = (m + alpha_w - n + l) / 2
-        log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
-        const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
-                 + log_gamma_ratio + a0 * l * log(t))
-        out[sel] = const - a1 * logdet
+        out[sel] = _log_marginals_of(R, idx, m, n, t, alpha_mu, alpha_w)
     return out
+
+
+def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
+                      alpha_mu: float, alpha_w: float) -> np.ndarray:
+    """log p(D_Y) for sets Y of one size l ≥ 1 given as node indices, ascending, int64
+    (S, l): the module docstring's formula with batched log-determinants; float64 (S,)."""
+    l = idx.shape[1]
+    sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
+    sign, logdet = np.linalg.slogdet(sub)
+    if np.any(sign <= 0):
+        raise DataError("BGe: posterior scatter matrix is not positive definite (bug or overflow)")
+    a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
+    a1 = (m + alpha_w - n + l) / 2
+    log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
+    const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
+             + log_gamma_ratio + a0 * l * log(t))
+    return const - a1 * logdet
 
 
 def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> float:
@@ -169,6 +178,38 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     for j in columns:
         mask |= 1 << int(j)
     return float(_log_marginals(R, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w)[0])
+
+
+def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> np.ndarray:
+    """BGe local log scores of the families named by ``sets`` = (parent_sets, family_index,
+    width) as for `bigbn.scores.local_scores`: parent sets as node ids ascending, −1 padded
+    (P, kk); family_index (P, n) the column of (child i, parent set g), or −1. Returns
+    float64 (n, width), NaN where no family was named (the tiers' layouts, bigbn/tiers.py).
+
+    Each log p(D_Y) is the same batched log-determinant as `bge_scores`'s, of the same
+    submatrix in the same (ascending) order, so a family scores the same bits either way;
+    no bit mask is formed, so n is not bounded by 64."""
+    parent_sets, family_index, width = sets
+    data = np.ascontiguousarray(ds.data, dtype=np.float64)
+    if data.ndim != 2 or data.shape[0] < 1:
+        raise DataError(f"{ds.path or 'dataset'}: BGe needs at least one record")
+    m, n = data.shape
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    out = np.full((n, width), np.nan)
+    sizes = (parent_sets >= 0).sum(axis=1)
+    batch = 1 << 14
+    with np.errstate(all="ignore"):
+        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        for l in range(int(sizes.max(initial=0)) + 1):
+            for lo in range(0, int((sizes == l).sum()), batch):
+                sel = np.flatnonzero(sizes == l)[lo: lo + batch]
+                G = parent_sets[sel, :l]
+                base = _log_marginals_of(R, G, m, n, t, alpha_mu, alpha_w) if l else np.zeros(sel.size)
+                rows, child = np.nonzero(family_index[sel] >= 0)
+                union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
+                fam = _log_marginals_of(R, union, m, n, t, alpha_mu, alpha_w)
+                out[child, family_index[sel][rows, child]] = fam - base[rows]
+    return out
 
 
 def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> np.ndarray:

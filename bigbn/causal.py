@@ -56,7 +56,7 @@ from .families import unsqueeze
 from .frames import SOURCE
 from .parentsets import parent_set_posteriors
 from .result import Result
-from .rundir import FinishedRun
+from .rundir import FinishedTieredRun, finished_run
 from .scoring import BUILTIN, check_options
 
 __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
@@ -207,29 +207,50 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
     return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
 
 
-def _by_cause(ps: np.ndarray, families: np.ndarray, pairs, progress=None):
+def table_parent_sets(ps: np.ndarray, families: np.ndarray):
+    """``parent_sets(x)`` of a run without tiers, from its parent-set posteriors ps (n, F)
+    over the squeezed family masks ``families``: (the posteriors of x's parent sets of
+    nonzero posterior, those sets as full n-bit int64 masks)."""
+    def parent_sets(x: int):
+        keep = np.flatnonzero(ps[x] > 0)
+        return ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+    return parent_sets
+
+
+def tiered_parent_sets(tiered, n: int):
+    """``parent_sets(x)`` of a run with tiers (a `tiers.TieredFamilies`); the masks are
+    Python ints (an object array) when n > 62 variables do not fit an int64."""
+    def parent_sets(x: int):
+        rows = tiered.ranked(x)
+        masks = [sum(1 << u for u in ps) for ps, _ in rows]
+        return (np.array([p for _, p in rows], dtype=np.float64),
+                np.array(masks, dtype=np.int64 if n <= 62 else object))
+    return parent_sets
+
+
+def _by_cause(parent_sets, pairs, progress=None):
     """Per cause x of ``pairs``: (x, the indices of its pairs, the posteriors of its parent
-    sets of nonzero posterior, those sets as full n-bit masks). progress("effects", causes
-    done, causes) as each cause's work is done."""
+    sets of nonzero posterior, those sets as full n-bit masks), from ``parent_sets(x)``
+    (`table_parent_sets`, `tiered_parent_sets`). progress("effects", causes done, causes)
+    as each cause's work is done."""
     idx: dict[int, list[int]] = {}
     for i, (x, _) in enumerate(pairs):
         idx.setdefault(x, []).append(i)
     for done, (x, ii) in enumerate(idx.items()):
-        keep = np.flatnonzero(ps[x] > 0)
-        yield x, ii, ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+        yield x, ii, *parent_sets(x)
         if progress is not None:
             progress("effects", done + 1, len(idx))
 
 
 def _holds(masks: np.ndarray, y: int) -> np.ndarray:
     """Which parent sets (full masks) hold y: then the effect of x on y is zero."""
-    return (masks >> y) & 1 == 1
+    return ((masks >> y) & 1 == 1).astype(bool)
 
 
-def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: float, *,
+def continuous_effects(ds, parent_sets, pairs, level: float, *,
                        alpha_mu: float, alpha_w: float | None, progress=None) -> dict:
     """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
-    `Effects`, one value per pair. progress: as for `_by_cause`."""
+    `Effects`, one value per pair. parent_sets, progress: as for `_by_cause`."""
     from .bge import _check_params, posterior_scatter
 
     data = np.asarray(ds.data, dtype=np.float64)
@@ -241,7 +262,7 @@ def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: f
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
     tails = ((1 - level) / 2, (1 + level) / 2)
-    for x, idx, w, masks in _by_cause(ps, families, pairs, progress):
+    for x, idx, w, masks in _by_cause(parent_sets, pairs, progress):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
         in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
         for i in idx:
@@ -258,10 +279,10 @@ def continuous_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, level: f
 
 # --------------------------------------------------------------------------- discrete
 
-def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: bool, ess: float,
+def discrete_effects(ds, parent_sets, pairs, *, k2: bool, ess: float,
                      progress=None) -> dict:
     """The Dirichlet scores' effects (module docstring; K2 if ``k2``, else BDeu(ess)): the
-    fields table and p_zero of `Effects`. progress: as for `_by_cause`."""
+    fields table and p_zero of `Effects`. parent_sets, progress: as for `_by_cause`."""
     data = np.asarray(ds.data, dtype=np.int64)
     n = data.shape[1]
     r = np.asarray(ds.arities, dtype=np.int64)
@@ -269,7 +290,7 @@ def discrete_effects(ds, ps: np.ndarray, families: np.ndarray, pairs, *, k2: boo
     marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
     tables = [np.zeros((r[x], r[y])) for x, y in pairs]
     p_zero = np.zeros(len(pairs))
-    for x, idx, w_all, masks in _by_cause(ps, families, pairs, progress):
+    for x, idx, w_all, masks in _by_cause(parent_sets, pairs, progress):
         for i in idx:  # p_zero from every set
             p_zero[i] = float(np.sum(w_all[_holds(masks, pairs[i][1])]))
         in_table = _tail(w_all)  # the tables leave out the least probable sets (< TAIL in all)
@@ -384,20 +405,27 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
     if isinstance(source, Result):
-        if source.parent_set_posterior is None:
+        names = tuple(source.names)
+        if source.tiered is not None:
+            parent_sets = tiered_parent_sets(source.tiered, len(names))
+        elif source.parent_set_posterior is not None:
+            parent_sets = table_parent_sets(source.parent_set_posterior, source.families)
+        else:
             raise OptionError("this result has no parent-set posteriors")
         options = dict(source.summary.get("options", {}))
         digest_run = source.summary.get("data_sha256")
-        ps, families, names = source.parent_set_posterior, source.families, tuple(source.names)
         if data is None:
             raise OptionError("give the run's data: effects(result, data)")
     else:
-        run = FinishedRun(source, then="compute the effects")
+        run = finished_run(source, then="compute the effects")
         options = dict(run.record.fingerprint)
         digest_run = options.get("data_sha256")
         names = run.names
-        ps = parent_set_posteriors(run.beta, run.gamma(), run.log_px)
-        families = run.plan.families
+        if isinstance(run, FinishedTieredRun):
+            parent_sets = tiered_parent_sets(run.families(), len(names))
+        else:
+            parent_sets = table_parent_sets(parent_set_posteriors(run.beta, run.gamma(), run.log_px),
+                                            run.plan.families)
         if data is None:
             data = run.record.source
             if data in (None, "", "array", SOURCE):  # a run on data in memory
@@ -430,8 +458,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
                           "estimate causal effects under it")
     out = _by_effect_rows(ds, pair_list, lambda sub, some: (
-        continuous_effects(sub, ps, families, some, float(level), progress=progress, **prior)
-        if ds.kind == "continuous" else discrete_effects(sub, ps, families, some, progress=progress,
+        continuous_effects(sub, parent_sets, some, float(level), progress=progress, **prior)
+        if ds.kind == "continuous" else discrete_effects(sub, parent_sets, some, progress=progress,
                                                          **prior)))
     if ds.kind == "continuous":
         return Effects(names, "continuous", pair_list, float(level), **out)

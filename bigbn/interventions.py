@@ -104,15 +104,25 @@ def by_rows(ds: Dataset, nodes) -> list[tuple[np.ndarray, list[int]]]:
     return list(groups.values())
 
 
-def local_scores(score, ds: Dataset, k: int, options: dict) -> np.ndarray:
+def local_scores(score, ds: Dataset, k: int, options: dict, sets=None) -> np.ndarray:
     """``score.local_scores`` with node i's rows those where i is not a target: float64
     (n, F). One call of the score per distinct set of rows (at most one per target
-    pattern), on the dataset of those rows."""
+    pattern), on the dataset of those rows. sets: (parent_sets, family_index, width):
+    ``score.family_scores`` of those families instead (the tiers' layouts), each call
+    scoring only its own nodes' families: float64 (n, width)."""
+    def scores(d: Dataset, nodes) -> np.ndarray:
+        if sets is None:
+            return score.local_scores(d, k, options)
+        parent_sets, index, width = sets
+        if nodes is not None:
+            index = np.where(np.isin(np.arange(d.n), nodes)[None, :], index, -1)
+        return score.family_scores(d, k, options, (parent_sets, index, width))
+
     if getattr(ds, "intervened", None) is None:  # observational data, or scores from a file
-        return score.local_scores(ds, k, options)
+        return scores(ds, None)
     out = None
     for keep, nodes in by_rows(ds, range(ds.n)):
-        local = score.local_scores(ds.rows(keep), k, options)
+        local = scores(ds.rows(keep), nodes)
         if out is None:
             out = np.empty_like(local)
         out[nodes] = local[nodes]

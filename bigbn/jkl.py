@@ -95,6 +95,21 @@ class FileScore(Score):
     def local_scores(self, ds, k, options):
         return ds.local(k)
 
+    def family_scores(self, ds, k, options, sets):
+        """The file's scores in the families named by ``sets`` (`Score.family_scores`): −inf
+        for a named family the file leaves out, NaN where none is named."""
+        parent_sets, index, width = sets
+        row = {tuple(int(u) for u in ps if u >= 0): r for r, ps in enumerate(parent_sets.tolist())}
+        out = np.full((ds.n, width), np.nan)
+        for i in range(ds.n):
+            named = index[:, i] >= 0
+            out[i, index[named, i]] = -np.inf
+            for g, s in ds.families[i].items():
+                r = row.get(tuple(u for u in range(ds.n) if g >> u & 1))
+                if r is not None and index[r, i] >= 0:
+                    out[i, index[r, i]] = s
+        return out
+
 
 def _lines(path: str):
     """(line number, whitespace-separated tokens) of every non-blank line."""

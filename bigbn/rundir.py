@@ -311,11 +311,8 @@ class RunDir:
             raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
                                f"{what}); run `bigbn run` first, then {then}")
         self.record = record
+        self.plan: Plan | TieredPlan = record.plan
         self.workdir = Workdir(self.root)
-
-    @property
-    def plan(self) -> Plan:
-        return self.record.plan
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -324,38 +321,27 @@ class RunDir:
     def journal(self) -> dict[str, dict]:
         return self.workdir.journal()
 
-    def read(self, table: str, index=slice(None)) -> np.ndarray:
-        """A table's values; WorkdirError naming the table when it is missing or damaged
-        (unreadable, or its metadata not the shape, chunks and type the plan gives it)."""
-        try:
-            out = self.workdir.read(table, index) if self.workdir.store.matches(self.plan, table) else None
-        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged chunks
-            out = None
-        if out is None:
-            raise _damaged(self.workdir.tables / table, self.then)
-        return out
+
+def _check_numerics(rd: RunDir, then: str) -> None:
+    if rd.record.fingerprint.get("numerics") != numerics_fingerprint():
+        raise WorkdirError(f"{rd.root} was computed by another bigbn version (its numerical code "
+                           f"differs); run the `bigbn run` command again with --fresh, then {then}")
 
 
-class FinishedRun(RunDir):
-    """The results of a finished run (posterior stages, or only MAP with ``need="map"``).
+class FinishedLattice:
+    """The checked tables of one finished lattice plan: a whole run's, or one tier's (its
+    plan's scope names its tables' folder and prefixes its task ids).
 
-    Opened checks: run.json is bigbn's, computed by this code's numerics; the final
-    tasks are journaled and their outputs pass their CRC; β matches its journal CRC; the
-    journaled log p(x) equals L(V) in the (CRC-checked) forward table.
+    Opened checks: the final tasks are journaled and their outputs pass their CRC; β
+    matches its journal CRC; the journaled log p(x) equals L(V) in the (CRC-checked)
+    forward table. ``need``: "posterior", or "map" for the MAP network alone.
     """
 
-    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
-        super().__init__(workdir, then)
-        root = self.root
-        if isinstance(self.plan, TieredPlan):
-            raise WorkdirError(f"{root} holds a run with tiers: `bigbn {then}` does not take tiered runs "
-                               "yet (edges, parent sets and the MAP network do)")
-        if self.record.fingerprint.get("numerics") != numerics_fingerprint():
-            raise WorkdirError(f"{root} was computed by another bigbn version (its numerical code "
-                               f"differs); run the `bigbn run` command again with --fresh, then {then}")
-        self.records = self.journal()
-        edges = self.records.get(task_id(("edges",)))
-        map_rec = self.records.get(task_id(("map_dag",)))
+    def __init__(self, workdir: Workdir, plan: Plan, records: dict, then: str, need: str = "posterior"):
+        self.workdir, self.plan, self.records, self.then = workdir, plan, records, then
+        root = workdir.root
+        edges = records.get(_tid(plan, ("edges",)))
+        map_rec = records.get(_tid(plan, ("map_dag",)))
         if need == "posterior" and edges is None and map_rec is not None:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
@@ -363,27 +349,32 @@ class FinishedRun(RunDir):
             raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
                                f"again to finish it, then {then}")
         self.beta = self.read("beta")
-        scores = self.records.get(task_id(("scores",)))
+        scores = records.get(_tid(plan, ("scores",)))
         if scores is None or scores["crc"] != checksum(self.beta):
-            raise _damaged(self.workdir.tables / "beta", then)
-        stages = dict(map_dag=need == "map" or self.record.plan.map_dag and map_rec is not None,
+            raise _damaged(workdir.tables / "beta", then)
+        stages = dict(map_dag=need == "map" or plan.map_dag and map_rec is not None,
                       posterior=need == "posterior")
-        self.plan_read = dataclasses.replace(self.record.plan, **stages)
-        job = Job(self.workdir, self.plan_read, self.beta)
+        self.plan_read = dataclasses.replace(plan, **stages)
+        job = Job(workdir, self.plan_read, self.beta)
         for key, rec, on in ((("edges",), edges, stages["posterior"]), (("map_dag",), map_rec, stages["map_dag"])):
             spec = self.plan_read.task(key) if on else None
             if on and not intact(job, spec, rec):
-                tables = " or ".join(str(self.workdir.tables / r.table) for r in spec.writes)
+                tables = " or ".join(str(workdir.tables / r.table) for r in spec.writes)
                 raise _damaged(tables, then)
         self.log_px = None
         if stages["posterior"]:
             self.log_px = float(edges["log_px"])
-            last = float(self.chunk("forward", self.plan.n_chunks - 1)[-1])
+            last = float(self.chunk("forward", plan.n_chunks - 1)[-1])
             if not math.isclose(last, self.log_px, rel_tol=1e-12, abs_tol=1e-9):
-                raise WorkdirError(f"{self.workdir.journal_path}: the edges task's log p(x) = "
+                raise WorkdirError(f"{workdir.journal_path}: the edges task's log p(x) = "
                                    f"{self.log_px!r} is not L(V) = {last!r} of the forward table "
                                    "(the journal was edited or damaged); run the same `bigbn run` "
                                    f"command again to recompute it, then {then}")
+
+    def read(self, table: str, index=slice(None)) -> np.ndarray:
+        """A table's values; WorkdirError naming the table when it is missing or damaged
+        (unreadable, or its metadata not the shape, chunks and type the plan gives it)."""
+        return _read_table(self.workdir, self.plan, table, index, self.then)
 
     def chunk(self, table: str, H: int) -> np.ndarray:
         """Chunk H of a chunk table (forward), checked against its task's journal CRC."""
@@ -392,7 +383,7 @@ class FinishedRun(RunDir):
             data = self.workdir.read(table, slice(H * size, (H + 1) * size))
         except Exception:  # noqa: BLE001 - a truncated or unreadable chunk
             data = None
-        rec = self.records.get(task_id((table, H)))
+        rec = self.records.get(_tid(self.plan, (table, H)))
         if data is None or rec is None or rec["crc"] != checksum(data):
             raise WorkdirError(f"{self.workdir.tables / table}: chunk {H} is missing or damaged; run "
                                f"the same `bigbn run` command again to repair it, then {self.then}")
@@ -411,7 +402,117 @@ class FinishedRun(RunDir):
 
     @property
     def log_map_score(self) -> float:
-        return float(self.records[task_id(("map_dag",))]["log_score"])
+        return float(self.records[_tid(self.plan, ("map_dag",))]["log_score"])
+
+
+def _tid(plan: Plan, key: tuple) -> str:
+    """The journal id of task ``key`` of ``plan`` (after its scope), whether or not the plan
+    as read has that stage."""
+    return f"{plan.scope}/{task_id(key)}" if plan.scope else task_id(key)
+
+
+def _read_table(workdir: Workdir, plan: Plan, table: str, index, then: str) -> np.ndarray:
+    try:
+        out = workdir.read(table, index) if workdir.store.matches(plan, table) else None
+    except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged chunks
+        out = None
+    if out is None:
+        raise _damaged(workdir.tables / table, then)
+    return out
+
+
+class FinishedRun(RunDir, FinishedLattice):
+    """The results of a finished run without tiers (posterior stages, or only MAP with
+    ``need="map"``): its record (`RunDir`) and its one lattice's checked tables
+    (`FinishedLattice`); run.json must be bigbn's, computed by this code's numerics."""
+
+    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
+        RunDir.__init__(self, workdir, then)
+        if isinstance(self.record.plan, TieredPlan):
+            raise WorkdirError(f"{self.root} holds a run with tiers, not one lattice (bug: open it "
+                               "with FinishedTieredRun)")
+        _check_numerics(self, then)
+        FinishedLattice.__init__(self, self.workdir, self.record.plan, self.journal(), then, need)
+
+
+@dataclass(frozen=True)
+class FinishedTier:
+    """One tier of a finished tiered run: its layout, the β of its nodes' families in that
+    layout (m, width), its lattice (None for a one-node tier), log Z_j and the tier's γ."""
+
+    lay: tiering.TierLayout
+    beta: np.ndarray = field(repr=False)
+    lattice: FinishedLattice | None = field(repr=False)
+    log_z: float
+    gamma: np.ndarray = field(repr=False)
+
+    def family_posteriors(self) -> np.ndarray:
+        """p(G_v = G | x) of every column of every node of the tier (m, width)."""
+        return tiering.family_posteriors(self.beta, self.gamma, self.lay, self.log_z)
+
+
+class FinishedTieredRun(RunDir):
+    """The results of a finished run with tiers (bigbn/tiers.py): per tier a `FinishedTier`
+    whose family β passed its journal CRC, and whose lattice passed `FinishedLattice`'s
+    checks; the tier's lattice scores must be the segment sums of that β, so the two can
+    never come from different runs. log_px = Σ_j log Z_j."""
+
+    def __init__(self, workdir, then: str = "sample"):
+        super().__init__(workdir, then)
+        pl, root = self.record.plan, self.root
+        if not isinstance(pl, TieredPlan):
+            raise WorkdirError(f"{root} holds a run without tiers (bug: open it with FinishedRun)")
+        _check_numerics(self, then)
+        if not pl.posterior:
+            raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
+                               f"`bigbn run` command without --map-only to add the posterior, then {then}")
+        fp = self.record.fingerprint
+        self.lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
+        self.records = self.journal()
+        self.tiers: list[FinishedTier] = []
+        for lay, (_, c) in zip(self.lays, pl.tiers):
+            beta = self._family_beta(lay)
+            A, _ = tiering.tier_local_scores(beta, lay)
+            if c is None:
+                self.tiers.append(FinishedTier(lay, beta, None, float(A[0, 0]), np.zeros((1, 1))))
+                continue
+            plan = Plan(lay.m, lay.k_tier, c, pl.alpha_mode, False, True, scope=lay.scope)
+            lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
+            if not np.array_equal(lattice.beta, A):
+                raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
+                                   f"not the sums of its family scores; run the same `bigbn run` command "
+                                   f"with --fresh, then {then}")
+            self.tiers.append(FinishedTier(lay, beta, lattice, lattice.log_px, lattice.gamma()))
+        self.log_px = float(sum(t.log_z for t in self.tiers))
+
+    def _family_beta(self, lay) -> np.ndarray:
+        wd = Workdir(self.root, scope=lay.scope)
+        rec = self.records.get(tiering.family_beta_id(lay))
+        try:
+            beta = wd.read(tiering.FAMILY_BETA, slice(None))
+        except Exception:  # noqa: BLE001 - missing or damaged
+            beta = None
+        if rec is None or beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
+            raise _damaged(wd.tables / tiering.FAMILY_BETA, self.then)
+        return beta
+
+    def families(self) -> tiering.TieredFamilies:
+        """Every node's parent-set posteriors, in its tier's layout."""
+        return tiering.TieredFamilies(self.lays, [t.family_posteriors() for t in self.tiers])
+
+    def posterior(self) -> np.ndarray:
+        """The exact edge posteriors (n, n), from each tier's family posteriors."""
+        n = len(self.names)
+        out = np.zeros((n, n))
+        for lay, post in zip(self.lays, self.families().posts):
+            out[:, list(lay.nodes)] = tiering.edge_posteriors_from(post, lay, n)
+        return out
+
+
+def finished_run(workdir, then: str = "sample"):
+    """A finished run's results: `FinishedTieredRun` for a run with tiers, else `FinishedRun`."""
+    rd = RunDir(workdir, then)
+    return FinishedTieredRun(workdir, then) if isinstance(rd.plan, TieredPlan) else FinishedRun(workdir, then)
 
 
 def status_lines(workdir) -> list[str]:

@@ -285,6 +285,26 @@ def tiered_disk(plans) -> dict[str, int]:
     return out
 
 
+def save_family_beta(root, owner, lay, beta: np.ndarray) -> None:
+    """Keep tier ``lay``'s family β (m, width) in its folder, journaled with its CRC, for
+    what reads the finished run (`rundir.FinishedTieredRun`: samples, causal effects).
+    Written once: a journaled copy with the same CRC that still reads back is kept."""
+    wd = Workdir(root, owner, lay.scope)
+    tid, crc = tiering.family_beta_id(lay), checksum(beta)
+    rec = wd.journal().get(tid)
+    if rec is not None and rec["crc"] == crc:
+        try:
+            if checksum(wd.read(tiering.FAMILY_BETA, slice(None))) == crc:
+                return
+        except Exception:  # noqa: BLE001 - missing or damaged: write it again
+            pass
+    start = time.time()
+    wd.store.put(tiering.FAMILY_BETA, np.ascontiguousarray(beta))
+    end = time.time()
+    wd.journal_append({"task": tid, "stage": tiering.FAMILY_BETA, "crc": crc,
+                       "seconds": round(end - start, 4), "start": start, "end": end})
+
+
 def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode,
                    map_dag: bool, posterior: bool, memory, workers, fresh: bool, check_disk: bool):
     """`prepare` for a tiered run: run.json records every tier's chunk bits (`TieredPlan`);

@@ -24,6 +24,7 @@ reported).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import time
@@ -39,7 +40,7 @@ from .engine import Job, alpha_span
 from .errors import EngineError, OptionError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
-from .rundir import FinishedRun, gib
+from .rundir import FinishedLattice, FinishedRun, FinishedTieredRun, finished_run, gib
 from .runner import peak_rss_bytes
 
 PRIORS = ("order-modular", "dag-modular")
@@ -53,7 +54,9 @@ class Samples:
     """T DAGs drawn i.i.d. from the exact order-modular posterior, with weights for a prior.
 
     names: the n variable names (data column order); parents: int64 (T, n), bit u of
-    parents[t, v] set ⟺ u → v in sample t; weights: float64 (T,), summing to 1 (equal for
+    parents[t, v] set ⟺ u → v in sample t (past 63 variables, a run with tiers: int64
+    (T, n, W), u → v ⟺ bit u % 63 of parents[t, v, u // 63]: `sampling.as_words`);
+    weights: float64 (T,), summing to 1 (equal for
     the order-modular prior, ∝ 1/#LE(G) for the DAG-modular one); prior; seed;
     log_linear_extensions: float64 (T,) log #LE of each sample; log_score: float64 (T,)
     Σ_i β_i(G_i) of each sample; log_marginal: log L(V) of the run; orders: int64 (T, n),
@@ -197,12 +200,12 @@ class Samples:
         """The arcs (parent name, child name) of one DAG given as a parents row."""
         from .frames import arcs
 
-        return arcs(self.names, parents_row)
+        return arcs(self.names, _as_ints(parents_row))
 
 
 # ------------------------------------------------------------------------------ sampling
 
-def _sweep(run: FinishedRun, job: Job, T: int, seed: int, workers: int,
+def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, workers: int,
            progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
     (rounding) are drawn again. Each forward chunk is checked against its journal record
@@ -261,9 +264,9 @@ def _sweep(run: FinishedRun, job: Job, T: int, seed: int, workers: int,
 def sample_memory_bytes(n: int, T: int) -> int:
     """Memory that drawing T samples of n variables needs, at most: the sweep's per-sample
     state (8 int64/float64 arrays and the (T, n) orders and predecessor sets), the parents
-    (T, n), their sorted copies for the distinct DAGs, the orders returned, and the
-    per-sample scores, weights and linear-extension counts."""
-    return T * (8 * 8 + 1 + 8 * n * 6 + 8 * 10)
+    (T, n, W words), their sorted copies for the distinct DAGs, the orders returned, and
+    the per-sample scores, weights and linear-extension counts."""
+    return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
 
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
@@ -273,11 +276,16 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
     weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
     ρ_i). The same seed gives the same samples whatever the chunk bits or workers.
+    With tiers (a run with ``tiers=``), each tier's order and within-tier parents are drawn
+    from its own lattice and each node's parents in earlier tiers given those (the tiers
+    are independent given the data); #LE counts the tier-consistent orders only, so
+    "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
     T samples must fit in, checked before anything is allocated.
     progress: callable(stage, done, total), as for `learn`: ("sample", chunks of the
     descending sweep passed, chunks) after each chunk read (chunks no sample needs are
-    skipped, so done can jump), and ("sample", total, total) at the end.
+    skipped, so done can jump; with tiers the stage is "tier J/K sample"), and ("sample",
+    total, total) at the end.
     """
     if prior not in PRIORS:
         raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
@@ -286,36 +294,34 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     workers = opt.workers(workers)
     memory = opt.memory(memory)
     t0 = time.perf_counter()
-    run = FinishedRun(workdir, then="sample")
-    plan, beta = run.plan, run.beta
-    need = sample_memory_bytes(plan.n, T)
+    run = finished_run(workdir, then="sample")
+    n = len(run.names)
+    need = sample_memory_bytes(n, T)
     if need > memory:
-        raise OptionError(f"{T} samples of {plan.n} variables need about {gib(need)} of memory, more "
+        raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
     with run.workdir.lock():
-        job = Job(run.workdir, plan, beta)
-        nodes, preds, attempt, reads = _sweep(run, job, T, seed, workers, progress)
-        if progress is not None:
-            progress("sample", plan.n_chunks, plan.n_chunks)
-        t_sweep = time.perf_counter()
-        parents = np.zeros((T, plan.n), dtype=np.int64)
-        SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
+        if isinstance(run, FinishedTieredRun):
+            d = _draw_tiered(run, T, seed, workers, progress)
+        else:
+            d = _draw(run, T, seed, workers, progress)
         log_px = run.log_px
         exact = run.posterior()
+    if progress is not None:
+        progress("sample", d.chunks, d.chunks)
     t_parents = time.perf_counter()
-    log_score = np.zeros(T)
-    for v in range(plan.n):
-        sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
-        log_score += beta[v, family_rank(plan.families, sq)]
-    uniq, inv = np.unique(parents, axis=0, return_inverse=True)
-    lle = log_linear_extensions(uniq)[inv.reshape(-1)]
+    uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
+    lle = _log_linear_extensions(uniq, getattr(run, "lays", None))[inv.reshape(-1)]
     t_le = time.perf_counter()
-    info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": reads,
-            "chunks": plan.n_chunks, "redrawn_for_rounding": int(np.count_nonzero(attempt)),
+    info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
+            "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
             "distinct_dags": int(len(uniq)),
-            "seconds": {"sweep": round(t_sweep - t0, 3), "parents": round(t_parents - t_sweep, 3),
+            "seconds": {"sweep": round(d.sweep_seconds, 3),
+                        "parents": round(t_parents - t0 - d.sweep_seconds, 3),
                         "linear_extensions": round(t_le - t_parents, 3)}}
+    if isinstance(run, FinishedTieredRun):
+        info["tiers"] = [[run.names[v] for v in lay.nodes] for lay in run.lays]
     if prior == "order-modular":
         weights = np.full(T, 1.0 / T)
     else:
@@ -327,14 +333,151 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     mean = float(np.mean(inv_le))
     info["log_z_dag_modular"] = log_px + math.log(mean) + shift
     info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else None
-    orders = np.ascontiguousarray(nodes[:, ::-1])
-    out = Samples(run.names, parents, weights, prior, seed, lle, log_score, log_px,
-                  orders, exact, info)
+    out = Samples(run.names, d.parents, weights, prior, seed, lle, d.log_score, log_px,
+                  d.orders, exact, info)
     info["ess"] = out.ess
     info["edge_check"] = out.edge_check()
     info["seconds"]["total"] = round(time.perf_counter() - t0, 3)
     info["peak_rss_bytes"] = peak_rss_bytes()
     return out
+
+
+@dataclass
+class _Draws:
+    """What a sweep drew: orders (T, n) first node first, parents (T, n) full masks
+    ((T, n, W) words past 63 variables, as `Samples.parents`),
+    log_score (T,) Σ_v β_v(G_v), samples redrawn for rounding, chunks read of all chunks,
+    and the seconds the sweeps over the forward tables took."""
+
+    orders: np.ndarray
+    parents: np.ndarray
+    log_score: np.ndarray
+    redrawn: int
+    reads: int
+    chunks: int
+    sweep_seconds: float
+
+
+def _draw(run: FinishedRun, T: int, seed: int, workers: int, progress) -> _Draws:
+    """T (order, DAG) pairs of a run without tiers."""
+    plan, beta = run.plan, run.beta
+    job = Job(run.workdir, plan, beta)
+    t1 = time.perf_counter()
+    nodes, preds, attempt, reads = _sweep(run, job, T, seed, workers, progress)
+    t_sweep = time.perf_counter() - t1
+    parents = np.zeros((T, plan.n), dtype=np.int64)
+    SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
+    log_score = np.zeros(T)
+    for v in range(plan.n):
+        sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
+        log_score += beta[v, family_rank(plan.families, sq)]
+    return _Draws(np.ascontiguousarray(nodes[:, ::-1]), parents, log_score,
+                  int(np.count_nonzero(attempt)), reads, plan.n_chunks, t_sweep)
+
+
+def _draw_tiered(run: FinishedTieredRun, T: int, seed: int, workers: int, progress) -> _Draws:
+    """T (order, DAG) pairs of a run with tiers: per tier (with its own random stream), the
+    order of its nodes and their within-tier parents G₂ from the tier's lattice (its "scores"
+    A_v(G₂) summed over the earlier-tier parents), then each node's earlier-tier parents G₁
+    with probability β_v(G₁ ∪ G₂) / A_v(G₂) (`_complete`)."""
+    n = len(run.names)
+    W = SK.n_words(n)
+    orders = np.empty((T, n), dtype=np.int64)
+    parents = np.zeros((T, n, W), dtype=np.int64)
+    log_score = np.zeros(T)
+    redrawn = reads = chunks = 0
+    t_sweep, pos = 0.0, 0
+    for tier in run.tiers:
+        lay, lat = tier.lay, tier.lattice
+        tseed = _tier_seed(seed, lay.index)
+        if lat is None:  # one node: first in its tier, no within-tier parents
+            nodes = np.zeros((T, 1), dtype=np.int64)
+            within = np.zeros((T, 1), dtype=np.int64)
+            attempt = np.zeros(T, dtype=np.int64)
+        else:
+            def tick(stage, done, total, _j=lay.index):
+                progress(f"tier {_j + 1}/{len(run.tiers)} {stage}", done, total)
+
+            t1 = time.perf_counter()
+            job = Job(lat.workdir, lat.plan_read, lat.beta)
+            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, workers, tick if progress else None)
+            t_sweep += time.perf_counter() - t1
+            within = np.zeros((T, lay.m), dtype=np.int64)
+            SK.draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, attempt, within)
+            reads, chunks = reads + r, chunks + lat.plan.n_chunks
+            redrawn += int(np.count_nonzero(attempt))
+        cols = _complete(tier.beta, lay, within, tseed, attempt)
+        ids = np.array(lay.nodes, dtype=np.int64)
+        orders[:, pos: pos + lay.m] = ids[nodes[:, ::-1]]
+        pos += lay.m
+        for b, v in enumerate(lay.nodes):
+            picked, inv = np.unique(cols[:, b], return_inverse=True)
+            words = np.zeros((picked.size, W), dtype=np.int64)
+            for r, c in enumerate(picked.tolist()):
+                for u in lay.parents(b, c):
+                    words[r, u // SK.WORD_BITS] |= 1 << (u % SK.WORD_BITS)
+            parents[:, v] = words[inv.reshape(-1)]
+            log_score += tier.beta[b, cols[:, b]]
+    return _Draws(orders, parents[..., 0] if W == 1 else parents, log_score, redrawn, reads, chunks,
+                  t_sweep)
+
+
+def _tier_seed(seed: int, j: int) -> int:
+    """Tier j's own random stream (a seed in [0, 2^63)), so that tiers draw independently."""
+    digest = hashlib.blake2b(f"{seed}/{j}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def _complete(beta: np.ndarray, lay, within: np.ndarray, seed: int, attempt: np.ndarray) -> np.ndarray:
+    """The column of each sample's family for every node of tier ``lay``, given its
+    within-tier parents (tier-bit masks, (T, m)): a G₁ drawn from the node's segment of
+    G₂ = its within-tier parents with probability ∝ exp β (one cumulative sum per distinct
+    (node, G₂), one uniform per sample). int64 (T, m)."""
+    T, m = within.shape
+    cols = np.empty((T, m), dtype=np.int64)
+    for b in range(m):
+        g = within[:, b]
+        t = np.searchsorted(lay.tier_families, (g & ((1 << b) - 1)) | ((g >> (b + 1)) << b))
+        u = SK.uniforms(np.int64(seed), attempt, b, 2)
+        order = np.argsort(t, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(t[order]) != 0])
+        for lo, hi in zip(starts, np.r_[starts[1:], T]):
+            idx = order[lo:hi]
+            f = int(t[idx[0]])
+            seg = beta[b, lay.offsets[f]: lay.offsets[f + 1]]
+            w = np.exp(seg - seg.max())
+            cum = np.cumsum(w)
+            pick = np.searchsorted(cum, u[idx] * cum[-1], side="right")
+            cols[idx, b] = lay.offsets[f] + np.minimum(pick, int(np.flatnonzero(w > 0)[-1]))
+    return cols
+
+
+def _log_linear_extensions(parents: np.ndarray, lays) -> np.ndarray:
+    """log #LE of each DAG (rows of full parent masks); with tiers, of the tier-consistent
+    orders only: Π_j #LE(G restricted to T_j), since an edge between tiers always points
+    forward and so never constrains the order within a tier."""
+    if lays is None:
+        return log_linear_extensions(parents)
+    words = SK.as_words(parents)
+    out = np.zeros(parents.shape[0])
+    for lay in lays:
+        if lay.m < 2:
+            continue
+        sub = np.zeros((parents.shape[0], lay.m), dtype=np.int64)
+        for b, v in enumerate(lay.nodes):
+            for bb, u in enumerate(lay.nodes):
+                sub[:, b] |= ((words[:, v, u // SK.WORD_BITS] >> (u % SK.WORD_BITS)) & 1) << bb
+        out += log_linear_extensions(sub)
+    return out
+
+
+def _as_ints(parents_row) -> list[int]:
+    """One DAG's parent sets as Python ints (bit u ⟺ u is a parent), from a row of masks
+    (n,) or of words (n, W)."""
+    row = np.asarray(parents_row)
+    if row.ndim == 1:
+        return [int(x) for x in row]
+    return [sum(int(x) << (SK.WORD_BITS * w) for w, x in enumerate(r)) for r in row.tolist()]
 
 
 # ------------------------------------------------------------------------------ outputs

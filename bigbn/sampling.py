@@ -60,6 +60,15 @@ def uniform(seed, t, attempt, step, kind):
 
 
 @njit(**_KW)
+def uniforms(seed, attempt, step, kind):
+    """``uniform(seed, t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
+    out = np.empty(attempt.size)
+    for t in range(attempt.size):
+        out[t] = uniform(seed, t, attempt[t], step, kind)
+    return out
+
+
+@njit(**_KW)
 def _place(t, node, cur, step, nodes, preds):
     j = step[t]
     nodes[t, j] = node
@@ -190,55 +199,95 @@ def draw_parents(beta, fam, nodes, preds, seed, attempt, parents):
             parents[t, i] = (g & ((np.int64(1) << i) - 1)) | ((g >> i) << (i + 1))
 
 
-@njit(**_KW)
+#: Bits per word of a parent set of more than 63 variables (`as_words`): the sign bit of
+#: an int64 is never used, so a parent set of ≤ 63 variables is one word, its plain mask.
+WORD_BITS = 63
+
+
+def n_words(n: int) -> int:
+    """Words per parent set of n variables."""
+    return max(1, -(-n // WORD_BITS))
+
+
+def as_words(masks: np.ndarray) -> np.ndarray:
+    """Parent sets as words, int64 (T, n, W): a (T, n) array of masks is (T, n, 1)."""
+    return masks[..., None] if masks.ndim == 2 else masks
+
+
+def _like(masks: np.ndarray, words: np.ndarray) -> np.ndarray:
+    return words[..., 0] if masks.ndim == 2 else words
+
+
 def ancestors(parents, nodes):
-    """Ancestor masks: out[t, v] bit u ⟺ u ⇝ v (a directed path) in sample t.
+    """Ancestor masks: out[t, v] holds u ⟺ u ⇝ v (a directed path) in sample t; parents
+    as (T, n) masks or (T, n, W) words (bit u % 63 of word u // 63), and out alike.
 
     nodes[t, j] is the node placed at step j (the last one of the remaining set), so
     reversed steps are a topological order."""
-    T, n = parents.shape
-    out = np.zeros((T, n), dtype=np.int64)
+    return _like(parents, _ancestors(as_words(parents), nodes))
+
+
+@njit(**_KW)
+def _ancestors(parents, nodes):
+    T, n, W = parents.shape
+    out = np.zeros((T, n, W), dtype=np.int64)
     for t in range(T):
         for j in range(n - 1, -1, -1):
             v = nodes[t, j]
-            a = np.int64(0)
-            p = parents[t, v]
-            while p:
-                u = _lowest_bit(p)
-                p &= p - 1
-                a |= out[t, u] | (np.int64(1) << u)
-            out[t, v] = a
+            for w in range(W):
+                p = parents[t, v, w]
+                while p:
+                    b = _lowest_bit(p)
+                    p &= p - 1
+                    u = w * WORD_BITS + b
+                    for x in range(W):
+                        out[t, v, x] |= out[t, u, x]
+                    out[t, v, w] |= np.int64(1) << b
     return out
 
 
-@njit(**_KW)
 def markov_blankets(parents):
-    """out[t, v] bit u ⟺ u is a parent, a child or a co-parent of a child of v."""
-    T, n = parents.shape
-    out = np.zeros((T, n), dtype=np.int64)
+    """out[t, v] holds u ⟺ u is a parent, a child or a co-parent of a child of v; parents
+    and out as for `ancestors`."""
+    return _like(parents, _markov_blankets(as_words(parents)))
+
+
+@njit(**_KW)
+def _markov_blankets(parents):
+    T, n, W = parents.shape
+    out = np.zeros((T, n, W), dtype=np.int64)
     for t in range(T):
         for v in range(n):
-            m = parents[t, v]
+            for x in range(W):
+                out[t, v, x] = parents[t, v, x]
             for w in range(n):
-                if parents[t, w] >> v & 1:
-                    m |= (np.int64(1) << w) | parents[t, w]
-            out[t, v] = m & ~(np.int64(1) << v)
+                if parents[t, w, v // WORD_BITS] >> (v % WORD_BITS) & 1:
+                    out[t, v, w // WORD_BITS] |= np.int64(1) << (w % WORD_BITS)
+                    for x in range(W):
+                        out[t, v, x] |= parents[t, w, x]
+            out[t, v, v // WORD_BITS] &= ~(np.int64(1) << (v % WORD_BITS))
     return out
 
 
-@njit(**_KW)
 def weighted_bit_sums(masks, w):
-    """S1[u, v] = Σ_t w_t [bit u of masks[t, v]], S2 likewise with w_t²."""
-    T, n = masks.shape
+    """S1[u, v] = Σ_t w_t [u ∈ masks[t, v]], S2 likewise with w_t²; masks as for
+    `ancestors`."""
+    return _weighted_bit_sums(as_words(masks), w)
+
+
+@njit(**_KW)
+def _weighted_bit_sums(masks, w):
+    T, n, W = masks.shape
     s1 = np.zeros((n, n))
     s2 = np.zeros((n, n))
     for t in range(T):
         wt = w[t]
         for v in range(n):
-            m = masks[t, v]
-            while m:
-                u = _lowest_bit(m)
-                m &= m - 1
-                s1[u, v] += wt
-                s2[u, v] += wt * wt
+            for x in range(W):
+                m = masks[t, v, x]
+                while m:
+                    u = x * WORD_BITS + _lowest_bit(m)
+                    m &= m - 1
+                    s1[u, v] += wt
+                    s2[u, v] += wt * wt
     return s1, s2

@@ -101,6 +101,13 @@ class Score:
         `check_options` returns them (every option, defaults filled in)."""
         raise NotImplementedError
 
+    def family_scores(self, ds: Dataset, k: int, options: dict, sets) -> np.ndarray:
+        """log p(x_i | x_G) of the families named by ``sets`` = (parent_sets, family_index,
+        width) (see `bigbn.scores.local_scores`): float64 (n, width), NaN where none is
+        named. Runs with tiers score their families this way (any n, no bit masks); a score
+        without it does not take tiers."""
+        raise OptionError(f"the {self.name} score does not take tiers (bdeu, k2 and bge do)")
+
     def parameter_prior(self, options: dict) -> dict | None:
         """The prior of the score's parameter model, for causal effects (module docstring);
         None: the score has none."""
@@ -123,6 +130,11 @@ class _Dirichlet(Score):
         from .scores import local_scores
 
         return local_scores(ds, k, self.name, options.get("ess", 1.0))
+
+    def family_scores(self, ds, k, options, sets):
+        from .scores import local_scores
+
+        return local_scores(ds, k, self.name, options.get("ess", 1.0), sets=sets)
 
     def parameter_prior(self, options):
         return {"k2": self.k2, "ess": options.get("ess", 1.0)}
@@ -153,6 +165,11 @@ class BGe(Score):
         from .bge import bge_scores
 
         return bge_scores(ds, k, alpha_mu=options["alpha_mu"], alpha_w=options["alpha_w"])
+
+    def family_scores(self, ds, k, options, sets):
+        from .bge import bge_family_scores
+
+        return bge_family_scores(ds, sets, alpha_mu=options["alpha_mu"], alpha_w=options["alpha_w"])
 
     def parameter_prior(self, options):
         return {"alpha_mu": options["alpha_mu"], "alpha_w": options["alpha_w"]}

@@ -46,6 +46,14 @@ from .plan import Plan, choose_chunk_bits
 NEG_INF = -np.inf
 #: Most variables a tiered run takes (each tier is at most plan.MAX_NODES).
 MAX_TIERED_NODES = 512
+#: The table, in a tier's folder, of its nodes' family β in the tier's layout (m, width):
+#: kept for what reads a finished run (samples, causal effects), journaled with its CRC.
+FAMILY_BETA = "family_beta"
+
+
+def family_beta_id(lay: "TierLayout") -> str:
+    """The journal id of tier ``lay``'s family β."""
+    return f"{lay.scope}/{FAMILY_BETA}"
 
 
 # ------------------------------------------------------------------------------ input
@@ -295,21 +303,21 @@ def layouts(tiers: tuple[tuple[int, ...], ...], k: int) -> tuple[TierLayout, ...
 
 # ------------------------------------------------------------------------------ scores
 
-def tier_scores(ds, lays: tuple[TierLayout, ...], score: str, k: int, *, ess: float = 1.0,
-                structure_prior: str = "koivisto-sood", prior_kwargs=None,
-                threads: int | None = None) -> list[np.ndarray]:
+def tier_scores(ds, lays: tuple[TierLayout, ...], score, k: int, options: dict, *,
+                structure_prior: str = "koivisto-sood", prior_kwargs=None) -> list[np.ndarray]:
     """β = log ρ_v(G) + log p(x_v | x_G) of every family of every node, in the tiers'
     layouts: one float64 (m_j, width_j) array per tier.
 
-    Discrete scores (BDeu, K2) only: each parent set G (|G| ≤ k, global ids) has its rows'
-    configurations built once and every child it is a family of scored from them.
+    score: a `bigbn.scoring.Score` with ``family_scores`` (BDeu and K2: each parent set G
+    (|G| ≤ k, global ids) has its rows' configurations built once and every child it is a
+    family of scored from them; BGe: batched log-determinants); options: its checked
+    options. With interventional data each node is scored from the rows where it is not a
+    target (`bigbn.interventions.local_scores`).
     """
+    from .interventions import local_scores
     from .priors import KINDS
-    from .scores import local_scores, parent_sets_of
+    from .scores import parent_sets_of
 
-    if ds.kind != "discrete":
-        raise OptionError("tiers with continuous data (BGe) are not supported yet: use discrete "
-                          "data (bdeu, k2)")
     if structure_prior not in KINDS:
         raise OptionError(f"unknown structure prior '{structure_prior}' (choose one of: {', '.join(KINDS)})")
     n = ds.n
@@ -318,16 +326,21 @@ def tier_scores(ds, lays: tuple[TierLayout, ...], score: str, k: int, *, ess: fl
     for lay in lays:
         index[:, list(lay.nodes)] = lay.column_index(parent_sets)
     width = max(lay.width for lay in lays)
-    flat = local_scores(ds, k, score, ess, threads=threads, sets=(parent_sets, index, width))
+    flat = local_scores(score, ds, k, options, sets=(parent_sets, index, width))
     prior = _tier_prior(n, k, lays, structure_prior, ds.names, prior_kwargs or {})
     out = []
     for lay, rho in zip(lays, prior):
         beta = flat[list(lay.nodes), : lay.width] + rho
         if np.isnan(beta).any():
             raise EngineError("a tier's family was not scored (bug)")
+        dead = np.flatnonzero(~np.isfinite(beta).any(axis=1))
+        if dead.size:
+            raise OptionError(f"{ds.path or 'data'}: every parent set of '{ds.names[lay.nodes[int(dead[0])]]}' "
+                              f"that the tiers allow (nodes of earlier tiers and its own, at most {k}) "
+                              "is impossible")
         bad = np.isposinf(beta)
         if bad.any():
-            raise DataError(f"{ds.path or 'data'}: the {score} score of column "
+            raise DataError(f"{ds.path or 'data'}: the {score.name} score of column "
                             f"'{ds.names[lay.nodes[int(np.argwhere(bad)[0][0])]]}' is not finite")
         out.append(beta)
     return out

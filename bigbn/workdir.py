@@ -88,6 +88,16 @@ class TableStore:
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
                            fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
+    def put(self, name: str, data: np.ndarray) -> int:
+        """Store a whole array that no plan describes as table ``name`` (made anew, one
+        chunk per row), fsync its chunk files; return the CRC-32 of the data."""
+        with self._lock:
+            self._arrays.pop(name, None)
+        g = zarr.open_group(self.path, mode="a")
+        g.create_array(name, shape=data.shape, chunks=(1,) + data.shape[1:], dtype=data.dtype,
+                       compressors=None, fill_value=np.nan, overwrite=True)
+        return self.write(name, slice(None), data, [(i,) + (0,) * (data.ndim - 1) for i in range(data.shape[0])])
+
     def matches(self, plan: Plan, name: str) -> bool:
         """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it
         (False for missing or damaged metadata)."""

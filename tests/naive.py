@@ -553,6 +553,31 @@ def markov_blanket_masks(pm):
     return out
 
 
+def ancestor_sets(parent_sets):
+    """The ancestors of every node of one DAG (any n), given as one Python set of parents
+    per node: a depth-first search up the parents of each node."""
+    out = []
+    for v in range(len(parent_sets)):
+        seen, stack = set(), list(parent_sets[v])
+        while stack:
+            u = stack.pop()
+            if u not in seen:
+                seen.add(u)
+                stack.extend(parent_sets[u])
+        out.append(seen)
+    return out
+
+
+def markov_blanket_sets(parent_sets):
+    """Parents, children and the children's other parents of every node (any n), as sets."""
+    n = len(parent_sets)
+    out = []
+    for v in range(n):
+        children = {w for w in range(n) if v in parent_sets[w]}
+        out.append((set(parent_sets[v]) | children | {u for w in children for u in parent_sets[w]}) - {v})
+    return out
+
+
 def linear_extensions_by_permutations(parents):
     """#LE of one DAG (full parent masks, (n,)) by testing every permutation; n <= 8."""
     n = len(parents)
@@ -718,9 +743,14 @@ def map_by_subsets(beta, k):
         parents[i] = fam[i, arg[i, S ^ (1 << i)]]
         S ^= 1 << i
     return float(M[-1]), parents
-def _dag_parent_posterior(beta, k, x):
-    """[(parents of x as a sorted tuple, p(G | x))] over every DAG (n <= 5), order-modular."""
-    pm, prob, _ = dag_posterior(beta, k)
+def _dag_parent_posterior(beta, k, x, tiers=None):
+    """[(parents of x as a sorted tuple, p(G | x))] over every DAG (n <= 5), order-modular
+    (with ``tiers``: weighted by the tier-consistent linear extensions only)."""
+    if tiers is None:
+        pm, prob, _ = dag_posterior(beta, k)
+    else:
+        _, _, _, pm, w = _dag_weights(beta, k, tiers)
+        prob = np.exp(w - logsumexp(w))
     n = pm.shape[1]
     return [(tuple(j for j in range(n) if pm[d, x] >> j & 1), float(prob[d])) for d in range(len(prob))]
 
@@ -771,18 +801,19 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     return mean, atom, quantile((1 - level) / 2), quantile((1 + level) / 2)
 
 
-def discrete_effects_by_dags(data, arities, beta, k, x, y, score, ess):
+def discrete_effects_by_dags(data, arities, beta, k, x, y, score, ess, tiers=None):
     """p(y = b | do(x = a)) (float64 (r_x, r_y)) and p_zero by summing over every DAG
     (n <= 5), counting records in plain loops: per DAG with Z = Pa(x) ∌ y,
     Σ_z p̂(b | a, z) p̂(z) with the posterior-mean Dirichlet tables (BDeu(ess): ess/(r_y r_x q_Z)
     per cell of y's table, ess/q_Z per cell of Z's joint; K2: 1 per cell); p̂(y) when y ∈ Z.
+    tiers: the DAGs weighted by their tier-consistent linear extensions only.
     """
     data = np.asarray(data)
     m = data.shape[0]
     rx, ry = int(arities[x]), int(arities[y])
     out = np.zeros((rx, ry))
     p_zero = 0.0
-    for Z, p in _dag_parent_posterior(beta, k, x):
+    for Z, p in _dag_parent_posterior(beta, k, x, tiers):
         if y in Z:
             p_zero += p
             a = 1.0 if score == "k2" else ess / ry

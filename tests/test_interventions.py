@@ -214,5 +214,3 @@ def test_bad_intervention_lists():
         bigbn.learn(X, names=NAMES, intervention_column="t")
     with pytest.raises(OptionError, match="not both"):
         bigbn.learn("x.csv", intervention_column="t", interventions=[])
-    with pytest.raises(OptionError, match="tiers with interventional data"):
-        bigbn.learn(X, names=NAMES, interventions=sets(T), tiers=[NAMES[:2], NAMES[2:]])

@@ -19,6 +19,9 @@ from bigbn.cli import main
 from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.families import family_masks, squeeze
 from bigbn.priors import log_prior
+from bigbn import sampling as SK
+from bigbn.samples import sample
+from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
 from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
 
@@ -136,7 +139,7 @@ def test_scores_and_prior_in_the_layout_against_the_formula_and_log_prior():
     kw = {"edge_prob": edge_prob, "forbid": [(0, 4)], "max_parents": np.array([2, 2, 1, 2, 2, 2])}
     tiers = ((0, 3), (1, 2, 5), (4,))
     lays = layouts(tiers, k)
-    betas = tier_scores(ds, lays, "bdeu", k, ess=2.0, prior_kwargs=kw)
+    betas = tier_scores(ds, lays, BUILTIN["bdeu"], k, {"ess": 2.0}, prior_kwargs=kw)
     rho = log_prior(n, k, "koivisto-sood", names=ds.names, **kw)
     fam = family_masks(n - 1, k)
     for lay, beta in zip(lays, betas):
@@ -310,8 +313,112 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
     assert r.exit_code == 0, r.output
     assert "tiers: 3 (sizes 1, 3, 2)" in r.output and "tier 1: 1 node, no lattice" in r.output
     assert "tier 2: 3 nodes, 5/5 tasks done" in r.output and "finished: results in" in r.output
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "500"])
+    assert r.exit_code == 0, r.output
+    assert "under the run's 3 tiers" in r.output
+    dags = (tmp_path / "w" / "samples-order-modular" / "dags.csv").read_text()
+    assert "V5" in dags and '["V5", "V1"]' not in dags  # never an edge into an earlier tier
+
+
+# ----------------------------------------------------------------------------- samples
+
+def _tiered_dag_posteriors(beta, k, tiers):
+    """Every DAG (n ≤ 5) as full parent masks with its exact posterior under tiers, for the
+    order-modular prior (weight #tier-consistent LE × Π β) and the DAG-modular one (Π β
+    over the DAGs with a tier-consistent order), and its log #tier-consistent LE."""
+    _, n, dags, pm, w = naive._dag_weights(beta, k, tiers)
+    lle = naive.log_tier_linear_extensions(pm, tiers)
+    score = beta[np.arange(n)[None, :], dags].sum(axis=1)
+    dag_w = np.where(np.isfinite(lle), score, -np.inf)
+    return pm, np.exp(w - naive.logsumexp(w)), np.exp(dag_w - naive.logsumexp(dag_w)), lle
+
+
+@pytest.mark.parametrize("k, tiers", [(2, ((0, 1), (2, 3, 4))), (3, ((4,), (0, 2), (1, 3)))])
+def test_samples_under_tiers_against_enumeration(k, tiers, tmp_path):
+    n, T = 5, 20000
+    data = random_table(17 + k, n, 150)
+    beta = beta_of(data, k)
+    pm, p_order, p_dag, lle = _tiered_dag_posteriors(beta, k, tiers)
+    index = {tuple(r): j for j, r in enumerate(pm.tolist())}
+    bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), workdir=tmp_path / "w")
+    s = sample(tmp_path / "w", T, seed=11)
+    assert s.log_marginal == pytest.approx(naive.edges_by_dags(beta, k, tiers)[1], rel=1e-12)
+    assert s.info["edge_check"]["max_abs_z"] < 5 and s.info["edge_check"]["hard_edges_ok"]
+    seen = 0
+    for d in s.dags():
+        j = index[tuple(d["parents"].tolist())]
+        assert p_order[j] > 0  # only DAGs the tiers allow are drawn
+        assert d["exact_order_modular"] == pytest.approx(p_order[j], rel=1e-9)
+        assert d["log_linear_extensions"] == pytest.approx(lle[j], abs=1e-12)
+        if T * p_order[j] * (1 - p_order[j]) >= 10:
+            assert abs(d["probability"] - p_order[j]) < 5 * math.sqrt(p_order[j] * (1 - p_order[j]) / T)
+            seen += 1
+    assert seen >= 3 and 0.02 < p_order.max() < 0.9  # several DAGs compared, none certain
+    # the sampled orders are tier-consistent and list each DAG's parents first
+    rank = np.argsort(s.orders, axis=1)
+    tier_of = {v: j for j, t in enumerate(tiers) for v in t}
+    assert all(np.array_equal(np.sort([tier_of[v] for v in row]), [tier_of[v] for v in row])
+               for row in s.orders.tolist())
+    for v in range(n):
+        for u in range(n):
+            has = (s.parents[:, v] >> u) & 1 == 1
+            assert np.all(rank[has, u] < rank[has, v])
+    # DAG-modular: reweighting by 1/#LE(tier-consistent) against Π β over tier-consistent DAGs
+    w = sample(tmp_path / "w", T, seed=11, prior="dag-modular")
+    P, se = w.edge_probabilities(with_se=True)
+    for v in range(n):
+        for u in range(n):
+            if u != v:
+                exact = float(p_dag[(pm[:, v] >> u) & 1 == 1].sum())
+                # se is 0 for an edge in every sample: then the binomial se of the exact p bounds it
+                tol = 5 * max(se[u, v], math.sqrt(exact * (1 - exact) / T)) + 1e-12
+                assert abs(P[u, v] - exact) < tol
+
+
+def test_tiered_samples_need_the_family_scores(tmp_path):
+    data = random_table(4, 6, 120)
+    tiers = [["V0", "V1"], ["V2"], ["V3", "V4", "V5"]]
+    bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")
+    first = sample(tmp_path / "w", 300, seed=2)
+    chunks = [f for f in (tmp_path / "w" / "tables.zarr" / "tier3" / "family_beta").rglob("*")
+              if f.is_file() and f.name != "zarr.json"]
+    assert len(chunks) == 3  # a chunk per node
+    chunks[1].write_bytes(b"\0" * 5)
     r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w")])
-    assert r.exit_code == 1 and "holds a run with tiers" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 1 and "family_beta is missing or damaged" in r.output
+    assert "Traceback" not in r.output
+    bigbn.learn(data, names=names_of(6), max_parents=2, tiers=tiers, workdir=tmp_path / "w")  # repairs
+    np.testing.assert_array_equal(sample(tmp_path / "w", 300, seed=2).parents, first.parents)
+
+
+def test_samples_of_70_variables_in_tiers(tmp_path):
+    """Past 63 variables a sample's parent sets are words (`sampling.as_words`): the edges
+    against the exact ones, the ancestors against a search over each sample's arcs."""
+    n, T = 70, 4000
+    data = random_table(5, n, 80)
+    keep = np.random.default_rng(1).random(80) < 0.9
+    data[keep, 68] = data[keep, 64]  # an arc within the last tier, between nodes past bit 63
+    tiers = [names_of(n)[j: j + 10] for j in range(0, n, 10)]
+    bigbn.learn(data, names=names_of(n), max_parents=2, workdir=tmp_path / "w", tiers=tiers)
+    s = sample(tmp_path / "w", T, seed=4)
+    assert s.parents.shape == (T, n, 2)
+    check = s.info["edge_check"]
+    assert check["max_abs_z"] < 5 and check["hard_edges_ok"] and check["edges_compared"] > 20
+    anc = SK.ancestors(s.parents, s._nodes())
+    for t in range(0, T, 400):
+        ps = [set() for _ in range(n)]
+        for a, b in s.arcs(s.parents[t]):
+            ps[names_of(n).index(b)].add(names_of(n).index(a))
+        for v, want in enumerate(naive.ancestor_sets(ps)):
+            assert {u for u in range(n) if anc[t, v, u // 63] >> (u % 63) & 1} == want
+    assert (s.parents[:, :, 1] != 0).any(axis=1).mean() > 0.5  # most samples have a parent in the second word
+    tier_of = {v: v // 10 for v in range(n)}
+    P = s.edge_probabilities()
+    assert all(P[u, v] == 0 for u in range(n) for v in range(n) if tier_of[u] > tier_of[v])
+    r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "300"])
+    assert r.exit_code == 0 and "under the run's 7 tiers" in r.output, r.output
+    npz = np.load(tmp_path / "w" / "samples-order-modular" / "samples.npz")
+    assert npz["parents"].shape == (300, n, 2)
 
 
 def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
@@ -329,3 +436,106 @@ def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
                                   "--graph", str(tmp_path / "g.png")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "h.png").stat().st_size > 1000 and (tmp_path / "g.png").stat().st_size > 1000
+
+
+# ----------------------------------------------------------------------------- causal effects
+
+def test_effects_under_tiers_against_all_dags(tmp_path):
+    n, k, tiers = 4, 2, ((0, 1), (2,), (3,))
+    data = random_table(23, n, 60)
+    bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), workdir=tmp_path / "w",
+                score="k2")
+    res = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=as_names(tiers), score="k2")
+    beta = beta_of(data, k, score="k2")
+    pairs = [(0, 2), (2, 0), (1, 0), (2, 3), (1, 3)]
+    from_dir = bigbn.effects(tmp_path / "w", data, pairs=pairs)
+    from_result = bigbn.effects(res, data, pairs=pairs)
+    spread = []
+    for i, (x, y) in enumerate(pairs):
+        table, p_zero = naive.discrete_effects_by_dags(data, [2] * n, beta, k, x, y, "k2", None, tiers)
+        for e in (from_dir, from_result):
+            np.testing.assert_allclose(e.table[i], table, rtol=0, atol=1e-10)
+            assert e.p_zero[i] == pytest.approx(p_zero, abs=1e-10)
+        spread.append(p_zero)
+    assert sum(0.02 < p < 0.98 for p in spread) >= 1
+
+
+# ----------------------------------------------------------------------------- other scores
+
+def test_bge_family_scores_are_bge_scores_bit_for_bit():
+    from bigbn.bge import bge_family_scores, bge_scores
+    from bigbn.scores import parent_set_index
+
+    from test_interventions import continuous_experiments
+
+    X, _ = continuous_experiments(8, m=50, n=6)
+    ds, _, _ = load_dataset(X, names=names_of(6), score="bge")
+    ps, index = parent_set_index(6, 3)
+    want = bge_scores(ds, 3, alpha_mu=2.0)
+    np.testing.assert_array_equal(bge_family_scores(ds, (ps, index, want.shape[1]), alpha_mu=2.0), want)
+
+
+@pytest.mark.parametrize("score, n, tiers, route, experiments", [
+    ("bge", 5, ((0, 1), (2, 3, 4)), "dags", False),
+    ("bge", 7, ((0, 1, 2), (3,), (4, 5, 6)), "orders", True),
+    ("bge", 5, ((3,), (0, 4), (1, 2)), "dags", True),
+    ("bdeu", 7, ((0, 1), (2, 3, 4, 5, 6)), "orders", True),
+])
+def test_bge_and_interventions_under_tiers_against_enumeration(score, n, tiers, route, experiments, tmp_path):
+    from test_interventions import continuous_experiments, discrete_experiments
+
+    names = list("abcdefg")[:n]
+    if score == "bge":
+        X, T = continuous_experiments(5, m=60, n=n)
+    else:
+        X, T = discrete_experiments(6, n=n)
+    T = T if experiments else np.zeros_like(T)
+    if score == "bge":
+        local = naive.interventional_bge_scores(X.tolist(), T.tolist(), 2)
+    else:
+        arities = [len(set(X[:, j].tolist())) for j in range(n)]
+        local = naive.interventional_dirichlet_scores(X.tolist(), arities, T.tolist(), 2, score)
+    kw = {"interventions": [{names[j] for j in np.flatnonzero(r)} for r in T]} if experiments else {}
+    res = bigbn.learn(X, names=names, score=score, max_parents=2, structure_prior="uniform",
+                      tiers=[[names[v] for v in t] for t in tiers], workdir=tmp_path / "w", **kw)
+    P, log_px = (naive.edges_by_dags if route == "dags" else naive.edges_by_orders)(local, 2, tiers)
+    np.testing.assert_allclose(res.posterior, P, rtol=0, atol=1e-9)
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-9)
+    assert np.ptp(res.posterior[~np.eye(n, dtype=bool)]) > 0.3
+    s = sample(tmp_path / "w", 3000, seed=1)
+    assert s.info["edge_check"]["max_abs_z"] < 5 and s.info["edge_check"]["hard_edges_ok"]
+
+
+def test_one_tier_of_bge_is_the_untiered_run():
+    from test_interventions import continuous_experiments
+
+    X, _ = continuous_experiments(9, m=80, n=7)
+    plain = bigbn.learn(X, names=names_of(7), score="bge", max_parents=3)
+    one = bigbn.learn(X, names=names_of(7), score="bge", max_parents=3, tiers=[names_of(7)])
+    assert one.log_marginal == pytest.approx(plain.log_marginal, rel=1e-14)
+    np.testing.assert_allclose(one.posterior, plain.posterior, atol=1e-12)
+
+
+def test_scores_from_a_jkl_file_under_tiers(tmp_path):
+    from bigbn.jkl import write_jkl
+
+    n, k = 6, 2
+    data = random_table(12, n, 200)
+    tiers = [["V0", "V3"], ["V1", "V2"], ["V4", "V5"]]
+    write_jkl(tmp_path / "s.jkl", names_of(n), beta_of(data, k), k)
+    from_data = bigbn.learn(data, names=names_of(n), max_parents=k, tiers=tiers)
+    from_file = bigbn.learn(scores=tmp_path / "s.jkl", max_parents=k, tiers=tiers, workdir=tmp_path / "w")
+    assert from_file.log_marginal == pytest.approx(from_data.log_marginal, rel=1e-14)
+    np.testing.assert_allclose(from_file.posterior, from_data.posterior, atol=1e-12)
+    assert sample(tmp_path / "w", 500, seed=3).info["edge_check"]["hard_edges_ok"]
+    # a variable whose only parent sets in the file lie in a later tier
+    (tmp_path / "late.jkl").write_text("3\na 1\n-1.5 1 c\nb 1\n-2.0 0\nc 1\n-3.0 0\n")
+    r = CliRunner().invoke(main, ["run", "--scores", str(tmp_path / "late.jkl"), "-w", str(tmp_path / "late"),
+                                  "--tiers", str(_write(tmp_path / "t.csv", "a,1\nb,1\nc,2\n"))])
+    assert r.exit_code != 0 and "every parent set of 'a' that the tiers allow" in r.output
+    assert "Traceback" not in r.output
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
