@@ -1,37 +1,29 @@
-"""Branch-free log-add-exp that LLVM can vectorise (no libm calls), and the
-extended-exponent numbers (m, e) = m·2^e the kernels sum where no float64 scale holds
-their values (see "ext numbers" below).
+"""Extended-exponent numbers (m, e) = m·2^e, the number type of the kernels' sums
+(see "ext numbers" below), and the branch-free polynomial exp and log they are built
+from, which LLVM can vectorise (no libm calls).
 
-numba compiles ``math.exp``/``math.log1p`` to scalar libm calls, so a loop of
-``_lae`` (kernels.py) runs at ≈ 12 ns per element and is never vectorised. Here
-log(e^a + e^b) = m + log1p(exp(z)), m = max(a, b), z = -|a - b|, is written out
-in polynomials and selects only, so LLVM turns the run loop into packed AVX2 code
-(4 doubles per ymm register, FMA).
+numba compiles ``math.exp``/``math.log`` to scalar libm calls (≈ 12 ns an element, never
+vectorised). Here they are written out in polynomials and selects only, so LLVM turns
+the loops into packed AVX2 code (4 doubles per ymm register, FMA).
 
-exp(z), z ∈ [-708, 0]: z = n·ln2 + r with n = round(z·log2 e) (by the 1.5·2^52
-"magic number" add, whose bit pattern then holds n in its low bits) and r reduced
-Cody–Waite style (fdlibm's split of ln2 in hi and lo parts), |r| ≤ ln2/2;
+exp(z), z ∈ [-708, 0] (`_exp_nonpos`): z = n·ln2 + r with n = round(z·log2 e) (by the
+1.5·2^52 "magic number" add, whose bit pattern then holds n in its low bits) and r
+reduced Cody–Waite style (fdlibm's split of ln2 in hi and lo parts), |r| ≤ ln2/2;
 exp(r) by its Taylor polynomial of degree 13 (truncation < 5e-18 relative, Estrin's
-scheme for short dependency chains); the
-result is scaled by 2^n by adding n << 52 to its bit pattern. z < -708 (also the
-NaN from -inf - -inf) gives exp = 0.
+scheme for short dependency chains); the result is scaled by 2^n by adding n << 52 to
+its bit pattern. z < -708 (also the NaN from -inf - -inf) gives exp = 0.
 
-log1p(e), e ∈ [0, 1]: with y = 1 + e reduced to [1/√2, √2] (y/2 and + ln2 when
-e > √2 - 1), s = (y-1)/(y+1) is formed directly from e (e/(2+e) or (e-1)/(3+e)),
-so the rounding of 1 + e never enters; log y = 2·atanh(s) by the odd series in s,
-|s| ≤ 0.1716, 11 terms (truncation < 1e-17).
+log1p(e), e ∈ [0, 1] (`_log1p_unit`, the mantissa's log in `_log_ext`): with y = 1 + e
+reduced to [1/√2, √2] (y/2 and + ln2 when e > √2 - 1), s = (y-1)/(y+1) is formed directly
+from e (e/(2+e) or (e-1)/(3+e)), so the rounding of 1 + e never enters; log y =
+2·atanh(s) by the odd series in s, |s| ≤ 0.1716, 11 terms (truncation < 1e-17).
 
-Accuracy (tested in tests/test_fastmath.py against numpy.logaddexp in 80-bit long
-double): |fast - exact| ≤ 4e-16·max(1, |m|) + 2e-16. -inf is log 0: the result
-is -inf exactly when both inputs are -inf, and equals the other input exactly when
-one is -inf. Inputs must not be NaN or +inf.
-
-The float/int bit casts are LLVM bitcasts (``_f64_bits``/``_bits_f64``), so the whole
-update is one loop with no scratch buffers. The helpers are ``inline="always"``: a
-caller inlining ``_lae_scalar`` should also be compiled with ``fastmath={"contract"}``
-to get the same (FMA) rounding; without it results still meet the bound but may differ
-in the last bit. numba's on-disk cache does not notice edits to this module in callers
-compiled elsewhere with ``cache=True``: clear ``__pycache__`` after changing it.
+The float/int bit casts are LLVM bitcasts (``_f64_bits``/``_bits_f64``). The helpers are
+``inline="always"``: a caller inlining them should also be compiled with
+``fastmath={"contract"}`` to get the same (FMA) rounding; without it results still meet
+the bounds but may differ in the last bit. numba's on-disk cache does not notice edits to
+this module in callers compiled elsewhere with ``cache=True``: clear ``__pycache__``
+(or the numba cache folder) after changing it.
 """
 
 from __future__ import annotations
@@ -157,19 +149,6 @@ _TWO52_BITS = 0x4330000000000000  # bits of 2^52: OR-ing an integer < 2^52 into 
 _TWO52_BIAS = 4503599627371519.0  # 2^52 + 1023
 
 
-@njit(inline="always", **_KW)
-def _log_normal(x):
-    """log(x) for a positive normal float64 x (≥ 2^-1022, finite). Branch-free.
-
-    x = 2^e·y with y in [1, 2) read off the bit pattern (e converted to float by the
-    2^52 trick, which needs no int-to-float instruction), log y = log1p(y - 1) with y - 1
-    exact; e·ln2 in fdlibm's hi/lo parts. Absolute error < 2e-16 + 1.2e-16·|log x|."""
-    b = _f64_bits(x)
-    e = _bits_f64(((b & _EXP_MASK) >> 52) | _TWO52_BITS) - _TWO52_BIAS
-    y = _bits_f64((b & _MANT_MASK) | _ONE_BITS)
-    return e * _LN2_HI + (_log1p_unit(y - 1.0) + e * _LN2_LO)
-
-
 # ----------------------------------------------------------------------------- ext numbers
 # An extended-exponent number is a pair (m, e) of float64s standing for m·2^e: m ≥ 0 a
 # normal float64 or 0, e an integer-valued float64, (0, -inf) for zero. Its range is that
@@ -220,8 +199,9 @@ def _ext_norm(m, e):
 @njit(inline="always", **_KW)
 def _log_ext(m, e):
     """log(m·2^e) for m positive normal (any size) or 0 (then -inf). Branch-free.
-    As _log_normal, with e added to m's own binary exponent: absolute error
-    < 2e-16 + 1.2e-16·|result| for |m·2^e| within 2^±(2^29)."""
+    m = 2^E'·y with y in [1, 2) read off the bit pattern (E' converted to float by the
+    2^52 trick), log y = log1p(y - 1) with y - 1 exact, (E' + e)·ln2 in a 24 + 53-bit
+    split: absolute error < 2e-16 + 1.2e-16·|result| for |m·2^e| within 2^±(2^29)."""
     b = _f64_bits(m)
     E = (_bits_f64(((b & _EXP_MASK) >> 52) | _TWO52_BITS) - _TWO52_BIAS) + e
     y = _bits_f64((b & _MANT_MASK) | _ONE_BITS)
@@ -250,25 +230,3 @@ def _ext_add_run(m, e, dst, src, h):
     es = e[src:src + h]
     for o in range(h):
         md[o], ed[o] = _ext_add(md[o], ed[o], ms[o], es[o])
-
-
-@njit(inline="always", **_KW)
-def _lae_scalar(a, b):
-    """log(exp(a) + exp(b)) (float64), branch-free polynomial version of kernels._lae."""
-    m = a if a > b else b
-    z = -abs(a - b)
-    return m + _log1p_unit(_exp_nonpos(z))
-
-
-@njit(**_KW)
-def _lae_run(x, dst, src, h):
-    """In place: x[dst+o] = log(exp(x[dst+o]) + exp(x[src+o])) for o in range(h).
-
-    x: float64 (N,) contiguous; dst, src, h: int64 with the two runs [dst, dst+h) and
-    [src, src+h) inside x and not overlapping. The loop vectorises (AVX2 on this
-    machine). Used by the truncated Möbius transforms (Koivisto 2006, section 4).
-    """
-    xd = x[dst:dst + h]
-    xs = x[src:src + h]
-    for o in range(h):
-        xd[o] = _lae_scalar(xd[o], xs[o])

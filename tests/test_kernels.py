@@ -16,8 +16,9 @@ from bigbn.fastmath import _ext_from_log, _log_ext
 from bigbn.families import family_masks, family_rank, n_families, popcounts, squeeze, unsqueeze
 from bigbn.plan import Plan
 
-# The kernels use the polynomial log-add-exp of fastmath.py (|error| ≤ 4e-16·max(1, |m|))
-# and a different summation order than the twins, so compare to a few ulps of the values.
+# The kernels sum extended-exponent numbers (fastmath.py: polynomial exp in, log out, each
+# within a few ulps) in a different order than the twins, so compare to a few ulps of the
+# values.
 RTOL = 1e-13
 ATOL = 1e-12
 

@@ -38,10 +38,10 @@ def test_memory_budget_bounds_peak_rss(tmp_path):
     data = _data(tmp_path / "d.csv", 20)
     _peak_rss(data, tmp_path / "warm", "--chunk-bits", "12")  # fills numba's cache
     base, _ = _peak_rss(data, tmp_path / "base", "--chunk-bits", "12")
-    budget = 48 << 20
-    rss, c = _peak_rss(data, tmp_path / "small", "--memory", "48M")
+    budget = 32 << 20
+    rss, c = _peak_rss(data, tmp_path / "small", "--memory", "32M")
     assert 12 < c < 20
-    assert rss - base <= budget, f"tables used {(rss - base) / 2**20:.0f} MiB over a 48 MiB budget"
+    assert rss - base <= budget, f"tables used {(rss - base) / 2**20:.0f} MiB over a 32 MiB budget"
     big, c_big = _peak_rss(data, tmp_path / "big", "--chunk-bits", "20")
     assert c_big == 20 and big - base > budget  # the budget is what made the difference
 
