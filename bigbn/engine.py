@@ -168,10 +168,9 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     if spec.origin is not None:
         m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
     nm, ne = np.empty((2, p.chunk_size))  # a neighbour chunk as extended numbers
-    if backward:  # γ: L on the chunk, s (a high node's; a low node's in its first half)
+    if backward:  # γ: L on the chunk
         fm, fe = np.empty((2, p.chunk_size))
         K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk)), fm, fe)
-        sm, se = np.empty((2, p.chunk_size))
         part = np.full((p.n, p.n_families), NEG_INF)
     recompute = p.alpha_mode == "recompute"
     for t, (node, first, G) in enumerate(spec.terms):
@@ -183,8 +182,7 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
         if backward:
             gnode, Q, gG = spec.gamma_terms[t]
             assert (gnode, gG) == (node, G)
-            K._ext_mul_into(fm, fe, nm, ne, sm, se)
-            K._gamma_partial(sm, se, p.c, Q, p.families, p.small_masks, part[node])
+            K._gamma_high(fm, fe, nm, ne, Q, p.families, p.small_masks, p.tile_bits, part[node])
     if recompute:
         K._recursion_tiles(job.beta, p.families, p.small_masks, spec.chunk, p.tile_bits, m, e, not backward)
     else:
@@ -193,10 +191,7 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
             am[i], ae[i] = stored_alpha_ext(job, i, spec.chunk, 1)
         K._recursion_chunk(m, e, am, ae, not backward)
     if backward:  # γ of the low nodes v < c: S and S+v both in the chunk
-        half = p.alpha_chunk_size
-        for v in range(p.c):
-            K._gather_low(fm, fe, m, e, v, sm[:half], se[:half])
-            K._gamma_partial(sm[:half], se[:half], p.c - 1, spec.chunk, p.families, p.small_masks, part[v])
+        K._gamma_low(fm, fe, m, e, spec.chunk, p.families, p.small_masks, p.tile_bits, part)
     out = nm  # the logs written: the neighbour's buffer is free now
     K._log_ext_into(m, e, out)
     return {"crc": _write_all(job, spec, out, part) if backward else _write_all(job, spec, out)}

@@ -7,8 +7,8 @@ Data as in the paper's section 5.2 (random binary network, k = 3, K2 + koivisto-
 prior) with m rows. Per forward/backward task of one chunk of 2^c entries the engine runs:
 the in-chunk recursion with α of the c low nodes recomputed per tile
 (`_recursion_tiles`), one `_high_term` per high bit (α of a high node times a neighbour
-chunk; timed once) and, backward, the γ parts (`_gather_low` and `_gamma_partial`: c transforms of
-2^(c-1) entries; a high node's 2^c transform is timed once). The recursion runs on chunk
+chunk; timed once) and, backward, the γ parts (`_gamma_low`: c transforms of 2^(c-1) entries, a tile at a time;
+`_gamma_high`: a high node's 2^c transform, timed once). The recursion runs on chunk
 0 (L from L(∅) = 1, so its values are the real L's) and, mirrored, on the top chunk; γ
 on s = that L. Prints the median milliseconds (thread CPU time) of --repeat runs per
 kernel.
@@ -69,18 +69,12 @@ def timings(K, beta, plan):
     K._ext_from_log_into(L, Lm, Le)
     m, e = np.zeros(plan.chunk_size), np.full(plan.chunk_size, -np.inf)
     timed(out, "high term (one node)", K._high_term, beta[plan.n - 1], fam, small, 0, c, T, Lm, Le, m, e)
-    part = np.empty(plan.n_families)
     # as s_v(S) = L(S)·B(S + v): L of the set, R of (nearly) the rest
     Bm, Be = np.empty((2, plan.chunk_size))
     K._ext_from_log_into(tables["backward chunk"][::-1].copy(), Bm, Be)
-    sm, se = np.empty((2, plan.chunk_size))
-    t = time.thread_time()
-    for v in range(c):
-        K._gather_low(Lm, Le, Bm, Be, v, sm[: plan.alpha_chunk_size], se[: plan.alpha_chunk_size])
-        K._gamma_partial(sm[: plan.alpha_chunk_size], se[: plan.alpha_chunk_size], d, 0, fam, small, part)
-    out["γ parts (c low nodes)"] = time.thread_time() - t
-    K._ext_mul_into(Lm, Le, Bm, Be, sm, se)
-    timed(out, "γ part (one high node)", K._gamma_partial, sm, se, c, 0, fam, small, part)
+    part = np.empty((plan.n, plan.n_families))
+    timed(out, "γ parts (c low nodes)", K._gamma_low, Lm, Le, Bm, Be, 0, fam, small, T, part)
+    timed(out, "γ part (one high node)", K._gamma_high, Lm, Le, Bm, Be, 0, fam, small, T, part[-1])
     return out, float(L[-1])
 
 

@@ -7,7 +7,7 @@ scale holds (2^±1022). Such chunks and blocks ("wide") sum extended-exponent nu
 (bigbn/fastmath.py) instead of plain float64, exact either way. This runs whole
 posteriors in-process (sync scheduler: one core, so the per-stage task seconds are
 comparable) on paper §5.2 data (random binary network, k = 3, K2) with m rows, and
-prints how many α tiles, γ chunks and recursion blocks were wide, the task seconds per
+prints how many α tiles, γ tiles and recursion blocks were wide, the task seconds per
 stage, their total's ratio to the first m's, and log p(x). Each m runs --repeat times;
 the medians are printed.
 
@@ -36,12 +36,13 @@ STAGES = ("forward", "backward", "gamma", "edges")
 class Counts:
     """How many α tiles, γ chunks and recursion blocks the kernels summed, and how many of
     them were wide: wraps the kernels that report it (kernels._recursion_tiles,
-    _high_term, _gamma_partial) in place."""
+    _high_term, _gamma_low, _gamma_high) in place."""
 
     def __init__(self):
         self.calls = {"α": 0, "γ": 0, "blocks": 0}
         self.wide = dict.fromkeys(self.calls, 0)
-        tiles, high, gamma = K._recursion_tiles, K._high_term, K._gamma_partial
+        tiles, high = K._recursion_tiles, K._high_term
+        gamma_low, gamma_high = K._gamma_low, K._gamma_high
 
         def recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
             wa, wb = tiles(beta, fam, small, H, tile_bits, m, e, forward)
@@ -56,12 +57,19 @@ class Counts:
             self._add("α", w, 1 << (c - min(tile_bits, c)))
             return w
 
-        def gamma_partial(*args):
-            w = gamma(*args)
-            self._add("γ", w, 1)
+        def low(fm, fe, bm, be, H, fam, small, tile_bits, part):
+            w = gamma_low(fm, fe, bm, be, H, fam, small, tile_bits, part)
+            c = fm.shape[0].bit_length() - 1
+            self._add("γ", w, c << (c - min(tile_bits, c)))
             return w
 
-        K._recursion_tiles, K._high_term, K._gamma_partial = recursion_tiles, high_term, gamma_partial
+        def high_gamma(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row):
+            w = gamma_high(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row)
+            c = fm.shape[0].bit_length() - 1
+            self._add("γ", w, 1 << (c - min(tile_bits, c)))
+            return w
+
+        K._recursion_tiles, K._high_term, K._gamma_low, K._gamma_high = recursion_tiles, high_term, low, high_gamma
 
     def _add(self, key: str, wide: int, calls: float) -> None:
         self.wide[key] += wide

@@ -61,10 +61,10 @@ def test_ext_conversions_against_fastmath():
 
 
 @pytest.mark.parametrize("spread", [30.0, 30000.0])
-def test_ext_fma_and_mul_into_against_reference(spread):
-    """(p) += a·x and p = a·x as extended numbers: against log(exp(p) + exp(a + x))
-    (naive.lae in float64, 1e-15 relative) and a + x, with exact zeros where p, a or x
-    is zero; values spread over 30000 nats have no common float64 scale."""
+def test_ext_fma_into_against_reference(spread):
+    """(p) += a·x as extended numbers: against log(exp(p) + exp(a + x)) (naive.lae in
+    float64, 1e-15 relative), with exact zeros where p, a or x is zero; values spread
+    over 30000 nats have no common float64 scale."""
     rng = np.random.default_rng(int(spread))
     p, a, x = (log_table(rng, 1000, 0.2, spread) for _ in range(3))
     ext = [np.empty((2, 1000)) for _ in range(3)]
@@ -75,9 +75,6 @@ def test_ext_fma_and_mul_into_against_reference(spread):
     K._ext_fma_into(pm, pe, am, ae, xm, xe)
     K._log_ext_into(pm, pe, got)
     assert_close(got, np.array([naive.lae(u, v + w) for u, v, w in zip(p, a, x)]), rtol=1e-15, atol=1e-14)
-    K._ext_mul_into(am, ae, xm, xe, pm, pe)
-    K._log_ext_into(pm, pe, got)
-    assert_close(got, a + x, rtol=1e-15, atol=1e-14)
 
 
 def test_logsumexp_rows_against_reference():
@@ -410,77 +407,61 @@ def to_ext(x):
     return m, e
 
 
-@pytest.mark.parametrize("c,v", [(1, 0), (3, 0), (3, 2), (6, 4)])
-def test_gather_low(c, v):
-    rng = np.random.default_rng(c + v)
-    fwd, bwd = log_table(rng, 1 << c), log_table(rng, 1 << c)
-    sm, se = np.empty(1 << (c - 1)), np.empty(1 << (c - 1))
-    K._gather_low(*to_ext(fwd), *to_ext(bwd), v, sm, se)
-    got = np.empty(sm.size)
-    K._log_ext_into(sm, se, got)
-    assert_close(got, naive.gather_low(fwd, bwd, v), rtol=1e-15, atol=1e-14)
-
-
-def gamma_partial(s, d, H, fam, small, part):
-    """_gamma_partial on log values s, given as the product of two normalised extended
-    numbers (exp(s/2)², as the engine's s = L·B are); returns whether it was wide."""
-    half = to_ext(s / 2)
-    sm, se = np.empty(s.size), np.empty(s.size)
-    K._ext_mul_into(*half, *half, sm, se)
-    return K._gamma_partial(sm, se, d, H, fam, small, part)
-
-
-@pytest.mark.parametrize("nbits,k,d", [(4, 2, 4), (6, 2, 3), (7, 3, 5), (8, 1, 4), (6, 0, 2)])
-def test_gamma_partial(nbits, k, d):
-    """Every chunk id: families whose high part is inside the chunk id get the downward
-    sum over the chunk, the others -inf."""
-    rng = np.random.default_rng(nbits + k + d)
-    fam = family_masks(nbits, k)
-    small = small_masks(d, k)
-    for H in range(1 << (nbits - d)):
-        s = log_table(rng, 1 << d)
-        part = np.full(fam.size, 123.0)
-        gamma_partial(s, d, H, fam, small, part)
-        assert_close(part, naive.gamma_partial(s, d, H, fam))
-
-
-def _gamma_inputs(kind, d, rng):
-    """s over 2^d offsets: "narrow" (within 600 nats: one scale); "flushed" (some 3000 nats down, the full set's s among the
-    largest); "wide" (only the empty set is large: every family's sum is of terms 3000
-    nats below it); "strong" (spread over 20000 nats); "zeros" (-inf on the sets holding
-    offset bit 0: the families holding it get exact -inf)."""
-    s = log_table(rng, 1 << d, 0.2, 300.0)
+def gamma_tables(kind, c, rng):
+    """L and B on a chunk (logs): "narrow" (all within 300 nats: every tile plain);
+    "flushed" (some 3000 nats down); "strong" (spread over 20000 nats: every tile wide);
+    "zeros" (-inf wherever offset bit 0 is set in B: the families holding it get exact
+    -inf)."""
+    spread = 20000.0 if kind == "strong" else 150.0
+    L, B = log_table(rng, 1 << c, 0.2, spread), log_table(rng, 1 << c, 0.2, spread)
     if kind == "flushed":
-        s[rng.random(s.size) < 0.3] -= 3000.0
-        s[-1] = 400.0
-    elif kind == "wide":
-        s -= 3000.0
-        s[0] = 0.0
-    elif kind == "strong":
-        s = log_table(rng, 1 << d, 0.1, 20000.0)
+        L[rng.random(L.size) < 0.3] -= 3000.0
     elif kind == "zeros":
-        s[np.arange(s.size) & 1 == 1] = -np.inf
-    return s
+        B[np.arange(B.size) & 1 == 1] = -np.inf
+    return L, B
 
 
-@pytest.mark.parametrize("kind,wide", [("narrow", 0), ("flushed", 1), ("wide", 1), ("strong", 1), ("zeros", 0)])
-def test_gamma_partial_plain_and_extended(kind, wide):
-    """_gamma_partial against the brute-force superset sum, in plain float64 where s lies
-    within 1000 binades (693 nats) and as extended numbers where it spans thousands; it
-    reports which."""
-    rng = np.random.default_rng(len(kind))
-    d, k, nbits = 6, 3, 8
-    fam = family_masks(nbits, k)
-    small = small_masks(d, k)
-    for H in range(1 << (nbits - d)):
-        s = _gamma_inputs(kind, d, rng)
-        want = naive.gamma_partial(s, d, H, fam)
-        part = np.full(fam.size, 123.0)
-        assert gamma_partial(s, d, H, fam, small, part) == wide
-        assert_close(part, want)
-        if kind == "zeros":
-            inside = want[(fam >> d) & ~H == 0]
+@pytest.mark.parametrize("kind", ["narrow", "flushed", "strong", "zeros"])
+@pytest.mark.parametrize("c,tile_bits,n", [(1, 1, 3), (4, 2, 6), (6, 3, 8), (6, 6, 7), (5, 13, 8), (7, 4, 9)])
+def test_gamma_low_against_reference(kind, c, tile_bits, n):
+    """The low nodes' γ parts, summed a tile at a time: against the brute-force superset
+    sums of s_v = L(S)·B(S + v) (naive.gather_low, naive.gamma_partial) for every low node
+    and several chunk ids; tiles smaller than the chunk, one tile, and larger. Plain
+    tiles where s lies within 1000 binades, extended where it spans thousands, and the
+    kernel reports which."""
+    k = min(3, n - 1)
+    rng = np.random.default_rng(c * 10 + tile_bits + len(kind))
+    plan = Plan(n, k, c)
+    fam, small = plan.families, plan.small_masks
+    for H in sorted({0, plan.n_chunks // 2, plan.n_chunks - 1}):
+        L, B = gamma_tables(kind, c, rng)
+        part = np.full((n, fam.size), 123.0)
+        wide = K._gamma_low(*to_ext(L), *to_ext(B), H, fam, small, tile_bits, part)
+        for v in range(c):
+            want = naive.gamma_partial(naive.gather_low(L, B, v), c - 1, H, fam)
+            assert_close(part[v], want)
+        assert np.all(part[c:] == 123.0)  # the high nodes' rows are not touched
+        assert (wide > 0) == (kind in ("flushed", "strong")) or c == 1, wide
+        if kind == "zeros" and c > 1:
+            inside = part[1][(fam >> (c - 1)) & ~H == 0]
             assert np.isneginf(inside).any() and np.isfinite(inside).any()
+
+
+@pytest.mark.parametrize("kind", ["narrow", "strong"])
+@pytest.mark.parametrize("c,tile_bits", [(1, 1), (4, 2), (6, 3), (6, 13)])
+def test_gamma_high_against_reference(kind, c, tile_bits):
+    """A high node's γ part, s = L(S)·B(S + v) with S + v in the neighbour chunk, summed a
+    tile at a time: against the brute-force superset sums over the chunk at every
+    squeezed chunk id Q."""
+    n, k = c + 3, 3
+    rng = np.random.default_rng(c + tile_bits + len(kind))
+    fam, small = Plan(n, k, c).families, Plan(n, k, c).small_masks
+    for Q in range(1 << (n - 1 - c)):
+        L, N = gamma_tables(kind, c, rng)
+        part = np.full(fam.size, 123.0)
+        wide = K._gamma_high(*to_ext(L), *to_ext(N), Q, fam, small, tile_bits, part)
+        assert_close(part, naive.gamma_partial(L + N, c, Q, fam))
+        assert (wide > 0) == (kind == "strong") or c == 1, wide
 
 
 # ----------------------------------------------------------------------------- edge fold
