@@ -22,6 +22,7 @@ import math
 import os
 import shutil
 import socket
+import sys
 import threading
 import time
 import zlib
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import zarr
+from zarr.codecs import BytesCodec
 
 from .errors import WorkdirError
 from .plan import Plan, Region
@@ -66,6 +68,7 @@ class TableStore:
     def __init__(self, path: Path):
         self.path = path
         self._arrays: dict[str, zarr.Array] = {}
+        self._raw: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def create(self, plan: Plan) -> None:
@@ -93,6 +96,7 @@ class TableStore:
         chunk per row), fsync its chunk files; return the CRC-32 of the data."""
         with self._lock:
             self._arrays.pop(name, None)
+            self._raw.pop(name, None)
         g = zarr.open_group(self.path, mode="a")
         g.create_array(name, shape=data.shape, chunks=(1,) + data.shape[1:], dtype=data.dtype,
                        compressors=None, fill_value=np.nan, overwrite=True)
@@ -112,6 +116,7 @@ class TableStore:
         """Drop the open array handles (the tables were re-created or removed)."""
         with self._lock:
             self._arrays.clear()
+            self._raw.clear()
 
     def array(self, name: str) -> zarr.Array:
         with self._lock:
@@ -125,12 +130,71 @@ class TableStore:
         a = self.array(name)
         return Path(a.store_path.store.root) / a.path / a.metadata.encode_chunk_key(tuple(chunk_coords))
 
+    def _whole_chunk(self, name: str, index) -> tuple[Path, int, np.dtype] | None:
+        """If ``index`` is exactly one chunk of a 1-D table whose chunk files hold the raw
+        values (zarr's bytes codec alone, in the machine's byte order): that chunk's file,
+        its number of entries and the dtype; else None. The tasks read and write such
+        chunks (L, B) by plain file I/O, several times faster than zarr's pipeline (its
+        event loop, buffer copies, a temporary file per chunk); the files are the ones
+        zarr reads and writes."""
+        a = self.array(name)
+        with self._lock:
+            raw = self._raw.get(name)
+            if raw is None:
+                endian = getattr(a.serializer, "endian", None)  # None for one-byte types
+                raw = self._raw[name] = (a.ndim == 1 and len(a.metadata.codecs) == 1 and not a.compressors
+                                         and not a.filters and isinstance(a.serializer, BytesCodec)
+                                         and (endian is None or endian.value == sys.byteorder))
+        if isinstance(index, tuple) and len(index) == 1:
+            index = index[0]
+        if not raw or not isinstance(index, slice) or index.step not in (None, 1):
+            return None
+        size = a.chunks[0]
+        start = 0 if index.start is None else index.start
+        stop = a.shape[0] if index.stop is None else index.stop
+        if start < 0 or start % size or stop - start != size or stop > a.shape[0]:
+            return None
+        return self.chunk_file(name, (start // size,)), size, a.dtype
+
     def read(self, name: str, index) -> np.ndarray:
-        return np.ascontiguousarray(self.array(name)[index])
+        whole = self._whole_chunk(name, index)
+        if whole is None:
+            return np.ascontiguousarray(self.array(name)[index])
+        path, size, dtype = whole
+        out = np.empty(size, dtype=dtype)
+        try:
+            with open(path, "rb") as f:
+                got = f.readinto(memoryview(out).cast("B"))
+                extra = f.read(1)
+        except FileNotFoundError:  # never written: the fill value, as zarr reads it
+            out[:] = self.array(name).fill_value
+            return out
+        if got != out.nbytes or extra:
+            raise WorkdirError(f"{path}: chunk file of {'more than ' if extra else ''}{got} bytes, "
+                               f"expected {out.nbytes} (damaged; a run recomputes it)")
+        return out
 
     def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
-        """Write data at index of table name, fsync the listed chunk files; return CRC-32."""
-        self.array(name)[index] = data
+        """Write data at index of table name, fsync the listed chunk files; return CRC-32.
+
+        A whole chunk of L or B is written in place (`_whole_chunk`): a write killed half
+        way leaves a chunk whose CRC fails, and its task runs again (a task's journal
+        line follows the fsync of its chunks)."""
+        whole = self._whole_chunk(name, index)
+        if whole is None:
+            self.array(name)[index] = data
+        else:
+            path, size, dtype = whole
+            buf = memoryview(np.ascontiguousarray(data, dtype=dtype).reshape(size)).cast("B")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                done = 0
+                while done < len(buf):
+                    done += os.write(fd, buf[done:])
+                os.ftruncate(fd, len(buf))
+            finally:
+                os.close(fd)
         for cc in chunk_coords:
             fsync_path(self.chunk_file(name, cc))
         return checksum(data)
