@@ -91,16 +91,16 @@ class TableStore:
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
                            fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
-    def put(self, name: str, data: np.ndarray) -> int:
+    def put(self, name: str, data: np.ndarray) -> None:
         """Store a whole array that no plan describes as table ``name`` (made anew, one
-        chunk per row), fsync its chunk files; return the CRC-32 of the data."""
+        chunk per row), fsync its chunk files."""
         with self._lock:
             self._arrays.pop(name, None)
             self._raw.pop(name, None)
         g = zarr.open_group(self.path, mode="a")
         g.create_array(name, shape=data.shape, chunks=(1,) + data.shape[1:], dtype=data.dtype,
                        compressors=None, fill_value=np.nan, overwrite=True)
-        return self.write(name, slice(None), data, [(i,) + (0,) * (data.ndim - 1) for i in range(data.shape[0])])
+        self.write(name, slice(None), data, [(i,) + (0,) * (data.ndim - 1) for i in range(data.shape[0])])
 
     def matches(self, plan: Plan, name: str) -> bool:
         """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it
@@ -174,8 +174,9 @@ class TableStore:
                                f"expected {out.nbytes} (damaged; a run recomputes it)")
         return out
 
-    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
-        """Write data at index of table name, fsync the listed chunk files; return CRC-32.
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> None:
+        """Write data at index of table name, fsync the listed chunk files (the caller keeps
+        the CRC it journals: engine._write_all).
 
         A whole chunk of L or B is written in place (`_whole_chunk`): a write killed half
         way leaves a chunk whose CRC fails, and its task runs again (a task's journal
@@ -197,7 +198,6 @@ class TableStore:
                 os.close(fd)
         for cc in chunk_coords:
             fsync_path(self.chunk_file(name, cc))
-        return checksum(data)
 
     def region_index(self, region: Region) -> tuple[slice, ...]:
         """The index (one slice per axis) of a region's box of whole chunks."""
@@ -210,12 +210,11 @@ class TableStore:
         """A region's values, C-contiguous, shaped as its box."""
         return self.read(region.table, self.region_index(region))
 
-    def write_region(self, region: Region, data: np.ndarray) -> int:
-        """Write a region (data of its box's size, any shape), fsync its chunk files;
-        return the CRC-32 of the data."""
+    def write_region(self, region: Region, data: np.ndarray) -> None:
+        """Write a region (data of its box's size, any shape), fsync its chunk files."""
         index = self.region_index(region)
         box = tuple(sl.stop - sl.start for sl in index)
-        return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
 
     def delete_region(self, region: Region) -> None:
         """Remove a region's chunk files (a missing one is fine: deleting is idempotent),
@@ -431,8 +430,8 @@ class Workdir:
     def read(self, name: str, index) -> np.ndarray:
         return self.store.read(name, index)
 
-    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> int:
-        return self.store.write(name, index, data, chunk_coords)
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> None:
+        self.store.write(name, index, data, chunk_coords)
 
     def region_index(self, region: Region) -> tuple[slice, ...]:
         return self.store.region_index(region)
@@ -440,10 +439,10 @@ class Workdir:
     def read_region(self, region: Region) -> np.ndarray:
         return self.read(region.table, self.region_index(region))
 
-    def write_region(self, region: Region, data: np.ndarray) -> int:
+    def write_region(self, region: Region, data: np.ndarray) -> None:
         index = self.region_index(region)
         box = tuple(sl.stop - sl.start for sl in index)
-        return self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
 
     def delete_region(self, region: Region) -> None:
         self.store.delete_region(region)
