@@ -493,21 +493,21 @@ def _block_weights(am, ae, B, forward, cwt, wt):
 @njit(**_KW)
 def _block_linear(m, e, base, B, forward, wt, cw, csum, lin):
     """The in-block terms of one block of `_recursion_chunk` in plain float64 with one
-    scale, if that provably holds the block (else False, nothing changed but the
-    normalisation of the block's entries: `_block_ext`).
+    scale, if that provably holds the block (else False, nothing changed: `_block_ext`).
 
-    (m, e)[base + o]: each entry's high-bit terms, normalised here to m in [1, 2). With
-    cw_i the largest exponent of alpha_i over the block, C(o) the sum of cw_i over o's
-    active bits and M the largest e(o) - C(o), the values l(o) = L(o)·2^-(C(o) + M) obey
-    l(o) = m(o)·2^(e(o) - C(o) - M) + Σ_{i active} w_i·l(o ^ 2^i) with w_i =
+    (m, e)[base + o]: each entry's high-bit terms, mantissas in [2^-1/2, 2^8) (products of
+    normalised α and a normalised or converted neighbour, summed by `_ext_add`) or 0.
+    With cw_i the largest exponent of alpha_i over the block, C(o) the sum of cw_i over
+    o's active bits and M the largest e(o) - C(o), the values l(o) = L(o)·2^-(C(o) + M)
+    obey l(o) = m(o)·2^(e(o) - C(o) - M) + Σ_{i active} w_i·l(o ^ 2^i) with w_i =
     alpha_i·2^-cw_i < 2 (`_block_weights`: wt, and cw its row of the block), a
-    multiply-add a term. Taken when every start value is ≥ 2^-900 (checked on the
-    exponents): starts and weights are < 2, so l(o) < 2^18 (the ≤ 1957 orderings of ≤ 6
-    bits), and the weights and products flushed to zero below 2^-1022 change an
-    l(o) ≥ 2^-900 by < 2^-90 relative. Written back normalised, exponent M + C(o).
-    lin holds l in the block's order (mirrored backward: position nb - 1 - o, where the
-    active bits are o's clear bits, and the weights are mirrored to match), so one
-    forward loop, `_block_runs`, does both directions. csum, lin: (2^B,) scratch.
+    multiply-add a term. Taken when every e(o) - C(o) - M ≥ -900: starts are then in
+    [2^-901, 2^8) and weights < 2, so l(o) < 2^26 (the ≤ 1957 orderings of ≤ 6 bits),
+    and the weights and products flushed to zero below 2^-1022 change an l(o) ≥ 2^-901
+    by < 2^-80 relative. Written back normalised, exponent M + C(o). lin holds l in the
+    block's order (mirrored backward: position nb - 1 - o, where the active bits are o's
+    clear bits, and the weights are mirrored to match), so one forward loop,
+    `_block_runs`, does both directions. csum, lin: (2^B,) scratch.
     """
     nb = 1 << B
     # C(o) from C of o without its lowest active bit (forward: set bits; backward: clear)
@@ -522,19 +522,24 @@ def _block_linear(m, e, base, B, forward, wt, cw, csum, lin):
     M = NEG_INF
     least = np.inf
     for o in range(nb):
-        mo, eo = _ext_norm(m[base + o], e[base + o])
-        m[base + o] = mo
-        e[base + o] = eo
-        v = eo - csum[o]
+        v = e[base + o] - csum[o]
         M = v if v > M else M
         least = v if v < least else least
     if not least - M >= _LOG2_TINY:  # also when some entry is still 0 (exponent -inf)
         return False
-    for o in range(nb):
-        lin[o if forward else nb - 1 - o] = m[base + o] * _exp2_int(e[base + o] - csum[o] - M)
+    if forward:
+        for o in range(nb):
+            lin[o] = m[base + o] * _exp2_int(e[base + o] - csum[o] - M)
+    else:
+        for o in range(nb):
+            lin[nb - 1 - o] = m[base + o] * _exp2_int(e[base + o] - csum[o] - M)
     _block_runs(lin, wt, base >> 1, B)
-    for o in range(nb):
-        m[base + o], e[base + o] = _ext_norm(lin[o if forward else nb - 1 - o], M + csum[o])
+    if forward:
+        for o in range(nb):
+            m[base + o], e[base + o] = _ext_norm(lin[o], M + csum[o])
+    else:
+        for o in range(nb):
+            m[base + o], e[base + o] = _ext_norm(lin[nb - 1 - o], M + csum[o])
     return True
 
 
