@@ -448,15 +448,15 @@ def _transform_updates(d: int, k: int) -> int:
 
 
 # Seconds per elementary operation on one core on the reference machine (2-core Zen 4
-# VM): one update of the truncated transforms (α, γ: an addition of plain floats),
-# one term of the forward/backward recursions (a multiply-add or a vectorised exp).
+# VM): one update of the truncated transforms (α, γ: an addition of plain floats or of
+# extended numbers), one term of the forward/backward recursions (a multiply-add or a
+# product and an extended add; the task's conversions from and to logs included).
 # Relative least-squares fit to the forward and backward task-seconds (I/O and zarr
-# overhead included) of scripts/bench.py at n = 24, 26, 28 (k = 3, c = 20, binary data,
-# m = 1000, where no chunk takes the log domain; 2026-11-23): each stage within 14 %.
-# With many rows (m ≥ 10^4) much of the work sums extended-exponent numbers instead
-# (docs/design.md, "Plain sums where one scale holds").
-SECONDS_PER_LAE = 1.83e-9
-SECONDS_PER_TERM = 2.51e-9
+# overhead included, less the disk terms below) of scripts/bench.py at n = 24, 26, 28
+# (k = 3, c = 20, binary data, m = 1000; 2026-11-23, 1-minute load ≤ 0.35 before each
+# run): each stage within 11 %.
+SECONDS_PER_LAE = 7.8e-10
+SECONDS_PER_TERM = 3.9e-9
 # The MAP stage (max-plus, no exp or log) per update and per term. Measured (2 cores,
 # binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at n = 24, 28, 32, which
 # need 0.55, 0.46 and 0.58 of the log-domain constants of the first landing (3.1e-9 and

@@ -93,8 +93,8 @@ def main() -> None:
             **{f"{k}_task_s": v["task_seconds"] for k, v in st.items()},
         }
         # Throughput per stage against the machine's limits: elementary operations (exact
-        # counts from the plan: log-add-exps of the transforms, exp terms of the
-        # recursions) per task-second, i.e. per busy core, and bytes written per wall second.
+        # counts from the plan: updates of the transforms, terms of the recursions) per
+        # task-second, i.e. per busy core, and bytes written per wall second.
         plan = Plan(n, min(args.k, n - 1), s["plan"]["chunk_bits"], s["plan"]["alpha_mode"])
         work = work_estimate(plan)
         disk_b = plan.disk_bytes()
@@ -123,10 +123,9 @@ def main() -> None:
         print(f"{r['n']:>3} {r['rows']:>8} {r['wall_s']:>8} {r['scoring_s'] or 0:>8.2f} {r['peak_rss_MiB']:>8} "
               f"{r['peak_disk_MiB']:>13} "
               f"{r['planned_disk_MiB']:>9} {r['chunk_bits']:>3}  {stages}")
-    print("\nMops/core/s: elementary operations (log-add-exps of the transforms, exp terms of the\n"
-          "recursions; exact counts from bigbn.plan.work_estimate) per busy core-second. The machine\n"
-          "allows ≈ 300-500 M vectorised log-add-exps/core/s (scripts/bench_fastmath.py) and\n"
-          "≈ 0.65-1 GB/s of uncompressed chunk writes.")
+    print("\nMops/core/s: elementary operations (updates of the truncated transforms, terms of the\n"
+          "recursions; exact counts from bigbn.plan.work_estimate) per busy core-second. Where a\n"
+          "task's time goes: scripts/bench_tasks.py on a workdir kept with --keep.")
 
 
 if __name__ == "__main__":
