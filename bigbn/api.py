@@ -119,7 +119,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table("array", nm, cells), wanted, max_nodes)
+        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes)
         digest = _hash_dataset(ds)
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"

@@ -50,27 +50,28 @@ def continuous_dataset(table: Table) -> Dataset:
     decimal number (so a mix of numeric and categorical columns is refused: BGe needs
     every column numeric).
     """
-    m, n = table.cells.shape
+    m, n = table.m, table.n
     data = np.empty((m, n), dtype=np.float64)
     for j in range(n):
-        column = table.cells[:, j]
+        distinct, codes = table.columns[j]
         try:
             with np.errstate(invalid="ignore", over="ignore"):
-                values = column.astype(np.float64)
-            ok = np.isfinite(values)
+                numbers = distinct.astype(np.float64)
+            ok = np.isfinite(numbers)
         except ValueError:
-            values = None
-        if values is None or not ok.all():
-            for r, cell in enumerate(column.tolist()):
+            numbers = None
+        if numbers is None or not ok.all():
+            for r, cell in enumerate(table.column(j).tolist()):
                 try:
                     good = np.isfinite(float(cell))
                 except ValueError:
                     good = False
                 if not good:
                     raise DataError(
-                        f"{table.path}, row {r + 2}, column '{table.names[j]}': "
+                        f"{table.path}, row {table.line(r)}, column '{table.names[j]}': "
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
+        values = numbers[codes]
         data[:, j] = values
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
@@ -85,10 +86,10 @@ def looks_continuous(table: Table) -> bool:
     Used to pick a default score (BGe vs a discrete one); it never raises.
     """
     seen_continuous = False
-    for j in range(table.cells.shape[1]):
+    for j in range(table.n):
         try:
             with np.errstate(invalid="ignore", over="ignore"):
-                values = table.cells[:, j].astype(np.float64)
+                values = table.columns[j][0].astype(np.float64)  # the distinct cells
         except ValueError:
             return False
         finite = np.isfinite(values)

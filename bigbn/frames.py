@@ -75,7 +75,7 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
             categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))
     cells = np.char.strip(cells.astype(str))
     check_complete(cells, names, SOURCE)
-    return Table(SOURCE, names, cells), categories
+    return Table.from_cells(SOURCE, names, cells), categories
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:

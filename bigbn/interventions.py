@@ -39,8 +39,7 @@ def split_column(table: Table, column: str) -> tuple[Table, list[str]]:
         raise DataError(f"{table.path}: need at least 2 variables besides the intervention column "
                         f"{column!r}")
     keep = [c for c in range(table.n) if c != j]
-    rest = Table(table.path, tuple(table.names[c] for c in keep), table.cells[:, keep], table.lines)
-    return rest, table.cells[:, j].tolist()
+    return table.select(keep), table.column(j).tolist()
 
 
 def parse_cells(cells: list[str], names, column: str, where) -> np.ndarray:

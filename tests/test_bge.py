@@ -199,7 +199,7 @@ def test_parameter_errors(kwargs, error, message):
 # ---- reading continuous data -----------------------------------------------------------
 
 def table(rows, names=("a", "b", "c")):
-    return Table(path="d.csv", names=tuple(names), cells=np.array(rows, dtype=str))
+    return Table.from_cells("d.csv", names, np.array(rows, dtype=str))
 
 
 def test_continuous_dataset():

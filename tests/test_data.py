@@ -381,3 +381,109 @@ def test_tab_and_semicolon_files_are_detected_and_sep_overrides(tmp_path):
         assert r.exit_code == 0 and "asia,tub,0\n" in (tmp_path / f"{name}-f" / "edges.csv").read_text()
     r = h.cli("run", tmp_path / "a.ssv", "-w", tmp_path / "x", "-q", "--sep", ",")
     assert r.exit_code == 1 and "need at least 2 columns" in r.output
+
+
+# -- the plain-file reader (data._plain_table) against the CSV reader -------------------
+
+def _plain_rows(rng, m):
+    """Columns that exercise the plain reader's coding: binary, numeric levels whose text
+    order is not their number order, multi-byte UTF-8, cells of exactly 8 and of more
+    than 8 bytes, a column of > 64 distinct short cells and one of > 64 distinct long
+    ones (the np.unique paths), and an intervention-like column with empty cells."""
+    cols = {
+        "bin": rng.choice(["0", "1"], m),
+        "num": rng.choice(["10", "9", "-1", "100"], m),
+        "utf": rng.choice(["ä", "z", "日本", "a"], m),
+        "eight": rng.choice(["abcdefgh", "abcdefg", "abcdefgi"], m),
+        "long": rng.choice(["moderately_high", "moderately_hi", "low"], m),
+        "many": np.array([str(v) for v in rng.integers(0, 90, m)]),
+        "manylong": np.array([f"level_number_{v}" for v in rng.integers(0, 90, m)]),
+        "targets": rng.choice(["", "bin", "num|utf"], m),
+    }
+    names = list(cols)
+    return names, [[cols[c][r] for c in names] for r in range(m)]
+
+
+@pytest.mark.parametrize("sep", [",", "\t", ";"])
+@pytest.mark.parametrize("crlf", [False, True])
+def test_plain_reader_matches_csv_reader(tmp_path, sep, crlf):
+    """A plain file is read by data._plain_table (checked: it returns a table), and the
+    same cells written so that only the CSV reader can take them (a quoted header, a blank
+    line, a cell with space around it) give the same names, distinct cells, codes and
+    cells; `discrete_dataset` of both is the same."""
+    from bigbn import data as d
+
+    rng = np.random.default_rng(7)
+    names, rows = _plain_rows(rng, 400)
+    end = "\r\n" if crlf else "\n"
+    plain = sep.join(names) + end + end.join(sep.join(r) for r in rows) + end
+    quoted = sep.join(f'"{c}"' for c in names) + end + end.join(sep.join(r) for r in rows) + end
+    blank = plain + end
+    spaced = plain.replace(end + "0" + sep, end + " 0 " + sep, 3)
+    path = write(tmp_path, plain, "data.csv")
+    text = d.read_text(str(path))
+    assert d._plain_table(str(path), text, sep, "targets") is not None
+    fast = read_table(path, may_be_empty="targets")
+    assert fast.lines is None
+    for name, variant in (("quoted", quoted), ("blank", blank), ("spaced", spaced)):
+        other = write(tmp_path, variant, f"{name}.csv")
+        assert d._plain_table(str(other), d.read_text(str(other)), sep, "targets") is None
+        slow = read_table(other, may_be_empty="targets")
+        assert slow.names == fast.names == tuple(names)
+        for (fv, fc), (sv, sc) in zip(fast.columns, slow.columns):
+            assert fv.tolist() == sv.tolist()
+            assert fc.dtype == sc.dtype == np.int32
+            assert np.array_equal(fc, sc)
+        assert np.array_equal(slow.cells, fast.cells)
+        assert np.array_equal(slow.cells, np.array(rows, dtype=str))
+        keep = [j for j, c in enumerate(names) if c != "targets"]
+        a, b = discrete_dataset(fast.select(keep)), discrete_dataset(slow.select(keep))
+        assert np.array_equal(a.data, b.data) and a.levels == b.levels
+    assert discrete_dataset(fast.select([1])).levels == (("-1", "9", "10", "100"),)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a,b\n1,2\n3\n", "row 3: 1 field, expected 2"),
+    ("a,b\n1,2\n3,4,5\n", "row 3: 3 fields, expected 2"),
+    ("a,b\n1,2\n3,NA\n", "row 3, column 'b': missing value 'NA'"),
+    ("a,b\n1,\n3,4\n", "row 2, column 'b': empty cell"),
+    ("a,b\n1,2\n3, 4\n", None),
+    ("a,b\n1,2\r3,4\n", None),
+])
+def test_plain_reader_leaves_every_other_file_to_the_csv_reader(tmp_path, text, message):
+    """What the plain reader does not take, the CSV reader reads or refuses with its
+    message naming the line (it is never refused or misread by the plain one)."""
+    from bigbn import data as d
+
+    path = write(tmp_path, text)
+    assert d._plain_table(str(path), d.read_text(str(path)), ",", None) is None
+    if message is None:
+        assert read_table(path).cells.tolist() == [["1", "2"], ["3", "4"]]
+    else:
+        assert message in error_of(path)
+
+
+def test_cell_kernels_against_python_split():
+    """_cell_words, _cell_bytes and _few_codes against str.split and np.unique."""
+    from bigbn import data as d
+
+    rng = np.random.default_rng(3)
+    alphabet = ["x", "yy", "abcdefgh", "abcdefghi", "é", "0123456789abcdef", "1"]
+    rows = [[alphabet[i] for i in rng.integers(0, len(alphabet), 5)] for _ in range(300)]
+    raw = np.frombuffer(("\n".join(";".join(r) for r in rows) + "\n").encode(), dtype=np.uint8)
+    words, width, plain = d._cell_words(raw, ord(";"), 5, len(rows))
+    assert plain
+    for j in range(5):
+        cells = [r[j].encode() for r in rows]
+        assert width[j] == max(len(c) for c in cells)
+        want = [int.from_bytes(c[:8].ljust(8, b"\0"), "big") for c in cells]
+        assert words[j].tolist() == want
+        got = d._cell_bytes(raw, ord(";"), 5, j, len(rows), int(width[j]))
+        assert [bytes(g).rstrip(b"\0") for g in got] == cells
+    assert not d._cell_words(raw, ord(";"), 4, len(rows))[2]
+    assert not d._cell_words(raw, ord(";"), 5, len(rows) - 1)[2]
+    keys = rng.integers(0, 2**63, 50, dtype=np.uint64)[rng.integers(0, 50, 2000)]
+    few, codes, ok = d._few_codes(keys, 64)
+    want, inverse = np.unique(keys, return_inverse=True)
+    assert ok and few.tolist() == want.tolist() and codes.tolist() == inverse.tolist()
+    assert not d._few_codes(keys, want.size - 1)[2]
