@@ -457,6 +457,13 @@ def _transform_updates(d: int, k: int) -> int:
 # run): each stage within 11 %.
 SECONDS_PER_LAE = 7.8e-10
 SECONDS_PER_TERM = 3.9e-9
+# What a backward task spends per entry and high node beyond those counts (reading that
+# neighbour's B and converting it, the γ part of that high node): fitted to the rest of
+# the backward task-seconds at n = 24, 28 and 32 (h = 4, 8, 12; 2026-11-24, idle
+# machine), which then agree within 4 % (without it the plan fell 14, 18 and 23 % short,
+# growing with h); `bigbn plan` then says 54 s and 16.3 min at n = 28 and 32, measured
+# 52.7 s and 16.1 min.
+SECONDS_PER_HIGH_ENTRY = 5.3e-9
 # The MAP stage (max-plus, no exp or log) per update and per term. Measured (2 cores,
 # binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at n = 24, 28, 32, which
 # need 0.55, 0.46 and 0.58 of the log-domain constants of the first landing (3.1e-9 and
@@ -508,7 +515,8 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
                        + plan.n_chunks * per_task,
             # backward tasks compute their chunk's part of γ too, reading L and B(H + b) again
             "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + w["gamma"] * lae
-                        + table / DISK_WRITE_BPS + 2 * table / DISK_READ_BPS + plan.n_chunks * per_task,
+                        + table / DISK_WRITE_BPS + 2 * table / DISK_READ_BPS + plan.n_chunks * per_task
+                        + (plan.h << plan.n) * SECONDS_PER_HIGH_ENTRY / max(workers, 1),
             "gamma": parts / DISK_READ_BPS + (plan.h + 1) * per_task,  # the level sums
         }
     if "map" in w:
