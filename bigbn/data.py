@@ -415,7 +415,7 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None) -> Ta
         text = text.replace("\r\n", "\n")
     head, _, body = text.partition("\n")
     header = [c.strip() for c in head.split(sep)]
-    if len(header) < 2 or not body.strip() or body[0] == "\n" or "\n\n" in body:
+    if len(header) < 2 or not body or body[0] == "\n" or "\n\n" in body:
         return None
     names = _check_header(path, header)
     n = len(names)
@@ -489,31 +489,15 @@ def _few_codes(keys, most):
     distinct = np.empty(most, dtype=np.uint64)
     d = 0
     for key in keys:
-        lo, hi = 0, d
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if distinct[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < d and distinct[lo] == key:
+        at = np.searchsorted(distinct[:d], key)
+        if at < d and distinct[at] == key:
             continue
         if d == most:
             return distinct[:0], np.empty(0, dtype=np.int32), False
-        distinct[lo + 1:d + 1] = distinct[lo:d].copy()
-        distinct[lo] = key
+        distinct[at + 1:d + 1] = distinct[at:d].copy()
+        distinct[at] = key
         d += 1
-    codes = np.empty(keys.size, dtype=np.int32)
-    for i in range(keys.size):
-        key = keys[i]
-        lo, hi = 0, d
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if distinct[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        codes[i] = lo
+    codes = np.searchsorted(distinct[:d], keys).astype(np.int32)
     return distinct[:d].copy(), codes, True
 
 
