@@ -34,6 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .bits import popcount as _popcount
 from .fastmath import _exp2_int, _exp_nonpos, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _log_ext
 
 NEG_INF = -np.inf
@@ -606,15 +607,6 @@ def _block_ext(am, ae, m, e, base, B, forward):
 # each s·2^-top is then ≥ 2^-1000 (a product of two mantissas in [1, 2) is ≥ 1), a
 # normal float64 to full precision, and so is every sum.
 _SPAN2 = 1000.0
-
-
-@njit(**_KW)
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
 
 
 @njit(**_KW)
