@@ -146,18 +146,33 @@ _SPAN = 700.0
 
 
 @njit(**_KW)
-def _alpha_ranges(sb, sg, lo, hi, d, small, m, e):
+def _family_weights(sb, nf, sw):
+    """sw[j] = exp(sb[j] - ref) for j < nf, ref the largest of sb[:nf] (-inf if there is
+    none or all are -inf; then every sw is 0): the plain terms of `_alpha_ranges`, one
+    exp per family in one vectorised loop, instead of one per tile the family reaches.
+    Returns ref."""
+    ref = NEG_INF
+    for j in range(nf):
+        ref = sb[j] if sb[j] > ref else ref
+    for j in range(nf):
+        sw[j] = _exp_nonpos(sb[j] - ref)  # -inf - -inf is NaN: 0
+    return ref
+
+
+@njit(**_KW)
+def _alpha_ranges(sb, sw, ref, sg, lo, hi, d, small, m, e):
     """alpha on 2^d entries from the families j in the ranges [lo[r], hi[r]): entry U
     sums exp(sb[j]) over the families whose low d mask bits sg[j] & (2^d - 1) ⊆ U, as
     extended-exponent numbers m·2^e (fastmath.py), m in [1, 2), (0, -inf) where none
-    fits. m, e: float64 (2^d,), overwritten.
+    fits. m, e: float64 (2^d,), overwritten. sw, ref: `_family_weights` of sb.
 
     Each family is folded into entry sg[j]'s low bits, then the truncated upward
-    transform over the d bits sums over subsets: sums of exp(sb - s), s the largest
-    score, plain float64 if every score lies within _SPAN of s, else extended numbers
-    (mantissa in m, exponent in e). Additions only; the scale exp(s) is one extended
-    number multiplied into every entry at the end (no exp or log per entry). Returns 1 if
-    the sums were wide (extended), else 0.
+    transform over the d bits sums over subsets: sums of exp(sb - s) in plain float64 if
+    every selected score lies within _SPAN of s, else extended numbers (mantissa in m,
+    exponent in e). s is ref, whose terms sw are computed already, when every selected
+    score lies within _SPAN of it, else the largest selected score. Additions only; the
+    scale exp(s) is one extended number multiplied into every entry at the end (no exp
+    or log per entry). Returns 1 if the sums were wide (extended), else 0.
     """
     lowmask = (np.int64(1) << d) - 1
     top = NEG_INF
@@ -167,6 +182,7 @@ def _alpha_ranges(sb, sg, lo, hi, d, small, m, e):
             b = sb[j]
             top = b if b > top else top
             low = b if (b < low and b > NEG_INF) else low
+    shared = low - ref >= -_SPAN  # then low - top ≥ -_SPAN too (top ≤ ref)
     wide = low - top < -_SPAN
     for o in range(m.shape[0]):
         m[o] = 0.0
@@ -176,13 +192,15 @@ def _alpha_ranges(sb, sg, lo, hi, d, small, m, e):
     for r in range(lo.shape[0]):
         for j in range(lo[r], hi[r]):
             gl = sg[j] & lowmask
-            if wide:
+            if shared:
+                m[gl] += sw[j]
+            elif wide:
                 bm, be = _ext_from_log(sb[j] - top)
                 m[gl], e[gl] = _ext_add(m[gl], e[gl], bm, be)
             else:
                 m[gl] += _exp_nonpos(sb[j] - top)
     _upward_truncated(m, e, d, small, wide)
-    tm, te = _ext_from_log(top)  # (0, -inf) if no family contributes: every entry is 0
+    tm, te = _ext_from_log(ref if shared else top)  # (0, -inf) if no family contributes
     if wide:
         for o in range(m.shape[0]):
             m[o], e[o] = _ext_norm(m[o] * tm, e[o] + te)
@@ -218,9 +236,11 @@ def _alpha_chunk(beta_row, fam, chunk_id, d, small, m, e):
     m, e: float64 (2^d,), overwritten. Returns 1 if the chunk was wide, else 0.
     """
     sb = np.empty(fam.shape[0])
+    sw = np.empty(fam.shape[0])
     sg = np.empty(fam.shape[0], dtype=np.int64)
     nf = _select_families(beta_row, fam, chunk_id, d, sb, sg)
-    return _alpha_ranges(sb, sg, np.zeros(1, dtype=np.int64), np.full(1, nf), d, small, m, e)
+    ref = _family_weights(sb, nf, sw)
+    return _alpha_ranges(sb, sw, ref, sg, np.zeros(1, dtype=np.int64), np.full(1, nf), d, small, m, e)
 
 
 @njit(**_KW)
@@ -270,11 +290,12 @@ def _ext_fma_into(pm, pe, am, ae, xm, xe):
 
 
 @njit(**_KW)
-def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bg, off):
+def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bw, bg, off):
     """The families of one node inside a chunk (`_select_families` at d bits), sorted by
-    their tile pattern p = (low d bits) >> shift: scores bb, low masks bg (int64), and
-    off (2^(d - shift) + 1,): pattern p's families are off[p] .. off[p+1]-1. A tile of
-    the chunk whose pattern bits are t gets exactly the patterns p ⊆ t (`_tile_ranges`)."""
+    their tile pattern p = (low d bits) >> shift: scores bb, their `_family_weights` bw,
+    low masks bg (int64), and off (2^(d - shift) + 1,): pattern p's families are off[p]
+    .. off[p+1]-1. A tile of the chunk whose pattern bits are t gets exactly the patterns
+    p ⊆ t (`_tile_ranges`). Returns the weights' reference score."""
     F = fam.shape[0]
     sb = np.empty(F)
     sg = np.empty(F, dtype=np.int64)
@@ -291,6 +312,7 @@ def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bg, off):
         bb[fill[p]] = sb[j]
         bg[fill[p]] = sg[j]
         fill[p] += 1
+    return _family_weights(bb, nf, bw)
 
 
 @njit(**_KW)
@@ -322,9 +344,10 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
     ntiles = np.int64(1) << (c - T)
     F = fam.shape[0]
     bb = np.empty(F)
+    bw = np.empty(F)
     bg = np.empty(F, dtype=np.int64)
     off = np.empty(ntiles + 1, dtype=np.int64)
-    _tile_families(beta_row, fam, Q, c, T, bb, bg, off)
+    ref = _tile_families(beta_row, fam, Q, c, T, bb, bw, bg, off)
     lo = np.empty(ntiles, dtype=np.int64)
     hi = np.empty(ntiles, dtype=np.int64)
     am = np.empty(tile)
@@ -332,7 +355,7 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
     wide = 0
     for t in range(ntiles):
         nr = _tile_ranges(off, t, lo, hi)
-        wide += _alpha_ranges(bb, bg, lo[:nr], hi[:nr], T, small, am, ae)
+        wide += _alpha_ranges(bb, bw, ref, bg, lo[:nr], hi[:nr], T, small, am, ae)
         s = t * tile
         _ext_fma_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], ye[s:s + tile])
     return wide
@@ -365,10 +388,12 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
     # node i's families by pattern bits ≥ T-1 of their chunk-local (c-1)-bit mask: a tile
     # t of α at T-1 bits has pattern t, one of α at T bits (bits i ≥ T) pattern 2·qt + 1
     bb = np.empty((c, F))
+    bw = np.empty((c, F))
     bg = np.empty((c, F), dtype=np.int64)
     off = np.empty((c, ntiles + 1), dtype=np.int64)
+    ref = np.empty(c)
     for i in range(c):
-        _tile_families(beta[i], fam, H, c - 1, T - 1, bb[i], bg[i], off[i])
+        ref[i] = _tile_families(beta[i], fam, H, c - 1, T - 1, bb[i], bw[i], bg[i], off[i])
     lo = np.empty(ntiles, dtype=np.int64)
     hi = np.empty(ntiles, dtype=np.int64)
     am = np.empty((T, tile >> 1))
@@ -387,12 +412,12 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
                 # squeeze(s + u, i) = squeeze(t, b)·2^T + u; the term's neighbour is tile t ^ 2^b
                 qt = (t & ((1 << b) - 1)) | ((t >> (b + 1)) << b)
                 nr = _tile_ranges(off[i], (qt << 1) | 1, lo, hi)
-                wide_alpha += _alpha_ranges(bb[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
+                wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
                 u = (t ^ (1 << b)) * tile
                 _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile])
         for i in range(T):  # squeeze(s + u, i) = t·2^(T-1) + squeeze(u, i)
             nr = _tile_ranges(off[i], t, lo, hi)
-            wide_alpha += _alpha_ranges(bb[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
+            wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
         wide += _recursion_chunk(m[s:s + tile], e[s:s + tile], am, ae, forward)
     return wide_alpha, wide
 

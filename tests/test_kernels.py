@@ -244,6 +244,52 @@ def test_alpha_chunk_plain_and_extended(case):
                 assert np.isneginf(want).any() and np.isfinite(want).any()
 
 
+def test_family_weights():
+    """exp(sb - ref), ref the largest score (not -inf), over the first nf families only;
+    all weights 0 when every score is -inf or there are none."""
+    sb = np.array([-3.0, 0.5, -np.inf, -800.0, 7.0])
+    sw = np.full(5, 9.0)
+    assert K._family_weights(sb, 4, sw) == 0.5
+    np.testing.assert_allclose(sw[:4], np.exp(sb[:4] - 0.5), rtol=4e-16)
+    assert sw[2] == 0.0 and sw[3] == 0.0 and sw[4] == 9.0  # e^-800.5 flushes to 0; sw[4] untouched
+    for nf in (0, 1):
+        sw[:] = 9.0
+        assert K._family_weights(np.array([-np.inf, 1.0]), nf, sw) == -np.inf
+        assert np.all(sw[:nf] == 0.0)
+
+
+def test_alpha_ranges_shared_own_and_extended_scales():
+    """_alpha_ranges on subsets of one node's families (a tile's ranges), given the
+    weights of all of them: a subset within _SPAN of the largest score sums those
+    weights; one within _SPAN of itself but more than _SPAN below the largest sums on its
+    own scale (its shared weights flush to 0: using them would give -inf); one spanning
+    more than _SPAN, alone or with others, sums extended numbers. Each against the
+    brute-force subset sum, with the kernel's report of which were wide."""
+    d, k = 5, 3
+    rng = np.random.default_rng(11)
+    masks = family_masks(d, k)
+    groups = [rng.uniform(-10.0, 0.0, masks.size), rng.uniform(-910.0, -900.0, masks.size),
+              rng.uniform(-2500.0, -1000.0, masks.size)]
+    sb = np.concatenate(groups)
+    sb[rng.random(sb.size) < 0.1] = -np.inf
+    sg = np.concatenate([masks, masks, masks])
+    sw = np.empty(sb.size)
+    ref = K._family_weights(sb, sb.size, sw)
+    F = masks.size
+    m, e = np.empty(1 << d), np.empty(1 << d)
+    for groups_in, wide in (((0,), 0), ((1,), 0), ((2,), 1), ((0, 1), 1), ((1, 2), 1)):
+        lo = np.array([g * F for g in groups_in])
+        hi = lo + F
+        assert K._alpha_ranges(sb, sw, ref, sg, lo, hi, d, masks, m, e) == wide
+        assert_normalised(m, e)
+        got = np.empty(1 << d)
+        _from_ext(m, e, got)
+        sel = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)])
+        want = np.array([naive.logsumexp(sb[sel][(sg[sel] & ~U) == 0]) for U in range(1 << d)])
+        assert np.isfinite(want).all()
+        assert_close(got, want)
+
+
 # ----------------------------------------------------------------------------- recursions
 
 def recursion(acc, alpha_low, forward):
