@@ -698,6 +698,21 @@ def _products_run(fm, fe, bm, be, o, p, sm, se, u, h):
         d2[j] = a3[j] + a4[j]
 
 
+# The exponents of a γ tile are never NaN (integers, or -inf for a zero), so their
+# largest and smallest may be taken in any order: the flags let LLVM vectorise the scan.
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "nnan", "nsz", "reassoc"})
+def _exponent_range(se):
+    """(the largest of se, the smallest finite one): (-inf, inf) if every entry is -inf.
+    se: exponents of normalised extended numbers (integer-valued or -inf, a zero)."""
+    top = NEG_INF
+    low = np.inf
+    for o in range(se.shape[0]):
+        x = se[o]
+        top = max(top, x)
+        low = min(low, x if x > NEG_INF else np.inf)
+    return top, low
+
+
 @njit(**_KW)
 def _gamma_tile(sm, se, Tq, small, qt, lo, cnt, row, kk, acc_m, acc_e):
     """One tile (tile mask qt, 2^Tq entries) of the superset sums of γ (FTDMT, section 4):
@@ -705,17 +720,12 @@ def _gamma_tile(sm, se, Tq, small, qt, lo, cnt, row, kk, acc_m, acc_e):
     tile's bits, added to acc[T_hi, T_lo] for every T_hi ⊆ qt with |T_hi| + |T_lo| ≤ k,
     so that acc[T_hi, T_lo] = Σ_{S ⊇ T} s(S) once every tile is in.
 
-    (sm, se): s on the tile as extended numbers (mantissas in [1, 4) or 0; overwritten).
-    The transform sums s·2^-top, top the tile's largest exponent, in plain float64 if
-    every nonzero s lies within _SPAN2 binades of it (an exact power-of-two scaling, no
-    exp), else the extended numbers as they are; acc (rows: tile masks by `row`, columns:
+    (sm, se): s on the tile as extended numbers (mantissas in [1, 4), or 0 with exponent
+    -inf; overwritten). The transform sums s·2^-top, top the tile's largest exponent, in
+    plain float64 if every nonzero s lies within _SPAN2 binades of it (an exact
+    power-of-two scaling, no exp), else the extended numbers as they are; acc (rows: tile masks by `row`, columns:
     in-tile masks `lo`) sums extended numbers. Returns 1 if the tile was wide, else 0."""
-    top = NEG_INF
-    low = np.inf
-    for o in range(sm.shape[0]):
-        x = se[o] if sm[o] > 0.0 else NEG_INF
-        top = x if x > top else top
-        low = x if (x < low and x > NEG_INF) else low
+    top, low = _exponent_range(se)
     if top == NEG_INF:
         return 0  # all zero: adds nothing
     wide = low - top < -_SPAN2

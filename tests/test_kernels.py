@@ -467,6 +467,20 @@ def gamma_tables(kind, c, rng):
     return L, B
 
 
+def test_exponent_range():
+    """The largest exponent and the smallest finite one (the γ tiles' scan, reordered for
+    speed): against numpy, at every length around the vector width, with -inf (zeros)
+    anywhere, and all -inf."""
+    rng = np.random.default_rng(3)
+    for size in list(range(1, 20)) + [1000, 16384]:
+        for p_zero in (0.0, 0.3, 1.0):
+            se = rng.integers(-40000, 40000, size).astype(np.float64)
+            se[rng.random(size) < p_zero] = -np.inf
+            finite = se[np.isfinite(se)]
+            want = (finite.max(), finite.min()) if finite.size else (-np.inf, np.inf)
+            assert K._exponent_range(se) == want
+
+
 @pytest.mark.parametrize("kind", ["narrow", "flushed", "strong", "zeros"])
 @pytest.mark.parametrize("c,tile_bits,n", [(1, 1, 3), (4, 2, 6), (6, 3, 8), (6, 6, 7), (5, 13, 8), (7, 4, 9)])
 def test_gamma_low_against_reference(kind, c, tile_bits, n):
