@@ -700,7 +700,7 @@ def _products_run(fm, fe, bm, be, o, p, sm, se, u, h):
 
 # The exponents of a γ tile are never NaN (integers, or -inf for a zero), so their
 # largest and smallest may be taken in any order: the flags let LLVM vectorise the scan.
-@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract", "nnan", "nsz", "reassoc"})
+@njit(**dict(_KW, fastmath={"contract", "nnan", "nsz", "reassoc"}))
 def _exponent_range(se):
     """(the largest of se, the smallest finite one): (-inf, inf) if every entry is -inf.
     se: exponents of normalised extended numbers (integer-valued or -inf, a zero)."""
@@ -723,8 +723,9 @@ def _gamma_tile(sm, se, Tq, small, qt, lo, cnt, row, kk, acc_m, acc_e):
     (sm, se): s on the tile as extended numbers (mantissas in [1, 4), or 0 with exponent
     -inf; overwritten). The transform sums s·2^-top, top the tile's largest exponent, in
     plain float64 if every nonzero s lies within _SPAN2 binades of it (an exact
-    power-of-two scaling, no exp), else the extended numbers as they are; acc (rows: tile masks by `row`, columns:
-    in-tile masks `lo`) sums extended numbers. Returns 1 if the tile was wide, else 0."""
+    power-of-two scaling, no exp), else the extended numbers as they are; acc (rows: tile
+    masks by `row`, columns: in-tile masks `lo`) sums extended numbers. Returns 1 if the
+    tile was wide, else 0."""
     top, low = _exponent_range(se)
     if top == NEG_INF:
         return 0  # all zero: adds nothing
