@@ -168,9 +168,9 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     if spec.origin is not None:
         m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
     nm, ne = np.empty((2, p.chunk_size))  # a neighbour chunk as extended numbers
-    if backward:  # γ: L on the chunk
+    if backward:  # γ: L on the chunk, read by this task alone in the backward stage
         fm, fe = np.empty((2, p.chunk_size))
-        K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk)), fm, fe)
+        K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk), evict=True), fm, fe)
         part = np.full((p.n, p.n_families), NEG_INF)
     recompute = p.alpha_mode == "recompute"
     for t, (node, first, G) in enumerate(spec.terms):

@@ -50,7 +50,7 @@ def main() -> None:
     for name in KERNELS:
         setattr(K, name, timed(name, getattr(K, name)))
     read, write = TableStore.read, TableStore.write
-    TableStore.read = lambda self, name, index: timed(f"read {name}", read)(self, name, index)
+    TableStore.read = lambda self, name, *a: timed(f"read {name}", read)(self, name, *a)
     TableStore.write = lambda self, name, *a: timed(f"write {name} (+fsync)", write)(self, name, *a)
 
     specs = job.plan.tasks()

@@ -191,9 +191,9 @@ class RecordingWorkdir(Workdir):
             ranges.append(range(lo // c, -(-hi // c)))
         return {(name, cc) for cc in itertools.product(*ranges)}
 
-    def read(self, name, index):
+    def read(self, name, index, evict=False):
         self.log.append(("read", self._chunks(name, index)))
-        return super().read(name, index)
+        return super().read(name, index, evict)
 
     def write(self, name, index, data, chunk_coords):
         self.log.append(("write", self._chunks(name, index)))

@@ -62,3 +62,30 @@ def test_a_damaged_chunk_file_is_an_error_naming_it(wd):
     wd.write_region(Region("backward", ((1,),)), np.full(32, 2.0))  # a rewrite repairs it
     assert f.stat().st_size == 256
     np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
+
+
+def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
+    """read(..., evict=True) (a backward task's L, read once in that stage) returns the
+    same values and then advises the kernel to drop that one file's pages (DONTNEED over
+    the whole file); zarr's path and missing chunks are untouched by it."""
+    import os
+
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("no posix_fadvise here: eviction does nothing")
+    advised = []
+    real = os.posix_fadvise
+
+    def spy(fd, offset, length, advice):
+        advised.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length, advice))
+        return real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", spy)
+    x = np.random.default_rng(1).normal(size=32)
+    wd.write_region(Region("forward", ((2,),)), x)
+    np.testing.assert_array_equal(wd.read("forward", slice(64, 96), evict=True), x)
+    assert advised == [(str(wd.tables / "forward" / "c" / "2"), 0, 0, os.POSIX_FADV_DONTNEED)]
+    np.testing.assert_array_equal(wd.read("forward", slice(64, 96)), x)  # from the disk now
+    assert len(advised) == 1  # only when asked
+    np.testing.assert_array_equal(wd.read("forward", slice(60, 100), evict=True)[4:36], x)  # zarr's path
+    assert np.isnan(wd.read("forward", slice(96, 128), evict=True)).all()  # never written
+    assert len(advised) == 1
