@@ -246,10 +246,14 @@ def _evict(fd: int) -> None:
     their whole size, and on a virtual machine a page the guest has not used lately is
     costly to get (a new 8 MiB chunk file costs ≈ 35 ms of system time on the reference
     VM against ≈ 4 ms when it reuses pages just freed: docs/design.md). Where
-    posix_fadvise is missing (macOS) this does nothing."""
+    posix_fadvise is missing (macOS) or refused (a filesystem without it) this does
+    nothing: it is advice, the values read are the same either way."""
     advise = getattr(os, "posix_fadvise", None)
     if advise is not None:
-        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            pass
 
 
 def _number(x) -> bool:

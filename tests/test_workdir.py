@@ -89,3 +89,16 @@ def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, mon
     np.testing.assert_array_equal(wd.read("forward", slice(60, 100), evict=True)[4:36], x)  # zarr's path
     assert np.isnan(wd.read("forward", slice(96, 128), evict=True)).all()  # never written
     assert len(advised) == 1
+
+
+def test_a_refused_eviction_is_only_advice(wd, monkeypatch):
+    """A filesystem that refuses posix_fadvise (EINVAL, ESPIPE) leaves the read as it is."""
+    import os
+
+    def refuse(fd, offset, length, advice):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "posix_fadvise", refuse, raising=False)
+    x = np.arange(32.0)
+    wd.write_region(Region("forward", ((1,),)), x)
+    np.testing.assert_array_equal(wd.read("forward", slice(32, 64), evict=True), x)
