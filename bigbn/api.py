@@ -28,7 +28,7 @@ from .engine import Job
 from .errors import DataError, OptionError
 from .options import default_memory, default_workers  # noqa: F401 - part of the API
 from .parentsets import parent_set_posteriors, ranked, write_parent_sets
-from .plan import MAX_NODES, task_id
+from .plan import MAX_NODES, ordered_workers, task_id
 from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
@@ -311,7 +311,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     try:
         with Workdir(root).lock() as owner:
             plan = prepare(Workdir(root), fp, ds.names, _source(data, ds), request, chunk_bits,
-                           alpha_mode, memory, workers, fresh, check_disk)
+                           alpha_mode, memory, workers, fresh, check_disk,
+                           disk_workers=ordered_workers(scheduler, workers))
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
@@ -380,7 +381,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
         with Workdir(root).lock() as owner:
             plans = prepare_tiered(Workdir(root), fingerprint, ds.names, _source(data, ds), lays, chunk_bits,
                                    alpha_mode, bool(map_dag), bool(posterior), memory, workers, fresh,
-                                   check_disk)
+                                   check_disk, disk_workers=ordered_workers(scheduler, workers))
             n = ds.n
             result = Result(None, ds.names, None)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
@@ -431,7 +432,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["scoring_seconds_this_invocation"] = t_scores
-            result.summary["disk_bytes"] = tiered_disk(plans)
+            result.summary["disk_bytes"] = tiered_disk(plans, ordered_workers(scheduler, workers))
             if map_dag:
                 result.map_parents, result.map_log_score = map_parents, map_score
                 result.summary["map_dag"] = {"log_score": map_score,

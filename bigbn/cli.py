@@ -447,13 +447,15 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if c is None:
         c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
-    disk = p.disk_bytes()
+    disk = p.disk_bytes(workers)
     total_disk = sum(disk.values())
+    anyhow = sum(p.disk_bytes().values())
     t = time_estimate(p, workers)
     click.echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
                f"({p.n_chunks} chunks of {_fmt_bytes(8 * p.chunk_size)}), alpha {alpha_mode}")
     click.echo(f"disk:   {_fmt_bytes(total_disk)}  (" + ", ".join(
-        f"{name} {_fmt_bytes(b)}" for name, b in disk.items()) + ")")
+        f"{name} {_fmt_bytes(b)}" for name, b in disk.items()) + ")"
+        + (f"; up to {_fmt_bytes(anyhow)} on a dask cluster" if anyhow > total_disk else ""))
     click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
                f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
                f"(budget {_fmt_bytes(budget)})")

@@ -216,7 +216,7 @@ def _task_gamma(job: Job, spec: TaskSpec) -> dict:
 
 
 def _task_release(job: Job, spec: TaskSpec) -> dict:
-    """Delete the chunks nothing will read again (a level of B and of the γ parts)."""
+    """Delete the chunks nothing will read again (a chunk of B and its γ part)."""
     for region in spec.deletes:
         job.workdir.delete_region(region)
     return {"crc": _write_all(job, spec)}

@@ -14,15 +14,18 @@ use these specs; nothing else says what a task touches.
 - ``scores``   ("scores",): writes beta
 - ``alpha``    (only when alpha is stored): ("alpha", node, first_chunk) for runs of chunks
 - ``forward``  ("forward", H): reads forward H - {b} for each high bit b in H
-- ``backward`` ("backward", H): reads backward H + {b} for each high bit b not in H
-- ``gamma``    ("gamma", H): reads forward H and backward H, H + {b}
-- ``edges``    ("edges",): reads every gamma part, writes gamma and the posterior
+- ``backward`` ("backward", H): reads backward H + {b} for each high bit b not in H and
+  forward H; writes backward H and chunk H's part of γ
+- ``gamma``    ("gamma", level): sums the γ parts of a level
+- ``release``  ("release", H): deletes backward H and its γ part once nothing reads them
+- ``edges``    ("edges",): reads the level sums, writes gamma and the posterior
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -310,17 +313,22 @@ class Plan:
                 key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
                 # γ: low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in H+b
                 gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-                # level ell starts once level ell + 2 is released: two levels on disk at most
-                after = (("release", ell + 2),) if ell + 2 <= h else ()
+                # level ell starts once level ell + 1 is summed, and so level ell + 2 released
+                after = (("gamma", ell + 1),) if ell < h else ()
                 drafts.append((key, reads + (chunk("forward", H),),
                                writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
                                {"gamma_terms": gamma_terms, "after": after}))
+                # B and the γ part of chunk S = H + b of level ell + 1 are deleted as soon as
+                # the last of their readers in this (colex) order has run: H for every bit b
+                # below H's lowest (`_live_chunks`)
+                for b in range(h if H == 0 else (H & -H).bit_length() - 1):
+                    S = H | 1 << b
+                    drafts.append((("release", S), (), (), S, (), None,
+                                   {"deletes": (chunk("backward", S), Region("gamma_parts", ((S, 0, 0),)))}))
+            # the level's parts summed once level ell + 1 is all released: two levels at most
+            after = tuple(("release", S) for S in levels[ell + 1]) if ell < h else ()
             drafts.append((("gamma", ell), (parts(ell),), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
-                           (), None))
-            if ell < h:  # level ell + 1 is read by nothing after level ell
-                up = ell + 1
-                drafts.append((("release", up), (), (), up, (), None,
-                               {"deletes": (Region("backward", tuple((H,) for H in levels[up])), parts(up))}))
+                           (), None, {"after": after}))
         reads = ((beta, Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
                   chunk("forward", last), chunk("backward", 0)))
         drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
@@ -341,18 +349,20 @@ class Plan:
         return out
 
     # -- resources ---------------------------------------------------------------------
-    def disk_bytes(self) -> dict[str, int]:
-        """Peak bytes each stored table takes on disk (uncompressed float64); B and the γ
-        parts never hold more than two adjacent levels of chunks."""
+    def disk_bytes(self, workers: int | None = None) -> dict[str, int]:
+        """Peak bytes each stored table takes on disk (uncompressed float64).
+
+        workers: how many tasks run at once when they start in the plan's order (the
+        sync and threads executors); None for any order the dependencies allow (a
+        cluster). B and the γ parts then hold at most `live_chunks` chunks at a time.
+        """
         out = {"beta": BYTES * self.n * self.n_families}
         if self.posterior:
-            # B and the γ parts: at most two adjacent levels at a time (release tasks)
-            pair = max(len(a) + len(b) for a, b in zip(self.levels(), self.levels()[1:])) \
-                if self.h else 1
+            live = live_chunks(self.h, workers)
             out.update({
                 "forward": BYTES << self.n,
-                "backward": BYTES * pair * self.chunk_size,
-                "gamma_parts": BYTES * pair * self.n * self.n_families,
+                "backward": BYTES * live * self.chunk_size,
+                "gamma_parts": BYTES * live * self.n * self.n_families,
                 "gamma_levels": BYTES * (self.h + 1) * self.n * self.n_families,
             })
         if self.posterior and self.alpha_mode == "store":
@@ -380,6 +390,44 @@ class Plan:
         # backward adds γ: L on the chunk and s, as extended numbers, the (n, F) partial
         gm = BYTES * (4 * size + self.n * self.n_families)
         return fb + gm
+
+
+@lru_cache(maxsize=None)
+def live_chunks(h: int, workers: int | None = None) -> int:
+    """The most chunks of B (and as many γ parts) on disk at once in a plan of 2^h
+    chunks, ``workers`` tasks at a time in the plan's order (None: in any order).
+
+    While level ℓ is computed, level ℓ + 2 is gone (level ℓ waits for γ of level ℓ + 1,
+    which waits for the releases of level ℓ + 2), so two adjacent levels is the bound for
+    any order. In the plan's order (colex within a level) chunk S of level ℓ + 1 is
+    released right after its last reader, S minus its lowest bit: once j tasks of the
+    level have started, j chunks of level ℓ are written and those of level ℓ + 1 whose
+    last reader is not among them are still there, and so are at most h − ℓ more for
+    each task (or release) still in flight.
+    """
+    pair = max(math.comb(h, ell) + math.comb(h, ell + 1) for ell in range(h)) if h else 1
+    if workers is None:
+        return pair
+    H = np.arange(1 << h, dtype=np.int64)
+    level = np.bitwise_count(H) if hasattr(np, "bitwise_count") else np.array([popcount(x) for x in H])
+    # chunks of level ell + 1 whose last reader is H: one per bit of H's below its lowest
+    low = np.where(H == 0, h, np.log2(np.maximum(H & -H, 1)).astype(np.int64))
+    most = 1
+    for ell in range(h):
+        released = np.cumsum(low[level == ell])
+        j = np.arange(1, len(released) + 1)
+        kept = np.minimum(released, workers * (h - ell))
+        most = max(most, int((j + math.comb(h, ell + 1) - released + kept).max()))
+    return min(pair, most)
+
+
+def ordered_workers(scheduler, workers: int) -> int | None:
+    """Tasks at once in the plan's order (`Plan.disk_bytes`): one for the sync executor,
+    ``workers`` for local threads; None for a dask cluster, which may start ready tasks in
+    another order than their priorities."""
+    if isinstance(scheduler, str) and scheduler in ("sync", "threads"):
+        return 1 if scheduler == "sync" else workers
+    return None
 
 
 def _io_maps(entries) -> tuple[dict, dict]:

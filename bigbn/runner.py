@@ -22,7 +22,7 @@ from ._version import __version__
 from .engine import Job, execute, intact, verify
 from .errors import WorkdirError
 from .executors import Callback
-from .plan import STAGES, Plan, choose_chunk_bits
+from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
 from . import tiers as tiering
 from .rundir import RunRecord, TieredPlan, check_is_ours, gib, read_record, write_record
 from .workdir import Workdir, checksum
@@ -75,7 +75,7 @@ def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
 
 
 def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits, alpha_mode,
-            memory, workers, fresh: bool, check_disk: bool) -> Plan:
+            memory, workers, fresh: bool, check_disk: bool, disk_workers: int | None = None) -> Plan:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
     fix the plan (``request``: the `Plan` fields asked for, all but chunk_bits and
     alpha_mode, which come from the workdir or ``chunk_bits`` / ``alpha_mode`` / the
@@ -94,7 +94,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits
                                    f"resume with the same value or use --fresh")
         plan = dataclasses.replace(op, **request)
         # --map added to a finished run, or the posterior to a MAP-only run: new tables
-        need = sum(b for t, b in plan.disk_bytes().items() if not (wd.tables / t).exists())
+        need = sum(b for t, b in plan.disk_bytes(disk_workers).items() if not (wd.tables / t).exists())
         if need and check_disk:
             free = shutil.disk_usage(wd.root).free
             if need * 1.05 > free:
@@ -108,7 +108,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits
         c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
         plan = Plan(**request, chunk_bits=int(c), alpha_mode=mode)
         if check_disk:
-            need = sum(plan.disk_bytes().values())
+            need = sum(plan.disk_bytes(disk_workers).values())
             free = shutil.disk_usage(wd.root).free
             if need * 1.05 > free:
                 raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only "
@@ -251,7 +251,7 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
         "peak_rss_bytes": peak_rss_bytes(),
-        "disk_bytes": {} if plan is None else dict(plan.disk_bytes()),
+        "disk_bytes": {} if plan is None else dict(plan.disk_bytes(ordered_workers(scheduler, workers))),
         "version": __version__,
     }
 
@@ -275,12 +275,13 @@ def open_root(workdir, fresh: bool) -> tuple[Path, str | None]:
 
 # ------------------------------------------------------------------------- tiered runs
 
-def tiered_disk(plans) -> dict[str, int]:
-    """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name."""
+def tiered_disk(plans, disk_workers: int | None = None) -> dict[str, int]:
+    """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name
+    (``disk_workers``: as for `Plan.disk_bytes`)."""
     out: dict[str, int] = {}
     for pair in plans:
         for p in pair:
-            for name, b in (p.disk_bytes() if p is not None else {}).items():
+            for name, b in (p.disk_bytes(disk_workers) if p is not None else {}).items():
                 out[name] = out.get(name, 0) + b
     return out
 
@@ -306,7 +307,8 @@ def save_family_beta(root, owner, lay, beta: np.ndarray) -> None:
 
 
 def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode,
-                   map_dag: bool, posterior: bool, memory, workers, fresh: bool, check_disk: bool):
+                   map_dag: bool, posterior: bool, memory, workers, fresh: bool, check_disk: bool,
+                   disk_workers: int | None = None):
     """`prepare` for a tiered run: run.json records every tier's chunk bits (`TieredPlan`);
     a resume takes them from there. Returns (posterior plan, MAP plan) per tier (None
     where a tier has one node or the stage is not asked for)."""
@@ -328,7 +330,7 @@ def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, 
     else:
         plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
     need = sum(b for pair in plans for p in pair if p is not None
-               for t, b in p.disk_bytes().items() if not (wd.tables / p.scope / t).exists())
+               for t, b in p.disk_bytes(disk_workers).items() if not (wd.tables / p.scope / t).exists())
     if need and check_disk:
         free = shutil.disk_usage(wd.root).free
         if need * 1.05 > free:

@@ -605,7 +605,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
         if not parts:
             lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
             continue
-        d = sum(sum(p.disk_bytes().values()) for p in parts)
+        d = sum(sum(p.disk_bytes(workers).values()) for p in parts)
         t = sum(sum(time_estimate(p, workers).values()) for p in parts)
         disk += d
         total_t += t

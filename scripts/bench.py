@@ -95,8 +95,7 @@ def main() -> None:
         line = {
             "n": n, "rows": m, "wall_s": round(wall, 2), "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
             "disk_MiB": round(disk / 2**20), "peak_disk_MiB": round(peak_disk / 2**20),
-            "planned_disk_MiB": round(sum(Plan(n, min(args.k, n - 1), s["plan"]["chunk_bits"],
-                                               s["plan"]["alpha_mode"]).disk_bytes().values()) / 2**20),
+            "planned_disk_MiB": round(sum(s["disk_bytes"].values()) / 2**20),  # for its workers
             "chunk_bits": s["plan"]["chunk_bits"],
             "alpha": s["plan"]["alpha_mode"], "scoring_s": s.get("scoring_seconds_this_invocation"),
             **{f"{k}_wall_s": v["wall_seconds"] for k, v in st.items()},

@@ -1,13 +1,16 @@
 """Plan.tasks(): the one definition of what every task reads and writes, checked on
 hundreds of plans (every (n, c, k, alpha mode) of a small grid, and random larger ones)."""
 
+import heapq
 import itertools
+import math
+import random
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bigbn.plan import STAGES, Plan
+from bigbn.plan import STAGES, Plan, Region, live_chunks
 from bigbn.workdir import Workdir
 import helpers as h
 
@@ -40,14 +43,17 @@ def check_plan(plan: Plan) -> None:
     for t in specs:
         read_writers = {writer[r.table, cc] for r in t.reads for cc in r.chunks}
         # every read is written by a dependency; the only other dependencies: a release
-        # waits for the readers and writers of what it deletes, and a backward task of
-        # level l for the release of level l + 2 (two levels of B on disk at most)
+        # waits for the readers and writers of what it deletes, the γ sum of level l for
+        # the releases of level l + 1, and a backward task of level l for the γ sum of
+        # level l + 1 (so two adjacent levels of B on disk at most)
         extra = set()
         if t.kind == "release":
             extra = {k for r in t.deletes for cc in r.chunks for k in readers.get((r.table, cc), ())}
             extra |= {writer[r.table, cc] for r in t.deletes for cc in r.chunks}
-        if t.kind == "backward" and bin(t.chunk).count("1") + 2 <= plan.h:
-            extra = {("release", bin(t.chunk).count("1") + 2)}
+        if t.kind == "backward" and bin(t.chunk).count("1") < plan.h:
+            extra = {("gamma", bin(t.chunk).count("1") + 1)}
+        if t.kind == "gamma":
+            extra = {("release", S) for S in range(plan.n_chunks) if bin(S).count("1") == t.chunk + 1}
         assert set(t.deps) == read_writers | extra, t.key
         assert t.key not in t.deps
         # the sync order respects the dependencies
@@ -73,20 +79,24 @@ def check_plan(plan: Plan) -> None:
             assert ("forward", H) in t.deps
             assert [(node, G) for node, _, G in t.gamma_terms] == [(c + b, H | (1 << b)) for b in range(h)
                                                                    if not H >> b & 1]
-        if t.kind == "gamma":  # one level's parts
+        if t.kind == "gamma":  # one level's parts, once the level above is released
             assert set(t.deps) == {("backward", H) for H in range(plan.n_chunks)
-                                   if bin(H).count("1") == t.chunk}
+                                   if bin(H).count("1") == t.chunk} | {
+                ("release", S) for S in range(plan.n_chunks) if bin(S).count("1") == t.chunk + 1}
+        if t.kind == "release":  # B and the γ part of a chunk of level ≥ 1
+            assert t.deletes == (Region("backward", ((t.chunk,),)), Region("gamma_parts", ((t.chunk, 0, 0),)))
     assert keys[0] == ("scores",) and keys[-1] == (("map_dag",) if plan.map_dag else ("edges",))
     assert len(plan.stage_tasks("map")) == (plan.n_chunks if plan.map_dag else 0)
     assert len(plan.stage_tasks("forward")) == plan.n_chunks == len(plan.stage_tasks("backward"))
-    assert len(plan.stage_tasks("gamma")) == h + 1 and len(plan.stage_tasks("release")) == h
+    assert len(plan.stage_tasks("gamma")) == h + 1
+    assert sorted(plan.stage_tasks("release")) == [("release", S) for S in range(1, plan.n_chunks)]
     check_releases(plan, specs, readers)
 
 
 def check_releases(plan, specs, readers):
     """Nothing is read after it is deleted, in any order the dependencies allow; level 0
     of B (read by edges) is never deleted; and in the plan's order B never holds more
-    chunks than `Plan.disk_bytes` counts."""
+    chunks than `Plan.disk_bytes` counts for one worker (nor the γ parts more)."""
     deleted_by = {}
     for t in specs:
         for r in t.deletes:
@@ -94,16 +104,16 @@ def check_releases(plan, specs, readers):
                 deleted_by[r.table, cc] = t.key
                 assert readers.get((r.table, cc), set()) <= set(t.deps)
     assert ("backward", (0,)) not in deleted_by
-    live, peak = set(), 0
+    live, peak = {"backward": set(), "gamma_parts": set()}, {"backward": 0, "gamma_parts": 0}
     for t in specs:
-        for r in t.writes:
-            if r.table == "backward":
-                live |= set(r.chunks)
-        for r in t.deletes:
-            if r.table == "backward":
-                live -= set(r.chunks)
-        peak = max(peak, len(live))
-    assert peak * 8 * plan.chunk_size <= plan.disk_bytes()["backward"]
+        for table in live:
+            live[table] |= {cc for r in t.writes if r.table == table for cc in r.chunks}
+            peak[table] = max(peak[table], len(live[table]))
+            live[table] -= {cc for r in t.deletes if r.table == table for cc in r.chunks}
+    disk = plan.disk_bytes(workers=1)
+    assert peak["backward"] * 8 * plan.chunk_size <= disk["backward"]
+    assert peak["gamma_parts"] * 8 * plan.n * plan.n_families <= disk["gamma_parts"]
+    assert disk["backward"] <= plan.disk_bytes()["backward"]
 
 
 GRID = [Plan(n, k, c, mode, map_dag=(mode == "recompute" and (n + c) % 2 == 0))
@@ -123,6 +133,64 @@ def test_random_larger_plans(n, data):
     k = data.draw(st.integers(0, n - 1))
     mode = data.draw(st.sampled_from(["recompute", "store"]))
     check_plan(Plan(n, k, c, mode, map_dag=data.draw(st.booleans())))
+
+
+def run_backward_stage(plan, workers, rng, in_plan_order=True):
+    """Execute the plan's tasks as an executor would, ``workers`` at a time with random
+    durations: the ready task first in the plan's order (the sync and threads executors),
+    or a random ready one (any order a cluster may choose). Returns the most chunks of B
+    and of the γ parts that existed at once; asserts nothing is read once deleted."""
+    from bigbn.executors import Ready
+
+    ready = Ready(plan.tasks())
+    running, clock, seq = [], 0.0, 0
+    live = {"backward": set(), "gamma_parts": set()}
+    deleted, peak = set(), 0
+    while ready or running:
+        while ready and len(running) < workers:
+            if in_plan_order:
+                spec = ready.pop()
+            else:  # any ready task: take them all out, put back all but one
+                pool = [ready.pop() for _ in range(len(ready.heap))]
+                spec = pool.pop(rng.randrange(len(pool)))
+                for other in pool:
+                    heapq.heappush(ready.heap, ready.order[other.key])
+            assert not {(r.table, cc) for r in spec.reads for cc in r.chunks} & deleted, spec.key
+            for table in live:  # a task's chunks count from its start
+                live[table] |= {cc for r in spec.writes if r.table == table for cc in r.chunks}
+            peak = max([peak] + [len(v) for v in live.values()])
+            heapq.heappush(running, (clock + rng.choice([0.01, 1, 1, 2, 7]), seq, spec))
+            seq += 1
+        clock, _, spec = heapq.heappop(running)
+        for r in spec.deletes:
+            live[r.table] -= set(r.chunks)
+            deleted |= {(r.table, cc) for cc in r.chunks}
+        ready.finish(spec.key)
+    assert live["backward"] == {(0,)}
+    return peak
+
+
+@pytest.mark.parametrize("n,c", [(9, 4), (10, 2), (14, 5)])
+@pytest.mark.parametrize("workers", [1, 2, 3, 16])
+def test_disk_bound_holds_for_executors_with_random_task_times(n, c, workers):
+    """`Plan.disk_bytes(workers)` bounds B's chunks for tasks started in the plan's order
+    whatever they take; `disk_bytes()` (two adjacent levels) for tasks in any order."""
+    rng = random.Random(n * 100 + workers)
+    plan = Plan(n, 2, c)
+    chunk = 8 * plan.chunk_size
+    assert plan.disk_bytes()["backward"] == chunk * max(
+        math.comb(plan.h, l) + math.comb(plan.h, l + 1) for l in range(plan.h))
+    ordered = max(run_backward_stage(plan, workers, rng) for _ in range(8))
+    assert ordered * chunk <= plan.disk_bytes(workers)["backward"] <= plan.disk_bytes()["backward"]
+    anyhow = max(run_backward_stage(plan, workers, rng, in_plan_order=False) for _ in range(8))
+    assert anyhow * chunk <= plan.disk_bytes()["backward"]
+    if plan.h >= 6:  # released chunk by chunk, B holds far less than two levels
+        assert plan.disk_bytes(2)["backward"] < 0.75 * plan.disk_bytes()["backward"]
+
+
+def test_live_chunks_of_the_n28_and_n32_plans():
+    """The figures docs/design.md quotes: 2^8 and 2^12 chunks, two workers."""
+    assert (live_chunks(8), live_chunks(8, 2), live_chunks(12), live_chunks(12, 2)) == (126, 88, 1716, 1002)
 
 
 def test_forward_and_backward_are_mirrors_in_the_plan():

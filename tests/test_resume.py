@@ -115,14 +115,14 @@ def unbroken(data, tmp_path_factory):
 
 
 @pytest.mark.parametrize("fail_at,when", [(1, "before"), (7, "after_write"), (25, "before"),
-                                          (34, "after_journal"), (43, "after_write")])
+                                          (34, "after_journal"), (54, "after_write")])
 @pytest.mark.parametrize("scheduler", ["sync", "threads"])
 def test_fault_then_resume_runs_only_missing_tasks(data, unbroken, tmp_path, fail_at, when, scheduler):
     with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(fail_at, when=when)):
         learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler=scheduler)
     plan = Plan(9, 2, 5)
     all_ids = {t.id for t in plan.tasks()}
-    assert len(all_ids) == 43  # scores, 16 forward, 16 backward, 5 gamma, 4 release, edges
+    assert len(all_ids) == 54  # scores, 16 forward, 16 backward, 5 gamma, 15 release, edges
     done_before = set(Workdir(tmp_path).journal()) & all_ids
     assert len(done_before) < len(all_ids)
     if when == "after_journal":
@@ -276,12 +276,12 @@ def test_lock_is_exclusive_under_a_race(tmp_path):
 
 
 def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path):
-    """Damaged chunks are recomputed. B(0) needs B's level 1, which a release deleted once
+    """Damaged chunks are recomputed. B(0) needs B's level 1, which releases deleted once
     level 0 was done: so the backward pass runs again from the top, and its releases
-    delete the levels again; the γ level sums, intact, do not run again."""
+    delete the chunks again; the γ level sums, intact, do not run again."""
     ref, _ = unbroken
-    with pytest.raises(RuntimeError):  # everything but the edges task (the 43rd) finishes
-        with wrapped(FailOn(43)):
+    with pytest.raises(RuntimeError):  # everything but the edges task (the 54th) finishes
+        with wrapped(FailOn(54)):
             learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
     chunks = tmp_path / "tables.zarr"
     assert sorted(p.name for p in (chunks / "backward" / "c").iterdir()) == ["0"]  # levels ≥ 1 released
@@ -304,28 +304,29 @@ def test_truncated_and_corrupted_chunks_are_recomputed(data, unbroken, tmp_path)
 
 
 def test_a_release_killed_half_way_is_finished_without_recomputing(data, unbroken, tmp_path):
-    """A kill in the middle of a release leaves some of a level's chunks deleted and no
-    journal line for it: the resume runs the release again and nothing before it."""
+    """A kill in the middle of a release leaves its B chunk deleted, its γ part not, and
+    no journal line for it: the resume runs the release again and nothing before it."""
     import json
 
     ref, _ = unbroken
-    with pytest.raises(RuntimeError), wrapped(FailOn(43)):  # all but edges
+    with pytest.raises(RuntimeError), wrapped(FailOn(54)):  # all but edges
         learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2, scheduler="sync")
     wd = Workdir(tmp_path)
     lines = wd.journal_path.read_text().splitlines()
-    wd.journal_path.write_text("".join(l + "\n" for l in lines if json.loads(l)["task"] != "release:1"))
+    wd.journal_path.write_text("".join(l + "\n" for l in lines if json.loads(l)["task"] != "release:6"))
     plan = Plan(9, 2, 5)
-    level1 = [H for H in range(plan.n_chunks) if bin(H).count("1") == 1]
-    for H in level1[:2]:  # the killed release deleted the others, not these two
-        wd.write_region(plan.task(("backward", H)).writes[0], np.zeros(plan.chunk_size))
-    assert sum(wd.chunk_file("backward", (H,)).exists() for H in level1) == 2
+    part = plan.task(("backward", 6)).writes[1]
+    assert part.table == "gamma_parts" and not wd.chunk_file("gamma_parts", (6, 0, 0)).exists()
+    wd.write_region(part, np.zeros((1, plan.n, plan.n_families)))  # the kill came before its deletion
+    assert not wd.chunk_file("backward", (6,)).exists()
     count = Count()
     with wrapped(count):
         res = learn(data, workdir=tmp_path, max_parents=2)
-    assert sorted(count.keys) == ["edges", "release:1"]
+    assert sorted(count.keys) == ["edges", "release:6"]
     assert res.summary["recomputed_corrupt_tasks"] == []
     assert np.array_equal(res.posterior, ref.posterior)
-    assert not any(wd.chunk_file("backward", (H,)).exists() for H in level1)
+    assert not wd.chunk_file("gamma_parts", (6, 0, 0)).exists()
+    assert sorted(p.name for p in (tmp_path / "tables.zarr" / "backward" / "c").iterdir()) == ["0"]
 
 
 def test_finished_run_with_intact_result_is_not_rechecked_but_a_damaged_result_is(data, unbroken, tmp_path):
