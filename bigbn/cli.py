@@ -167,7 +167,7 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
               help="threads, sync, or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
 @click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
-              help="Recompute alpha chunks in forward/backward (peak disk about 12·2^n bytes, "
+              help="Recompute alpha chunks in forward/backward (peak disk 10–12·2^n bytes, "
                    "default) or store all n·2^(n-1) of them once.")
 @click.option("--fresh", is_flag=True, help="Discard what the workdir holds and start over.")
 @click.option("--sep", default=None, metavar="CHAR",

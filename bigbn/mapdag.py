@@ -7,7 +7,7 @@ Silander & Myllymäki 2006; Koivisto & Sood 2004 in max-product form).
 On the posterior's chunk lattice, one pass in ascending lattice order computes
 M(S) = max_{i ∈ S} a_i(S − i) + M(S − i) with a_i(U) = max_{G ⊆ U} β_i(G) rebuilt per
 chunk from β (`bigbn/maxplus.py`), storing M (8 bytes per subset) and the best sink of
-every subset (1 byte): 9·2^n bytes, about three quarters of the posterior run's ≈ 12·2^n, and the work
+every subset (1 byte): 9·2^n bytes, a little less than the posterior run's 10–12·2^n, and the work
 of one forward pass with max for log-add-exp. Backtracking from V reads one sink per node
 (n chunk reads): the last node i of S is its sink, its parents the best family inside
 S − i, and S ← S − i.

@@ -282,9 +282,9 @@ class Plan:
         - backward, level by level from the top: B on chunk H, and at once chunk H's part
           of γ (it needs L(H), B(H) and the B(H + b) the recursion has just read);
         - gamma, per level: the level's parts summed (log-add-exp) into one (n, F) row;
-        - release, per level ℓ ≥ 1: B's chunks of level ℓ are deleted once every task that
-          reads them (the backward tasks of level ℓ − 1) has finished, and the γ parts of
-          level ℓ once they are summed. So B takes at most two adjacent levels of disk;
+        - release, per chunk S of level ℓ ≥ 1: B(S) and its γ part are deleted once the
+          tasks that read them (the backward tasks of S's subsets, the sum of level ℓ)
+          have run, right after the last of them in the plan's order (`live_chunks`);
         - edges: γ from the level sums, then the edge posteriors.
         """
         n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
