@@ -320,7 +320,7 @@ class Plan:
                                {"gamma_terms": gamma_terms, "after": after}))
                 # B and the γ part of chunk S = H + b of level ell + 1 are deleted as soon as
                 # the last of their readers in this (colex) order has run: H for every bit b
-                # below H's lowest (`_live_chunks`)
+                # below H's lowest (`live_chunks`)
                 for b in range(h if H == 0 else (H & -H).bit_length() - 1):
                     S = H | 1 << b
                     drafts.append((("release", S), (), (), S, (), None,
