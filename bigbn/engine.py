@@ -202,17 +202,20 @@ def _chunk_slice(p: Plan, H: int) -> slice:
 
 
 def _task_gamma(job: Job, spec: TaskSpec) -> dict:
-    """The γ parts of one level's chunks, summed (log-add-exp, in chunk order)."""
+    """The γ parts of one level's chunks, summed (as extended numbers, in chunk order)."""
     p, wd = job.plan, job.workdir
-    total = np.full((p.n, p.n_families), NEG_INF)
-    pair = np.empty((2, p.n_families))
-    for (H, _, _) in spec.reads[0].chunks:
-        part = wd.read("gamma_parts", H)
-        for v in range(p.n):
-            pair[0] = total[v]
-            pair[1] = part[v]
-            K._logsumexp_rows(pair, total[v])
-    return {"crc": _write_all(job, spec, total)}
+    parts = (wd.read("gamma_parts", H) for (H, _, _) in spec.reads[0].chunks)
+    return {"crc": _write_all(job, spec, _sum_logs(p, parts))}
+
+
+def _sum_logs(p: Plan, rows) -> np.ndarray:
+    """log Σ exp(x) over the (n, F) arrays of natural logs ``rows``, as (n, F) logs."""
+    m, e = np.zeros(p.n * p.n_families), np.full(p.n * p.n_families, NEG_INF)
+    for x in rows:
+        K._ext_add_logs(m, e, np.ascontiguousarray(x, dtype=np.float64).reshape(-1))
+    out = np.empty_like(m)
+    K._log_ext_into(m, e, out)
+    return out.reshape(p.n, p.n_families)
 
 
 def _task_release(job: Job, spec: TaskSpec) -> dict:
@@ -225,14 +228,7 @@ def _task_release(job: Job, spec: TaskSpec) -> dict:
 def _task_edges(job: Job, spec: TaskSpec) -> dict:
     """gamma_v = logsumexp of the partials; p(u→v) = Σ_{G∋u} β_v(G) γ_v(G) / L(V)."""
     p, wd = job.plan, job.workdir
-    gamma = np.full((p.n, p.n_families), NEG_INF)
-    pair = np.empty((2, p.n_families))
-    for level in range(p.h + 1):
-        part = wd.read("gamma_levels", level)
-        for v in range(p.n):
-            pair[0] = gamma[v]
-            pair[1] = part[v]
-            K._logsumexp_rows(pair, gamma[v])
+    gamma = _sum_logs(p, (wd.read("gamma_levels", level) for level in range(p.h + 1)))
     log_px = float(wd.read("forward", slice((1 << p.n) - 1, 1 << p.n))[0])
     log_px_b = float(wd.read("backward", slice(0, 1))[0])
     _check_finite(log_px, "log p(x) = L(V)")

@@ -845,17 +845,12 @@ def _gamma_high(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row):
 
 
 @njit(**_KW)
-def _logsumexp_rows(x, out):
-    """out[j] = logsumexp_t x[t, j]; x float64 (T, F)."""
-    for j in range(x.shape[1]):
-        mx = NEG_INF
-        for t in range(x.shape[0]):
-            if x[t, j] > mx:
-                mx = x[t, j]
-        if mx == NEG_INF:
-            out[j] = NEG_INF
-            continue
-        s = 0.0
-        for t in range(x.shape[0]):
-            s += math.exp(x[t, j] - mx)
-        out[j] = mx + math.log(s)
+def _ext_add_logs(m, e, x):
+    """(m, e)[j] += exp(x[j]), normalised: a row of natural logs x (finite, or -inf: adds
+    nothing) added into a row of extended numbers (fastmath.py), one polynomial exp an
+    entry and no log; the loop vectorises. The sums of γ's parts (engine: a level's
+    chunk parts, then the levels), then `_log_ext_into`."""
+    for j in range(x.shape[0]):
+        xm, xe = _ext_from_log(x[j])
+        sm, se = _ext_add(m[j], e[j], xm, xe)
+        m[j], e[j] = _ext_norm(sm, se)

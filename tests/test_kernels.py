@@ -77,13 +77,23 @@ def test_ext_fma_into_against_reference(spread):
     assert_close(got, np.array([naive.lae(u, v + w) for u, v, w in zip(p, a, x)]), rtol=1e-15, atol=1e-14)
 
 
-def test_logsumexp_rows_against_reference():
+@pytest.mark.parametrize("spread", [30.0, 5000.0])
+def test_ext_add_logs_against_reference(spread):
+    """Rows of logs added one after another into extended numbers, then logged: the log
+    of the sum of their exps (logsumexp), far outside one float64's range too, -inf
+    exactly where every term is -inf."""
     rng = np.random.default_rng(1)
-    x = log_table(rng, (7, 50), 0.3, 500.0)
+    x = log_table(rng, (70, 400), 0.3, spread)
     x[:, 3] = -np.inf  # a column of log 0
-    out = np.empty(50)
-    K._logsumexp_rows(x, out)
-    assert_close(out, naive.logsumexp(x, axis=0), rtol=1e-15, atol=1e-12)
+    x[:, 5] = -np.inf
+    x[17, 5] = -spread  # one term alone
+    m, e = np.zeros(400), np.full(400, -np.inf)
+    for row in x:
+        K._ext_add_logs(m, e, row)
+    assert ((m >= 1.0) & (m < 2.0) | (m == 0.0)).all()  # normalised
+    out = np.empty(400)
+    K._log_ext_into(m, e, out)
+    assert_close(out, naive.logsumexp(x, axis=0), rtol=1e-15, atol=5e-12)
 
 
 # ----------------------------------------------------------------------------- transforms
