@@ -43,6 +43,7 @@ import numpy as np
 from bigbn.families import family_masks, n_families, unsqueeze
 
 __all__ = [
+    "crc32c",
     "logsumexp",
     "random_beta",
     "enumerate_dags",
@@ -83,6 +84,17 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def crc32c(data: bytes, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of data, continuing from crc:
+    bit by bit, as RFC 3720 (iSCSI), appendix B.4, defines it."""
+    crc ^= 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
 
 
 def logsumexp(a, axis=None):

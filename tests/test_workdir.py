@@ -102,3 +102,23 @@ def test_a_refused_eviction_is_only_advice(wd, monkeypatch):
     x = np.arange(32.0)
     wd.write_region(Region("forward", ((1,),)), x)
     np.testing.assert_array_equal(wd.read("forward", slice(32, 64), evict=True), x)
+
+
+def test_checksum_is_crc32c_of_the_bytes_chained_and_leaves_the_array_writable():
+    """workdir.checksum (the journal's crc of every chunk) against the bitwise CRC-32C of
+    naive.py: the standard check value, arrays of every shape and layout the tasks
+    write, chaining over several arrays as a task's record does."""
+    import naive
+    from bigbn.workdir import checksum
+
+    assert naive.crc32c(b"123456789") == 0xE3069283  # the reference's own check value
+    assert checksum(np.frombuffer(b"123456789", dtype=np.uint8)) == 0xE3069283
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 5, 7))
+    b = np.asfortranarray(rng.normal(size=(4, 6)))[:, ::2]  # neither C- nor F-contiguous
+    c = np.array([-np.inf, np.nan, 0.0, -0.0])
+    for x in (a, b, c, np.zeros(0)):
+        assert checksum(x) == naive.crc32c(np.ascontiguousarray(x).tobytes())
+    assert checksum(c, checksum(b, checksum(a))) == naive.crc32c(
+        c.tobytes(), naive.crc32c(np.ascontiguousarray(b).tobytes(), naive.crc32c(a.tobytes())))
+    assert a.flags.writeable and c.flags.writeable
