@@ -29,8 +29,6 @@ Kernels (paper references are to Koivisto 2006):
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
