@@ -2,11 +2,13 @@
 """Whole runs of two or more checkouts of bigbn, interleaved on the same data, with
 medians: the way to tell a change of 1–3 s at n = 28 from the host's drift.
 
-On the reference VM the same code runs n = 28 in anything from 43 to 52 s on one day,
+On the reference VM the same code runs n = 28 in anything from 37 to 52 s on one day,
 in slow and fast periods of minutes; two versions timed one after the other mostly
-measure the period. Here every repetition runs each checkout once, in an order that
-rotates from one repetition to the next, and the summary gives each checkout's median,
-least and largest wall time, per-stage wall time (summary.json), user and system CPU
+measure the period. Even interleaved, two checkouts of the same commit came out 3.5 s
+apart in medians of three runs (2026-11-24): give a second checkout of the old version
+as a control when the change expected is that small. Here every repetition runs each
+checkout once, in an order that rotates from one repetition to the next, and the
+summary gives each checkout's median, least and largest wall time, per-stage wall time (summary.json), user and system CPU
 seconds and minor page faults (getrusage of the child).
 
 --cold starts every run on a cold page cache, as a first run on a fresh machine would:
@@ -17,9 +19,10 @@ freed memory back to its host (docs/design.md, "Where a task's time goes"). With
 each run reuses the pages its predecessor's tables just freed.
 
 Each checkout first runs n = 16 in chunks of 2^12 once, untimed, to compile its kernels
-(numba caches them in the checkout's __pycache__).
+(numba caches them per checkout, under ~/.cache/bigbn/numba: bigbn/__init__.py).
 
     python scripts/bench_ab.py new=. old=/tmp/bigbn-main --n 28 --reps 4 --cold
+    python scripts/bench_ab.py new=. old=/tmp/a old2=/tmp/b --reps 3 --cold   # with a control
 """
 
 from __future__ import annotations
