@@ -8,8 +8,9 @@ measure the period. Even interleaved, two checkouts of the same commit came out 
 apart in medians of three runs (2026-11-24): give a second checkout of the old version
 as a control when the change expected is that small. Here every repetition runs each
 checkout once, in an order that rotates from one repetition to the next, and the
-summary gives each checkout's median, least and largest wall time, per-stage wall time (summary.json), user and system CPU
-seconds and minor page faults (getrusage of the child).
+summary gives each checkout's median, least and largest wall time, per-stage wall time
+(summary.json), user and system CPU seconds and minor page faults (getrusage of the
+child).
 
 --cold starts every run on a cold page cache, as a first run on a fresh machine would:
 the previous run's workdir is deleted, the page cache dropped (needs root:
