@@ -67,14 +67,14 @@ def stored_alpha_ext(job: Job, node: int, first_chunk: int, nchunks: int) -> tup
 def compute(job: Job, spec: TaskSpec) -> dict:
     """Run one task: read its regions, compute, write (and fsync) exactly ``spec.writes``.
 
-    Returns the task's record: ``crc`` (CRC-32 of everything it wrote, in ``spec.writes``
+    Returns the task's record: ``crc`` (CRC-32C of everything it wrote, in ``spec.writes``
     order; the journal keeps it for verification) and, for the edges task, ``log_px``.
     """
     return _TASKS[spec.kind](job, spec)
 
 
 def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
-    """Write array t to ``spec.writes[t]``; the CRC-32 chained over all of them."""
+    """Write array t to ``spec.writes[t]``; the CRC-32C (`checksum`) chained over all of them."""
     assert len(arrays) == len(spec.writes)
     crc = 0
     for region, a in zip(spec.writes, arrays):

@@ -271,7 +271,7 @@ _RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",)}
 
 def valid_record(rec) -> bool:
     """Whether a journal line is a task record as `JournaledTask` writes it: task and
-    stage strings, a CRC-32, finite times, and the stage's own numbers. Everything read
+    stage strings, a CRC-32C, finite times, and the stage's own numbers. Everything read
     from disk goes through here, so a damaged or hand-edited line is never trusted."""
     if not isinstance(rec, dict):
         return False
