@@ -129,16 +129,58 @@ def _transform(kernel, x, d, small, wide):
     return out + top
 
 
-@pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (3, 1), (5, 2), (6, 6), (8, 3), (9, 0)])
+def _upward_from_support(x, d, k, small, wide):
+    """`_transform` of K._upward_truncated as the α kernels call it: every entry NaN,
+    then `_clear_support`, then only the values on |S| ≤ k set. A NaN in the result
+    means the transform read an entry it had not written."""
+    top = x.max() if np.isfinite(x).any() else 0.0
+    m, e = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    K._clear_support(m, e, d, small, wide)
+    sup = popcounts(np.arange(1 << d)) <= k
+    sm, se = np.empty_like(x), np.empty_like(x)
+    if wide:
+        _to_ext(x - top, sm, se)
+        e[sup] = se[sup]
+    else:
+        sm[:] = np.exp(x - top)
+    m[sup] = sm[sup]
+    K._upward_truncated(m, e, d, small, wide)
+    out = np.empty_like(x)
+    if wide:
+        _from_ext(m, e, out)
+    else:
+        with np.errstate(divide="ignore"):
+            out[:] = np.log(m)
+    return out + top
+
+
+@pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (2, 1), (3, 1), (5, 2), (6, 6), (8, 2), (8, 3),
+                                 (9, 0), (9, 1), (10, 3)])
 @pytest.mark.parametrize("wide", [False, True])
 def test_upward_truncated(d, k, wide):
     """Plain sums of values within 30 nats; extended-exponent sums of values spread over
-    30000 nats (e^-30000 is far below float64's 2^-1074: no single scale holds them)."""
+    30000 nats (e^-30000 is far below float64's 2^-1074: no single scale holds them).
+    Only the entries `_clear_support` zeroes and those with |S| ≤ k are set (the rest
+    NaN): the transform must write every other entry (the runs it copies, d ≥ 8 here)
+    before it reads it."""
     rng = np.random.default_rng(d * 10 + k)
     x = log_table(rng, 1 << d, spread=30000.0 if wide else 30.0)
-    x[popcounts(np.arange(1 << d)) > k] = -np.inf  # the kernel's support contract
-    assert_close(_transform(K._upward_truncated, x, d, small_masks(d, k), wide),
-                 naive.upward_truncated(x, d, k))
+    got = _upward_from_support(x, d, k, small_masks(d, k), wide)
+    assert not np.isnan(got).any()
+    assert_close(got, naive.upward_truncated(x, d, k))
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_clear_support_zeroes_only_what_the_transform_reads(wide):
+    """d = 10, k = 3: the 8-entry groups whose bits ≥ 3 have ≤ 3 bits (64 of the 128),
+    and nothing else; the exponents only if wide."""
+    d, k = 10, 3
+    m, e = np.full(1 << d, 5.0), np.full(1 << d, 7.0)
+    K._clear_support(m, e, d, small_masks(d, k), wide)
+    groups = popcounts(np.arange(1 << d) >> 3) <= k
+    assert np.array_equal(m == 0.0, groups)
+    assert np.array_equal(e == -np.inf, groups if wide else np.zeros(1 << d, bool))
+    assert (m[~groups] == 5.0).all() and (e[~groups | (not wide)] == 7.0).all()
 
 
 @pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (3, 1), (5, 2), (6, 6), (8, 3), (9, 0)])
