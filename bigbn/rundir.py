@@ -540,7 +540,9 @@ def status_lines(workdir) -> list[str]:
         secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
         lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
     used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
-    lines.append(f"disk used: {gib(used)} (the plan's tables: {gib(sum(plan.disk_bytes().values()))})")
+    # disk_bytes() bounds the tables for tasks run in any order (status does not know the
+    # run's workers); a local run's peak is lower (`bigbn plan` gives both)
+    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(sum(plan.disk_bytes().values()))})")
     holder = wd.active_holder()
     lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
                  else "active: no")

@@ -206,7 +206,7 @@ def test_rerunning_a_finished_run_says_so_and_does_not_score_again(finished, mon
 
 def test_status_sizes_and_stages(finished):
     out = invoke("status", "-w", finished).output
-    assert "computes the posterior" in out and "(the plan's tables: 16.2 KiB)" in out
+    assert "computes the posterior" in out and "(the plan's tables: at most 16.2 KiB)" in out
 
 
 # ------------------------------------------------------------ moved from the review tests (issues #10, #12)
