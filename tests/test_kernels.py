@@ -110,48 +110,49 @@ def _from_ext(m, e, x):
         x[j] = _log_ext(m[j], e[j])
 
 
-def _transform(kernel, x, d, small, wide):
-    """Run a transform on log values x, as plain float64 exp(x - max x) or as extended
-    numbers (wide); the result as logs."""
+def _scaled(x, wide):
+    """Log values x as the transforms take them: (m, e, top), plain float64
+    m = exp(x - top) (e unused) or extended numbers (wide), top = max x."""
     top = x.max() if np.isfinite(x).any() else 0.0
     m, e = np.empty_like(x), np.empty_like(x)
     if wide:
         _to_ext(x - top, m, e)
     else:
         m[:] = np.exp(x - top)
-    kernel(m, e, d, small, wide)
-    out = np.empty_like(x)
+    return m, e, top
+
+
+def _logs(m, e, top, wide):
+    """The inverse of `_scaled`: the values as logs."""
+    out = np.empty_like(m)
     if wide:
         _from_ext(m, e, out)
     else:
         with np.errstate(divide="ignore"):
             out[:] = np.log(m)
     return out + top
+
+
+def _transform(kernel, x, d, small, wide):
+    """Run a transform on log values x (`_scaled`); the result as logs."""
+    m, e, top = _scaled(x, wide)
+    kernel(m, e, d, small, wide)
+    return _logs(m, e, top, wide)
 
 
 def _upward_from_support(x, d, k, small, wide):
     """`_transform` of K._upward_truncated as the α kernels call it: every entry NaN,
     then `_clear_support`, then only the values on |S| ≤ k set. A NaN in the result
     means the transform read an entry it had not written."""
-    top = x.max() if np.isfinite(x).any() else 0.0
+    sm, se, top = _scaled(x, wide)
     m, e = np.full_like(x, np.nan), np.full_like(x, np.nan)
     K._clear_support(m, e, d, small, wide)
     sup = popcounts(np.arange(1 << d)) <= k
-    sm, se = np.empty_like(x), np.empty_like(x)
-    if wide:
-        _to_ext(x - top, sm, se)
-        e[sup] = se[sup]
-    else:
-        sm[:] = np.exp(x - top)
     m[sup] = sm[sup]
-    K._upward_truncated(m, e, d, small, wide)
-    out = np.empty_like(x)
     if wide:
-        _from_ext(m, e, out)
-    else:
-        with np.errstate(divide="ignore"):
-            out[:] = np.log(m)
-    return out + top
+        e[sup] = se[sup]
+    K._upward_truncated(m, e, d, small, wide)
+    return _logs(m, e, top, wide)
 
 
 @pytest.mark.parametrize("d,k", [(1, 0), (1, 1), (2, 1), (3, 1), (5, 2), (6, 6), (8, 2), (8, 3),
