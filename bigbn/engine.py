@@ -164,9 +164,10 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     """
     p, wd = job.plan, job.workdir
     backward = spec.kind == "backward"
-    m, e = np.zeros(p.chunk_size), np.full(p.chunk_size, NEG_INF)
-    if spec.origin is not None:
-        m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
+    m, e = np.empty((2, p.chunk_size))  # the first high-bit term writes them whole
+    if not spec.terms:
+        m.fill(0.0)
+        e.fill(NEG_INF)
     nm, ne = np.empty((2, p.chunk_size))  # a neighbour chunk as extended numbers
     if backward:  # γ: L on the chunk, read by this task alone in the backward stage
         fm, fe = np.empty((2, p.chunk_size))
@@ -174,15 +175,22 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
         part = np.full((p.n, p.n_families), NEG_INF)
     recompute = p.alpha_mode == "recompute"
     for t, (node, first, G) in enumerate(spec.terms):
-        K._ext_from_log_into(wd.read(spec.kind, _chunk_slice(p, G)), nm, ne)
+        y = wd.read(spec.kind, _chunk_slice(p, G))
+        alpha = (job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits)
+        if recompute and not backward:  # nothing else reads y: as logs, converted a tile at a time
+            K._high_term(*alpha, y, np.empty(0), m, e, t > 0)
+            continue
+        K._ext_from_log_into(y, nm, ne)
         if recompute:
-            K._high_term(job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits, nm, ne, m, e)
+            K._high_term(*alpha, nm, ne, m, e, t > 0)
         else:
-            K._ext_fma_into(m, e, *stored_alpha_ext(job, node, first, 2), nm, ne)
+            K._ext_fma_into(m, e, *stored_alpha_ext(job, node, first, 2), nm, ne, t > 0)
         if backward:
             gnode, Q, gG = spec.gamma_terms[t]
             assert (gnode, gG) == (node, G)
             K._gamma_high(fm, fe, nm, ne, Q, p.families, p.small_masks, p.tile_bits, part[node])
+    if spec.origin is not None:  # in a chunk with no high-bit terms
+        m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
     if recompute:
         K._recursion_tiles(job.beta, p.families, p.small_masks, spec.chunk, p.tile_bits, m, e, not backward)
     else:

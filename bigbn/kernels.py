@@ -320,12 +320,31 @@ def _log_ext_into(m, e, out):
 
 
 @njit(**_KW)
-def _ext_fma_into(pm, pe, am, ae, xm, xe):
+def _ext_fma_into(pm, pe, am, ae, xm, xe, add):
     """(pm, pe)[j] += (am, ae)[j]·(xm, xe)[j]: extended numbers, arrays of equal length.
     A product multiplies mantissas and adds exponents; the sum is `_ext_add` (no
-    transcendental). The loop vectorises."""
-    for j in range(pm.shape[0]):
-        pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm[j], ae[j] + xe[j])
+    transcendental). add=False: (pm, pe)[j] = the product, pm and pe not read (the same
+    bits as adding it to zero). The loops vectorise."""
+    if add:
+        for j in range(pm.shape[0]):
+            pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm[j], ae[j] + xe[j])
+    else:
+        for j in range(pm.shape[0]):
+            pm[j], pe[j] = am[j] * xm[j], ae[j] + xe[j]
+
+
+@njit(**_KW)
+def _ext_fma_log_into(pm, pe, am, ae, x, add):
+    """`_ext_fma_into` with x as natural logs, each converted as it is read
+    (`_ext_from_log`): the same bits as converting x first, without the converted array."""
+    if add:
+        for j in range(pm.shape[0]):
+            xm, xe = _ext_from_log(x[j])
+            pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm, ae[j] + xe)
+    else:
+        for j in range(pm.shape[0]):
+            xm, xe = _ext_from_log(x[j])
+            pm[j], pe[j] = am[j] * xm, ae[j] + xe
 
 
 @njit(**_KW)
@@ -372,12 +391,14 @@ def _tile_ranges(off, t, lo, hi):
 
 
 @njit(**_KW)
-def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
+def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add):
     """(m, e)[o] += alpha(Q·2^c + o)·y[o] for the 2^c offsets o of a chunk: the
     cross-chunk term of one high node c+b, alpha of that node (beta_row, fam) on the
     span of its squeezed masks (alpha chunks 2Q, 2Q+1), recomputed per tile of
-    2^tile_bits entries (plan.TILE_BITS); y = (ym, ye): the neighbour chunk of L or B as
-    extended numbers. Returns how many α tiles were wide."""
+    2^tile_bits entries (plan.TILE_BITS); y: the neighbour chunk of L or B, as extended
+    numbers (ym, ye), or as natural logs ym with ye empty (converted a tile at a time,
+    while it is in the cache: `_ext_fma_log_into`). add=False: (m, e) = the term, not
+    read before (a chunk's first term). Returns how many α tiles were wide."""
     T = min(tile_bits, c)
     tile = np.int64(1) << T
     ntiles = np.int64(1) << (c - T)
@@ -396,7 +417,10 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
         nr = _tile_ranges(off, t, lo, hi)
         wide += _alpha_ranges(bb, bw, ref, bg, lo[:nr], hi[:nr], T, small, am, ae)
         s = t * tile
-        _ext_fma_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], ye[s:s + tile])
+        if ye.shape[0]:
+            _ext_fma_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], ye[s:s + tile], add)
+        else:
+            _ext_fma_log_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], add)
     return wide
 
 
@@ -453,7 +477,7 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
                 nr = _tile_ranges(off[i], (qt << 1) | 1, lo, hi)
                 wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
                 u = (t ^ (1 << b)) * tile
-                _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile])
+                _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile], True)
         for i in range(T):  # squeeze(s + u, i) = t·2^(T-1) + squeeze(u, i)
             nr = _tile_ranges(off[i], t, lo, hi)
             wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
@@ -524,7 +548,7 @@ def _recursion_chunk(m, e, am, ae, forward):
                 src = dst + run
             q = min(src, dst) >> 1
             _ext_fma_into(m[dst:dst + run], e[dst:dst + run], am[i, q:q + run], ae[i, q:q + run],
-                          m[src:src + run], e[src:src + run])
+                          m[src:src + run], e[src:src + run], True)
     return wide
 
 

@@ -7,7 +7,9 @@ Data as in the paper's section 5.2 (random binary network, k = 3, K2 + koivisto-
 prior) with m rows. Per forward/backward task of one chunk of 2^c entries the engine runs:
 the in-chunk recursion with α of the c low nodes recomputed per tile
 (`_recursion_tiles`), one `_high_term` per high bit (α of a high node times a neighbour
-chunk; timed once) and, backward, the γ parts (`_gamma_low`: c transforms of 2^(c-1) entries, a tile at a time;
+chunk; timed once with the neighbour converted to extended numbers first, as backward
+tasks do, and once on its logs, converted inside, as forward tasks do) and, backward,
+the γ parts (`_gamma_low`: c transforms of 2^(c-1) entries, a tile at a time;
 `_gamma_high`: a high node's 2^c transform, timed once). The recursion runs on chunk
 0 (L from L(∅) = 1, so its values are the real L's) and, mirrored, on the top chunk; γ
 on s = that L. Prints the median milliseconds (thread CPU time) of --repeat runs per
@@ -66,9 +68,11 @@ def timings(K, beta, plan):
         K._log_ext_into(m, e, tables[name])
     L = tables["forward chunk"]
     Lm, Le = np.empty((2, plan.chunk_size))
-    K._ext_from_log_into(L, Lm, Le)
+    timed(out, "neighbour to extended numbers", K._ext_from_log_into, L, Lm, Le)
     m, e = np.zeros(plan.chunk_size), np.full(plan.chunk_size, -np.inf)
-    timed(out, "high term (one node)", K._high_term, beta[plan.n - 1], fam, small, 0, c, T, Lm, Le, m, e)
+    alpha = (beta[plan.n - 1], fam, small, 0, c, T)
+    timed(out, "high term (one node)", K._high_term, *alpha, Lm, Le, m, e, True)
+    timed(out, "high term (one node, y as logs)", K._high_term, *alpha, L, np.empty(0), m, e, True)
     # as s_v(S) = L(S)·B(S + v): L of the set, R of (nearly) the rest
     Bm, Be = np.empty((2, plan.chunk_size))
     K._ext_from_log_into(tables["backward chunk"][::-1].copy(), Bm, Be)
@@ -110,7 +114,7 @@ def main() -> None:
         for key in runs["this"][0][0]:
             cells = "".join(f" {name} {1e3 * statistics.median(r[0][key] for r in runs[name]):9.1f}"
                             for name in impls)
-            print(f"  {key:<24}{cells}")
+            print(f"  {key:<34}{cells}")
 
 
 if __name__ == "__main__":

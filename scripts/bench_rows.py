@@ -52,8 +52,8 @@ class Counts:
             self._add("blocks", wb, m.shape[0] >> min(T, K._BLOCK))
             return wa, wb
 
-        def high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e):
-            w = high(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e)
+        def high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add):
+            w = high(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add)
             self._add("α", w, 1 << (c - min(tile_bits, c)))
             return w
 

@@ -61,20 +61,39 @@ def test_ext_conversions_against_fastmath():
 
 
 @pytest.mark.parametrize("spread", [30.0, 30000.0])
-def test_ext_fma_into_against_reference(spread):
+@pytest.mark.parametrize("logs", [False, True])
+@pytest.mark.parametrize("add", [True, False])
+def test_ext_fma_into_against_reference(spread, logs, add):
     """(p) += a·x as extended numbers: against log(exp(p) + exp(a + x)) (naive.lae in
     float64, 1e-15 relative), with exact zeros where p, a or x is zero; values spread
-    over 30000 nats have no common float64 scale."""
+    over 30000 nats have no common float64 scale. x as extended numbers
+    (`_ext_fma_into`) or as logs (`_ext_fma_log_into`, bit for bit the same); add=False
+    writes a + x into p without reading it (p starts as NaN)."""
     rng = np.random.default_rng(int(spread))
     p, a, x = (log_table(rng, 1000, 0.2, spread) for _ in range(3))
     ext = [np.empty((2, 1000)) for _ in range(3)]
     for arr, (mm, ee) in zip((p, a, x), ext):
         K._ext_from_log_into(arr, mm, ee)
     (pm, pe), (am, ae), (xm, xe) = ext
+    if not add:
+        pm[:], pe[:] = np.nan, np.nan
+    qm, qe = ext[0].copy()
     got = np.empty(1000)
-    K._ext_fma_into(pm, pe, am, ae, xm, xe)
+    if logs:
+        K._ext_fma_log_into(pm, pe, am, ae, x, add)
+        K._ext_fma_into(qm, qe, am, ae, xm, xe, add)
+        np.testing.assert_array_equal(pm, qm)
+        np.testing.assert_array_equal(pe, qe)
+    else:
+        K._ext_fma_into(pm, pe, am, ae, xm, xe, add)
     K._log_ext_into(pm, pe, got)
-    assert_close(got, np.array([naive.lae(u, v + w) for u, v, w in zip(p, a, x)]), rtol=1e-15, atol=1e-14)
+    want = [naive.lae(u, v + w) if add else v + w for u, v, w in zip(p, a, x)]
+    assert_close(got, np.array(want), rtol=1e-15, atol=1e-14)
+    if not add:  # the same bits as adding to zero
+        zm, ze = np.zeros(1000), np.full(1000, -np.inf)
+        K._ext_fma_into(zm, ze, am, ae, xm, xe, True)
+        np.testing.assert_array_equal(pm, zm)
+        np.testing.assert_array_equal(pe, ze)
 
 
 @pytest.mark.parametrize("spread", [30.0, 5000.0])
@@ -463,10 +482,13 @@ def test_recursion_tiles_against_reference(c, tile_bits, forward, spread):
 
 
 @pytest.mark.parametrize("c,tile_bits", [(3, 1), (5, 2), (5, 5), (5, 13)])
-def test_high_term_against_reference(c, tile_bits):
+@pytest.mark.parametrize("logs", [False, True])
+@pytest.mark.parametrize("add", [True, False])
+def test_high_term_against_reference(c, tile_bits, logs, add):
     """(m, e) += alpha_node·exp(y) with alpha of a high node on its span of squeezed masks
     Q·2^c + o, built per tile: against the brute-force subset sums of naive.alpha_chunk
-    on the 2^c-entry chunk Q, at every Q."""
+    on the 2^c-entry chunk Q, at every Q. y as extended numbers or as logs (converted
+    inside); add=False sets (m, e) to the term without reading them (they start NaN)."""
     n, k = 8, 3
     rng = np.random.default_rng(c + tile_bits)
     for spread in (20.0, 20000.0):
@@ -475,12 +497,16 @@ def test_high_term_against_reference(c, tile_bits):
         for Q in range(1 << (n - 1 - c)):
             acc, y = log_table(rng, 1 << c, 0.3, 10.0), log_table(rng, 1 << c, 0.3, 10.0)
             alpha = naive.alpha_chunk(beta[n - 1], fam, Q, c)
-            want = np.array([naive.lae(a, b + x) for a, b, x in zip(acc, alpha, y)])
-            m, e = np.empty(1 << c), np.empty(1 << c)
-            K._ext_from_log_into(acc, m, e)
-            ym, ye = np.empty(1 << c), np.empty(1 << c)
-            K._ext_from_log_into(y, ym, ye)
-            K._high_term(beta[n - 1], fam, small, Q, c, tile_bits, ym, ye, m, e)
+            want = np.array([naive.lae(a, b + x) if add else b + x for a, b, x in zip(acc, alpha, y)])
+            m, e = np.full((2, 1 << c), np.nan)
+            if add:
+                K._ext_from_log_into(acc, m, e)
+            if logs:
+                ym, ye = y, np.empty(0)
+            else:
+                ym, ye = np.empty(1 << c), np.empty(1 << c)
+                K._ext_from_log_into(y, ym, ye)
+            K._high_term(beta[n - 1], fam, small, Q, c, tile_bits, ym, ye, m, e, add)
             got = np.empty(1 << c)
             K._log_ext_into(m, e, got)
             assert_close(got, want, rtol=1e-13, atol=1e-11)
@@ -682,7 +708,7 @@ def test_kernels_use_the_current_fastmath_bit_for_bit():
     _to_ext(np.concatenate([acc, x]), m, e)
     ones, zeros = np.ones(4096), np.zeros(4096)
     pm, pe = m[:4096].copy(), e[:4096].copy()
-    K._ext_fma_into(pm, pe, ones, zeros, m[4096:], e[4096:])
+    K._ext_fma_into(pm, pe, ones, zeros, m[4096:], e[4096:], True)
     _ext_add_run(m, e, 0, 4096, 4096)
     np.testing.assert_array_equal(pm, m[:4096])
     np.testing.assert_array_equal(pe, e[:4096])
