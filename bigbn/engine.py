@@ -168,27 +168,23 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     if not spec.terms:
         m.fill(0.0)
         e.fill(NEG_INF)
-    nm, ne = np.empty((2, p.chunk_size))  # a neighbour chunk as extended numbers
     if backward:  # γ: L on the chunk, read by this task alone in the backward stage
         fm, fe = np.empty((2, p.chunk_size))
         K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk), evict=True), fm, fe)
         part = np.full((p.n, p.n_families), NEG_INF)
     recompute = p.alpha_mode == "recompute"
+    y = None
     for t, (node, first, G) in enumerate(spec.terms):
+        # the neighbour as logs: each kernel converts it a tile at a time, in the cache
         y = wd.read(spec.kind, _chunk_slice(p, G))
-        alpha = (job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits)
-        if recompute and not backward:  # nothing else reads y: as logs, converted a tile at a time
-            K._high_term(*alpha, y, np.empty(0), m, e, t > 0)
-            continue
-        K._ext_from_log_into(y, nm, ne)
         if recompute:
-            K._high_term(*alpha, nm, ne, m, e, t > 0)
+            K._high_term(job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits, y, m, e, t > 0)
         else:
-            K._ext_fma_into(m, e, *stored_alpha_ext(job, node, first, 2), nm, ne, t > 0)
+            K._ext_fma_log_into(m, e, *stored_alpha_ext(job, node, first, 2), y, t > 0)
         if backward:
             gnode, Q, gG = spec.gamma_terms[t]
             assert (gnode, gG) == (node, G)
-            K._gamma_high(fm, fe, nm, ne, Q, p.families, p.small_masks, p.tile_bits, part[node])
+            K._gamma_high(fm, fe, y, Q, p.families, p.small_masks, p.tile_bits, part[node])
     if spec.origin is not None:  # in a chunk with no high-bit terms
         m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
     if recompute:
@@ -200,7 +196,7 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
         K._recursion_chunk(m, e, am, ae, not backward)
     if backward:  # γ of the low nodes v < c: S and S+v both in the chunk
         K._gamma_low(fm, fe, m, e, spec.chunk, p.families, p.small_masks, p.tile_bits, part)
-    out = nm  # the logs written: the neighbour's buffer is free now
+    out = np.empty(p.chunk_size) if y is None else y  # the logs written: the last neighbour's buffer is free now
     K._log_ext_into(m, e, out)
     return {"crc": _write_all(job, spec, out, part) if backward else _write_all(job, spec, out)}
 

@@ -391,14 +391,14 @@ def _tile_ranges(off, t, lo, hi):
 
 
 @njit(**_KW)
-def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add):
-    """(m, e)[o] += alpha(Q·2^c + o)·y[o] for the 2^c offsets o of a chunk: the
+def _high_term(beta_row, fam, small, Q, c, tile_bits, y, m, e, add):
+    """(m, e)[o] += alpha(Q·2^c + o)·exp(y[o]) for the 2^c offsets o of a chunk: the
     cross-chunk term of one high node c+b, alpha of that node (beta_row, fam) on the
     span of its squeezed masks (alpha chunks 2Q, 2Q+1), recomputed per tile of
-    2^tile_bits entries (plan.TILE_BITS); y: the neighbour chunk of L or B, as extended
-    numbers (ym, ye), or as natural logs ym with ye empty (converted a tile at a time,
-    while it is in the cache: `_ext_fma_log_into`). add=False: (m, e) = the term, not
-    read before (a chunk's first term). Returns how many α tiles were wide."""
+    2^tile_bits entries (plan.TILE_BITS); y: the neighbour chunk of L or B as natural
+    logs, converted a tile at a time while it is in the cache (`_ext_fma_log_into`).
+    add=False: (m, e) = the term, not read before (a chunk's first term). Returns how
+    many α tiles were wide."""
     T = min(tile_bits, c)
     tile = np.int64(1) << T
     ntiles = np.int64(1) << (c - T)
@@ -417,10 +417,7 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add):
         nr = _tile_ranges(off, t, lo, hi)
         wide += _alpha_ranges(bb, bw, ref, bg, lo[:nr], hi[:nr], T, small, am, ae)
         s = t * tile
-        if ye.shape[0]:
-            _ext_fma_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], ye[s:s + tile], add)
-        else:
-            _ext_fma_log_into(m[s:s + tile], e[s:s + tile], am, ae, ym[s:s + tile], add)
+        _ext_fma_log_into(m[s:s + tile], e[s:s + tile], am, ae, y[s:s + tile], add)
     return wide
 
 
@@ -761,6 +758,17 @@ def _products_run(fm, fe, bm, be, o, p, sm, se, u, h):
         d2[j] = a3[j] + a4[j]
 
 
+@njit(**_KW)
+def _products_log_run(fm, fe, y, o, sm, se):
+    """(sm, se)[j] = F[o + j]·exp(y[o + j]) for j < len(sm): F extended numbers, y natural
+    logs converted as they are read (`_ext_from_log`; one contiguous, vectorised loop)."""
+    a1, a3, x = fm[o:o + sm.shape[0]], fe[o:o + sm.shape[0]], y[o:o + sm.shape[0]]
+    for j in range(sm.shape[0]):
+        xm, xe = _ext_from_log(x[j])
+        sm[j] = a1[j] * xm
+        se[j] = a3[j] + xe
+
+
 # The exponents of a γ tile are never NaN (integers, or -inf for a zero), so their
 # largest and smallest may be taken in any order: the flags let LLVM vectorise the scan.
 @njit(**dict(_KW, fastmath={"contract", "nnan", "nsz", "reassoc"}))
@@ -878,13 +886,13 @@ def _gamma_low(fm, fe, bm, be, H, fam, small, tile_bits, part):
 
 
 @njit(**_KW)
-def _gamma_high(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row):
+def _gamma_high(fm, fe, y, Q, fam, small, tile_bits, part_row):
     """Chunk H's part of gamma of a high node c+b (b ∉ H): from s(o) = L[o]·B'[o], B'
     the backward chunk H + b, the superset sums over the 2^c sets S = H·2^c + o (squeezed
     masks Q·2^c + o), a tile of 2^tile_bits at a time (`_gamma_tile`), scattered (as
-    logs) into part_row for the families whose high part lies inside Q. (fm, fe), (nm,
-    ne): L on chunk H and B on chunk H + b as extended numbers. Returns how many tiles
-    were wide."""
+    logs) into part_row for the families whose high part lies inside Q. (fm, fe): L on
+    chunk H as extended numbers; y: B on chunk H + b as natural logs, converted a tile
+    at a time (`_products_log_run`). Returns how many tiles were wide."""
     size = fm.shape[0]
     c = 0
     while (np.int64(1) << c) < size:
@@ -901,7 +909,7 @@ def _gamma_high(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row):
     wide = 0
     for t in range(size >> Tq):
         o0 = t << Tq
-        _tile_products(fm, fe, nm, ne, o0, o0, -1, sm, se)
+        _products_log_run(fm, fe, y, o0, sm, se)
         wide += _gamma_tile(sm, se, Tq, small, t, lo, cnt, row, kk, acc_m, acc_e)
     _gamma_scatter(acc_m, acc_e, c, Tq, Q, fam, col, row, part_row)
     return wide

@@ -7,8 +7,7 @@ Data as in the paper's section 5.2 (random binary network, k = 3, K2 + koivisto-
 prior) with m rows. Per forward/backward task of one chunk of 2^c entries the engine runs:
 the in-chunk recursion with α of the c low nodes recomputed per tile
 (`_recursion_tiles`), one `_high_term` per high bit (α of a high node times a neighbour
-chunk; timed once with the neighbour converted to extended numbers first, as backward
-tasks do, and once on its logs, converted inside, as forward tasks do) and, backward,
+chunk, read as logs and converted a tile at a time inside; timed once) and, backward,
 the γ parts (`_gamma_low`: c transforms of 2^(c-1) entries, a tile at a time;
 `_gamma_high`: a high node's 2^c transform, timed once). The recursion runs on chunk
 0 (L from L(∅) = 1, so its values are the real L's) and, mirrored, on the top chunk; γ
@@ -68,17 +67,16 @@ def timings(K, beta, plan):
         K._log_ext_into(m, e, tables[name])
     L = tables["forward chunk"]
     Lm, Le = np.empty((2, plan.chunk_size))
-    timed(out, "neighbour to extended numbers", K._ext_from_log_into, L, Lm, Le)
+    timed(out, "L to extended numbers", K._ext_from_log_into, L, Lm, Le)
     m, e = np.zeros(plan.chunk_size), np.full(plan.chunk_size, -np.inf)
-    alpha = (beta[plan.n - 1], fam, small, 0, c, T)
-    timed(out, "high term (one node)", K._high_term, *alpha, Lm, Le, m, e, True)
-    timed(out, "high term (one node, y as logs)", K._high_term, *alpha, L, np.empty(0), m, e, True)
+    timed(out, "high term (one node)", K._high_term, beta[plan.n - 1], fam, small, 0, c, T, L, m, e, True)
     # as s_v(S) = L(S)·B(S + v): L of the set, R of (nearly) the rest
+    B = tables["backward chunk"][::-1].copy()
     Bm, Be = np.empty((2, plan.chunk_size))
-    K._ext_from_log_into(tables["backward chunk"][::-1].copy(), Bm, Be)
+    K._ext_from_log_into(B, Bm, Be)
     part = np.empty((plan.n, plan.n_families))
     timed(out, "γ parts (c low nodes)", K._gamma_low, Lm, Le, Bm, Be, 0, fam, small, T, part)
-    timed(out, "γ part (one high node)", K._gamma_high, Lm, Le, Bm, Be, 0, fam, small, T, part[-1])
+    timed(out, "γ part (one high node)", K._gamma_high, Lm, Le, B, 0, fam, small, T, part[-1])
     return out, float(L[-1])
 
 

@@ -52,8 +52,8 @@ class Counts:
             self._add("blocks", wb, m.shape[0] >> min(T, K._BLOCK))
             return wa, wb
 
-        def high_term(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add):
-            w = high(beta_row, fam, small, Q, c, tile_bits, ym, ye, m, e, add)
+        def high_term(beta_row, fam, small, Q, c, tile_bits, y, m, e, add):
+            w = high(beta_row, fam, small, Q, c, tile_bits, y, m, e, add)
             self._add("α", w, 1 << (c - min(tile_bits, c)))
             return w
 
@@ -63,8 +63,8 @@ class Counts:
             self._add("γ", w, c << (c - min(tile_bits, c)))
             return w
 
-        def high_gamma(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row):
-            w = gamma_high(fm, fe, nm, ne, Q, fam, small, tile_bits, part_row)
+        def high_gamma(fm, fe, y, Q, fam, small, tile_bits, part_row):
+            w = gamma_high(fm, fe, y, Q, fam, small, tile_bits, part_row)
             c = fm.shape[0].bit_length() - 1
             self._add("γ", w, 1 << (c - min(tile_bits, c)))
             return w

@@ -23,7 +23,8 @@ from bigbn import kernels as K
 from bigbn.rundir import read_record
 from bigbn.workdir import TableStore, Workdir
 
-KERNELS = ("_recursion_tiles", "_high_term", "_gamma_low", "_gamma_high", "_ext_from_log_into", "_log_ext_into")
+KERNELS = ("_recursion_tiles", "_high_term", "_gamma_low", "_gamma_high", "_ext_from_log_into", "_log_ext_into",
+           "_ext_fma_log_into")
 
 
 def main() -> None:
