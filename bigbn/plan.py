@@ -502,21 +502,18 @@ def _transform_updates(d: int, k: int) -> int:
 # Relative least-squares fit to the forward and backward task-seconds (I/O and zarr
 # overhead included, less the disk terms below) of scripts/bench.py at n = 24, 26, 28
 # (k = 3, c = 20, binary data, m = 1000; 2026-11-23, 1-minute load ≤ 0.35 before each
-# run): each stage within 11 %. Then, with SECONDS_PER_HIGH_ENTRY, all three scaled by
-# 0.65 (2026-11-24, after α's transform began to copy the runs it fills, kernels.py):
-# the least-squares common factor (relative) to the forward and backward stage walls of
-# scripts/bench.py at n = 24, 28 and 32; `bigbn plan` then says 40 s and 11.9 min at
-# n = 28 and 32, measured 38.0 s and 11.9 min (forward 0.89 and 0.93 of the measured,
-# backward 1.27 and 1.04; n = 24 0.71 and 0.94).
-SECONDS_PER_LAE = 5.05e-10
-SECONDS_PER_TERM = 2.53e-9
-# What a backward task spends per entry and high node beyond those counts (reading that
-# neighbour's B and converting it, the γ part of that high node): fitted to the rest of
-# the backward task-seconds at n = 24, 28 and 32 (h = 4, 8, 12; 2026-11-24, idle
-# machine), which then agree within 4 % (without it the plan fell 14, 18 and 23 % short,
-# growing with h); `bigbn plan` then says 54 s and 16.3 min at n = 28 and 32, measured
-# 52.7 s and 16.1 min (then 5.3e-9; scaled with the two above since).
-SECONDS_PER_HIGH_ENTRY = 3.43e-9
+# run): each stage within 11 %. Then scaled by 0.65 (2026-11-24, after α's transform
+# began to copy the runs it fills) and by 0.932 (2026-11-24, once the tasks converted
+# their neighbour chunks inside the kernels, engine._task_recursion): the least-squares
+# common factor (relative) to the forward and backward stage walls of scripts/bench.py
+# at n = 24, 28 and 32; `bigbn plan` then says 34.7 s and 10.0 min at n = 28 and 32,
+# measured 33.3 s and 9.6 min (forward 1.07 and 1.04 of the measured, backward 1.10 and
+# 1.04; n = 24 0.72 and 0.92). Until that change a backward task also cost ≈ 5 ns per
+# entry and high node beyond these counts (reading that neighbour's B and converting it
+# whole; without a constant for it, SECONDS_PER_HIGH_ENTRY, the plan fell 14, 18 and 23 %
+# short at n = 24, 28 and 32); fitted again to the runs above, that constant is 0.
+SECONDS_PER_LAE = 4.71e-10
+SECONDS_PER_TERM = 2.36e-9
 # The MAP stage (max-plus, no exp or log) per update and per term. Measured (2 cores,
 # binary data, k = 3): map stage wall 1.65 s, 25.7 s and 550 s at n = 24, 28, 32, which
 # need 0.55, 0.46 and 0.58 of the log-domain constants of the first landing (3.1e-9 and
@@ -568,8 +565,7 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
                        + plan.n_chunks * per_task,
             # backward tasks compute their chunk's part of γ too, reading L and B(H + b) again
             "backward": w["backward"] * term + w.get("backward_alpha", 0) * lae + w["gamma"] * lae
-                        + table / DISK_WRITE_BPS + 2 * table / DISK_READ_BPS + plan.n_chunks * per_task
-                        + (plan.h << plan.n) * SECONDS_PER_HIGH_ENTRY / max(workers, 1),
+                        + table / DISK_WRITE_BPS + 2 * table / DISK_READ_BPS + plan.n_chunks * per_task,
             "gamma": parts / DISK_READ_BPS + (plan.h + 1) * per_task,  # the level sums
         }
     if "map" in w:
