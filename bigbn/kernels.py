@@ -320,23 +320,20 @@ def _log_ext_into(m, e, out):
 
 
 @njit(**_KW)
-def _ext_fma_into(pm, pe, am, ae, xm, xe, add):
+def _ext_fma_into(pm, pe, am, ae, xm, xe):
     """(pm, pe)[j] += (am, ae)[j]·(xm, xe)[j]: extended numbers, arrays of equal length.
     A product multiplies mantissas and adds exponents; the sum is `_ext_add` (no
-    transcendental). add=False: (pm, pe)[j] = the product, pm and pe not read (the same
-    bits as adding it to zero). The loops vectorise."""
-    if add:
-        for j in range(pm.shape[0]):
-            pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm[j], ae[j] + xe[j])
-    else:
-        for j in range(pm.shape[0]):
-            pm[j], pe[j] = am[j] * xm[j], ae[j] + xe[j]
+    transcendental). The loop vectorises."""
+    for j in range(pm.shape[0]):
+        pm[j], pe[j] = _ext_add(pm[j], pe[j], am[j] * xm[j], ae[j] + xe[j])
 
 
 @njit(**_KW)
 def _ext_fma_log_into(pm, pe, am, ae, x, add):
     """`_ext_fma_into` with x as natural logs, each converted as it is read
-    (`_ext_from_log`): the same bits as converting x first, without the converted array."""
+    (`_ext_from_log`): the same bits as converting x first, without the converted array.
+    add=False: (pm, pe)[j] = the product, pm and pe not read (the same bits as adding it
+    to zero: a chunk's first high-bit term)."""
     if add:
         for j in range(pm.shape[0]):
             xm, xe = _ext_from_log(x[j])
@@ -474,7 +471,7 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
                 nr = _tile_ranges(off[i], (qt << 1) | 1, lo, hi)
                 wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
                 u = (t ^ (1 << b)) * tile
-                _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile], True)
+                _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile])
         for i in range(T):  # squeeze(s + u, i) = t·2^(T-1) + squeeze(u, i)
             nr = _tile_ranges(off[i], t, lo, hi)
             wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
@@ -545,7 +542,7 @@ def _recursion_chunk(m, e, am, ae, forward):
                 src = dst + run
             q = min(src, dst) >> 1
             _ext_fma_into(m[dst:dst + run], e[dst:dst + run], am[i, q:q + run], ae[i, q:q + run],
-                          m[src:src + run], e[src:src + run], True)
+                          m[src:src + run], e[src:src + run])
     return wide
 
 
