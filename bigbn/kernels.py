@@ -660,20 +660,21 @@ def _block_ext(am, ae, m, e, base, B, forward):
     numbers (fastmath.py): exact at any range.
 
     (m, e)[base + o]: each entry's high-bit terms; l(o) += alpha_i[base/2 +
-    squeeze(o, i)]·l(o ^ 2^i) for every active bit i < B, each entry normalised (mantissa
-    in [1, 2)) once final. As `_block_runs` for plain values: the two lowest bits written
-    out per group of 4 entries (`_ext_group4`), then the run of the next bit i ≥ 2."""
+    squeeze(o, i)]·l(o ^ 2^i) for every active bit i < B. As `_block_runs` for plain
+    values: the two lowest bits written out per group of 4 entries (`_ext_group4`), then
+    the run of the next bit i ≥ 2. The block's entries are normalised (mantissa in
+    [1, 2)) together at the end, in one vectorised loop, not one at a time as each
+    becomes final: a product or an extended sum of unnormalised numbers is the same
+    number rounded the same way (a power of two apart), and the mantissas stay in
+    [2^-1/2, 2^26) (the starts' [2^-1/2, 2^8), times the ≤ 1957 orderings of ≤ 6 bits
+    of weights < 2), where `_ext_add` flushes only shares below 2^-995."""
     nb = 1 << B
     q0 = base >> 1  # squeeze(base + o, i) = base/2 + squeeze(o, i) for i < B
-    if B < 2:
-        a = base if forward or B == 0 else base + 1  # the block's first entry
-        m[a], e[a] = _ext_norm(m[a], e[a])
-        if B == 1:
-            b = base + 1 if forward else base
-            m[b], e[b] = _ext_add(m[b], e[b], am[0, q0] * m[a], ae[0, q0] + e[a])
-            m[b], e[b] = _ext_norm(m[b], e[b])
-        return
-    for g in range(0, nb, 4):
+    if B == 1:
+        a = base if forward else base + 1  # the block's first entry
+        b = base + 1 if forward else base
+        m[b], e[b] = _ext_add(m[b], e[b], am[0, q0] * m[a], ae[0, q0] + e[a])
+    for g in range(0, nb if B >= 2 else 0, 4):
         if forward:  # entries g .. g + 3, squeeze(g + 1, 0) = squeeze(g + 2, 1) = g/2
             h = q0 + (g >> 1)
             _ext_group4(am, ae, m, e, base + g, 1, h, h, h + 1, h + 1)
@@ -698,26 +699,26 @@ def _block_ext(am, ae, m, e, base, B, forward):
             for x in range(run):
                 m[dst + x], e[dst + x] = _ext_add(m[dst + x], e[dst + x], am[i, q + x] * m[src + x],
                                                   ae[i, q + x] + e[src + x])
+    mb = m[base:base + nb]
+    eb = e[base:base + nb]
+    for o in range(nb):
+        mb[o], eb[o] = _ext_norm(mb[o], eb[o])
 
 
 @njit(inline="always", **_KW)
 def _ext_group4(am, ae, m, e, f, step, k01, k02, k13, k23):
     """The bit-0 and bit-1 terms among 4 entries f, f + step, f + 2·step, f + 3·step of
     `_block_ext`, in the order they become final (f0 .. f3): f1 += alpha_0[k01]·f0,
-    f2 += alpha_1[k02]·f0, f3 += alpha_1[k13]·f1, then f3 += alpha_0[k23]·f2, each entry
-    normalised once final (the order and operations of one run at a time)."""
+    f2 += alpha_1[k02]·f0, f3 += alpha_1[k13]·f1, then f3 += alpha_0[k23]·f2 (the order
+    and operations of one run at a time), not normalised."""
     f1, f2, f3 = f + step, f + 2 * step, f + 3 * step
-    m0, e0 = _ext_norm(m[f], e[f])
-    m[f], e[f] = m0, e0
-    s1, x1 = _ext_add(m[f1], e[f1], am[0, k01] * m0, ae[0, k01] + e0)
-    m1, e1 = _ext_norm(s1, x1)
+    m0, e0 = m[f], e[f]
+    m1, e1 = _ext_add(m[f1], e[f1], am[0, k01] * m0, ae[0, k01] + e0)
     m[f1], e[f1] = m1, e1
-    s2, x2 = _ext_add(m[f2], e[f2], am[1, k02] * m0, ae[1, k02] + e0)
-    m2, e2 = _ext_norm(s2, x2)
+    m2, e2 = _ext_add(m[f2], e[f2], am[1, k02] * m0, ae[1, k02] + e0)
     m[f2], e[f2] = m2, e2
     s3, x3 = _ext_add(m[f3], e[f3], am[1, k13] * m1, ae[1, k13] + e1)
-    s3, x3 = _ext_add(s3, x3, am[0, k23] * m2, ae[0, k23] + e2)
-    m[f3], e[f3] = _ext_norm(s3, x3)
+    m[f3], e[f3] = _ext_add(s3, x3, am[0, k23] * m2, ae[0, k23] + e2)
 
 
 # One scale holds a γ tile when its nonzero s lie within _SPAN2 binades of the largest:
