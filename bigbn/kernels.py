@@ -189,31 +189,39 @@ _SPAN = 700.0
 
 
 @njit(**_KW)
-def _family_weights(sb, nf, sw):
+def _family_weights(sb, nf, sw, wm, we):
     """sw[j] = exp(sb[j] - ref) for j < nf, ref the largest of sb[:nf] (-inf if there is
     none or all are -inf; then every sw is 0): the plain terms of `_alpha_ranges`, one
     exp per family in one vectorised loop, instead of one per tile the family reaches.
-    Returns ref."""
+    If some score lies more than _SPAN below ref (only then can a subset of them be
+    wide), also (wm[j], we[j]) = exp(sb[j] - ref) as extended numbers (`_ext_from_log`),
+    the wide terms, likewise once per family; else wm, we are not set. Returns ref."""
     ref = NEG_INF
+    low = np.inf
     for j in range(nf):
         ref = sb[j] if sb[j] > ref else ref
+        low = sb[j] if (sb[j] < low and sb[j] > NEG_INF) else low
     for j in range(nf):
         sw[j] = _exp_nonpos(sb[j] - ref)  # -inf - -inf is NaN: 0
+    if low - ref < -_SPAN:
+        for j in range(nf):
+            wm[j], we[j] = _ext_from_log(sb[j] - ref)
     return ref
 
 
 @njit(**_KW)
-def _alpha_ranges(sb, sw, ref, sg, lo, hi, d, small, m, e):
+def _alpha_ranges(sb, sw, wm, we, ref, sg, lo, hi, d, small, m, e):
     """alpha on 2^d entries from the families j in the ranges [lo[r], hi[r]): entry U
     sums exp(sb[j]) over the families whose low d mask bits sg[j] & (2^d - 1) ⊆ U, as
     extended-exponent numbers m·2^e (fastmath.py), m in [1, 2), (0, -inf) where none
-    fits. m, e: float64 (2^d,), overwritten. sw, ref: `_family_weights` of sb.
+    fits. m, e: float64 (2^d,), overwritten. sw, wm, we, ref: `_family_weights` of sb.
 
     Each family is folded into entry sg[j]'s low bits, then the truncated upward
     transform over the d bits sums over subsets: sums of exp(sb - s) in plain float64 if
     every selected score lies within _SPAN of s, else extended numbers (mantissa in m,
-    exponent in e). s is ref, whose terms sw are computed already, when every selected
-    score lies within _SPAN of it, else the largest selected score. Additions only; the
+    exponent in e; s is ref, the terms wm, we). In plain float64, s is ref, whose terms
+    sw are computed already, when every selected score lies within _SPAN of it, else the
+    largest selected score. Additions only; the
     scale exp(s) is one extended number multiplied into every entry at the end (no exp
     or log per entry). Returns 1 if the sums were wide (extended), else 0.
     """
@@ -234,12 +242,11 @@ def _alpha_ranges(sb, sw, ref, sg, lo, hi, d, small, m, e):
             if shared:
                 m[gl] += sw[j]
             elif wide:
-                bm, be = _ext_from_log(sb[j] - top)
-                m[gl], e[gl] = _ext_add(m[gl], e[gl], bm, be)
+                m[gl], e[gl] = _ext_add(m[gl], e[gl], wm[j], we[j])
             else:
                 m[gl] += _exp_nonpos(sb[j] - top)
     _upward_truncated(m, e, d, small, wide)
-    tm, te = _ext_from_log(ref if shared else top)  # (0, -inf) if no family contributes
+    tm, te = _ext_from_log(ref if shared or wide else top)  # (0, -inf) if no family contributes
     if wide:
         for o in range(m.shape[0]):
             m[o], e[o] = _ext_norm(m[o] * tm, e[o] + te)
@@ -276,10 +283,12 @@ def _alpha_chunk(beta_row, fam, chunk_id, d, small, m, e):
     """
     sb = np.empty(fam.shape[0])
     sw = np.empty(fam.shape[0])
+    wm = np.empty(fam.shape[0])
+    we = np.empty(fam.shape[0])
     sg = np.empty(fam.shape[0], dtype=np.int64)
     nf = _select_families(beta_row, fam, chunk_id, d, sb, sg)
-    ref = _family_weights(sb, nf, sw)
-    return _alpha_ranges(sb, sw, ref, sg, np.zeros(1, dtype=np.int64), np.full(1, nf), d, small, m, e)
+    ref = _family_weights(sb, nf, sw, wm, we)
+    return _alpha_ranges(sb, sw, wm, we, ref, sg, np.zeros(1, dtype=np.int64), np.full(1, nf), d, small, m, e)
 
 
 @njit(**_KW)
@@ -345,9 +354,10 @@ def _ext_fma_log_into(pm, pe, am, ae, x, add):
 
 
 @njit(**_KW)
-def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bw, bg, off):
+def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bw, wm, we, bg, off):
     """The families of one node inside a chunk (`_select_families` at d bits), sorted by
     their tile pattern p = (low d bits) >> shift: scores bb, their `_family_weights` bw,
+    wm, we,
     low masks bg (int64), and off (2^(d - shift) + 1,): pattern p's families are off[p]
     .. off[p+1]-1. A tile of the chunk whose pattern bits are t gets exactly the patterns
     p ⊆ t (`_tile_ranges`). Returns the weights' reference score."""
@@ -367,7 +377,7 @@ def _tile_families(beta_row, fam, chunk_id, d, shift, bb, bw, bg, off):
         bb[fill[p]] = sb[j]
         bg[fill[p]] = sg[j]
         fill[p] += 1
-    return _family_weights(bb, nf, bw)
+    return _family_weights(bb, nf, bw, wm, we)
 
 
 @njit(**_KW)
@@ -402,9 +412,11 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, y, m, e, add):
     F = fam.shape[0]
     bb = np.empty(F)
     bw = np.empty(F)
+    wm = np.empty(F)
+    we = np.empty(F)
     bg = np.empty(F, dtype=np.int64)
     off = np.empty(ntiles + 1, dtype=np.int64)
-    ref = _tile_families(beta_row, fam, Q, c, T, bb, bw, bg, off)
+    ref = _tile_families(beta_row, fam, Q, c, T, bb, bw, wm, we, bg, off)
     lo = np.empty(ntiles, dtype=np.int64)
     hi = np.empty(ntiles, dtype=np.int64)
     am = np.empty(tile)
@@ -412,7 +424,7 @@ def _high_term(beta_row, fam, small, Q, c, tile_bits, y, m, e, add):
     wide = 0
     for t in range(ntiles):
         nr = _tile_ranges(off, t, lo, hi)
-        wide += _alpha_ranges(bb, bw, ref, bg, lo[:nr], hi[:nr], T, small, am, ae)
+        wide += _alpha_ranges(bb, bw, wm, we, ref, bg, lo[:nr], hi[:nr], T, small, am, ae)
         s = t * tile
         _ext_fma_log_into(m[s:s + tile], e[s:s + tile], am, ae, y[s:s + tile], add)
     return wide
@@ -446,11 +458,13 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
     # t of α at T-1 bits has pattern t, one of α at T bits (bits i ≥ T) pattern 2·qt + 1
     bb = np.empty((c, F))
     bw = np.empty((c, F))
+    wm = np.empty((c, F))
+    we = np.empty((c, F))
     bg = np.empty((c, F), dtype=np.int64)
     off = np.empty((c, ntiles + 1), dtype=np.int64)
     ref = np.empty(c)
     for i in range(c):
-        ref[i] = _tile_families(beta[i], fam, H, c - 1, T - 1, bb[i], bw[i], bg[i], off[i])
+        ref[i] = _tile_families(beta[i], fam, H, c - 1, T - 1, bb[i], bw[i], wm[i], we[i], bg[i], off[i])
     lo = np.empty(ntiles, dtype=np.int64)
     hi = np.empty(ntiles, dtype=np.int64)
     am = np.empty((T, tile >> 1))
@@ -469,12 +483,12 @@ def _recursion_tiles(beta, fam, small, H, tile_bits, m, e, forward):
                 # squeeze(s + u, i) = squeeze(t, b)·2^T + u; the term's neighbour is tile t ^ 2^b
                 qt = (t & ((1 << b) - 1)) | ((t >> (b + 1)) << b)
                 nr = _tile_ranges(off[i], (qt << 1) | 1, lo, hi)
-                wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
+                wide_alpha += _alpha_ranges(bb[i], bw[i], wm[i], we[i], ref[i], bg[i], lo[:nr], hi[:nr], T, small, xm, xe)
                 u = (t ^ (1 << b)) * tile
                 _ext_fma_into(m[s:s + tile], e[s:s + tile], xm, xe, m[u:u + tile], e[u:u + tile])
         for i in range(T):  # squeeze(s + u, i) = t·2^(T-1) + squeeze(u, i)
             nr = _tile_ranges(off[i], t, lo, hi)
-            wide_alpha += _alpha_ranges(bb[i], bw[i], ref[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
+            wide_alpha += _alpha_ranges(bb[i], bw[i], wm[i], we[i], ref[i], bg[i], lo[:nr], hi[:nr], T - 1, small, am[i], ae[i])
         wide += _recursion_chunk(m[s:s + tile], e[s:s + tile], am, ae, forward)
     return wide_alpha, wide
 

@@ -314,15 +314,24 @@ def test_alpha_chunk_plain_and_extended(case):
 
 def test_family_weights():
     """exp(sb - ref), ref the largest score (not -inf), over the first nf families only;
-    all weights 0 when every score is -inf or there are none."""
+    all weights 0 when every score is -inf or there are none. The extended terms (wm, we)
+    are exp(sb - ref) at any range (-inf to (0, -inf)), set only when some score lies more
+    than _SPAN below ref."""
     sb = np.array([-3.0, 0.5, -np.inf, -800.0, 7.0])
-    sw = np.full(5, 9.0)
-    assert K._family_weights(sb, 4, sw) == 0.5
+    sw, wm, we = np.full(5, 9.0), np.full(5, 9.0), np.full(5, 9.0)
+    assert K._family_weights(sb, 4, sw, wm, we) == 0.5
     np.testing.assert_allclose(sw[:4], np.exp(sb[:4] - 0.5), rtol=4e-16)
     assert sw[2] == 0.0 and sw[3] == 0.0 and sw[4] == 9.0  # e^-800.5 flushes to 0; sw[4] untouched
+    got = np.empty(4)
+    _from_ext(wm[:4], we[:4], got)
+    np.testing.assert_allclose(got[[0, 1, 3]], sb[[0, 1, 3]] - 0.5, rtol=1e-15, atol=4e-16)
+    assert got[2] == -np.inf and wm[4] == 9.0 and we[4] == 9.0
+    sw, wm, we = np.full(3, 9.0), np.full(3, 9.0), np.full(3, 9.0)
+    assert K._family_weights(np.array([-3.0, 0.5, -699.0]), 3, sw, wm, we) == 0.5
+    assert np.all(wm == 9.0) and np.all(we == 9.0)  # within _SPAN: no tile can be wide
     for nf in (0, 1):
         sw[:] = 9.0
-        assert K._family_weights(np.array([-np.inf, 1.0]), nf, sw) == -np.inf
+        assert K._family_weights(np.array([-np.inf, 1.0]), nf, sw, wm, we) == -np.inf
         assert np.all(sw[:nf] == 0.0)
 
 
@@ -341,14 +350,14 @@ def test_alpha_ranges_shared_own_and_extended_scales():
     sb = np.concatenate(groups)
     sb[rng.random(sb.size) < 0.1] = -np.inf
     sg = np.concatenate([masks, masks, masks])
-    sw = np.empty(sb.size)
-    ref = K._family_weights(sb, sb.size, sw)
+    sw, wm, we = np.empty((3, sb.size))
+    ref = K._family_weights(sb, sb.size, sw, wm, we)
     F = masks.size
     m, e = np.empty(1 << d), np.empty(1 << d)
     for groups_in, wide in (((0,), 0), ((1,), 0), ((2,), 1), ((0, 1), 1), ((1, 2), 1)):
         lo = np.array([g * F for g in groups_in])
         hi = lo + F
-        assert K._alpha_ranges(sb, sw, ref, sg, lo, hi, d, masks, m, e) == wide
+        assert K._alpha_ranges(sb, sw, wm, we, ref, sg, lo, hi, d, masks, m, e) == wide
         assert_normalised(m, e)
         got = np.empty(1 << d)
         _from_ext(m, e, got)
