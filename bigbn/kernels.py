@@ -537,9 +537,11 @@ def _recursion_chunk(m, e, am, ae, forward):
     csum = np.empty(nb)
     lin = np.empty(nb)
     wide = 0
+    last = False  # the previous block was wide
     for blk in range(size // nb):
         base = blk * nb if forward else size - nb - blk * nb
-        if not _block_linear(m, e, base, B, forward, wt, cwt[base // nb], csum, lin):
+        last = not _block_linear(m, e, base, B, forward, wt, cwt[base // nb], csum, lin, last)
+        if last:
             _block_ext(am, ae, m, e, base, B, forward)
             wide += 1
         done = (blk + 1) * nb  # entries final so far, counted from the start (from the end backward)
@@ -588,7 +590,7 @@ def _block_weights(am, ae, B, forward, cwt, wt):
 
 
 @njit(**_KW)
-def _block_linear(m, e, base, B, forward, wt, cw, csum, lin):
+def _block_linear(m, e, base, B, forward, wt, cw, csum, lin, quick):
     """The in-block terms of one block of `_recursion_chunk` in plain float64 with one
     scale, if that provably holds the block (else False, nothing changed: `_block_ext`).
 
@@ -607,6 +609,24 @@ def _block_linear(m, e, base, B, forward, wt, cw, csum, lin):
     `_block_runs`, does both directions. csum, lin: (2^B,) scratch.
     """
     nb = 1 << B
+    # quick: first a test that fails only where the one below must: the entries'
+    # exponents alone span more than 900 plus the most that C can differ between two
+    # entries (the sum of |cw_i|); then M - least ≥ (e(o1) - e(o2)) - (C(o1) - C(o2)) > 900
+    # for the extreme o1, o2 (integers, exact). It spares forming C in a run of wide
+    # blocks (every block at many rows); a block with a zero entry fails it too. The
+    # caller asks for it after a wide block only, so narrow data never pays for it.
+    if quick:
+        top = NEG_INF
+        bottom = np.inf
+        for o in range(nb):
+            x = e[base + o]
+            top = x if x > top else top
+            bottom = x if x < bottom else bottom
+        spread = 0.0
+        for i in range(B):
+            spread += abs(cw[i])
+        if top - bottom - spread > -_LOG2_TINY:
+            return False
     # C(o) from C of o without its lowest active bit (forward: set bits; backward: clear)
     flip = 0 if forward else nb - 1
     csum[flip] = 0.0

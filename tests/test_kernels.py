@@ -431,6 +431,39 @@ def test_recursion_plain_and_extended_blocks(kind, forward):
     assert {"narrow": wide == 0, "mixed": 0 < wide < blocks, "wide": wide > blocks // 2}[kind], wide
 
 
+@pytest.mark.parametrize("forward", [True, False])
+def test_block_linear_takes_exactly_the_blocks_one_scale_holds(forward):
+    """_block_linear takes a block iff every entry's e(o) - C(o) lies within 900 of the
+    largest (C(o) the sum of cw_i over o's active bits), with its quick rejection (the
+    exponents' spread against the sum of |cw_i|, asked for after a wide block) or
+    without; it changes nothing when it declines. Blocks drawn around the boundary, some with a zero
+    entry (exponent -inf)."""
+    B = K._BLOCK
+    nb = 1 << B
+    rng = np.random.default_rng(5 + forward)
+    active = np.array([[(o >> i) & 1 == (1 if forward else 0) for i in range(B)] for o in range(nb)])
+    wt = rng.uniform(0.5, 2.0, (B, nb >> 1))
+    taken = 0
+    for trial in range(400):
+        cw = np.round(rng.uniform(-300, 300, B) * rng.integers(0, 2))
+        v = np.round(rng.uniform(-1, 0, nb) * rng.uniform(800, 1000))
+        e = v + active @ cw
+        if trial % 10 == 0:
+            e[rng.integers(nb)] = -np.inf
+        m = np.where(np.isfinite(e), rng.uniform(1.0, 2.0, nb), 0.0)
+        want = bool(np.all(np.isfinite(e))) and (v.min() - v.max() >= -900)
+        m0, e0 = m, e
+        for quick in (False, True):
+            m, e = m0.copy(), e0.copy()
+            got = K._block_linear(m, e, 0, B, forward, wt, cw, np.empty(nb), np.empty(nb), quick)
+            assert got == want, (trial, quick, v.min() - v.max())
+            if not got:
+                np.testing.assert_array_equal(m, m0)
+                np.testing.assert_array_equal(e, e0)
+        taken += got
+    assert 50 < taken < 350, taken
+
+
 def test_forward_chunk_of_whole_table_is_log_forward():
     """One chunk holding every subset (c = n, acc = log 1 at ∅ only) is paper eq. (2)."""
     n, k = 7, 3
