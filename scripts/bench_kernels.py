@@ -21,7 +21,9 @@ kernel.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
+import shutil
 import statistics
 import sys
 import time
@@ -37,8 +39,16 @@ from bigbn.simulate import random_network, sample
 
 
 def load_kernels(checkout: str):
-    """bigbn/kernels.py of another checkout, imported as package ``bigbn_other``."""
-    pkg = Path(checkout) / "bigbn"
+    """bigbn/kernels.py of another checkout, imported as package ``bigbn_other`` from a
+    copy of its bigbn/ in a folder of its own (~/.cache/bigbn/bench-other/<hash of the
+    checkout's path>; files copied with their times, so numba's cache there stays valid
+    while they are unchanged). Imported from the checkout itself, its kernels would be
+    cached under the name bigbn_other in that checkout's numba cache, which its own
+    runs as ``bigbn`` then fail to load (ModuleNotFoundError: bigbn_other)."""
+    src = Path(checkout).resolve() / "bigbn"
+    key = hashlib.sha1(str(src).encode()).hexdigest()[:16]
+    pkg = Path.home() / ".cache" / "bigbn" / "bench-other" / key / "bigbn"
+    shutil.copytree(src, pkg, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     spec = importlib.util.spec_from_file_location("bigbn_other", pkg / "__init__.py",
                                                   submodule_search_locations=[str(pkg)])
     mod = importlib.util.module_from_spec(spec)
