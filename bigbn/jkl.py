@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def read_jkl(path) -> ScoreFile:
     if first is None:
         raise DataError(f"{p}: empty file (a jkl file starts with the number of variables)")
     line, tokens = first
-    if len(tokens) != 1 or not tokens[0].isdigit() or int(tokens[0]) < 2:
+    if len(tokens) != 1 or not _count(tokens[0]) or int(tokens[0]) < 2:
         raise DataError(f"{p}, line {line}: expected the number of variables (an integer ≥ 2), "
                         f"got {' '.join(tokens)!r}")
     n = int(tokens[0])
@@ -143,9 +144,12 @@ def read_jkl(path) -> ScoreFile:
         if head is None:
             raise DataError(f"{p}: {len(blocks)} blocks, but line {first[0]} says {n} variables")
         line, tokens = head
-        if len(tokens) != 2 or not tokens[1].isdigit() or int(tokens[1]) < 1:
+        if len(tokens) != 2 or not _count(tokens[1]):
             raise DataError(f"{p}, line {line}: expected a block header 'variable count' (count ≥ 1), "
                             f"got {' '.join(tokens)!r}" + _hint(blocks))
+        if int(tokens[1]) == 0:
+            raise DataError(f"{p}, line {line}: the block of '{tokens[0]}' declares 0 parent sets; every "
+                            "variable needs at least one (list its empty parent set, '<score> 0')")
         rows = []
         for j in range(int(tokens[1])):
             row = next(lines, None)
@@ -159,7 +163,7 @@ def read_jkl(path) -> ScoreFile:
         raise DataError(f"{p}, line {extra[0]}: text after the last of the {n} blocks"
                         + _hint(blocks))
     ids = [b[1] for b in blocks]
-    by_index = all(t.isdigit() for t in ids) and sorted(int(t) for t in ids) == list(range(n))
+    by_index = all(_count(t) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
     if by_index:
         names = tuple(str(i) for i in range(n))
         index = {t: int(t) for t in ids}
@@ -193,6 +197,16 @@ def read_jkl(path) -> ScoreFile:
     return ScoreFile(p, names, tuple(families))
 
 
+def _count(token: str) -> bool:
+    """Whether ``token`` is a count as the format writes it: ASCII digits only (str.isdigit
+    also takes '²' and other scripts' digits, which int() then refuses or misreads)."""
+    return token.isascii() and token.isdigit()
+
+
+#: a score as the format writes it: ASCII digits, optional sign, point and exponent
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _hint(blocks) -> str:
     if not blocks:
         return ""
@@ -211,7 +225,10 @@ def _score_line(p, row, name, head_line, count, j):
     if not math.isfinite(score):
         raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a finite number (leave an "
                         "impossible parent set out of the file)")
-    if len(tokens) < 2 or not tokens[1].isdigit():
+    if not _NUMBER.fullmatch(tokens[0]):  # float() also reads '1_0' as 10 and other scripts' digits
+        raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a decimal number (digits 0-9, "
+                        "a point, an exponent)")
+    if len(tokens) < 2 or not _count(tokens[1]):
         raise DataError(f"{p}, line {line}: expected {what}: 'score size parents...', got "
                         f"{' '.join(tokens)!r}")
     if int(tokens[1]) != len(tokens) - 2:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -129,7 +131,12 @@ BAD = {
                                                               "block of 'A' on line 2"]),
     "file ends in a block": ("2\nA 1\n-1 0\nB 2\n-1 0\n", ["block of 'B' (line 4) declares 2",
                                                            "ends after 1"]),
-    "zero count": ("2\nA 0\nB 1\n-1 0\n", ["line 2", "count ≥ 1"]),
+    "zero count": ("2\nA 0\nB 1\n-1 0\n", ["line 2", "block of 'A' declares 0 parent sets"]),
+    "superscript count": ("2\nA ²\n-1 0\nB 1\n-1 0\n", ["line 2", "block header", "A ²"]),
+    "superscript variables": ("²\nA 1\n-1 0\nB 1\n-1 0\n", ["line 1", "number of variables"]),
+    "superscript size": ("2\nA 1\n-1 ¹ B\nB 1\n-1 0\n", ["line 3", "score size parents"]),
+    "underscore score": ("2\nA 1\n-1_0 0\nB 1\n-1 0\n", ["line 3", "'-1_0' is not a decimal number"]),
+    "other digits": ("2\nA 1\n-١٢ 0\nB 1\n-1 0\n", ["line 3", "is not a decimal number"]),
     "text after": ("2\nA 1\n-1 0\nB 1\n-1 0\nC 1\n", ["line 6", "after the last of the 2 blocks"]),
     "NaN score": ("2\nA 1\nnan 0\nB 1\n-1 0\n", ["line 3", "'nan' is not a finite number"]),
     "inf score": ("2\nA 1\n-inf 0\nB 1\n-1 0\n", ["line 3", "not a finite number"]),
@@ -178,3 +185,12 @@ def test_options_that_do_not_apply_to_file_scores(tmp_path):
         write_jkl(tmp_path / "x.jkl", ["a b", "c"], np.zeros((2, 2)), 1)
     with pytest.raises(OptionError, match="causal effects need the data"):
         bigbn.effects(bigbn.learn(scores=f, max_parents=2, workdir=tmp_path / "e"), data)
+
+
+def test_a_block_of_zero_parent_sets_is_blamed_on_its_own_variable(tmp_path):
+    f = tmp_path / "z.jkl"
+    f.write_text("3\nA 1\n-1 0\nB 0\nC 1\n-1 0\n")
+    with pytest.raises(DataError) as e:
+        read_jkl(f)
+    assert "line 4" in str(e.value) and "'B' declares 0" in str(e.value)
+    assert "'A'" not in str(e.value)  # 0f74746 asked whether A's block declared the right count
