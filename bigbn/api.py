@@ -24,8 +24,10 @@ from . import interventions as interventions_
 from . import options as opt
 from . import tiers as tiering
 from .data import Dataset, Table, _check_header, discrete_dataset, read_table
-from .engine import Job
+from .engine import Job, log_offset
 from .errors import DataError, OptionError
+from .offsets import centre
+from .offsets import total as total_offset
 from .options import default_memory, default_workers  # noqa: F401 - part of the API
 from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, ordered_workers, task_id
@@ -298,11 +300,15 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     t_scores = time.time()
     beta = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
     finished = beta is not None
+    shifts = np.zeros(ds.n)
     if beta is None:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
         beta = score_families(ds, score, k, structure_prior=structure_prior,
                               prior_kwargs=prior_kwargs, **score_opts)
+        beta, shifts = centre(beta, ds.names, ds.path or "scores")
+        shifts = shifts + _read_offsets(ds)
+        total_offset(shifts, ds.path or "scores")
         if progress is not None:
             progress("scores", 1, 1)
     t_scores = round(time.time() - t_scores, 4)
@@ -314,20 +320,22 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                            alpha_mode, memory, workers, fresh, check_disk,
                            disk_workers=ordered_workers(scheduler, workers))
             wd = Workdir(root, owner)
-            job = Job(wd, plan, beta)
+            job = Job(wd, plan, beta, total_offset(shifts))
             recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
+            offset = log_offset(journal, task_id(("scores",)))
             result = Result(None, ds.names, None, families=plan.families)
             if plan.posterior:
                 result.posterior = wd.read("posterior", slice(None))
-                result.log_marginal = float(journal[task_id(("edges",))]["log_px"])
+                log_px = float(journal[task_id(("edges",))]["log_px"])
+                result.log_marginal = log_px + offset
                 result.parent_set_posterior = parent_set_posteriors(
-                    beta, wd.read("gamma", slice(None)), result.log_marginal)
+                    beta, wd.read("gamma", slice(None)), log_px)
             result.summary = summary(journal, plan, fp, ds, workers, memory, scheduler, t_start)
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["already_finished"] = already
             if plan.map_dag:
                 result.map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
-                result.map_log_score = float(journal[task_id(("map_dag",))]["log_score"])
+                result.map_log_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
                 result.summary["map_dag"] = {"log_score": result.map_log_score,
                                              "arcs": [list(a) for a in result.map_arcs()]}
                 write_arcs(root / "map_dag.csv", result.map_arcs())
@@ -341,6 +349,12 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_offsets(ds) -> np.ndarray:
+    """The constants a score file's reader already took off each variable's scores
+    (`bigbn.jkl.ScoreFile.offsets`); zeros for data."""
+    return ds.log_offsets() if ds.kind == "scores" else np.zeros(ds.n)
 
 
 def _load_scores(data, scores, score) -> tuple:
@@ -372,6 +386,11 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
         progress("scores", 0, 1)
     betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
                                 prior_kwargs=prior_kwargs)
+    shifted = [centre(b, [ds.names[v] for v in lay.nodes], ds.path or "scores") for b, lay in zip(betas, lays)]
+    read = _read_offsets(ds)
+    betas = [b for b, _ in shifted]
+    offsets = [total_offset(c + read[list(lay.nodes)], ds.path or "scores") for (_, c), lay in zip(shifted, lays)]
+    total_offset(np.array(offsets), ds.path or "scores")
     local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
     t_scores = round(time.time() - t_scores, 4)
     if progress is not None:
@@ -387,7 +406,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
             recomputed = []
-            for lay, beta, (A, M), (p_post, p_map) in zip(lays, betas, local, plans):
+            for lay, beta, (A, M), (p_post, p_map), offset in zip(lays, betas, local, plans, offsets):
                 def stage_progress(stage, done, total, _j=lay.index):
                     progress(f"tier {_j + 1}/{len(lays)} {stage}", done, total)
 
@@ -397,29 +416,29 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
                         gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
                     else:
                         wd = Workdir(root, owner, lay.scope)
-                        bad, journal, _ = run_engine(Job(wd, p_post, A), scheduler, workers, tick)
+                        bad, journal, _ = run_engine(Job(wd, p_post, A, offset), scheduler, workers, tick)
                         recomputed += bad
                         gamma = wd.read("gamma", slice(None))
                         log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
-                    save_family_beta(root, owner, lay, beta)
+                    save_family_beta(root, owner, lay, beta, offset)
                     fp = tiering.family_posteriors(beta, gamma, lay, log_z)
                     fam_posts.append(fp)
                     post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)
-                    log_px += log_z
+                    log_px += log_z + offset
                 if map_dag:
                     if p_map is None:
                         tier_parents = np.zeros(1, dtype=np.int64)
                         m_score = float(M[0, 0])
                     else:
                         wd = Workdir(root, owner, lay.scope + "-map")
-                        bad, journal, _ = run_engine(Job(wd, p_map, M), scheduler, workers, tick)
+                        bad, journal, _ = run_engine(Job(wd, p_map, M, offset), scheduler, workers, tick)
                         recomputed += bad
                         tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
                         m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
                     masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
                     engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
                     map_parents[list(lay.nodes)] = masks
-                    map_score += m_score
+                    map_score += m_score + offset
             if posterior:
                 result.posterior, result.log_marginal = post, log_px
                 result.tiered = tiering.TieredFamilies(lays, fam_posts)

@@ -286,7 +286,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         _echo_map(res, workdir)
         click.echo(f"summary: {Path(workdir) / 'summary.json'}")
         return
-    click.echo(f"log p(data) = {res.log_marginal:.6f}")
+    click.echo(f"log p(data) = {_nats(res.log_marginal)}")
     click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
     for parent, child, p in res.edges()[:top]:
         click.echo(f"  {p:8.4f}  {parent} -> {child}")
@@ -345,7 +345,7 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
 
 def _echo_map(res, workdir) -> None:
     arcs = ", ".join(f"{a}->{b}" for a, b in res.map_arcs()) or "(no arcs)"
-    click.echo(f"MAP network (log score {res.map_log_score:.6f}, {len(res.map_arcs())} arcs; "
+    click.echo(f"MAP network (log score {_nats(res.map_log_score)}, {len(res.map_arcs())} arcs; "
                f"{Path(workdir) / 'map_dag.csv'}):")
     click.echo(f"  {arcs}")
 
@@ -383,6 +383,12 @@ def data_warnings(ds) -> list[str]:
 
 def _set_text(names) -> str:
     return "{" + ", ".join(names) + "}"
+
+
+def _nats(x: float) -> str:
+    """A log score for the terminal: six decimals, or 17 significant digits where the
+    number is too large for decimals to mean anything (scores read from a file)."""
+    return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
 
 
 def _fmt_seconds(s: float) -> str:

@@ -32,12 +32,16 @@ NEG_INF = -np.inf
 class Job:
     """Everything a task needs: where the tables are, the plan, and beta.
 
-    beta: float64 (n, F), log rho_i(G) + log p(x_i | x_G) for the families of plan.families.
+    beta: float64 (n, F), log rho_i(G) + log p(x_i | x_G) for the families of plan.families,
+    less a constant c_i per node where the scores are too large for float64 to sum as they
+    are (bigbn/offsets.py); log_offset: Σ_i c_i, which the scores task journals, so that
+    log p(x) = L(V) + log_offset can be reported from the journal alone.
     """
 
     workdir: Workdir
     plan: Plan
     beta: np.ndarray = field(repr=False)
+    log_offset: float = 0.0
 
 
 # ----------------------------------------------------------------------------- alpha access
@@ -142,7 +146,15 @@ def intact(job: Job, spec: TaskSpec, rec: dict) -> bool:
 
 
 def _task_scores(job: Job, spec: TaskSpec) -> dict:
-    return {"crc": _write_all(job, spec, job.beta)}
+    rec = {"crc": _write_all(job, spec, job.beta)}
+    if job.log_offset:  # journaled only where a shift was made: other runs' records unchanged
+        rec["log_offset"] = job.log_offset
+    return rec
+
+
+def log_offset(records: dict, spec_id: str) -> float:
+    """Σ_i c_i journaled by the scores task ``spec_id`` (0 where no node was shifted)."""
+    return float(records[spec_id].get("log_offset", 0.0))
 
 
 def _task_alpha(job: Job, spec: TaskSpec) -> dict:

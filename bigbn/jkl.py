@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from decimal import Decimal
 import os
 import re
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ import numpy as np
 from .data import read_text
 from .errors import DataError, OptionError
 from .families import family_masks, family_rank, squeeze, unsqueeze
+from .offsets import SAFE
 from .scoring import Score
 
 __all__ = ["ScoreFile", "FileScore", "read_jkl", "write_jkl"]
@@ -46,12 +48,16 @@ __all__ = ["ScoreFile", "FileScore", "read_jkl", "write_jkl"]
 @dataclass(frozen=True, eq=False)
 class ScoreFile:
     """The local scores of a jkl file. names: the n variables; families[i]: {full n-bit
-    parent mask: score}; path: the file. Stands in for a Dataset in `learn` (kind
-    "scores", no rows)."""
+    parent mask: score − offsets[i]}; offsets[i]: 0, or, for a variable with a score beyond
+    ±`bigbn.offsets.SAFE`, its largest score, subtracted in exact decimal arithmetic from
+    the file's text (a per-variable constant leaves the posterior unchanged, and float64
+    then holds every difference that can matter however large the scores: `read_jkl`);
+    path: the file. Stands in for a Dataset in `learn` (kind "scores", no rows)."""
 
     path: str
     names: tuple[str, ...]
     families: tuple[dict[int, float], ...]
+    offsets: tuple[float, ...] = ()
     kind = "scores"
     m = None
 
@@ -65,7 +71,13 @@ class ScoreFile:
         for fam in self.families:
             masks = np.array(sorted(fam), dtype=np.int64)
             h.update(masks.tobytes() + np.array([fam[int(g)] for g in masks]).tobytes() + b"\1")
+        if any(self.offsets):
+            h.update(b"offsets" + np.array(self.offsets, dtype=np.float64).tobytes())
         return h.hexdigest()
+
+    def log_offsets(self) -> np.ndarray:
+        """c_i subtracted from variable i's scores, float64 (n,): log p(x) = L(V) + Σ c_i."""
+        return np.array(self.offsets, dtype=np.float64) if self.offsets else np.zeros(self.n)
 
     def local(self, k: int) -> np.ndarray:
         """β_i(G) in the layout of `bigbn.families`, float64 (n, F): the file's score, −inf
@@ -175,10 +187,11 @@ def read_jkl(path) -> ScoreFile:
                 raise DataError(f"{p}, line {line}: a second block for variable '{t}'")
             index[t] = len(index)
     families: list[dict[int, float]] = [{} for _ in range(n)]
+    texts: list[dict[int, str]] = [{} for _ in range(n)]
     for line_h, t, rows in blocks:
         i = index[t]
         fam = families[i]
-        for line, score, parents in rows:
+        for line, score, parents, text in rows:
             mask = 0
             for q in parents:
                 if q not in index:
@@ -194,7 +207,17 @@ def read_jkl(path) -> ScoreFile:
             if mask in fam:
                 raise DataError(f"{p}, line {line}: this parent set of '{t}' is listed twice in its block")
             fam[mask] = score
-    return ScoreFile(p, names, tuple(families))
+            texts[i][mask] = text
+    offsets = [0.0] * n
+    for i, fam in enumerate(families):
+        if max(abs(v) for v in fam.values()) > SAFE:
+            # the file's decimals less their largest, exactly: the differences that decide
+            # the posterior survive whatever the scores' magnitude (bigbn/offsets.py)
+            exact = {g: Decimal(x) for g, x in texts[i].items()}
+            top = max(exact.values())
+            families[i] = {g: float(x - top) for g, x in exact.items()}
+            offsets[i] = float(top)
+    return ScoreFile(p, names, tuple(families), tuple(offsets) if any(offsets) else ())
 
 
 def _count(token: str) -> bool:
@@ -233,7 +256,7 @@ def _score_line(p, row, name, head_line, count, j):
                         f"{' '.join(tokens)!r}")
     if int(tokens[1]) != len(tokens) - 2:
         raise DataError(f"{p}, line {line}: says {tokens[1]} parents but lists {len(tokens) - 2}")
-    return line, score, tokens[2:]
+    return line, score, tokens[2:], tokens[0]
 
 
 def write_jkl(path, names, beta: np.ndarray, k: int) -> None:

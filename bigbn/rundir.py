@@ -51,7 +51,7 @@ RUN_FORMAT_VERSION = 1
 # follows the chunk lattice), the family order, the dispatch to the score (and the rows it
 # scores under interventions), the priors and the tiers' layouts and sums. The score's own modules (`Score.modules`)
 # enter the run's fingerprint as "score_numerics" (`bigbn.scoring.source_fingerprint`).
-NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py",
+NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py", "offsets.py",
                     "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py",
                     "tiers.py")
 
@@ -352,6 +352,8 @@ class FinishedLattice:
         scores = records.get(_tid(plan, ("scores",)))
         if scores is None or scores["crc"] != checksum(self.beta):
             raise _damaged(workdir.tables / "beta", then)
+        #: Σ_i c_i subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
+        self.log_offset = float(scores.get("log_offset", 0.0))
         stages = dict(map_dag=need == "map" or plan.map_dag and map_rec is not None,
                       posterior=need == "posterior")
         self.plan_read = dataclasses.replace(plan, **stages)
@@ -402,7 +404,7 @@ class FinishedLattice:
 
     @property
     def log_map_score(self) -> float:
-        return float(self.records[_tid(self.plan, ("map_dag",))]["log_score"])
+        return float(self.records[_tid(self.plan, ("map_dag",))]["log_score"]) + self.log_offset
 
 
 def _tid(plan: Plan, key: tuple) -> str:
@@ -438,13 +440,15 @@ class FinishedRun(RunDir, FinishedLattice):
 @dataclass(frozen=True)
 class FinishedTier:
     """One tier of a finished tiered run: its layout, the β of its nodes' families in that
-    layout (m, width), its lattice (None for a one-node tier), log Z_j and the tier's γ."""
+    layout (m, width), its lattice (None for a one-node tier), log Z_j and the tier's γ;
+    log_offset: Σ_v c_v subtracted from β (bigbn/offsets.py)."""
 
     lay: tiering.TierLayout
     beta: np.ndarray = field(repr=False)
     lattice: FinishedLattice | None = field(repr=False)
     log_z: float
     gamma: np.ndarray = field(repr=False)
+    log_offset: float = 0.0
 
     def family_posteriors(self) -> np.ndarray:
         """p(G_v = G | x) of every column of every node of the tier (m, width)."""
@@ -472,9 +476,10 @@ class FinishedTieredRun(RunDir):
         self.tiers: list[FinishedTier] = []
         for lay, (_, c) in zip(self.lays, pl.tiers):
             beta = self._family_beta(lay)
+            offset = float(self.records[tiering.family_beta_id(lay)].get("log_offset", 0.0))
             A, _ = tiering.tier_local_scores(beta, lay)
             if c is None:
-                self.tiers.append(FinishedTier(lay, beta, None, float(A[0, 0]), np.zeros((1, 1))))
+                self.tiers.append(FinishedTier(lay, beta, None, float(A[0, 0]), np.zeros((1, 1)), offset))
                 continue
             plan = Plan(lay.m, lay.k_tier, c, pl.alpha_mode, False, True, scope=lay.scope)
             lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
@@ -482,8 +487,10 @@ class FinishedTieredRun(RunDir):
                 raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
                                    f"not the sums of its family scores; run the same `bigbn run` command "
                                    f"with --fresh, then {then}")
-            self.tiers.append(FinishedTier(lay, beta, lattice, lattice.log_px, lattice.gamma()))
+            self.tiers.append(FinishedTier(lay, beta, lattice, lattice.log_px, lattice.gamma(), offset))
         self.log_px = float(sum(t.log_z for t in self.tiers))
+        #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
+        self.log_offset = float(sum(t.log_offset for t in self.tiers))
 
     def _family_beta(self, lay) -> np.ndarray:
         wd = Workdir(self.root, scope=lay.scope)

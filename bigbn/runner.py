@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ._version import __version__
-from .engine import Job, execute, intact, verify
+from .engine import Job, execute, intact, log_offset, verify
 from .errors import WorkdirError
 from .executors import Callback
 from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
@@ -238,8 +238,9 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
                                                - min(r["start"] for r in now), 3) if now else 0.0}
     edges_rec = next((r for r in recs if r.get("stage") == "edges"), None) \
         if plan is not None and plan.posterior else None
+    offset = 0.0 if edges_rec is None else log_offset(journal, plan.task(("scores",)).id)
     return {
-        "log_marginal_likelihood": None if edges_rec is None else edges_rec["log_px"],
+        "log_marginal_likelihood": None if edges_rec is None else edges_rec["log_px"] + offset,
         "computed": [] if plan is None else
                     [w for w, on in (("posterior", plan.posterior), ("map_dag", plan.map_dag)) if on],
         "n": ds.n, "m": ds.m, "names": list(ds.names),
@@ -286,10 +287,11 @@ def tiered_disk(plans, disk_workers: int | None = None) -> dict[str, int]:
     return out
 
 
-def save_family_beta(root, owner, lay, beta: np.ndarray) -> None:
-    """Keep tier ``lay``'s family β (m, width) in its folder, journaled with its CRC, for
-    what reads the finished run (`rundir.FinishedTieredRun`: samples, causal effects).
-    Written once: a journaled copy with the same CRC that still reads back is kept."""
+def save_family_beta(root, owner, lay, beta: np.ndarray, log_offset: float = 0.0) -> None:
+    """Keep tier ``lay``'s family β (m, width) in its folder, journaled with its CRC (and
+    the tier's Σ_v c_v, `bigbn.offsets`, where β was shifted), for what reads the finished
+    run (`rundir.FinishedTieredRun`: samples, causal effects). Written once: a journaled
+    copy with the same CRC that still reads back is kept."""
     wd = Workdir(root, owner, lay.scope)
     tid, crc = tiering.family_beta_id(lay), checksum(beta)
     rec = wd.journal().get(tid)
@@ -303,6 +305,7 @@ def save_family_beta(root, owner, lay, beta: np.ndarray) -> None:
     wd.store.put(tiering.FAMILY_BETA, np.ascontiguousarray(beta))
     end = time.time()
     wd.journal_append({"task": tid, "stage": tiering.FAMILY_BETA, "crc": crc,
+                       **({"log_offset": log_offset} if log_offset else {}),
                        "seconds": round(end - start, 4), "start": start, "end": end})
 
 

@@ -59,8 +59,11 @@ class Samples:
     weights: float64 (T,), summing to 1 (equal for
     the order-modular prior, ∝ 1/#LE(G) for the DAG-modular one); prior; seed;
     log_linear_extensions: float64 (T,) log #LE of each sample; log_score: float64 (T,)
-    Σ_i β_i(G_i) of each sample; log_marginal: log L(V) of the run; orders: int64 (T, n),
-    the node order drawn with each DAG (orders[t, 0] first).
+    Σ_i β_i(G_i) of each sample and log_marginal: log L(V) of the run, both less
+    log_offset, the constant the run took off its scores (bigbn/offsets.py; 0 unless a
+    score was beyond ±2^20), which the outputs add back; orders: int64 (T, n), the node
+    order drawn with each DAG (orders[t, 0] first). info["log_z_dag_modular"] is less
+    log_offset too.
     """
 
     names: tuple[str, ...]
@@ -74,6 +77,7 @@ class Samples:
     orders: np.ndarray = field(default=None, repr=False)
     exact_edges: np.ndarray | None = field(default=None, repr=False)
     info: dict = field(default_factory=dict)
+    log_offset: float = 0.0
 
     @property
     def n(self) -> int:
@@ -167,7 +171,7 @@ class Samples:
             p = float(wsum[d])
             rec = {"parents": uniq[d].copy(), "count": int(counts[d]), "probability": p,
                    "se": math.sqrt(max(w2sum[d] * (1 - 2 * p) + p * p * w2, 0.0)),
-                   "log_linear_extensions": float(lle[d]), "log_score": float(lsc[d]),
+                   "log_linear_extensions": float(lle[d]), "log_score": float(lsc[d]) + self.log_offset,
                    "exact_order_modular": math.exp(lle[d] + lsc[d] - self.log_marginal)}
             if log_z_dag is not None:
                 rec["estimated_dag_modular"] = math.exp(lsc[d] - log_z_dag)
@@ -334,7 +338,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     info["log_z_dag_modular"] = log_px + math.log(mean) + shift
     info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else None
     out = Samples(run.names, d.parents, weights, prior, seed, lle, d.log_score, log_px,
-                  d.orders, exact, info)
+                  d.orders, exact, info, run.log_offset)
     info["ess"] = out.ess
     info["edge_check"] = out.edge_check()
     info["seconds"]["total"] = round(time.perf_counter() - t0, 3)
@@ -524,8 +528,13 @@ def write_outputs(s: Samples, workdir) -> Path:
                         f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}",
                         json.dumps([list(a) for a in s.arcs(d["parents"])], ensure_ascii=False)])
     np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
-             orders=s.orders, log_linear_extensions=s.log_linear_extensions, log_score=s.log_score)
+             orders=s.orders, log_linear_extensions=s.log_linear_extensions,
+             log_score=s.log_score + s.log_offset)
+    info = dict(s.info)
+    if "log_z_dag_modular" in info:
+        info["log_z_dag_modular"] += s.log_offset
     with open(out / "summary.json", "w") as fh:
-        json.dump({**s.info, "names": names, "log_marginal_likelihood": s.log_marginal}, fh, indent=2)
+        json.dump({**info, "names": names, "log_marginal_likelihood": s.log_marginal + s.log_offset}, fh,
+                  indent=2)
         fh.write("\n")
     return out

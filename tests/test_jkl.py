@@ -194,3 +194,123 @@ def test_a_block_of_zero_parent_sets_is_blamed_on_its_own_variable(tmp_path):
         read_jkl(f)
     assert "line 4" in str(e.value) and "'B' declares 0" in str(e.value)
     assert "'A'" not in str(e.value)  # 0f74746 asked whether A's block declared the right count
+
+
+# ------------------------------------------------------------------ scores of any magnitude
+
+def _wide_scores(rng, n=5, k=2):
+    """Per node {full parent mask: decimal text}: every family of at most k parents, random
+    scores with 6 decimals plus a random per-node constant up to 1e15 (with 6 decimals of its
+    own: more digits than float64 holds there), and one huge score per node: +1e20 on A's
+    empty set (A has no parents, with probability 1), and far below everything on one
+    non-empty family of each other node (it cannot matter)."""
+    from decimal import Decimal
+
+    out = []
+    for i in range(n):
+        shift = Decimal(int(rng.integers(-10**15, 10**15))) + Decimal(int(rng.integers(0, 10**6))) / 10**6
+        fam = {}
+        for sq in family_masks(n - 1, k).tolist():
+            fam[unsqueeze(sq, i)] = str(Decimal(int(rng.integers(-12_000_000, 0))) / 10**6 + shift)
+        out.append(fam)
+    out[0][0] = "1e20"
+    for i, huge in zip(range(1, n), ("-1e300", "-3.5e17", "-7.25e200", "-1e50")):
+        g = sorted(out[i])[-1 - i]  # some family with parents
+        assert g != 0
+        out[i][g] = huge
+    return out
+
+
+def _write(path, names, fams):
+    lines = [str(len(names))]
+    for i, fam in enumerate(fams):
+        lines.append(f"{names[i]} {len(fam)}")
+        for g, text in fam.items():
+            ps = [names[b] for b in range(len(names)) if g >> b & 1]
+            lines.append(" ".join([text, str(len(ps)), *ps]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("tiers", [None, [["A", "B"], ["C", "D", "E"]]])
+def test_scores_of_any_magnitude_against_exact_arithmetic(tmp_path, tiers):
+    """The posterior of the file's scores as written, whatever their size: 0f74746 gave
+    p(u→v) = p(v→u) = 1 here. The reference sums every DAG in 1300-bit arithmetic from the
+    decimal text; bigbn must match it to 1e-12 (its float64 sums of e^(β+γ−L) over ≤ 5
+    nodes), and log p(data) to float64's rounding of a number near 1e20."""
+    names = ("A", "B", "C", "D", "E")
+    fams = _wide_scores(np.random.default_rng(37))
+    f = tmp_path / "wide.jkl"
+    _write(f, names, fams)
+    ids = None if tiers is None else [[names.index(v) for v in t] for t in tiers]
+    P, fam_post, log_px = naive.exact_by_dags(fams, 2, tiers=ids)
+    res = bigbn.learn(scores=f, max_parents=2, tiers=tiers, workdir=tmp_path / "w")
+    np.testing.assert_allclose(res.posterior, P, rtol=0, atol=1e-12)
+    assert np.all(res.posterior + res.posterior.T <= 1 + 1e-12)
+    assert ((P > 0.05) & (P < 0.95)).sum() >= 4  # not an answer of 0s and 1s
+    assert res.log_marginal == pytest.approx(float(log_px), rel=2e-16)
+    assert res.parent_sets("A") == [((), 1.0)]
+    for v, name in enumerate(names):
+        got = {sum(1 << names.index(u) for u in ps): p for ps, p in res.parent_sets(name)}
+        want = {g: p for (w, g), p in fam_post.items() if w == v and p > 0}
+        assert set(got) <= set(want)
+        for g, p in want.items():
+            assert got.get(g, 0.0) == pytest.approx(p, rel=1e-9, abs=1e-13), (name, g)
+
+
+def test_a_constant_added_to_every_score_changes_only_log_p(tmp_path):
+    """Per-node constants leave the posterior as it is, exactly as the file says them."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(5)
+    names = ("A", "B", "C", "D")
+    base = [{unsqueeze(sq, i): Decimal(int(rng.integers(-9_000_000, 0))) / 10**6
+             for sq in family_masks(3, 2).tolist()} for i in range(4)]
+    runs = []
+    for c in ("0", "123456789012.345678", "-98765432109876543.21"):
+        f = tmp_path / f"c{len(runs)}.jkl"
+        _write(f, names, [{g: str(x + Decimal(c)) for g, x in fam.items()} for fam in base])
+        runs.append(bigbn.learn(scores=f, max_parents=2))
+    for r, c in zip(runs[1:], (123456789012.345678, -98765432109876543.21)):
+        np.testing.assert_allclose(r.posterior, runs[0].posterior, rtol=0, atol=1e-13)
+        assert r.log_marginal == pytest.approx(runs[0].log_marginal + 4 * c, rel=1e-15)
+
+
+def test_scores_float64_cannot_tell_apart_are_refused(tmp_path):
+    """B's best parent set scores 1e20 and its empty set 0: B's other families are 1e20
+    below its best but can still matter (its empty set is not far above them), and float64
+    spaces numbers there 16384 apart. Refused with one line, at once."""
+    f = tmp_path / "coarse.jkl"
+    f.write_text("3\nA 1\n-1 0\nB 3\n0 0\n1e20 1 A\n-3.5 1 C\nC 1\n-2 0\n")
+    with pytest.raises(DataError, match="scores of 'B' reach 1e\\+20 nats below its best"):
+        bigbn.learn(scores=f, max_parents=1, workdir=tmp_path / "w")
+    r = CliRunner().invoke(main, ["run", "--scores", str(f), "-k", "1", "-w", str(tmp_path / "w"), "-q"])
+    assert_one_line_error(r, str(f), "too coarse for an exact answer")
+    assert not (tmp_path / "w" / "run.json").exists()
+
+
+def test_huge_scores_reach_the_finished_run_and_status(tmp_path):
+    """log p(data) and the MAP score are the shifted engine's plus the constants taken off;
+    they are journaled, so status and a rerun that finds the run finished say the same."""
+    f = tmp_path / "h.jkl"
+    f.write_text("3\nA 2\n1e20 0\n-1 1 B\nB 2\n-2 0\n-1 1 A\nC 2\n-3.25e15 0\n-3.25e15 1 A\n")
+    first = bigbn.learn(scores=f, max_parents=1, map_dag=True, workdir=tmp_path / "w")
+    want = 1e20 + (-3.25e15) + np.logaddexp(np.log(2) + np.log(2) - 1.0, np.log(2) + np.log(2) - 2.0)
+    assert first.log_marginal == pytest.approx(want, rel=1e-16)
+    assert first.map_log_score == 1e20 - 1.0 - 3.25e15
+    again = bigbn.learn(scores=f, max_parents=1, map_dag=True, workdir=tmp_path / "w")
+    assert again.summary["already_finished"] and again.log_marginal == first.log_marginal
+    r = CliRunner().invoke(main, ["run", "--scores", str(f), "-k", "1", "-w", str(tmp_path / "w"), "--map"])
+    assert r.exit_code == 0 and f"log p(data) = {first.log_marginal:.17g}\n" in r.output, r.output
+    assert f"MAP network (log score {first.map_log_score:.17g}," in r.output
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert summary["log_marginal_likelihood"] == first.log_marginal
+    # the samples of the run: their scores and log p(data) as the file's, their exact
+    # posteriors (e^(log #LE + score − log p), formed before the constants are added) sane
+    from bigbn.samples import write_outputs
+
+    s = bigbn.sample(tmp_path / "w", 400, seed=3)
+    dags = s.dags()
+    assert all(d["log_score"] == pytest.approx(1e20 - 3.25e15, rel=1e-15) for d in dags)
+    assert 0.99 < sum(d["exact_order_modular"] for d in dags) <= 1 + 1e-12
+    out = json.loads((write_outputs(s, tmp_path / "w") / "summary.json").read_text())
+    assert out["log_marginal_likelihood"] == first.log_marginal
