@@ -602,18 +602,26 @@ def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
     with too few (or, unless ``extra_columns``, too many) fields is a DataError naming
     file and line.
     """
-    text = read_text(os.fspath(path))
+    yield from text_records(path, read_text(os.fspath(path)), header, extra_columns=extra_columns)
+
+
+def text_records(path, text: str, header: tuple[str, ...], *, extra_columns: bool = False,
+                 headed: bool = True):
+    """`csv_records` of ``text``, the text of the file ``path`` (already read: a pipe can
+    be read only once). headed=False: the file has no header line, its first line is a
+    row (line numbers are the file's own either way)."""
     fh = io.StringIO(text, newline="")
     head = fh.readline()
     fh.seek(0)
     reader = csv.reader(fh, delimiter=sniff_separator(head))
-    try:
-        first = next(reader, None)
-    except csv.Error as e:
-        raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
-    got = tuple(c.strip() for c in (first or ()))
-    if (got[:len(header)] if extra_columns else got) != header:
-        raise DataError(f"{path}, line 1: expected header {','.join(header)}")
+    if headed:
+        try:
+            first = next(reader, None)
+        except csv.Error as e:
+            raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
+        got = tuple(c.strip() for c in (first or ()))
+        if (got[:len(header)] if extra_columns else got) != header:
+            raise DataError(f"{path}, line 1: expected header {','.join(header)}")
     try:
         for row in reader:
             if not row or all(not c.strip() for c in row):

@@ -29,7 +29,9 @@ up to any size are a prefix). Every node of a tier has the same layout.
 
 from __future__ import annotations
 
+import io
 import math
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -38,7 +40,6 @@ from math import comb
 import numba
 import numpy as np
 
-from .data import csv_records
 from .errors import DataError, EngineError, OptionError
 from .families import family_masks, n_families, popcounts
 from .plan import Plan, choose_chunk_bits
@@ -132,28 +133,15 @@ def read_tiers(path, names) -> dict[str, int]:
 
 def _tier_records(path):
     """csv_records with the header ``node,tier`` optional: a file whose first line is a
-    data row is read as if the header were there."""
-    import tempfile
+    data row is read as if the header were there. Read once, as every input file is
+    (`data.read_text`: a regular file or a pipe, not a device or a pipe with no writer)."""
+    from .data import read_text, sniff_separator, text_records
 
-    from .data import sniff_separator
-
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            head = fh.readline()
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    text = read_text(os.fspath(path))
+    head = io.StringIO(text, newline="").readline()
     sep = sniff_separator(head)
-    if [c.strip() for c in head.split(sep)][:2] == ["node", "tier"]:
-        yield from csv_records(path, ("node", "tier"))
-        return
-    # no header: read the same rows behind one (line numbers stay the file's own)
-    with open(path, newline="", encoding="utf-8-sig") as fh, \
-            tempfile.NamedTemporaryFile("w", suffix=".csv", encoding="utf-8") as tmp:
-        tmp.write(f"node{sep}tier\n")
-        tmp.write(fh.read())
-        tmp.flush()
-        for line, row in csv_records(tmp.name, ("node", "tier")):
-            yield line - 1, row
+    headed = [c.strip() for c in head.split(sep)][:2] == ["node", "tier"]
+    yield from text_records(path, text, ("node", "tier"), headed=headed)
 
 
 def tier_sizes_option(text: str) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from bigbn import sampling as SK
 from bigbn.samples import sample
 from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
-from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
+from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
@@ -98,6 +98,40 @@ def test_read_tiers_with_and_without_header(tmp_path):
     (tmp_path / "unknown.csv").write_text("node,tier\na,1\nq,2\n")
     with pytest.raises(DataError, match=r"unknown.csv, line 3, column node: unknown node 'q'"):
         read_tiers(tmp_path / "unknown.csv", names)
+
+
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_tiers_file_that_is_a_pipe_without_writer_or_a_device_is_refused(tmp_path, what, command):
+    """As every other input file: a named pipe that nothing writes to, or a device that never
+    ends, is a one-line error, not a wait (the timeout turns a hang into a failure)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ASIA, env
+
+    tiers = tmp_path / "fifo"
+    if what == "fifo":
+        os.mkfifo(tiers)
+    else:
+        tiers = what
+    args = ["run", str(ASIA), "-k", "1", "-w", str(tmp_path / "w")] if command == "run" else ["plan"]
+    r = subprocess.run([sys.executable, "-m", "bigbn.cli", *args, "--tiers", str(tiers)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env=env())
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[bigbn] ")]
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {tiers}: "), r.stderr
+    assert ("nothing writes to" if what == "fifo" else "not a regular file or a pipe") in lines[0]
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_short_row_of_a_headerless_tiers_file_names_that_file_and_line(tmp_path):
+    (tmp_path / "t.csv").write_text("a,1\nb\nc,2\n")
+    for read in (lambda p: read_tiers(p, ["a", "b", "c"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(tmp_path / "t.csv")
+        assert str(e.value) == f"{tmp_path / 't.csv'}, line 2: expected 2 fields, found 1"
 
 
 # ----------------------------------------------------------------------------- layout
