@@ -32,6 +32,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -122,13 +123,23 @@ def read_tiers(path, names) -> dict[str, int]:
             raise DataError(f"{path}, line {line}: node '{name}' is listed again (first on line "
                             f"{first[name]}); give each node one tier")
         first[name] = line
-        try:
-            out[name] = int(t)
-        except ValueError:
-            raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer") from None
+        out[name] = _tier_label(path, line, t)
     if not out:
         raise DataError(f"{path}: no node,tier rows")
     return out
+
+
+#: A tier label: ASCII digits, optionally signed (int() would also take "1_0" and other
+#: scripts' digits, which a tiers file does not mean).
+_LABEL = re.compile(r"[+-]?[0-9]+")
+
+
+def _tier_label(path, line: int, t: str) -> int:
+    """The tier on ``line`` of a tiers file: a plain integer, or a DataError."""
+    if not _LABEL.fullmatch(t):
+        raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer "
+                        "(digits 0-9, optionally signed)")
+    return int(t)
 
 
 def _tier_records(path):
@@ -146,10 +157,10 @@ def _tier_records(path):
 
 def tier_sizes_option(text: str) -> tuple[int, ...]:
     """``--tier-sizes 25,25,25,25`` for `bigbn plan`: positive integers, earliest first."""
-    try:
-        sizes = tuple(int(x) for x in str(text).split(","))
-    except ValueError:
-        raise OptionError(f"--tier-sizes {text!r}: give comma-separated positive integers, e.g. 25,25,25,25") from None
+    parts = [x.strip() for x in str(text).split(",")]
+    if not all(re.fullmatch(r"\+?[0-9]+", x) for x in parts):
+        raise OptionError(f"--tier-sizes {text!r}: give comma-separated positive integers, e.g. 25,25,25,25")
+    sizes = tuple(int(x) for x in parts)
     if not sizes or min(sizes) < 1:
         raise OptionError(f"--tier-sizes {text!r}: every tier needs at least one variable")
     return sizes
@@ -537,10 +548,8 @@ def tier_sizes_from_file(path) -> tuple[int, ...]:
         if name in seen:
             raise DataError(f"{path}, line {line}: node '{name}' is listed again (first on line {seen[name]})")
         seen[name] = line
-        try:
-            counts[int(t)] = counts.get(int(t), 0) + 1
-        except ValueError:
-            raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer") from None
+        t = _tier_label(path, line, t)
+        counts[t] = counts.get(t, 0) + 1
     if not counts:
         raise DataError(f"{path}: no node,tier rows")
     return tuple(counts[t] for t in sorted(counts))

@@ -134,6 +134,26 @@ def test_a_short_row_of_a_headerless_tiers_file_names_that_file_and_line(tmp_pat
         assert str(e.value) == f"{tmp_path / 't.csv'}, line 2: expected 2 fields, found 1"
 
 
+@pytest.mark.parametrize("label", ["1_0", "²", "١", "1.0", "0x1", "--1"])
+def test_a_tier_label_must_be_a_plain_ascii_integer(tmp_path, label):
+    """int() takes "1_0" (as 10) and other scripts' digits ("١" as 1); str.isdigit() takes
+    "²". A tier label is ASCII digits, optionally signed."""
+    from bigbn.tiers import tier_sizes_option
+
+    path = tmp_path / "t.csv"
+    path.write_text(f"node,tier\na,1\nb,{label}\nc,-2\n", encoding="utf-8")
+    message = f"{path}, line 3, column tier: {label!r} is not an integer (digits 0-9, optionally signed)"
+    for read in (lambda p: read_tiers(p, ["a", "b", "c"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(path)
+        assert str(e.value) == message
+    path.write_text("node,tier\na,1\nb,+1\nc,-2\n")
+    assert read_tiers(path, ["a", "b", "c"]) == {"a": 1, "b": 1, "c": -2}
+    with pytest.raises(OptionError, match="give comma-separated positive integers"):
+        tier_sizes_option(f"3,{label}")
+    assert tier_sizes_option(" 3, +2") == (3, 2)
+
+
 # ----------------------------------------------------------------------------- layout
 
 @pytest.mark.parametrize("sizes, k", [((3, 4), 2), ((2, 3, 2), 3), ((1, 5), 3), ((4,), 2), ((2, 2, 2, 2), 1)])
