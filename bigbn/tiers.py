@@ -144,7 +144,8 @@ def _tier_label(path, line: int, t: str) -> int:
 
 def _tier_records(path):
     """csv_records with the header ``node,tier`` optional: a file whose first line is a
-    data row is read as if the header were there. Read once, as every input file is
+    data row is read as if the header were there (a first line with another header, such
+    as tier,node, is refused as one). Read once, as every input file is
     (`data.read_text`: a regular file or a pipe, not a device or a pipe with no writer)."""
     from .data import read_text, sniff_separator, text_records
 
@@ -152,7 +153,17 @@ def _tier_records(path):
     head = io.StringIO(text, newline="").readline()
     sep = sniff_separator(head)
     headed = [c.strip() for c in head.split(sep)][:2] == ["node", "tier"]
-    yield from text_records(path, text, ("node", "tier"), headed=headed)
+    first = not headed
+    for line, row in text_records(path, text, ("node", "tier"), headed=headed):
+        if first:  # a header row other than node,tier is not read as a node and its tier
+            first = False
+            if sorted(c.lower() for c in row) == ["node", "tier"]:
+                raise DataError(f"{path}, line {line}: header {','.join(row)}: the header of a tiers "
+                                "file is node,tier (each node, then its tier), in that order")
+            if not _LABEL.fullmatch(row[1]):
+                raise DataError(f"{path}, line {line}, column tier: {row[1]!r} is not an integer "
+                                "(a header line must be node,tier)")
+        yield line, row
 
 
 def tier_sizes_option(text: str) -> tuple[int, ...]:

@@ -154,6 +154,24 @@ def test_a_tier_label_must_be_a_plain_ascii_integer(tmp_path, label):
     assert tier_sizes_option(" 3, +2") == (3, 2)
 
 
+@pytest.mark.parametrize("head, message", [
+    ("tier,node", "line 1: header tier,node: the header of a tiers file is node,tier (each node, then "
+                  "its tier), in that order"),
+    ("Node,Tier", "line 1: header Node,Tier: the header of a tiers file is node,tier (each node, then "
+                  "its tier), in that order"),
+    ("variable,level", "line 1, column tier: 'level' is not an integer (a header line must be node,tier)"),
+])
+def test_a_tiers_header_other_than_node_tier_is_not_read_as_a_row(tmp_path, head, message):
+    """The header line is optional, so a first line that is not node,tier was read as the
+    row of a node named 'tier' (unknown node 'tier')."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"{head}\na,1\nb,2\n")
+    for read in (lambda p: read_tiers(p, ["a", "b"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(path)
+        assert str(e.value) == f"{path}, {message}"
+
+
 # ----------------------------------------------------------------------------- layout
 
 @pytest.mark.parametrize("sizes, k", [((3, 4), 2), ((2, 3, 2), 3), ((1, 5), 3), ((4,), 2), ((2, 2, 2, 2), 1)])
