@@ -346,6 +346,23 @@ def test_a_tiered_run_resumes_only_what_is_missing(tmp_path):
                     workdir=tmp_path / "w")
 
 
+def test_other_chunk_bits_on_resume_of_a_tiered_run_is_refused(tmp_path):
+    """As for a run without tiers (tests/test_resume.py): another --chunk-bits on resume was
+    silently ignored (the tiers' chunk bits came from run.json)."""
+    data = random_table(3, 7, 200)
+    tiers = as_names(((0, 1), (2, 3, 4, 5, 6)))
+    first = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=3)
+    with pytest.raises(WorkdirError) as e:
+        bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=4)
+    assert str(e.value) == (f"{tmp_path / 'w'} was started with --chunk-bits 3 (tier 2, 5 variables); "
+                            "resume with the same value or use --fresh")
+    for same in (3, None):  # the same value, or none: the workdir's
+        again = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=same)
+        assert again.log_marginal == first.log_marginal
+    fresh = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=4, fresh=True)
+    assert fresh.log_marginal == pytest.approx(first.log_marginal, abs=1e-9)
+
+
 def test_cli_run_and_plan_with_tiers(tmp_path):
     n = 7
     data = random_table(4, n, 300)
