@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Dataset, Table
+from .data import Dataset, Table, no_column
 from .errors import DataError, OptionError
 
 __all__ = ["split_column", "parse_cells", "from_sets", "check_identifiable", "local_scores",
@@ -33,7 +33,7 @@ SEP = "|"
 def split_column(table: Table, column: str) -> tuple[Table, list[str]]:
     """(the table without ``column``, that column's cells)."""
     if column not in table.names:
-        raise DataError(f"{table.path}: no column named {column!r} (the intervention column)")
+        raise no_column(table.path, column, table.names, "the intervention column")
     j = table.names.index(column)
     if table.n - 1 < 2:
         raise DataError(f"{table.path}: need at least 2 variables besides the intervention column "
