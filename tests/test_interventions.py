@@ -227,6 +227,35 @@ def test_an_intervention_column_not_in_the_file_is_named_not_another_columns_emp
         bigbn.learn(frame, intervention_column="nope")
 
 
+def test_a_variable_named_with_the_target_separator_is_refused_with_interventions(tmp_path):
+    """'|' joins a row's targets: with variables a, b and a|b the cell "a|b" would be
+    ambiguous. A run with interventions refuses such a name; one without takes it."""
+    import pandas as pd
+
+    path = tmp_path / "d.csv"
+    path.write_text("a|b,a,b,targets\n0,1,0,a|b\n1,0,1,\n0,0,1,b\n1,1,0,\n")
+    message = f"{path}, column 'a|b': its name contains '|', which joins the intervention targets of a row; " \
+              "rename the variable"
+    with pytest.raises(DataError) as e:
+        bigbn.learn(path, intervention_column="targets")
+    assert str(e.value) == message
+    r = CliRunner().invoke(main, ["run", str(path), "-w", str(tmp_path / "w"), "-q",
+                                  "--intervention-column", "targets"])
+    assert assert_one_line_error(r) == f"Error: {message}"
+    assert not (tmp_path / "w").exists()
+    other = "variable 'a|b': its name contains '|', which joins the intervention targets of a row; " \
+            "rename the variable"
+    frame = pd.read_csv(path, keep_default_na=False)
+    with pytest.raises(DataError) as e:
+        bigbn.learn(frame, intervention_column="targets")
+    assert str(e.value) == other
+    X = frame.iloc[:, :3].to_numpy()
+    with pytest.raises(DataError) as e:
+        bigbn.learn(X, names=["a|b", "a", "b"], interventions=[{"a"}, set(), {"b"}, set()])
+    assert str(e.value) == other
+    assert bigbn.learn(X, names=["a|b", "a", "b"]).names[0] == "a|b"  # no interventions: a name like any
+
+
 def test_bad_intervention_lists():
     X, T = discrete_experiments(8)
     with pytest.raises(OptionError, match="90 rows"):
