@@ -23,7 +23,7 @@ from . import engine, frames
 from . import interventions as interventions_
 from . import options as opt
 from . import tiers as tiering
-from .data import Dataset, Table, _check_header, discrete_dataset, read_table
+from .data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
 from .engine import Job, log_offset
 from .errors import DataError, OptionError
 from .offsets import centre
@@ -72,8 +72,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
     elif frames.is_dataframe(data):
         if intervention_column is not None:
             if intervention_column not in [str(c) for c in data.columns]:
-                raise DataError(f"{frames.SOURCE}: no column named {intervention_column!r} (the "
-                                "intervention column)")
+                raise no_column(frames.SOURCE, intervention_column, data.columns, "the intervention column")
             j = [str(c) for c in data.columns].index(intervention_column)
             index = data.index
             cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]

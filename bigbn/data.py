@@ -370,6 +370,7 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
             cells = [c.strip() for c in record]
             if names is None:
                 names = _check_header(p, cells)
+                _check_may_be_empty(p, names, may_be_empty)
                 n = len(names)
                 free = names.index(may_be_empty) if may_be_empty in names else -1
                 continue
@@ -418,6 +419,7 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None) -> Ta
     if len(header) < 2 or not body or body[0] == "\n" or "\n\n" in body:
         return None
     names = _check_header(path, header)
+    _check_may_be_empty(path, names, may_be_empty)
     n = len(names)
     raw = np.frombuffer((body if body.endswith("\n") else body + "\n").encode(), dtype=np.uint8)
     m = body.count("\n") + (not body.endswith("\n"))
@@ -539,6 +541,27 @@ def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def no_column(where: str, column: str, names, what: str) -> DataError:
+    """The error for a column ``column`` (``what``: its role, e.g. "the intervention
+    column") that is not among ``names``: it names the nearest column, or lists them."""
+    import difflib
+
+    names = [str(x) for x in names]
+    near = difflib.get_close_matches(column, names, n=1)
+    if near:
+        hint = f"did you mean {near[0]!r}?"
+    else:
+        hint = "the columns are " + ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+    return DataError(f"{where}: no column named {column!r} ({what}); {hint}")
+
+
+def _check_may_be_empty(path: str, names, may_be_empty: str | None) -> None:
+    """The column exempt from the complete-data rule must be a column: checked before any
+    row, so that an absent one is named instead of another column's empty cells."""
+    if may_be_empty is not None and may_be_empty not in names:
+        raise no_column(path, may_be_empty, names, "the intervention column")
+
+
 def _natural_order(values: np.ndarray) -> np.ndarray:
     """Permutation sorting distinct strings: numerically if all are integers (then all
     decimal numbers), otherwise lexicographically. Returns int64 indices into values."""
@@ -602,18 +625,26 @@ def csv_records(path, header: tuple[str, ...], *, extra_columns: bool = False):
     with too few (or, unless ``extra_columns``, too many) fields is a DataError naming
     file and line.
     """
-    text = read_text(os.fspath(path))
+    yield from text_records(path, read_text(os.fspath(path)), header, extra_columns=extra_columns)
+
+
+def text_records(path, text: str, header: tuple[str, ...], *, extra_columns: bool = False,
+                 headed: bool = True):
+    """`csv_records` of ``text``, the text of the file ``path`` (already read: a pipe can
+    be read only once). headed=False: the file has no header line, its first line is a
+    row (line numbers are the file's own either way)."""
     fh = io.StringIO(text, newline="")
     head = fh.readline()
     fh.seek(0)
     reader = csv.reader(fh, delimiter=sniff_separator(head))
-    try:
-        first = next(reader, None)
-    except csv.Error as e:
-        raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
-    got = tuple(c.strip() for c in (first or ()))
-    if (got[:len(header)] if extra_columns else got) != header:
-        raise DataError(f"{path}, line 1: expected header {','.join(header)}")
+    if headed:
+        try:
+            first = next(reader, None)
+        except csv.Error as e:
+            raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
+        got = tuple(c.strip() for c in (first or ()))
+        if (got[:len(header)] if extra_columns else got) != header:
+            raise DataError(f"{path}, line 1: expected header {','.join(header)}")
     try:
         for row in reader:
             if not row or all(not c.strip() for c in row):

@@ -21,20 +21,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import Dataset, Table
+from .data import Dataset, Table, no_column
 from .errors import DataError, OptionError
 
 __all__ = ["split_column", "parse_cells", "from_sets", "check_identifiable", "local_scores",
            "by_rows"]
 
 SEP = "|"
+#: Why a variable's name must not hold SEP when a run has interventions: a cell "a|b" could
+#: be that variable or the two variables a and b.
+_SEP_IN_NAME = f"its name contains '{SEP}', which joins the intervention targets of a row; rename the variable"
 
 
 def split_column(table: Table, column: str) -> tuple[Table, list[str]]:
     """(the table without ``column``, that column's cells)."""
     if column not in table.names:
-        raise DataError(f"{table.path}: no column named {column!r} (the intervention column)")
+        raise no_column(table.path, column, table.names, "the intervention column")
     j = table.names.index(column)
+    bad = [x for x in table.names if SEP in x and x != column]
+    if bad:
+        raise DataError(f"{table.path}, column {bad[0]!r}: {_SEP_IN_NAME}")
     if table.n - 1 < 2:
         raise DataError(f"{table.path}: need at least 2 variables besides the intervention column "
                         f"{column!r}")
@@ -44,7 +50,11 @@ def split_column(table: Table, column: str) -> tuple[Table, list[str]]:
 
 def parse_cells(cells: list[str], names, column: str, where) -> np.ndarray:
     """The targets of each row, bool (m, n), from cells "a|b" ("" = observational).
-    ``where(r)`` names row r in messages ("FILE, row 7")."""
+    ``where(r)`` names row r in messages ("FILE, row 7"). A variable whose name contains
+    "|" is refused: such a cell would be ambiguous."""
+    bad = [x for x in names if SEP in str(x)]
+    if bad:
+        raise DataError(f"variable {str(bad[0])!r}: {_SEP_IN_NAME}")
     index = {s: j for j, s in enumerate(names)}
     out = np.zeros((len(cells), len(names)), dtype=bool)
     for r, cell in enumerate(cells):

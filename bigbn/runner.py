@@ -327,6 +327,13 @@ def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, 
         if alpha_mode is not None and alpha_mode != mode:
             raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
                                "or use --fresh")
+        if chunk_bits is not None:  # as `prepare`: another value is refused, not ignored
+            other = [(lay, c) for lay, (_, c) in zip(lays, old.plan.tiers)
+                     if c is not None and c != min(chunk_bits, lay.m)]
+            if other:  # name a tier whose chunk bits were not capped at its size if one differs
+                lay, c = min(other, key=lambda lc: (lc[1] == lc[0].m, lc[0].index))
+                raise WorkdirError(f"{wd.root} was started with --chunk-bits {c} (tier {lay.index + 1}, "
+                                   f"{lay.m} variables); resume with the same value or use --fresh")
         plans = [(None, None) if c is None else
                  tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0]
                  for lay, (_, c) in zip(lays, old.plan.tiers)]

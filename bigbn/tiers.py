@@ -29,7 +29,10 @@ up to any size are a prefix). Every node of a tier has the same layout.
 
 from __future__ import annotations
 
+import io
 import math
+import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
@@ -38,7 +41,6 @@ from math import comb
 import numba
 import numpy as np
 
-from .data import csv_records
 from .errors import DataError, EngineError, OptionError
 from .families import family_masks, n_families, popcounts
 from .plan import Plan, choose_chunk_bits
@@ -121,47 +123,55 @@ def read_tiers(path, names) -> dict[str, int]:
             raise DataError(f"{path}, line {line}: node '{name}' is listed again (first on line "
                             f"{first[name]}); give each node one tier")
         first[name] = line
-        try:
-            out[name] = int(t)
-        except ValueError:
-            raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer") from None
+        out[name] = _tier_label(path, line, t)
     if not out:
         raise DataError(f"{path}: no node,tier rows")
     return out
 
 
+#: A tier label: ASCII digits, optionally signed (int() would also take "1_0" and other
+#: scripts' digits, which a tiers file does not mean).
+_LABEL = re.compile(r"[+-]?[0-9]+")
+
+
+def _tier_label(path, line: int, t: str) -> int:
+    """The tier on ``line`` of a tiers file: a plain integer, or a DataError."""
+    if not _LABEL.fullmatch(t):
+        raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer "
+                        "(digits 0-9, optionally signed)")
+    return int(t)
+
+
 def _tier_records(path):
     """csv_records with the header ``node,tier`` optional: a file whose first line is a
-    data row is read as if the header were there."""
-    import tempfile
+    data row is read as if the header were there (a first line with another header, such
+    as tier,node, is refused as one). Read once, as every input file is
+    (`data.read_text`: a regular file or a pipe, not a device or a pipe with no writer)."""
+    from .data import read_text, sniff_separator, text_records
 
-    from .data import sniff_separator
-
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            head = fh.readline()
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    text = read_text(os.fspath(path))
+    head = io.StringIO(text, newline="").readline()
     sep = sniff_separator(head)
-    if [c.strip() for c in head.split(sep)][:2] == ["node", "tier"]:
-        yield from csv_records(path, ("node", "tier"))
-        return
-    # no header: read the same rows behind one (line numbers stay the file's own)
-    with open(path, newline="", encoding="utf-8-sig") as fh, \
-            tempfile.NamedTemporaryFile("w", suffix=".csv", encoding="utf-8") as tmp:
-        tmp.write(f"node{sep}tier\n")
-        tmp.write(fh.read())
-        tmp.flush()
-        for line, row in csv_records(tmp.name, ("node", "tier")):
-            yield line - 1, row
+    headed = [c.strip() for c in head.split(sep)][:2] == ["node", "tier"]
+    first = not headed
+    for line, row in text_records(path, text, ("node", "tier"), headed=headed):
+        if first:  # a header row other than node,tier is not read as a node and its tier
+            first = False
+            if sorted(c.lower() for c in row) == ["node", "tier"]:
+                raise DataError(f"{path}, line {line}: header {','.join(row)}: the header of a tiers "
+                                "file is node,tier (each node, then its tier), in that order")
+            if not _LABEL.fullmatch(row[1]):
+                raise DataError(f"{path}, line {line}, column tier: {row[1]!r} is not an integer "
+                                "(a header line must be node,tier)")
+        yield line, row
 
 
 def tier_sizes_option(text: str) -> tuple[int, ...]:
     """``--tier-sizes 25,25,25,25`` for `bigbn plan`: positive integers, earliest first."""
-    try:
-        sizes = tuple(int(x) for x in str(text).split(","))
-    except ValueError:
-        raise OptionError(f"--tier-sizes {text!r}: give comma-separated positive integers, e.g. 25,25,25,25") from None
+    parts = [x.strip() for x in str(text).split(",")]
+    if not all(re.fullmatch(r"\+?[0-9]+", x) for x in parts):
+        raise OptionError(f"--tier-sizes {text!r}: give comma-separated positive integers, e.g. 25,25,25,25")
+    sizes = tuple(int(x) for x in parts)
     if not sizes or min(sizes) < 1:
         raise OptionError(f"--tier-sizes {text!r}: every tier needs at least one variable")
     return sizes
@@ -549,10 +559,8 @@ def tier_sizes_from_file(path) -> tuple[int, ...]:
         if name in seen:
             raise DataError(f"{path}, line {line}: node '{name}' is listed again (first on line {seen[name]})")
         seen[name] = line
-        try:
-            counts[int(t)] = counts.get(int(t), 0) + 1
-        except ValueError:
-            raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer") from None
+        t = _tier_label(path, line, t)
+        counts[t] = counts.get(t, 0) + 1
     if not counts:
         raise DataError(f"{path}: no node,tier rows")
     return tuple(counts[t] for t in sorted(counts))

@@ -204,6 +204,58 @@ def test_bad_intervention_input_gets_one_line_errors(tmp_path, case):
     assert not (tmp_path / "w").exists()
 
 
+@pytest.mark.parametrize("quoted", [False, True])
+def test_an_intervention_column_not_in_the_file_is_named_not_another_columns_empty_cell(tmp_path, quoted):
+    """The column's empty cells (observational rows) were reported as missing data, as if
+    the column asked for had been there: "row 3, column 'targets': empty cell"."""
+    import pandas as pd
+
+    path = tmp_path / "d.csv"
+    path.write_text('a,b,targets\n0,1,a\n1,0,\n0,0,b\n'.replace("0,1,a", '"0",1,a' if quoted else "0,1,a"))
+    for column, hint in (("nope", "the columns are a, b, targets"), ("target", "did you mean 'targets'?")):
+        message = f"{path}: no column named {column!r} (the intervention column); {hint}"
+        with pytest.raises(DataError) as e:
+            bigbn.learn(path, intervention_column=column)
+        assert str(e.value) == message
+        r = CliRunner().invoke(main, ["run", str(path), "-w", str(tmp_path / "w"), "-q",
+                                      "--intervention-column", column])
+        assert assert_one_line_error(r) == f"Error: {message}"
+        assert not (tmp_path / "w").exists()
+    frame = pd.DataFrame({"a": [0, 1, 0], "b": [1, 0, 0], "targets": ["a", None, "b"]})
+    with pytest.raises(DataError, match=r"^DataFrame: no column named 'nope' \(the intervention column\); "
+                                        "the columns are a, b, targets$"):
+        bigbn.learn(frame, intervention_column="nope")
+
+
+def test_a_variable_named_with_the_target_separator_is_refused_with_interventions(tmp_path):
+    """'|' joins a row's targets: with variables a, b and a|b the cell "a|b" would be
+    ambiguous. A run with interventions refuses such a name; one without takes it."""
+    import pandas as pd
+
+    path = tmp_path / "d.csv"
+    path.write_text("a|b,a,b,targets\n0,1,0,a|b\n1,0,1,\n0,0,1,b\n1,1,0,\n")
+    message = f"{path}, column 'a|b': its name contains '|', which joins the intervention targets of a row; " \
+              "rename the variable"
+    with pytest.raises(DataError) as e:
+        bigbn.learn(path, intervention_column="targets")
+    assert str(e.value) == message
+    r = CliRunner().invoke(main, ["run", str(path), "-w", str(tmp_path / "w"), "-q",
+                                  "--intervention-column", "targets"])
+    assert assert_one_line_error(r) == f"Error: {message}"
+    assert not (tmp_path / "w").exists()
+    other = "variable 'a|b': its name contains '|', which joins the intervention targets of a row; " \
+            "rename the variable"
+    frame = pd.read_csv(path, keep_default_na=False)
+    with pytest.raises(DataError) as e:
+        bigbn.learn(frame, intervention_column="targets")
+    assert str(e.value) == other
+    X = frame.iloc[:, :3].to_numpy()
+    with pytest.raises(DataError) as e:
+        bigbn.learn(X, names=["a|b", "a", "b"], interventions=[{"a"}, set(), {"b"}, set()])
+    assert str(e.value) == other
+    assert bigbn.learn(X, names=["a|b", "a", "b"]).names[0] == "a|b"  # no interventions: a name like any
+
+
 def test_bad_intervention_lists():
     X, T = discrete_experiments(8)
     with pytest.raises(OptionError, match="90 rows"):

@@ -23,7 +23,7 @@ from bigbn import sampling as SK
 from bigbn.samples import sample
 from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
-from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores
+from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
@@ -98,6 +98,78 @@ def test_read_tiers_with_and_without_header(tmp_path):
     (tmp_path / "unknown.csv").write_text("node,tier\na,1\nq,2\n")
     with pytest.raises(DataError, match=r"unknown.csv, line 3, column node: unknown node 'q'"):
         read_tiers(tmp_path / "unknown.csv", names)
+
+
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_tiers_file_that_is_a_pipe_without_writer_or_a_device_is_refused(tmp_path, what, command):
+    """As every other input file: a named pipe that nothing writes to, or a device that never
+    ends, is a one-line error, not a wait (the timeout turns a hang into a failure)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ASIA, env
+
+    tiers = tmp_path / "fifo"
+    if what == "fifo":
+        os.mkfifo(tiers)
+    else:
+        tiers = what
+    args = ["run", str(ASIA), "-k", "1", "-w", str(tmp_path / "w")] if command == "run" else ["plan"]
+    r = subprocess.run([sys.executable, "-m", "bigbn.cli", *args, "--tiers", str(tiers)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, env=env())
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("[bigbn] ")]
+    assert len(lines) == 1 and lines[0].startswith(f"Error: {tiers}: "), r.stderr
+    assert ("nothing writes to" if what == "fifo" else "not a regular file or a pipe") in lines[0]
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_short_row_of_a_headerless_tiers_file_names_that_file_and_line(tmp_path):
+    (tmp_path / "t.csv").write_text("a,1\nb\nc,2\n")
+    for read in (lambda p: read_tiers(p, ["a", "b", "c"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(tmp_path / "t.csv")
+        assert str(e.value) == f"{tmp_path / 't.csv'}, line 2: expected 2 fields, found 1"
+
+
+@pytest.mark.parametrize("label", ["1_0", "²", "١", "1.0", "0x1", "--1"])
+def test_a_tier_label_must_be_a_plain_ascii_integer(tmp_path, label):
+    """int() takes "1_0" (as 10) and other scripts' digits ("١" as 1); str.isdigit() takes
+    "²". A tier label is ASCII digits, optionally signed."""
+    from bigbn.tiers import tier_sizes_option
+
+    path = tmp_path / "t.csv"
+    path.write_text(f"node,tier\na,1\nb,{label}\nc,-2\n", encoding="utf-8")
+    message = f"{path}, line 3, column tier: {label!r} is not an integer (digits 0-9, optionally signed)"
+    for read in (lambda p: read_tiers(p, ["a", "b", "c"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(path)
+        assert str(e.value) == message
+    path.write_text("node,tier\na,1\nb,+1\nc,-2\n")
+    assert read_tiers(path, ["a", "b", "c"]) == {"a": 1, "b": 1, "c": -2}
+    with pytest.raises(OptionError, match="give comma-separated positive integers"):
+        tier_sizes_option(f"3,{label}")
+    assert tier_sizes_option(" 3, +2") == (3, 2)
+
+
+@pytest.mark.parametrize("head, message", [
+    ("tier,node", "line 1: header tier,node: the header of a tiers file is node,tier (each node, then "
+                  "its tier), in that order"),
+    ("Node,Tier", "line 1: header Node,Tier: the header of a tiers file is node,tier (each node, then "
+                  "its tier), in that order"),
+    ("variable,level", "line 1, column tier: 'level' is not an integer (a header line must be node,tier)"),
+])
+def test_a_tiers_header_other_than_node_tier_is_not_read_as_a_row(tmp_path, head, message):
+    """The header line is optional, so a first line that is not node,tier was read as the
+    row of a node named 'tier' (unknown node 'tier')."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"{head}\na,1\nb,2\n")
+    for read in (lambda p: read_tiers(p, ["a", "b"]), tier_sizes_from_file):
+        with pytest.raises(DataError) as e:
+            read(path)
+        assert str(e.value) == f"{path}, {message}"
 
 
 # ----------------------------------------------------------------------------- layout
@@ -272,6 +344,23 @@ def test_a_tiered_run_resumes_only_what_is_missing(tmp_path):
     with pytest.raises(WorkdirError, match="tiers"):
         bigbn.learn(data, names=names_of(9), tiers=as_names(((0, 1), (2, 3, 4, 5, 6, 7, 8))),
                     workdir=tmp_path / "w")
+
+
+def test_other_chunk_bits_on_resume_of_a_tiered_run_is_refused(tmp_path):
+    """As for a run without tiers (tests/test_resume.py): another --chunk-bits on resume was
+    silently ignored (the tiers' chunk bits came from run.json)."""
+    data = random_table(3, 7, 200)
+    tiers = as_names(((0, 1), (2, 3, 4, 5, 6)))
+    first = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=3)
+    with pytest.raises(WorkdirError) as e:
+        bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=4)
+    assert str(e.value) == (f"{tmp_path / 'w'} was started with --chunk-bits 3 (tier 2, 5 variables); "
+                            "resume with the same value or use --fresh")
+    for same in (3, None):  # the same value, or none: the workdir's
+        again = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=same)
+        assert again.log_marginal == first.log_marginal
+    fresh = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=4, fresh=True)
+    assert fresh.log_marginal == pytest.approx(first.log_marginal, abs=1e-9)
 
 
 def test_cli_run_and_plan_with_tiers(tmp_path):
