@@ -56,6 +56,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
     (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
     targets (``intervened``): intervention_column then only names the column they came from."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
+    sep = opt.sep(sep)
     targets = None  # the intervention column's cells and how to name a row in messages
     if intervention_column is not None:
         if interventions is not None:

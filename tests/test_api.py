@@ -577,3 +577,11 @@ def test_string_arrays_are_discrete_data():
     X = np.array([["a", "x"], ["b", "y"], ["a", "y"], ["b", "x"]] * 5)
     res = bigbn.learn(X, names=["u", "v"], max_parents=1)
     assert res.summary["options"]["score"] == "bdeu" and res.names == ("u", "v")
+
+
+# ------------------------------------------------------------ hostile inputs, round 4 (issue #37)
+
+def test_a_separator_that_is_not_text_is_an_option_error():
+    """learn(path, sep=1) raised TypeError (the length of an int)."""
+    with pytest.raises(OptionError, match=re.escape("separator 1: give one character (',', ';', tab)")):
+        bigbn.learn(h.ROOT / "examples" / "asia.csv", sep=1, max_parents=1)
