@@ -352,6 +352,9 @@ def _load_scores(data, scores, score) -> tuple:
         raise OptionError("give data or scores (a .jkl file), not both")
     if not (isinstance(score, str) and score.lower() == "auto"):
         raise OptionError("scores from a file replace the score: drop the score option")
+    if not isinstance(scores, (str, os.PathLike, ScoreFile)):
+        raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.jkl.ScoreFile, got "
+                          f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
     return sf, FileScore(), sf.digest()
 

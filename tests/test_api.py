@@ -585,3 +585,10 @@ def test_a_separator_that_is_not_text_is_an_option_error():
     """learn(path, sep=1) raised TypeError (the length of an int)."""
     with pytest.raises(OptionError, match=re.escape("separator 1: give one character (',', ';', tab)")):
         bigbn.learn(h.ROOT / "examples" / "asia.csv", sep=1, max_parents=1)
+
+
+@pytest.mark.parametrize("scores", [123, ["a.jkl"], b"a.jkl"])
+def test_scores_must_be_a_path_or_a_score_file(scores):
+    """learn(scores=123) raised TypeError from the .jkl reader."""
+    with pytest.raises(OptionError, match=r"^scores must be a \.jkl file \(a path\) or a bigbn\.jkl\.ScoreFile, got "):
+        bigbn.learn(scores=scores)
