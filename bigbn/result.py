@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,13 +113,27 @@ class Result:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()
         n = len(self.names)
-        with open(path, "w", newline="") as fh:
+        with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
             for u in range(n):
                 for v in range(n):
                     if u != v:
                         fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
                                  f"{self.posterior[u, v]:.17g}\n")
+
+
+def open_for_writing(path, what: str):
+    """``open(path, "w")`` for a file a user names, with one line (OptionError) for what is
+    not a path, a folder, or a file that cannot be written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise OptionError(f"{what} needs a file path, got {type(path).__name__}")
+    if os.path.isdir(path):
+        raise OptionError(f"{os.fspath(path)}: is a folder, not a file; give a file name "
+                          f"(e.g. {os.path.join(path, 'edges.csv')})")
+    try:
+        return open(path, "w", newline="")
+    except OSError as e:
+        raise OptionError(f"cannot write {os.fspath(path)}: {e.strerror}") from None
 
 
 def write_arcs(path, arcs) -> None:
