@@ -110,6 +110,10 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if len(nm) != arr.shape[1]:
             raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
         _check_header("array", list(nm))
+        if np.ma.is_masked(data):  # a masked cell is a missing value, as an empty CSV cell
+            r, j = map(int, np.argwhere(np.ma.getmaskarray(data))[0])
+            raise DataError(f"data array, row index {r}, column '{nm[j]}': masked value (bigbn needs "
+                            "complete data)")
         if arr.dtype.kind == "c":
             raise DataError("complex numbers are not data bigbn can score")
         if arr.dtype.kind in "fc":

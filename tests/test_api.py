@@ -592,3 +592,16 @@ def test_scores_must_be_a_path_or_a_score_file(scores):
     """learn(scores=123) raised TypeError from the .jkl reader."""
     with pytest.raises(OptionError, match=r"^scores must be a \.jkl file \(a path\) or a bigbn\.jkl\.ScoreFile, got "):
         bigbn.learn(scores=scores)
+
+
+def test_masked_cells_of_a_masked_array_are_missing_values():
+    """The mask of np.ma.array was ignored (masked cells were used as data); a masked cell
+    is refused as a missing one is, and a mask with nothing masked changes nothing."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[2, 1] = True
+    with pytest.raises(DataError, match=re.escape("data array, row index 2, column 'b': masked value "
+                                                  "(bigbn needs complete data)")):
+        bigbn.learn(np.ma.array(X, mask=mask), names=["a", "b"], max_parents=1)
+    same = bigbn.learn(np.ma.array(X, mask=np.zeros(X.shape, dtype=bool)), max_parents=1)
+    np.testing.assert_array_equal(same.posterior, bigbn.learn(X, max_parents=1).posterior)
