@@ -143,6 +143,21 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
 _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
 
 
+def _check_names_given(data, names) -> None:
+    """names= is for an array; data that carry their own names refuse other ones (they were
+    silently ignored). Not applied instead: intervention_column names a column of the data as
+    it is, and effects(result, data) compares the data's own names with the run's."""
+    if names is None:
+        return
+    if frames.is_dataframe(data):
+        raise OptionError("a DataFrame carries its column names; drop names= or rename the columns")
+    if isinstance(data, (str, os.PathLike)):
+        raise OptionError(f"{os.fspath(data)}: a CSV file carries its column names in its header; "
+                          "drop names= or edit the header")
+    if isinstance(data, Dataset) and tuple(str(x) for x in names) != tuple(data.names):
+        raise OptionError("a Dataset carries its names; drop names= or give the Dataset these names")
+
+
 def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
     """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
     the table looks it)."""
@@ -249,6 +264,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
+    _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
     if scores is not None:

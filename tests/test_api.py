@@ -605,3 +605,23 @@ def test_masked_cells_of_a_masked_array_are_missing_values():
         bigbn.learn(np.ma.array(X, mask=mask), names=["a", "b"], max_parents=1)
     same = bigbn.learn(np.ma.array(X, mask=np.zeros(X.shape, dtype=bool)), max_parents=1)
     np.testing.assert_array_equal(same.posterior, bigbn.learn(X, max_parents=1).posterior)
+
+
+def test_names_are_refused_for_data_that_carry_their_own():
+    """learn(df, names=[...]) silently ignored names=. A DataFrame, a CSV file and a Dataset
+    carry their names: other names are refused (a Dataset's own names are accepted)."""
+    pd = pytest.importorskip("pandas")
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    with pytest.raises(OptionError, match=r"^a DataFrame carries its column names; drop names= or "
+                                          r"rename the columns$"):
+        bigbn.learn(pd.DataFrame(X, columns=["a", "b"]), names=["p", "q"], max_parents=1)
+    asia = h.ROOT / "examples" / "asia.csv"
+    with pytest.raises(OptionError, match=re.escape(f"{asia}: a CSV file carries its column names in its "
+                                                    "header; drop names= or edit the header")):
+        bigbn.learn(asia, names=list("abcdefgh"), max_parents=1)
+    from bigbn.api import load_dataset
+
+    ds, _, _ = load_dataset(X, names=["a", "b"])
+    with pytest.raises(OptionError, match="a Dataset carries its names"):
+        bigbn.learn(ds, names=["p", "q"], max_parents=1)
+    assert bigbn.learn(ds, names=["a", "b"], max_parents=1).names == ("a", "b")
