@@ -337,7 +337,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             wd = Workdir(root, owner)
             job = Job(wd, plan, beta)
             recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
-            result = Result(None, ds.names, None, families=plan.families)
+            result = Result(None, ds.names, None, families=plan.families, workdir=None if tmp else root)
             if plan.posterior:
                 result.posterior = wd.read("posterior", slice(None))
                 result.log_marginal = float(journal[task_id(("edges",))]["log_px"])
@@ -407,7 +407,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
                                    alpha_mode, bool(map_dag), bool(posterior), memory, workers, fresh,
                                    check_disk, disk_workers=ordered_workers(scheduler, workers))
             n = ds.n
-            result = Result(None, ds.names, None)
+            result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
             recomputed = []

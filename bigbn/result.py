@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from . import frames
+from . import options as opt
 from .errors import OptionError
 from .parentsets import ranked
 from .tiers import TieredFamilies
@@ -33,6 +35,7 @@ class Result:
     map_parents: np.ndarray | None = field(default=None, repr=False)
     map_log_score: float | None = None
     tiered: "TieredFamilies | None" = field(default=None, repr=False)
+    workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -120,6 +123,22 @@ class Result:
                     if u != v:
                         fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
                                  f"{self.posterior[u, v]:.17g}\n")
+
+
+def run_workdir(source, caller: str) -> str | Path:
+    """The work directory of a finished run as `sample` and `effects` take it: a path, or
+    the `Result` of learn(..., workdir=...); OptionError (one line) for anything else.
+    caller: the function's name in messages."""
+    if isinstance(source, Result):
+        if source.workdir is None:
+            raise OptionError(f"this result's run was in a temporary folder, removed when learn returned: "
+                              f"run learn(..., workdir=DIR) to keep it for {caller}()")
+        return source.workdir
+    if isinstance(source, (str, os.PathLike)):
+        return opt.workdir(source)
+    data = " (data go to learn)" if frames.is_dataframe(source) or isinstance(source, np.ndarray) else ""
+    raise OptionError(f"{caller}() takes a finished run: its work directory (a path) or the Result of "
+                      f"learn, got {type(source).__name__}{data}")
 
 
 def open_for_writing(path, what: str):
