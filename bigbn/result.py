@@ -23,7 +23,9 @@ class Result:
     names: the n variable names; log_marginal: log p(data) under the model (natural log,
     up to the prior's normalising constant, as in the paper); summary: what was run.
     A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
-    log_marginal None, and only the map_* methods.
+    log_marginal None, and only the map_* methods. workdir: the run's work directory
+    (learn(..., workdir=...); None when learn ran in a temporary folder, removed when it
+    returned): `bigbn.sample` takes the Result in its place.
     """
 
     posterior: np.ndarray | None
