@@ -58,6 +58,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
     (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
     targets (``intervened``): intervention_column then only names the column they came from."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
+    sep = opt.sep(sep)
     targets = None  # the intervention column's cells and how to name a row in messages
     if intervention_column is not None:
         if interventions is not None:
@@ -110,6 +111,10 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if len(nm) != arr.shape[1]:
             raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
         _check_header("array", list(nm))
+        if np.ma.is_masked(data):  # a masked cell is a missing value, as an empty CSV cell
+            r, j = map(int, np.argwhere(np.ma.getmaskarray(data))[0])
+            raise DataError(f"data array, row index {r}, column '{nm[j]}': masked value (bigbn needs "
+                            "complete data)")
         if arr.dtype.kind == "c":
             raise DataError("complex numbers are not data bigbn can score")
         if arr.dtype.kind in "fc":
@@ -137,6 +142,21 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
 
 
 _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
+
+
+def _check_names_given(data, names) -> None:
+    """names= is for an array; data that carry their own names refuse other ones (they were
+    silently ignored). Not applied instead: intervention_column names a column of the data as
+    it is, and effects(result, data) compares the data's own names with the run's."""
+    if names is None:
+        return
+    if frames.is_dataframe(data):
+        raise OptionError("a DataFrame carries its column names; drop names= or rename the columns")
+    if isinstance(data, (str, os.PathLike)):
+        raise OptionError(f"{os.fspath(data)}: a CSV file carries its column names in its header; "
+                          "drop names= or edit the header")
+    if isinstance(data, Dataset) and tuple(str(x) for x in names) != tuple(data.names):
+        raise OptionError("a Dataset carries its names; drop names= or give the Dataset these names")
 
 
 def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
@@ -245,6 +265,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
+    _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
     if scores is not None:
@@ -322,7 +343,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             job = Job(wd, plan, beta, total_offset(shifts))
             recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
             offset = log_offset(journal, task_id(("scores",)))
-            result = Result(None, ds.names, None, families=plan.families)
+            result = Result(None, ds.names, None, families=plan.families, workdir=None if tmp else root)
             if plan.posterior:
                 result.posterior = wd.read("posterior", slice(None))
                 log_px = float(journal[task_id(("edges",))]["log_px"])
@@ -364,6 +385,9 @@ def _load_scores(data, scores, score) -> tuple:
         raise OptionError("give data or scores (a .jkl file), not both")
     if not (isinstance(score, str) and score.lower() == "auto"):
         raise OptionError("scores from a file replace the score: drop the score option")
+    if not isinstance(scores, (str, os.PathLike, ScoreFile)):
+        raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.jkl.ScoreFile, got "
+                          f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
     return sf, FileScore(), sf.digest()
 
@@ -401,7 +425,7 @@ def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint
                                    alpha_mode, bool(map_dag), bool(posterior), memory, workers, fresh,
                                    check_disk, disk_workers=ordered_workers(scheduler, workers))
             n = ds.n
-            result = Result(None, ds.names, None)
+            result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
             recomputed = []

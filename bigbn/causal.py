@@ -55,7 +55,7 @@ from .errors import DataError, OptionError
 from .families import unsqueeze
 from .frames import SOURCE
 from .parentsets import parent_set_posteriors
-from .result import Result
+from .result import Result, run_workdir
 from .rundir import FinishedTieredRun, finished_run
 from .scoring import BUILTIN, check_options
 
@@ -417,7 +417,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         if data is None:
             raise OptionError("give the run's data: effects(result, data)")
     else:
-        run = finished_run(source, then="compute the effects")
+        run = finished_run(run_workdir(source, "effects"), then="compute the effects")
         options = dict(run.record.fingerprint)
         digest_run = options.get("data_sha256")
         names = run.names

@@ -70,6 +70,9 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
     categories = {}
     for j, c in enumerate(df.columns):
         col = df.iloc[:, j]
+        if pd.api.types.is_complex_dtype(col.dtype) or (
+                col.dtype == object and any(isinstance(v, (complex, np.complexfloating)) for v in col.tolist())):
+            raise DataError(f"{SOURCE}, column '{names[j]}': complex numbers are not data bigbn can score")
         cells[:, j] = _cell_text(col)
         if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text
             categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))

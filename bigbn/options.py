@@ -164,6 +164,14 @@ def seed(value, what: str = "seed") -> int:
     return s
 
 
+def sep(value) -> str | None:
+    """The CSV separator: None (detected) or text; its length and characters are checked
+    where the file is read (`bigbn.data`)."""
+    if value is not None and not isinstance(value, str):
+        raise OptionError(f"separator {value!r}: give one character (',', ';', tab) or 'tab'")
+    return value
+
+
 PRIOR_KWARGS = ("forbid", "require", "edge_prob", "max_parents")
 
 

@@ -33,6 +33,7 @@ naming the nodes). The readers at the end turn the CLI's CSV files into these ar
 
 from __future__ import annotations
 
+import numbers
 import os
 from math import comb, log
 
@@ -91,6 +92,33 @@ def _find_cycle(n: int, edges) -> list[int] | None:
     return None
 
 
+def _edge_prob_matrix(value, n: int, names) -> np.ndarray:
+    """edge_prob as a float64 (n, n) matrix; OptionError for what is not one, naming the
+    first pair whose entry is not a number (the diagonal is ignored)."""
+    what = f"edge_prob must be a ({n}, {n}) matrix (entry [u][v]: the prior probability of u -> v)"
+    if isinstance(value, (dict, str, bytes)):
+        raise OptionError(f"{what}, got a {type(value).__name__}")
+    try:
+        raw = np.asarray(value)
+    except (ValueError, TypeError):  # ragged rows
+        raise OptionError(f"{what}; cannot read it as one") from None
+    if raw.shape != (n, n):
+        raise OptionError(f"edge_prob must have shape ({n}, {n}), got {raw.shape}")
+    if raw.dtype.kind in "biuf":
+        return raw.astype(np.float64)
+    out = np.full((n, n), np.nan)
+    for u in range(n):
+        for v in range(n):
+            x = raw[u, v]
+            if u == v:
+                continue
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+                raise OptionError(f"edge_prob of {_name(names, u)} -> {_name(names, v)} (entry [{u}][{v}]) "
+                                  f"must be a probability in [0, 1] (or NaN for no opinion), got {x!r}")
+            out[u, v] = float(x)
+    return out
+
+
 def _validate(n, k, kind, edge_prob, forbid, require, max_parents, names):
     """Check every option and return them normalised (raises OptionError)."""
     if kind not in KINDS:
@@ -103,9 +131,7 @@ def _validate(n, k, kind, edge_prob, forbid, require, max_parents, names):
     require = _as_pairs(require, n, "required")
 
     if edge_prob is not None:
-        edge_prob = np.array(edge_prob, dtype=np.float64)
-        if edge_prob.shape != (n, n):
-            raise OptionError(f"edge_prob must have shape ({n}, {n}), got {edge_prob.shape}")
+        edge_prob = _edge_prob_matrix(edge_prob, n, names)
         off = edge_prob[~np.eye(n, dtype=bool)]
         bad = ~np.isnan(off) & ((off < 0) | (off > 1))
         if np.any(bad):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from . import frames
+from . import options as opt
 from .errors import OptionError
 from .parentsets import ranked
 from .tiers import TieredFamilies
@@ -20,7 +23,9 @@ class Result:
     names: the n variable names; log_marginal: log p(data) under the model (natural log,
     up to the prior's normalising constant, as in the paper); summary: what was run.
     A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
-    log_marginal None, and only the map_* methods.
+    log_marginal None, and only the map_* methods. workdir: the run's work directory
+    (learn(..., workdir=...); None when learn ran in a temporary folder, removed when it
+    returned): `bigbn.sample` takes the Result in its place.
     """
 
     posterior: np.ndarray | None
@@ -32,6 +37,7 @@ class Result:
     map_parents: np.ndarray | None = field(default=None, repr=False)
     map_log_score: float | None = None
     tiered: "TieredFamilies | None" = field(default=None, repr=False)
+    workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -112,13 +118,43 @@ class Result:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()
         n = len(self.names)
-        with open(path, "w", newline="") as fh:
+        with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
             for u in range(n):
                 for v in range(n):
                     if u != v:
                         fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
                                  f"{self.posterior[u, v]:.17g}\n")
+
+
+def run_workdir(source, caller: str) -> str | Path:
+    """The work directory of a finished run as `sample` and `effects` take it: a path, or
+    the `Result` of learn(..., workdir=...); OptionError (one line) for anything else.
+    caller: the function's name in messages."""
+    if isinstance(source, Result):
+        if source.workdir is None:
+            raise OptionError(f"this result's run was in a temporary folder, removed when learn returned: "
+                              f"run learn(..., workdir=DIR) to keep it for {caller}()")
+        return source.workdir
+    if isinstance(source, (str, os.PathLike)):
+        return opt.workdir(source)
+    data = " (data go to learn)" if frames.is_dataframe(source) or isinstance(source, np.ndarray) else ""
+    raise OptionError(f"{caller}() takes a finished run: its work directory (a path) or the Result of "
+                      f"learn, got {type(source).__name__}{data}")
+
+
+def open_for_writing(path, what: str):
+    """``open(path, "w")`` for a file a user names, with one line (OptionError) for what is
+    not a path, a folder, or a file that cannot be written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise OptionError(f"{what} needs a file path, got {type(path).__name__}")
+    if os.path.isdir(path):
+        raise OptionError(f"{os.fspath(path)}: is a folder, not a file; give a file name "
+                          f"(e.g. {os.path.join(path, 'edges.csv')})")
+    try:
+        return open(path, "w", newline="")
+    except OSError as e:
+        raise OptionError(f"cannot write {os.fspath(path)}: {e.strerror}") from None
 
 
 def write_arcs(path, arcs) -> None:

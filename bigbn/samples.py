@@ -40,6 +40,7 @@ from .engine import Job, alpha_span
 from .errors import EngineError, OptionError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
+from .result import run_workdir
 from .rundir import FinishedLattice, FinishedRun, FinishedTieredRun, finished_run, gib
 from .runner import peak_rss_bytes
 
@@ -275,7 +276,8 @@ def sample_memory_bytes(n: int, T: int) -> int:
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
            workers: int | None = None, memory: int | str | None = None, progress=None) -> Samples:
-    """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir``.
+    """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir`` (a path,
+    or the `Result` of learn(..., workdir=...)).
 
     prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
     weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
@@ -298,7 +300,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     workers = opt.workers(workers)
     memory = opt.memory(memory)
     t0 = time.perf_counter()
-    run = finished_run(workdir, then="sample")
+    run = finished_run(run_workdir(workdir, "sample"), then="sample")
     n = len(run.names)
     need = sample_memory_bytes(n, T)
     if need > memory:

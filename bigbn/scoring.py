@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import numbers
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -66,11 +67,10 @@ class Option:
 
     def check(self, value) -> float:
         """The value as a float, or OptionError naming the option and the value."""
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            raise OptionError(f"{self.label} must be a positive number, got {value!r}") from None
-        if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # '1' is text, not a number
+            raise OptionError(f"{self.label} must be a positive number, got {value!r}")
+        x = float(value)
+        if not (math.isfinite(x) and x > 0):
             raise OptionError(f"{self.label} must be a positive number, got {value!r}")
         if self.hyper:
             from .scores import MAX_HYPER  # here: the CLI imports this module, numba not yet

@@ -577,3 +577,51 @@ def test_string_arrays_are_discrete_data():
     X = np.array([["a", "x"], ["b", "y"], ["a", "y"], ["b", "x"]] * 5)
     res = bigbn.learn(X, names=["u", "v"], max_parents=1)
     assert res.summary["options"]["score"] == "bdeu" and res.names == ("u", "v")
+
+
+# ------------------------------------------------------------ hostile inputs, round 4 (issue #37)
+
+def test_a_separator_that_is_not_text_is_an_option_error():
+    """learn(path, sep=1) raised TypeError (the length of an int)."""
+    with pytest.raises(OptionError, match=re.escape("separator 1: give one character (',', ';', tab)")):
+        bigbn.learn(h.ROOT / "examples" / "asia.csv", sep=1, max_parents=1)
+
+
+@pytest.mark.parametrize("scores", [123, ["a.jkl"], b"a.jkl"])
+def test_scores_must_be_a_path_or_a_score_file(scores):
+    """learn(scores=123) raised TypeError from the .jkl reader."""
+    with pytest.raises(OptionError, match=r"^scores must be a \.jkl file \(a path\) or a bigbn\.jkl\.ScoreFile, got "):
+        bigbn.learn(scores=scores)
+
+
+def test_masked_cells_of_a_masked_array_are_missing_values():
+    """The mask of np.ma.array was ignored (masked cells were used as data); a masked cell
+    is refused as a missing one is, and a mask with nothing masked changes nothing."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[2, 1] = True
+    with pytest.raises(DataError, match=re.escape("data array, row index 2, column 'b': masked value "
+                                                  "(bigbn needs complete data)")):
+        bigbn.learn(np.ma.array(X, mask=mask), names=["a", "b"], max_parents=1)
+    same = bigbn.learn(np.ma.array(X, mask=np.zeros(X.shape, dtype=bool)), max_parents=1)
+    np.testing.assert_array_equal(same.posterior, bigbn.learn(X, max_parents=1).posterior)
+
+
+def test_names_are_refused_for_data_that_carry_their_own():
+    """learn(df, names=[...]) silently ignored names=. A DataFrame, a CSV file and a Dataset
+    carry their names: other names are refused (a Dataset's own names are accepted)."""
+    pd = pytest.importorskip("pandas")
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    with pytest.raises(OptionError, match=r"^a DataFrame carries its column names; drop names= or "
+                                          r"rename the columns$"):
+        bigbn.learn(pd.DataFrame(X, columns=["a", "b"]), names=["p", "q"], max_parents=1)
+    asia = h.ROOT / "examples" / "asia.csv"
+    with pytest.raises(OptionError, match=re.escape(f"{asia}: a CSV file carries its column names in its "
+                                                    "header; drop names= or edit the header")):
+        bigbn.learn(asia, names=list("abcdefgh"), max_parents=1)
+    from bigbn.api import load_dataset
+
+    ds, _, _ = load_dataset(X, names=["a", "b"])
+    with pytest.raises(OptionError, match="a Dataset carries its names"):
+        bigbn.learn(ds, names=["p", "q"], max_parents=1)
+    assert bigbn.learn(ds, names=["a", "b"], max_parents=1).names == ("a", "b")

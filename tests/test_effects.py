@@ -259,3 +259,14 @@ def test_the_run_data_file_is_found_from_another_folder(tmp_path, monkeypatch):
     with pytest.raises(OptionError, match=r"data file .*a/d.csv is not there; give the data"):
         effects("a/w")
     assert effects("a/w", "d.csv", pairs=[("x", "z")]).mean[0] == e.mean[0]
+
+
+@pytest.mark.parametrize("source, got", [(None, "NoneType"), (123, "int"),
+                                         (np.zeros((4, 2)), "ndarray (data go to learn)")])
+def test_effects_of_what_is_not_a_run_is_one_line(source, got):
+    """Issue #37: effects(None) and effects(123) raised TypeError; they take a run (the same
+    check as sample's, bigbn.result.run_workdir)."""
+    with pytest.raises(OptionError) as e:
+        effects(source)
+    assert str(e.value) == ("effects() takes a finished run: its work directory (a path) or the Result of "
+                            f"learn, got {got}")

@@ -74,6 +74,16 @@ def test_bad_frames_give_one_line_errors():
         load_dataset(pd.DataFrame({"a": [], "b": []}))
 
 
+@pytest.mark.parametrize("column", [[1 + 1j, 2, 3, 1], np.array([1 + 1j, 2, 3, 1], dtype=object),
+                                    ["x", 2j, "y", "x"]])
+def test_a_complex_valued_column_is_named_as_such(column):
+    """Issue #37: a complex column was refused as one that "looks like an identifier"; as for
+    an array, it is complex numbers bigbn cannot score."""
+    df = pd.DataFrame({"a": [0, 1, 0, 1], "z": column})
+    with pytest.raises(DataError, match=r"^DataFrame, column 'z': complex numbers are not data bigbn can score$"):
+        load_dataset(df)
+
+
 def test_bool_and_integer_valued_arrays_are_discrete():
     rng = np.random.default_rng(1)
     B = rng.random((100, 3)) < 0.5

@@ -268,3 +268,32 @@ def test_node_listed_twice_in_a_max_parents_file(tmp_path):
     f.write_text("node,max_parents\ntub,1\nlung,2\ntub,0\n")
     r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "--max-parents-file", f)
     assert r.exit_code == 1 and "line 4: node 'tub' is listed again (first on line 2)" in r.output
+
+
+_ROW = [np.nan, 0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("edge_prob, message", [
+    ({(0, 1): {}}, "edge_prob must be a (4, 4) matrix (entry [u][v]: the prior probability of u -> v), "
+                   "got a dict"),
+    (np.array([[np.nan, {}, 0.5, 0.5]] + [_ROW] * 3, dtype=object),
+     "edge_prob of A -> B (entry [0][1]) must be a probability in [0, 1] (or NaN for no opinion), got {}"),
+    ([[None, 0.5, "0.5", 0.5]] + [_ROW] * 3,  # the diagonal is ignored, text is not a number
+     "edge_prob of A -> C (entry [0][2]) must be a probability in [0, 1] (or NaN for no opinion), got '0.5'"),
+    ([_ROW, _ROW[:3]] + [_ROW] * 2, "edge_prob must be a (4, 4) matrix (entry [u][v]: the prior "
+                                    "probability of u -> v); cannot read it as one"),
+], ids=["dict", "dict entry", "text entry", "ragged"])
+@pytest.mark.parametrize("tiered", [False, True], ids=["untiered", "tiered"])
+def test_edge_prob_that_is_not_a_matrix_of_numbers(edge_prob, message, tiered):
+    """Issue #37: edge_prob={(u, v): {...}}, or an entry that is not a number, raised
+    TypeError from float(), with and without tiers (bigbn/tiers.py uses the same check)."""
+    import bigbn
+
+    with pytest.raises(OptionError) as e:
+        if tiered:
+            X = np.random.default_rng(0).integers(0, 2, (30, 4))
+            bigbn.learn(X, names=NAMES, max_parents=2, tiers=[NAMES[:2], NAMES[2:]],
+                        prior_kwargs={"edge_prob": edge_prob})
+        else:
+            log_prior(4, 2, names=NAMES, edge_prob=edge_prob)
+    assert str(e.value) == message

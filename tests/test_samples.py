@@ -525,3 +525,35 @@ def test_linear_extension_counting_is_bounded():
     pm[2:] = 0b1  # 0 → 28 nodes, node 1 alone: 30 · 28! orders, found at once
     assert count_linear_extensions(pm, max_sets=100_000) == pytest.approx(30 * math.factorial(28), rel=1e-14)
 
+
+
+# ------------------------------------------------------------ hostile inputs, round 4 (issue #37)
+
+def test_sample_takes_a_result_of_learn_with_a_workdir(tmp_path):
+    """sample(result) raised TypeError; a Result of learn(..., workdir=...) now draws from its
+    run, as effects(result) takes a Result. A Result whose run was in a temporary folder
+    says to keep one."""
+    res = bigbn.learn(ASIA, max_parents=1, workdir=tmp_path / "w")
+    assert res.workdir == (tmp_path / "w").resolve()
+    a, b = bigbn.sample(res, 50, seed=4), bigbn.sample(tmp_path / "w", 50, seed=4)
+    assert np.array_equal(a.parents, b.parents) and a.names == res.names
+    tiered = bigbn.learn(ASIA, max_parents=1, workdir=tmp_path / "t",
+                         tiers=[list(res.names[:4]), list(res.names[4:])])
+    assert np.array_equal(bigbn.sample(tiered, 50, seed=4).parents,
+                          bigbn.sample(tmp_path / "t", 50, seed=4).parents)
+    with pytest.raises(OptionError, match=r"^this result's run was in a temporary folder, removed when "
+                                          r"learn returned: run learn\(\.\.\., workdir=DIR\) to keep it "
+                                          r"for sample\(\)$"):
+        bigbn.sample(bigbn.learn(ASIA, max_parents=1), 50)
+
+
+@pytest.mark.parametrize("source, got", [(None, "NoneType"), (123, "int"), ([str(ASIA)], "list"),
+                                         ("frame", "DataFrame (data go to learn)")])
+def test_sample_of_what_is_not_a_run_is_one_line(source, got):
+    """sample(None), sample(123), sample([path]) and sample(DataFrame) raised TypeError."""
+    if source == "frame":
+        source = pytest.importorskip("pandas").read_csv(ASIA)
+    with pytest.raises(OptionError) as e:
+        bigbn.sample(source, 50)
+    assert str(e.value) == ("sample() takes a finished run: its work directory (a path) or the Result of "
+                            f"learn, got {got}")

@@ -84,6 +84,16 @@ def test_unknown_option_through_score_options(tmp_path):
         bigbn.learn(_discrete(tmp_path), ess=2, score_options={"ess": 3})
 
 
+@pytest.mark.parametrize("score, option", [("bdeu", "ess"), ("bge", "alpha_mu"), ("bge", "alpha_w")])
+def test_score_options_are_numbers_not_text(tmp_path, score, option):
+    """Issue #37: learn(ess='1') was read as the number 1. A score option is a number (text
+    is refused, as True already was); numpy numbers are numbers."""
+    data = _continuous(tmp_path) if score == "bge" else _discrete(tmp_path)
+    with pytest.raises(OptionError, match=r"must be a positive number, got '7'$"):
+        bigbn.learn(data, score=score, max_parents=1, **{option: "7"})
+    assert scoring.check_options(scoring.BUILTIN[score], {option: np.float64(7)})[option] == 7.0
+
+
 # ------------------------------------------------------------------ a score from outside
 
 class BIC(scoring.Score):
