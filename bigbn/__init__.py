@@ -5,6 +5,7 @@ import os as _os
 import sys as _sys
 
 from ._version import __version__
+from .knowledge import Knowledge
 
 
 def _numba_cache_outside_the_package() -> None:
@@ -48,4 +49,4 @@ def effects(*args, **kwargs):
     return _effects(*args, **kwargs)
 
 
-__all__ = ["learn", "sample", "effects", "__version__"]
+__all__ = ["learn", "sample", "effects", "Knowledge", "__version__"]

@@ -26,6 +26,7 @@ from . import tiers as tiering
 from .data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
 from .engine import Job, log_offset
 from .errors import DataError, OptionError
+from .knowledge import Knowledge
 from .offsets import centre
 from .offsets import total as total_offset
 from .options import default_memory, default_workers  # noqa: F401 - part of the API
@@ -217,7 +218,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
-          intervention_column: str | None = None, interventions=None) -> Result:
+          intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,
+          forbidden=None, required=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -249,6 +251,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     list of lists of names (earliest first): only the orders that list every earlier tier
     first have prior mass (docs/posterior.md, "Tiers"); up to MAX_TIERED_NODES variables,
     each tier at most MAX_NODES (bigbn/tiers.py).
+    knowledge: a `bigbn.Knowledge` — what is known of the structure by variable name
+    (tiers, forbidden and required edges, edge probabilities, per-variable max parents),
+    checked for contradictions in one place; forbidden=[(parent, child), ...],
+    required=[...] and tiers=... are its short forms (give either). prior_kwargs is the
+    same in node indices, for code that has them.
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -265,6 +272,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
+    knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
+    tiered = knowledge is not None and bool(knowledge.tiers)
     _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
@@ -277,7 +286,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             raise OptionError("no data: give a CSV path, a DataFrame, a Dataset or an array "
                               "(or scores=FILE.jkl)")
         ds, score, digest = load_dataset(data, names, score, sep,
-                                         max_nodes=MAX_NODES if tiers is None else MAX_TIERED_NODES,
+                                         max_nodes=MAX_TIERED_NODES if tiered else MAX_NODES,
                                          intervention_column=intervention_column,
                                          interventions=interventions)
     if structure_prior is None:
@@ -295,6 +304,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             given[key] = value
     score_opts = check_options(score, given)
     k = min(k, ds.n - 1)
+    tiers = None
+    if knowledge is not None:
+        tiers, prior_kwargs = knowledge.bind(ds.names, k)
     options = {"score": score.name, "score_numerics": source_fingerprint(score), **score_opts,
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
@@ -369,6 +381,24 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _knowledge(knowledge, tiers, forbidden, required, prior_kwargs) -> Knowledge | None:
+    """The run's Knowledge: ``knowledge`` or the one its short forms build; None for none."""
+    short = {"tiers": tiers, "forbidden": forbidden, "required": required}
+    given = [key for key, value in short.items() if value is not None]
+    if knowledge is not None:
+        if not isinstance(knowledge, Knowledge):
+            raise OptionError(f"knowledge must be a bigbn.Knowledge, got {type(knowledge).__name__}")
+        if given:
+            raise OptionError(f"give knowledge= or its short form {given[0]}=, not both (add "
+                              f"{given[0]} to the Knowledge)")
+    elif given:
+        knowledge = Knowledge(**short)
+    if knowledge is not None and prior_kwargs:
+        raise OptionError("give constraints by name (knowledge=, tiers=, forbidden=, required=) or by "
+                          "node index (prior_kwargs=), not both")
+    return knowledge
 
 
 def _read_offsets(ds) -> np.ndarray:

@@ -214,8 +214,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     """
     from .api import learn, load_dataset
     from .plan import MAX_NODES
-    from .priors import read_edge_list, read_edge_prob, read_max_parents
-    from .tiers import MAX_TIERED_NODES, read_tiers
+    from .knowledge import Knowledge
+    from .tiers import MAX_TIERED_NODES
 
     # the options first (the data may be large, or a pipe that can be read only once)
     max_parents = opt.max_parents(max_parents, "--max-parents")
@@ -245,19 +245,10 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if workdir is None:
         workdir = f"bigbn-{Path(data or scores_file).stem}"
     score_options = scoring.check_options(resolved, score_options)  # before any warning
-    tiers = read_tiers(tiers_file, ds.names) if tiers_file is not None else None
+    knowledge = Knowledge.from_files(ds.names, min(max_parents, ds.n - 1), tiers=tiers_file, forbid=forbid,
+                                     require=require, edge_prob=edge_prob, max_parents=max_parents_file)
     for line in data_warnings(ds):
         click.echo(f"Warning: {line}", err=True)
-    prior_kwargs = {}
-    k = min(max_parents, ds.n - 1)
-    if forbid:
-        prior_kwargs["forbid"] = read_edge_list(forbid, ds.names)
-    if require:
-        prior_kwargs["require"] = read_edge_list(require, ds.names)
-    if edge_prob:
-        prior_kwargs["edge_prob"] = read_edge_prob(edge_prob, ds.names)
-    if max_parents_file:
-        prior_kwargs["max_parents"] = read_max_parents(max_parents_file, ds.names, k)
     if not quiet and not kernels_compiled():
         click.echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
                    err=True)
@@ -265,11 +256,11 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     try:
         res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
                     score_options=score_options,
-                    structure_prior=structure_prior, prior_kwargs=prior_kwargs, workdir=workdir, fresh=fresh,
+                    structure_prior=structure_prior, knowledge=knowledge or None, workdir=workdir, fresh=fresh,
                     chunk_bits=chunk_bits, memory=memory, workers=workers,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
-                    posterior=not map_only, tiers=tiers)
+                    posterior=not map_only)
     finally:
         progress.close()
     s = res.summary

@@ -40,6 +40,7 @@ from . import tiers as tiering
 from ._version import __version__
 from .engine import Job, intact
 from .errors import OptionError, WorkdirError
+from .knowledge import Knowledge
 from .plan import STAGES, Plan, task_id
 from .workdir import LOCK, RUN_JSON, Workdir, checksum
 
@@ -533,7 +534,8 @@ def status_lines(workdir) -> list[str]:
              f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
              f"n = {fp['n']}, m = {fp['m']}",
              "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
-                                     if v not in (None, {}, [])),
+                                     if v not in (None, {}, []) and k not in ("constraints", "tiers")),
+             *_knowledge_lines(rd),
              f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}, "
              "computes " + " and ".join(w for w, on in (("the posterior", plan.posterior),
                                                         ("the MAP network", plan.map_dag)) if on)]
@@ -569,6 +571,12 @@ def status_lines(workdir) -> list[str]:
     return lines
 
 
+def _knowledge_lines(rd: RunDir) -> list[str]:
+    """The run's knowledge by name (`bigbn.knowledge.Knowledge`), a line per part."""
+    lines = Knowledge.from_record(rd.names, rd.record.fingerprint).lines()
+    return ["knowledge: " + lines[0], *("           " + x for x in lines[1:])] if lines else []
+
+
 def _tiered_status(rd: RunDir) -> list[str]:
     """`status_lines` of a tiered run: per tier, its tasks done of the plan's."""
     root, wd, fp, pl = rd.root, rd.workdir, rd.record.fingerprint, rd.plan
@@ -578,6 +586,9 @@ def _tiered_status(rd: RunDir) -> list[str]:
     lines = [f"workdir {root}",
              f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
              f"n = {fp['n']}, m = {fp['m']}",
+             "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
+                                     if v not in (None, {}, []) and k not in ("constraints", "tiers")),
+             *_knowledge_lines(rd),
              f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
     total = finished = 0
     for lay, (_, c) in zip(lays, pl.tiers):

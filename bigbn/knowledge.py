@@ -1,0 +1,395 @@
+"""What a user knows about the structure, by variable name: one frozen, checked object.
+
+`Knowledge` holds
+
+- ``tiers``: a bucket order, earliest first (a list of lists of names, or {name: tier}
+  with integer tiers, lower = earlier): only the orders that list every earlier tier
+  first have prior mass (docs/posterior.md, "Tiers"); ``no_edges_within``: tiers (by
+  position, 0 = earliest; True = all) whose variables take no parents from their own
+  tier (Tetrad's forbidden-within-tier);
+- ``forbidden`` and ``required``: (parent, child) edges;
+- ``edge_prob``: {(parent, child): p}, the prior probability of an edge (p = 0 forbids
+  it, p = 1 requires it);
+- ``max_parents``: {name: limit}, below the run's k.
+
+All of it is order-modular, so it stays in the exact DP (bigbn/priors.py, bigbn/tiers.py);
+nothing is a filter after the fact. Contradictions are refused here, in one place, each
+with one line naming the culprit: a variable in two tiers, an edge both required and
+forbidden, a required edge into an earlier tier or within a no-edges tier, required edges
+that form a cycle, more required parents than a variable's limit. What needs the data's
+variables (an unknown name, a limit above k) is checked by `Knowledge.bind`, which turns
+the object into the engine's index form.
+
+Built in Python (``Knowledge(tiers=[["age", "sex"], ["smoke"]], forbidden=[("cancer",
+"smoke")])``), from the CLI's files (`Knowledge.from_files`: ``--tiers``, ``--forbid``,
+``--require``, ``--edge-prob``, ``--max-parents-file``), written back to them
+(`Knowledge.write`), or from pgmpy's ``ExpertKnowledge`` (`Knowledge.from_pgmpy`).
+"""
+
+from __future__ import annotations
+
+import csv
+import numbers
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import OptionError
+
+__all__ = ["Knowledge"]
+
+Edge = tuple[str, str]
+
+
+def _name(x, what: str) -> str:
+    if not isinstance(x, str) or not x:
+        raise OptionError(f"{what}: a variable is named by a non-empty string, got {x!r}")
+    return x
+
+
+def _edges(value, what: str) -> tuple[Edge, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise OptionError(f"{what} must be a list of (parent, child) name pairs, got {value!r}")
+    out = set()
+    for pair in value:
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__iter__") or len(tuple(pair)) != 2:
+            raise OptionError(f"{what} edge {pair!r} is not a (parent, child) pair of names")
+        u, v = (_name(x, f"{what} edge {tuple(pair)!r}") for x in pair)
+        if u == v:
+            raise OptionError(f"{what} edge {u} -> {v} is a self-loop")
+        out.add((u, v))
+    return tuple(sorted(out))
+
+
+def _tiers(value) -> tuple[tuple[str, ...], ...]:
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        groups: dict[int, list[str]] = {}
+        for name, t in value.items():
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise OptionError(f"tiers: the tier of {name!r} must be an integer, got {t!r}")
+            groups.setdefault(int(t), []).append(_name(name, "tiers"))
+        lists = [groups[t] for t in sorted(groups)]
+    elif isinstance(value, (list, tuple)):
+        lists = []
+        for j, tier in enumerate(value):
+            if isinstance(tier, (str, bytes)) or not hasattr(tier, "__iter__"):
+                raise OptionError(f"tiers: tier {j + 1} must be a list of variable names, got {tier!r}")
+            tier = [_name(x, f"tiers: tier {j + 1}") for x in tier]
+            if not tier:
+                raise OptionError(f"tiers: tier {j + 1} is empty")
+            lists.append(tier)
+    else:
+        raise OptionError(f"tiers must be a dict {{name: tier}} or a list of lists of names, "
+                          f"got {type(value).__name__}")
+    seen: dict[str, int] = {}
+    for j, tier in enumerate(lists):
+        for x in tier:
+            if x in seen:
+                where = f"tier {seen[x] + 1} and tier {j + 1}" if seen[x] != j else f"tier {j + 1} twice"
+                raise OptionError(f"tiers: variable {x!r} is in {where}")
+            seen[x] = j
+    return tuple(tuple(t) for t in lists)
+
+
+def _edge_prob(value) -> tuple[tuple[Edge, float], ...]:
+    if value is None:
+        return ()
+    items = value.items() if isinstance(value, dict) else None
+    if items is None:
+        raise OptionError(f"edge_prob must be a dict {{(parent, child): probability}}, got "
+                          f"{type(value).__name__}")
+    out = {}
+    for pair, p in items:
+        (edge,) = _edges([pair], "edge_prob")
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= float(p) <= 1.0:
+            raise OptionError(f"edge_prob of {edge[0]} -> {edge[1]} must be a probability in [0, 1], got {p!r}")
+        out[edge] = float(p)
+    return tuple(sorted(out.items()))
+
+
+def _max_parents(value) -> tuple[tuple[str, int], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise OptionError(f"max_parents must be a dict {{name: limit}}, got {type(value).__name__}")
+    out = {}
+    for name, m in value.items():
+        name = _name(name, "max_parents")
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
+            raise OptionError(f"max_parents of {name!r} must be a non-negative integer, got {m!r}")
+        out[name] = int(m)
+    return tuple(sorted(out.items()))
+
+
+def _cycle(edges) -> list[str] | None:
+    """A directed cycle [a, b, ..., a] among (u, v) edges (u -> v), or None."""
+    children: dict[str, list[str]] = {}
+    for u, v in edges:
+        children.setdefault(u, []).append(v)
+    state: dict[str, int] = {}
+    for root in sorted(children):
+        if state.get(root):
+            continue
+        path, stack = [root], [iter(children.get(root, ()))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(children.get(nxt, ())))
+    return None
+
+
+@dataclass(frozen=True, init=False)
+class Knowledge:
+    """Everything known about the structure, by name (module docstring). Immutable; equal
+    knowledge compares equal whatever the order it was given in."""
+
+    tiers: tuple[tuple[str, ...], ...] = ()
+    forbidden: tuple[Edge, ...] = ()
+    required: tuple[Edge, ...] = ()
+    edge_prob: tuple[tuple[Edge, float], ...] = ()
+    max_parents: tuple[tuple[str, int], ...] = ()
+    no_edges_within: tuple[int, ...] = ()
+
+    def __init__(self, tiers=None, forbidden=None, required=None, edge_prob=None, max_parents=None,
+                 no_edges_within=()):
+        set_ = object.__setattr__
+        set_(self, "tiers", _tiers(tiers))
+        set_(self, "forbidden", _edges(forbidden, "forbidden"))
+        set_(self, "required", _edges(required, "required"))
+        set_(self, "edge_prob", _edge_prob(edge_prob))
+        set_(self, "max_parents", _max_parents(max_parents))
+        if no_edges_within is True:
+            within = tuple(range(len(self.tiers)))
+        elif isinstance(no_edges_within, bool) or not hasattr(no_edges_within, "__iter__"):
+            raise OptionError(f"no_edges_within must be True or a list of tier positions, got {no_edges_within!r}")
+        else:
+            within = []
+            for t in no_edges_within:
+                if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < len(self.tiers):
+                    raise OptionError(f"no_edges_within: {t!r} is not a tier position 0..{len(self.tiers) - 1}")
+                within.append(int(t))
+            within = tuple(sorted(set(within)))
+        set_(self, "no_edges_within", within)
+        self._check()
+
+    # ------------------------------------------------------------------ contradictions
+
+    def hard_edges(self) -> tuple[set[Edge], set[Edge]]:
+        """(forbidden, required) with edge probabilities 0 and 1 counted as such and the
+        no-edges tiers' pairs forbidden."""
+        forbid = set(self.forbidden) | {e for e, p in self.edge_prob if p == 0.0}
+        require = set(self.required) | {e for e, p in self.edge_prob if p == 1.0}
+        for t in self.no_edges_within:
+            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
+        return forbid, require
+
+    def _check(self) -> None:
+        forbid, require = self.hard_edges()
+        tier_of = {x: j for j, t in enumerate(self.tiers) for x in t}
+        for u, v in sorted(require):
+            if (u, v) in forbid:
+                why = ("forbidden" if (u, v) in self.forbidden else
+                       "given prior probability 0" if (u, v) in dict(self.edge_prob) else
+                       f"within tier {tier_of[v] + 1}, which has no edges within")
+                raise OptionError(f"edge {u} -> {v} is both required and {why}")
+            if u in tier_of and v in tier_of and tier_of[u] > tier_of[v]:
+                raise OptionError(f"required edge {u} -> {v} goes into an earlier tier (tier "
+                                  f"{tier_of[u] + 1} -> tier {tier_of[v] + 1})")
+        cycle = _cycle(sorted(require))
+        if cycle is not None:
+            raise OptionError("required edges form a cycle: " + " -> ".join(cycle))
+        limits = dict(self.max_parents)
+        for v, m in sorted(limits.items()):
+            parents = sorted(u for u, w in require if w == v)
+            if len(parents) > m:
+                raise OptionError(f"{v} has {len(parents)} required parents ({', '.join(parents)}) "
+                                  f"but at most {m} allowed")
+
+    # ------------------------------------------------------------------ to the engine
+
+    def _mentions(self):
+        """(where, names) for every part that names variables, in reading order."""
+        for j, t in enumerate(self.tiers):
+            yield f"tier {j + 1}", t
+        for what, edges in (("forbidden", self.forbidden), ("required", self.required),
+                            ("edge_prob", tuple(e for e, _ in self.edge_prob))):
+            for u, v in edges:
+                yield f"{what} edge {u} -> {v}", (u, v)
+        for x, _ in self.max_parents:
+            yield "max_parents", (x,)
+
+    def bind(self, names, k: int) -> tuple[list[list[str]] | None, dict]:
+        """The engine's form for data with variables ``names`` and max parents ``k``:
+        (tiers as lists of names or None, prior_kwargs of `bigbn.priors.log_prior` with node
+        indices: forbid, require, edge_prob, max_parents, each only when given). OptionError
+        for a name that is not a variable, a limit above k; tiers must list every variable
+        (`bigbn.tiers.parse_tiers`)."""
+        names = [str(x) for x in names]
+        index = {x: j for j, x in enumerate(names)}
+        for where, xs in self._mentions():
+            for x in xs:
+                if x not in index:
+                    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+                    raise OptionError(f"knowledge: unknown variable {x!r} in {where} (the variables are {shown})")
+        out: dict = {}
+        forbid = set(self.forbidden)
+        for t in self.no_edges_within:
+            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
+        if forbid:
+            out["forbid"] = sorted((index[u], index[v]) for u, v in forbid)
+        if self.required:
+            out["require"] = sorted((index[u], index[v]) for u, v in self.required)
+        if self.edge_prob:
+            p = np.full((len(names), len(names)), np.nan)
+            for (u, v), x in self.edge_prob:
+                p[index[u], index[v]] = x
+            out["edge_prob"] = p
+        if self.max_parents:
+            limits = np.full(len(names), k, dtype=np.int64)
+            for x, m in self.max_parents:
+                if m > k:
+                    raise OptionError(f"max parents of {x} is {m}, above the run's max parents k = {k}")
+                limits[index[x]] = m
+            out["max_parents"] = limits
+        return ([list(t) for t in self.tiers] if self.tiers else None), out
+
+    def __bool__(self) -> bool:
+        return bool(self.tiers or self.forbidden or self.required or self.edge_prob or self.max_parents)
+
+    def lines(self) -> list[str]:
+        """A few human-readable lines (`bigbn status`)."""
+        out = []
+        if self.tiers:
+            shown = " < ".join("{" + ", ".join(t) + "}" for t in self.tiers[:6])
+            out.append(f"tiers ({len(self.tiers)}): {shown}" + (" < ..." if len(self.tiers) > 6 else ""))
+            if self.no_edges_within:
+                out.append("no edges within tier " + ", ".join(str(t + 1) for t in self.no_edges_within))
+        for what, edges in (("forbidden", self.forbidden), ("required", self.required)):
+            if edges:
+                shown = ", ".join(f"{u} -> {v}" for u, v in edges[:6])
+                out.append(f"{what} ({len(edges)}): {shown}" + (", ..." if len(edges) > 6 else ""))
+        if self.edge_prob:
+            shown = ", ".join(f"{u} -> {v} {p:g}" for (u, v), p in self.edge_prob[:6])
+            out.append(f"edge probabilities ({len(self.edge_prob)}): {shown}"
+                       + (", ..." if len(self.edge_prob) > 6 else ""))
+        if self.max_parents:
+            out.append("max parents: " + ", ".join(f"{x} {m}" for x, m in self.max_parents))
+        return out
+
+    # ------------------------------------------------------------------ files and peers
+
+    @classmethod
+    def from_files(cls, names, k: int, *, tiers=None, forbid=None, require=None, edge_prob=None,
+                   max_parents=None) -> "Knowledge":
+        """The knowledge in the CLI's files (each a path, or None), read against the data's
+        variables ``names`` (an unknown name is a DataError naming file, line, column):
+        tiers ``node,tier``; forbid and require ``parent,child``; edge_prob
+        ``parent,child,prob``; max_parents ``node,max_parents`` or one integer for all."""
+        from .priors import read_edge_list, read_edge_prob, read_max_parents
+        from .tiers import read_tiers
+
+        names = [str(x) for x in names]
+        kw: dict = {}
+        if tiers is not None:
+            kw["tiers"] = read_tiers(tiers, names)
+        if forbid is not None:
+            kw["forbidden"] = [(names[u], names[v]) for u, v in read_edge_list(forbid, names)]
+        if require is not None:
+            kw["required"] = [(names[u], names[v]) for u, v in read_edge_list(require, names)]
+        if edge_prob is not None:
+            p = read_edge_prob(edge_prob, names)
+            kw["edge_prob"] = {(names[u], names[v]): float(p[u, v])
+                               for u, v in zip(*np.nonzero(~np.isnan(p))) if u != v}
+        if max_parents is not None:
+            limits = read_max_parents(max_parents, names, k)
+            kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(limits) if m != k}
+        return cls(**kw)
+
+    def write(self, folder) -> dict[str, Path]:
+        """Write the knowledge as the CLI's files into ``folder`` (created): tiers.csv,
+        forbid.csv, require.csv, edge_prob.csv, max_parents.csv, those that have content.
+        Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
+        written into forbid.csv as their pairs."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        forbid = set(self.forbidden)
+        for t in self.no_edges_within:
+            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
+        files = {
+            "tiers": (("node", "tier"), [(x, j) for j, t in enumerate(self.tiers) for x in t]),
+            "forbid": (("parent", "child"), sorted(forbid)),
+            "require": (("parent", "child"), list(self.required)),
+            "edge_prob": (("parent", "child", "prob"), [(u, v, repr(p)) for (u, v), p in self.edge_prob]),
+            "max_parents": (("node", "max_parents"), list(self.max_parents)),
+        }
+        out = {}
+        for key, (header, rows) in files.items():
+            if rows:
+                path = folder / f"{key}.csv"
+                with open(path, "w", newline="", encoding="utf-8") as fh:
+                    w = csv.writer(fh, lineterminator="\n")
+                    w.writerow(header)
+                    w.writerows(rows)
+                out[key] = path
+        return out
+
+    @classmethod
+    def from_pgmpy(cls, expert) -> "Knowledge":
+        """From pgmpy's ``ExpertKnowledge`` (forbidden_edges, required_edges,
+        temporal_order: its tiers, earliest first). pgmpy need not be installed to call
+        this; only its object's attributes are read."""
+        try:
+            forbidden = getattr(expert, "forbidden_edges")
+            required = getattr(expert, "required_edges")
+            order = getattr(expert, "temporal_order")
+        except AttributeError:
+            raise OptionError(f"from_pgmpy takes a pgmpy ExpertKnowledge, got {type(expert).__name__}") from None
+        tiers = [[str(x) for x in t] for t in order] if order else None
+        return cls(tiers=tiers, forbidden=[tuple(map(str, e)) for e in forbidden or ()],
+                   required=[tuple(map(str, e)) for e in required or ()])
+
+    @classmethod
+    def from_record(cls, names, fingerprint: dict) -> "Knowledge":
+        """The knowledge of a run's record (run.json's fingerprint: "tiers" as lists of
+        names, "constraints" as `bigbn.priors.log_prior`'s keyword arguments with node
+        indices, as JSON), by name. A tier's no-edges-within reads back as its pairs."""
+        names = [str(x) for x in names]
+        c = fingerprint.get("constraints") or {}
+        kw: dict = {"tiers": fingerprint.get("tiers") or None,
+                    "forbidden": [(names[u], names[v]) for u, v in c.get("forbid", ())],
+                    "required": [(names[u], names[v]) for u, v in c.get("require", ())]}
+        if c.get("edge_prob") is not None:
+            p = np.array(c["edge_prob"], dtype=np.float64)  # "nan" strings read back as NaN
+            kw["edge_prob"] = {(names[u], names[v]): float(p[u, v])
+                               for u, v in zip(*np.nonzero(~np.isnan(p))) if u != v}
+        if c.get("max_parents") is not None:
+            k = fingerprint.get("max_parents")
+            kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(c["max_parents"]) if m != k}
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        """JSON values (run records, notebooks); `Knowledge.from_dict` reads them back."""
+        return {"tiers": [list(t) for t in self.tiers], "no_edges_within": list(self.no_edges_within),
+                "forbidden": [list(e) for e in self.forbidden], "required": [list(e) for e in self.required],
+                "edge_prob": [[u, v, p] for (u, v), p in self.edge_prob],
+                "max_parents": {x: m for x, m in self.max_parents}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Knowledge":
+        return cls(tiers=d.get("tiers") or None, forbidden=[tuple(e) for e in d.get("forbidden", ())],
+                   required=[tuple(e) for e in d.get("required", ())],
+                   edge_prob={(u, v): p for u, v, p in d.get("edge_prob", ())},
+                   max_parents=d.get("max_parents") or None, no_edges_within=d.get("no_edges_within", ()))

@@ -1,0 +1,137 @@
+"""bigbn.Knowledge: what a user knows of the structure, by name, one object for the API, the
+CLI's files, pgmpy's ExpertKnowledge and the run record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+from bigbn import Knowledge
+from bigbn.cli import main
+from bigbn.errors import OptionError
+from test_cli import assert_one_line_error
+
+ASIA = "examples/asia.csv"
+NAMES = ("asia", "tub", "smoke", "lung", "bronc", "either", "xray", "dysp")
+
+
+def _write(path, header, rows):
+    path.write_text(header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return str(path)
+
+
+def test_the_python_forms_and_the_cli_files_give_the_same_posterior(tmp_path):
+    """forbidden=/required= by name, a Knowledge, prior_kwargs by index and the CLI's files:
+    one model, so the same numbers, bit for bit; and they are not the unconstrained ones."""
+    forbidden, required = [("bronc", "dysp")], [("smoke", "lung")]
+    short = bigbn.learn(ASIA, max_parents=2, forbidden=forbidden, required=required)
+    k = bigbn.learn(ASIA, max_parents=2, knowledge=Knowledge(forbidden=forbidden, required=required))
+    ix = bigbn.learn(ASIA, max_parents=2, prior_kwargs={"forbid": [(4, 7)], "require": [(2, 3)]})
+    plain = bigbn.learn(ASIA, max_parents=2)
+    assert np.array_equal(short.posterior, k.posterior) and np.array_equal(k.posterior, ix.posterior)
+    assert short.log_marginal == ix.log_marginal
+    assert short.posterior[4, 7] == 0.0 and short.posterior[2, 3] == 1.0
+    assert plain.posterior[4, 7] > 0.5 and 0 < plain.posterior[2, 3] < 1
+    r = CliRunner().invoke(main, ["run", ASIA, "-k", "2", "-w", str(tmp_path / "w"), "-q",
+                                  "--forbid", _write(tmp_path / "f.csv", "parent,child", forbidden),
+                                  "--require", _write(tmp_path / "r.csv", "parent,child", required)])
+    assert r.exit_code == 0, r.output
+    cli = np.loadtxt(tmp_path / "w" / "edges.csv", delimiter=",", skiprows=1, usecols=2)
+    assert np.array_equal(cli, [k.posterior[u, v] for u in range(8) for v in range(8) if u != v])
+
+
+def test_tiers_and_edge_probabilities_by_name_and_from_files(tmp_path):
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    know = Knowledge(tiers=tiers, edge_prob={("smoke", "bronc"): 0.9, ("lung", "either"): 0.2},
+                     max_parents={"dysp": 1})
+    res = bigbn.learn(ASIA, max_parents=2, knowledge=know)
+    assert res.posterior[3, 0] == 0.0  # lung is in a later tier than asia
+    files = know.write(tmp_path / "k")
+    assert set(files) == {"tiers", "edge_prob", "max_parents"}
+    back = Knowledge.from_files(NAMES, 2, tiers=files["tiers"], edge_prob=files["edge_prob"],
+                                max_parents=files["max_parents"])
+    assert back == know
+    again = bigbn.learn(ASIA, max_parents=2, knowledge=back)
+    assert np.array_equal(again.posterior, res.posterior)
+    assert max(len(ps) for ps, _ in res.parent_sets("dysp")) == 1
+
+
+CONTRADICTIONS = {
+    "both": (dict(forbidden=[("a", "b")], required=[("a", "b")]), "edge a -> b is both required and forbidden"),
+    "prob 0": (dict(edge_prob={("a", "b"): 0.0}, required=[("a", "b")]),
+               "edge a -> b is both required and given prior probability 0"),
+    "against tiers": (dict(tiers=[["a"], ["b"]], required=[("b", "a")]),
+                      "required edge b -> a goes into an earlier tier (tier 2 -> tier 1)"),
+    "within": (dict(tiers=[["a", "b"], ["c"]], no_edges_within=[0], required=[("a", "b")]),
+               "edge a -> b is both required and within tier 1, which has no edges within"),
+    "cycle": (dict(required=[("a", "b"), ("b", "c"), ("c", "a")]), "required edges form a cycle: a -> b -> c -> a"),
+    "too many parents": (dict(required=[("a", "c"), ("b", "c")], max_parents={"c": 1}),
+                         "c has 2 required parents (a, b) but at most 1 allowed"),
+    "two tiers": (dict(tiers=[["a", "b"], ["b"]]), "tiers: variable 'b' is in tier 1 and tier 2"),
+    "self-loop": (dict(forbidden=[("a", "a")]), "forbidden edge a -> a is a self-loop"),
+    "not a name": (dict(required=[(0, 1)]), "a variable is named by a non-empty string, got 0"),
+    "bad prob": (dict(edge_prob={("a", "b"): 1.5}), "edge_prob of a -> b must be a probability in [0, 1]"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONTRADICTIONS))
+def test_each_contradiction_is_one_line_naming_the_culprit(case):
+    kw, message = CONTRADICTIONS[case]
+    with pytest.raises(OptionError) as e:
+        Knowledge(**kw)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_contradictions_between_the_cli_files_are_refused_the_same_way(tmp_path):
+    tiers = _write(tmp_path / "t.csv", "node,tier", [(x, 0 if x in ("asia", "smoke") else 1) for x in NAMES])
+    req = _write(tmp_path / "r.csv", "parent,child", [("dysp", "asia")])
+    r = CliRunner().invoke(main, ["run", ASIA, "-k", "2", "-w", str(tmp_path / "w"), "-q",
+                                  "--tiers", tiers, "--require", req])
+    assert_one_line_error(r, "required edge dysp -> asia goes into an earlier tier (tier 2 -> tier 1)")
+    assert not (tmp_path / "w").exists()
+
+
+def test_names_the_data_do_not_have_and_mixed_forms_are_refused():
+    with pytest.raises(OptionError, match="knowledge: unknown variable 'Raf' in forbidden edge Raf -> Mek"):
+        bigbn.learn(ASIA, max_parents=1, forbidden=[("Raf", "Mek")])
+    with pytest.raises(OptionError, match="max parents of dysp is 3, above the run's max parents k = 1"):
+        bigbn.learn(ASIA, max_parents=1, knowledge=Knowledge(max_parents={"dysp": 3}))
+    with pytest.raises(OptionError, match="give knowledge= or its short form forbidden=, not both"):
+        bigbn.learn(ASIA, knowledge=Knowledge(), forbidden=[("asia", "tub")])
+    with pytest.raises(OptionError, match="by name .* or by node index .*, not both"):
+        bigbn.learn(ASIA, forbidden=[("asia", "tub")], prior_kwargs={"forbid": [(0, 1)]})
+    with pytest.raises(OptionError, match="knowledge must be a bigbn.Knowledge, got dict"):
+        bigbn.learn(ASIA, knowledge={"forbidden": []})
+
+
+def test_equal_knowledge_is_equal_whatever_the_order_and_survives_its_dict():
+    a = Knowledge(forbidden=[("b", "a"), ("c", "a")], tiers={"a": 0, "b": 1, "c": 1})
+    b = Knowledge(forbidden=[("c", "a"), ("b", "a"), ("c", "a")], tiers=[["a"], ["b", "c"]])
+    assert a == b and hash(a) == hash(b)
+    assert Knowledge.from_dict(a.to_dict()) == a
+    assert not Knowledge() and Knowledge().bind(NAMES, 2) == (None, {})
+
+
+def test_from_pgmpy_expert_knowledge():
+    pytest.importorskip("pgmpy")
+    from pgmpy.estimators import ExpertKnowledge
+
+    e = ExpertKnowledge(forbidden_edges=[("bronc", "dysp")], required_edges=[("smoke", "lung")],
+                        temporal_order=[["asia", "smoke"], ["tub", "lung", "bronc", "either", "xray", "dysp"]])
+    k = Knowledge.from_pgmpy(e)
+    assert k == Knowledge(forbidden=[("bronc", "dysp")], required=[("smoke", "lung")],
+                          tiers=[["asia", "smoke"], ["tub", "lung", "bronc", "either", "xray", "dysp"]])
+    with pytest.raises(OptionError, match="from_pgmpy takes a pgmpy ExpertKnowledge, got dict"):
+        Knowledge.from_pgmpy({})
+
+
+def test_status_shows_the_knowledge_by_name(tmp_path):
+    know = Knowledge(forbidden=[("bronc", "dysp")], edge_prob={("smoke", "bronc"): 0.9})
+    bigbn.learn(ASIA, max_parents=1, knowledge=know, workdir=tmp_path / "w")
+    r = CliRunner().invoke(main, ["status", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 0, r.output
+    assert "knowledge: forbidden (1): bronc -> dysp" in r.output
+    assert "edge probabilities (1): smoke -> bronc 0.9" in r.output
+    assert "constraints" not in r.output
