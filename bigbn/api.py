@@ -304,6 +304,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             given[key] = value
     score_opts = check_options(score, given)
     k = min(k, ds.n - 1)
+    if prior_kwargs:  # node indices: read into the one Knowledge, checked there
+        knowledge = Knowledge.from_indices(ds.names, k, prior_kwargs, *(
+            (knowledge.tiers, knowledge.no_edges_within) if knowledge is not None else ()))
     tiers = None
     if knowledge is not None:
         tiers, prior_kwargs = knowledge.bind(ds.names, k)
@@ -395,9 +398,10 @@ def _knowledge(knowledge, tiers, forbidden, required, prior_kwargs) -> Knowledge
                               f"{given[0]} to the Knowledge)")
     elif given:
         knowledge = Knowledge(**short)
-    if knowledge is not None and prior_kwargs:
-        raise OptionError("give constraints by name (knowledge=, tiers=, forbidden=, required=) or by "
-                          "node index (prior_kwargs=), not both")
+    if knowledge is not None and prior_kwargs and (knowledge.forbidden or knowledge.required
+                                                   or knowledge.edge_prob or knowledge.max_parents):
+        raise OptionError("give constraints by name (knowledge=, forbidden=, required=) or by node "
+                          "index (prior_kwargs=), not both")
     return knowledge
 
 

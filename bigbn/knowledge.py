@@ -206,8 +206,8 @@ class Knowledge:
                        f"within tier {tier_of[v] + 1}, which has no edges within")
                 raise OptionError(f"edge {u} -> {v} is both required and {why}")
             if u in tier_of and v in tier_of and tier_of[u] > tier_of[v]:
-                raise OptionError(f"required edge {u} -> {v} goes into an earlier tier (tier "
-                                  f"{tier_of[u] + 1} -> tier {tier_of[v] + 1})")
+                raise OptionError(f"required edge {u} -> {v} points from tier {tier_of[u] + 1} back to "
+                                  f"tier {tier_of[v] + 1}")
         cycle = _cycle(sorted(require))
         if cycle is not None:
             raise OptionError("required edges form a cycle: " + " -> ".join(cycle))
@@ -360,6 +360,29 @@ class Knowledge:
         tiers = [[str(x) for x in t] for t in order] if order else None
         return cls(tiers=tiers, forbidden=[tuple(map(str, e)) for e in forbidden or ()],
                    required=[tuple(map(str, e)) for e in required or ()])
+
+    @classmethod
+    def from_indices(cls, names, k: int, prior_kwargs: dict, tiers=None, no_edges_within=()) -> "Knowledge":
+        """The knowledge in `bigbn.priors.log_prior`'s keyword arguments (node indices: forbid
+        and require pairs, an (n, n) edge_prob matrix with NaN for no opinion, a max_parents
+        array), for data with variables ``names`` and max parents ``k``; tiers by name."""
+        from .priors import _as_pairs, _edge_prob_matrix
+
+        names = [str(x) for x in names]
+        n = len(names)
+        kw: dict = {"tiers": tiers, "no_edges_within": no_edges_within,
+                    "forbidden": [(names[u], names[v]) for u, v in _as_pairs(prior_kwargs.get("forbid", ()), n, "forbidden")],
+                    "required": [(names[u], names[v]) for u, v in _as_pairs(prior_kwargs.get("require", ()), n, "required")]}
+        if prior_kwargs.get("edge_prob") is not None:
+            p = _edge_prob_matrix(prior_kwargs["edge_prob"], n, names)
+            kw["edge_prob"] = {(names[u], names[v]): float(p[u, v])
+                               for u, v in zip(*np.nonzero(~np.isnan(p))) if u != v}
+        if prior_kwargs.get("max_parents") is not None:
+            limits = np.asarray(prior_kwargs["max_parents"])
+            if limits.shape != (n,) or not np.issubdtype(limits.dtype, np.integer):
+                raise OptionError(f"max_parents must be an integer array of shape ({n},)")
+            kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(limits) if m != k}
+        return cls(**kw)
 
     @classmethod
     def from_record(cls, names, fingerprint: dict) -> "Knowledge":

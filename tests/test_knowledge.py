@@ -63,7 +63,7 @@ CONTRADICTIONS = {
     "prob 0": (dict(edge_prob={("a", "b"): 0.0}, required=[("a", "b")]),
                "edge a -> b is both required and given prior probability 0"),
     "against tiers": (dict(tiers=[["a"], ["b"]], required=[("b", "a")]),
-                      "required edge b -> a goes into an earlier tier (tier 2 -> tier 1)"),
+                      "required edge b -> a points from tier 2 back to tier 1"),
     "within": (dict(tiers=[["a", "b"], ["c"]], no_edges_within=[0], required=[("a", "b")]),
                "edge a -> b is both required and within tier 1, which has no edges within"),
     "cycle": (dict(required=[("a", "b"), ("b", "c"), ("c", "a")]), "required edges form a cycle: a -> b -> c -> a"),
@@ -89,7 +89,7 @@ def test_contradictions_between_the_cli_files_are_refused_the_same_way(tmp_path)
     req = _write(tmp_path / "r.csv", "parent,child", [("dysp", "asia")])
     r = CliRunner().invoke(main, ["run", ASIA, "-k", "2", "-w", str(tmp_path / "w"), "-q",
                                   "--tiers", tiers, "--require", req])
-    assert_one_line_error(r, "required edge dysp -> asia goes into an earlier tier (tier 2 -> tier 1)")
+    assert_one_line_error(r, "required edge dysp -> asia points from tier 2 back to tier 1")
     assert not (tmp_path / "w").exists()
 
 
@@ -102,6 +102,9 @@ def test_names_the_data_do_not_have_and_mixed_forms_are_refused():
         bigbn.learn(ASIA, knowledge=Knowledge(), forbidden=[("asia", "tub")])
     with pytest.raises(OptionError, match="by name .* or by node index .*, not both"):
         bigbn.learn(ASIA, forbidden=[("asia", "tub")], prior_kwargs={"forbid": [(0, 1)]})
+    # tiers have no index form: tiers= with prior_kwargs is one Knowledge, checked as one
+    with pytest.raises(OptionError, match="required edge dysp -> asia points from tier 2 back to tier 1"):
+        bigbn.learn(ASIA, tiers=[["asia"], [x for x in NAMES if x != "asia"]], prior_kwargs={"require": [(7, 0)]})
     with pytest.raises(OptionError, match="knowledge must be a bigbn.Knowledge, got dict"):
         bigbn.learn(ASIA, knowledge={"forbidden": []})
 
