@@ -56,14 +56,17 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
               help="A layered random network: its order lists the first S1 nodes (tier 1) "
                    "first, then the next S2, ...; writes the tiers to OUT.tiers.csv (node,tier) "
                    "for `bigbn run --tiers`. --n defaults to the sum.")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
+@click.option("--force", is_flag=True,
+              help="Replace OUT and the other files it writes if they exist (without it, an "
+                   "existing file is an error and nothing is written).")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
     uniform in 0..K (capped by its number of predecessors), chosen uniformly among its
     predecessors; each parent configuration's distribution over the R states is
     Dirichlet(1). Writes OUT (header X1..Xn, states 0..R-1) and the true arcs to
-    OUT.truth.csv (header parent,child).
+    OUT.truth.csv (header parent,child). Existing files are replaced only with --force.
 
     \b
     Examples:
@@ -72,9 +75,19 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
     """
     from bigbn.bif import write_bif
-    from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
+    from bigbn.simulate import (load_network, random_network, refuse_overwrite, sample, tiers_path,
+                                truth_path, write_data, write_tiers, write_truth)
 
     k = _alias(k, k_old, "--max-parents", "--k")
+    truth = truth_path(out)
+    if Path(truth).resolve() == Path(out).resolve():
+        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
+    outputs = [out, truth, tiers_path(out) if tier_sizes is not None and network is None else None]
+    if save_network is not None:
+        if any(p is not None and Path(save_network).resolve() == Path(p).resolve() for p in outputs):
+            raise OptionError(f"--save-network {save_network} is also a file of the data it writes")
+        outputs.append(save_network)
+    refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
@@ -92,18 +105,13 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
             raise OptionError("give --n (number of nodes) or --network")
         net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng, sizes)
     data = sample(net, m, rng)
-    truth = truth_path(out)
-    if Path(truth).resolve() == Path(out).resolve():
-        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
-    write_data(net, data, out)
-    write_truth(net, truth)
+    write_data(net, data, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
     if save_network:
         write_bif(net, save_network)
     click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
     if network is None and sizes is not None:
-        from bigbn.simulate import tiers_path, write_tiers
-
-        write_tiers(sizes, net.names, tiers_path(out))
+        write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
 
 
