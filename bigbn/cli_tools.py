@@ -39,13 +39,14 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @click.command("simulate", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
-@click.option("--n", "n", type=int, default=None, help="Number of nodes of a random network.")
+@click.option("--n", "n", type=int, default=None,
+              help="Number of nodes of a random network (1 to 10000).")
 @click.option("--max-parents", "-k", "k", type=int, default=None,
               help="Maximum number of parents of a node of the random network (default 3).")
 @click.option("--k", "k_old", type=int, default=None, hidden=True)
 @click.option("--states", "r", type=int, default=None,
               help="States per variable of a random network (default 2).")
-@click.option("--rows", "m", type=int, required=True, help="Number of records to draw.")
+@click.option("--rows", "m", type=int, required=True, help="Number of records to draw (at least 1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--network", default=None, metavar="NAME|FILE.bif[.gz]",
               help="Sample from this network instead of a random one: a bundled name "
@@ -75,10 +76,14 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
     """
     from bigbn.bif import write_bif
-    from bigbn.simulate import (load_network, random_network, refuse_overwrite, sample, tiers_path,
-                                truth_path, write_data, write_tiers, write_truth)
+    from bigbn.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
+                                tiers_path, truth_path, write_data, write_tiers, write_truth)
 
     k = _alias(k, k_old, "--max-parents", "--k")
+    if m < 1:
+        raise OptionError(f"--rows must be at least 1, got {m}")
+    if n is not None and not 1 <= n <= MAX_RANDOM_NODES:
+        raise OptionError(f"--n must be between 1 and {MAX_RANDOM_NODES}, got {n}")
     truth = truth_path(out)
     if Path(truth).resolve() == Path(out).resolve():
         raise OptionError(f"{out}: the data file name must not end in .truth.csv")
@@ -100,6 +105,9 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
             from bigbn.tiers import tier_sizes_option
 
             sizes = tier_sizes_option(tier_sizes)
+            if n is None and sum(sizes) > MAX_RANDOM_NODES:
+                raise OptionError(f"--tier-sizes {tier_sizes}: {sum(sizes)} nodes in all, more than "
+                                  f"{MAX_RANDOM_NODES}")
             n = sum(sizes) if n is None else n
         if n is None:
             raise OptionError("give --n (number of nodes) or --network")

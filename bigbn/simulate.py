@@ -29,6 +29,12 @@ from bigbn.options import default_memory
 from bigbn.rundir import gib
 
 
+# The most nodes of a random network: drawing its structure takes time quadratic in n (each
+# node's parents are drawn among all its predecessors), under a second here and hours at
+# 10^6; bigbn itself analyses at most 512 variables.
+MAX_RANDOM_NODES = 10_000
+
+
 def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     """Steps 1-2(b) of section 5.2: a uniform random order and parents drawn within it.
 
@@ -38,8 +44,8 @@ def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     a layered network instead, whose order lists tier 1 (nodes 0..s1-1) first, then tier
     2, and so on, each tier in a uniform random order.
     """
-    if n < 1:
-        raise OptionError(f"number of nodes must be >= 1, got {n}")
+    if not 1 <= n <= MAX_RANDOM_NODES:
+        raise OptionError(f"number of nodes must be between 1 and {MAX_RANDOM_NODES}, got {n}")
     if k < 0:
         raise OptionError(f"maximum indegree must be >= 0, got {k}")
     if tier_sizes is None:

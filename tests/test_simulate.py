@@ -256,3 +256,20 @@ def test_cli_refuses_to_replace_existing_files_without_force(tmp_path):
         write_truth(net, truth_path(precious))
     write_truth(net, truth_path(precious), overwrite=True)
     assert read_truth(truth_path(precious), net.names).sum() == len(net.arcs())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--n", "3", "--rows", "0"], "--rows must be at least 1, got 0"),
+    (["--n", "3", "--rows", "-5"], "--rows must be at least 1, got -5"),
+    (["--network", "asia", "--rows", "0"], "--rows must be at least 1, got 0"),
+    (["--n", "0", "--rows", "5"], "--n must be between 1 and 10000, got 0"),
+    (["--n", "2000000000", "--rows", "1"], "--n must be between 1 and 10000, got 2000000000"),
+    (["--tier-sizes", "9000,9000", "--rows", "1"], "--tier-sizes 9000,9000: 18000 nodes in all, more than 10000"),
+])
+def test_cli_rows_and_nodes_out_of_range_are_one_line_errors(tmp_path, args, message):
+    """--rows 0 wrote a header-only file; --n 2000000000 ran for hours (the structure's time
+    is quadratic in n)."""
+    out = tmp_path / "x.csv"
+    res = h.cli("simulate", *args, out)
+    assert res.exit_code == 1 and res.output == f"Error: {message}\n"
+    assert not out.exists()
