@@ -259,3 +259,36 @@ def test_the_run_data_file_is_found_from_another_folder(tmp_path, monkeypatch):
     with pytest.raises(OptionError, match=r"data file .*a/d.csv is not there; give the data"):
         effects("a/w")
     assert effects("a/w", "d.csv", pairs=[("x", "z")]).mean[0] == e.mean[0]
+
+
+def test_effects_on_a_run_in_progress_says_it_is_running(tmp_path):
+    """Issue #37: while `bigbn run` held the workdir's lock, effects said to run that command
+    again (which the lock then refused); an unfinished run without a lock says so."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from bigbn.cli import main
+    from test_cli import assert_one_line_error
+    from test_samples import HOLD_LOCK
+
+    wd = tmp_path / "w"
+    asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    assert CliRunner().invoke(main, ["run", str(asia), "-w", str(wd), "-k", "1", "-q"]).exit_code == 0
+    journal = wd / "journal.jsonl"
+    journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines() if '"edges"' not in x))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(wd)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = CliRunner().invoke(main, ["effects", "-w", str(wd)])
+        assert_one_line_error(r, f"{wd}: the run is still running (pid {holder.pid} on ",
+                              "holds the workdir's lock); wait for it to finish, then compute the effects")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd)]),
+                          f"{wd}: the run is not finished; run the same `bigbn run` command again to "
+                          "finish it, then compute the effects")
+    assert not (wd / "effects.csv").exists()

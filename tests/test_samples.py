@@ -525,3 +525,46 @@ def test_linear_extension_counting_is_bounded():
     pm[2:] = 0b1  # 0 → 28 nodes, node 1 alone: 30 · 28! orders, found at once
     assert count_linear_extensions(pm, max_sets=100_000) == pytest.approx(30 * math.factorial(28), rel=1e-14)
 
+
+
+# ------------------------------------------------------------ issue #37: hostile inputs, round 4
+
+HOLD_LOCK = """
+import sys, time
+from bigbn.workdir import Workdir
+with Workdir(sys.argv[1]).lock():
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_sampling_a_run_in_progress_says_it_is_running_or_unfinished(tmp_path):
+    """A tiered run between its tiers (a later tier's family β not journaled yet) was
+    'family_beta is missing or damaged'; while its `bigbn run` still held the workdir's
+    lock, sample said to run that command again, which the lock then refused."""
+    import subprocess
+    import sys
+
+    from test_cli import assert_one_line_error
+
+    wd = tmp_path / "w"
+    r = CliRunner().invoke(main, ["run", str(ASIA), "--tiers", str(ROOT / "examples" / "asia.tiers.csv"),
+                                  "-w", str(wd), "-k", "2", "-q"])
+    assert r.exit_code == 0, r.output
+    journal = wd / "journal.jsonl"
+    journal.write_text("".join(line + "\n" for line in journal.read_text().splitlines()
+                               if not any(f'"tier4/{t}"' in line for t in ("edges", "family_beta"))))
+    unfinished = (f"{wd}: the run is not finished; run the same `bigbn run` command again to finish "
+                  "it, then sample")
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"])
+    assert_one_line_error(r, unfinished)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(wd)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"])
+        assert_one_line_error(r, f"{wd}: the run is still running (pid {holder.pid} on ")
+        assert "holds the workdir's lock); wait for it to finish, then sample" in r.output
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"]), unfinished)
