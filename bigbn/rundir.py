@@ -333,6 +333,11 @@ def _check_numerics(rd: RunDir, then: str) -> None:
                            f"differs); run the `bigbn run` command again with --fresh, then {then}")
 
 
+def _check_tables_folder(rd: RunDir, then: str) -> None:
+    rd.workdir.store.check_folder(f"run the same `bigbn run` command with --fresh to start over, "
+                                  f"then {then}")
+
+
 class FinishedLattice:
     """The checked tables of one finished lattice plan: a whole run's, or one tier's (its
     plan's scope names its tables' folder and prefixes its task ids).
@@ -436,6 +441,7 @@ class FinishedRun(RunDir, FinishedLattice):
             raise WorkdirError(f"{self.root} holds a run with tiers, not one lattice (bug: open it "
                                "with FinishedTieredRun)")
         _check_numerics(self, then)
+        _check_tables_folder(self, then)
         FinishedLattice.__init__(self, self.workdir, self.record.plan, self.journal(), then, need)
 
 
@@ -467,6 +473,7 @@ class FinishedTieredRun(RunDir):
         if not isinstance(pl, TieredPlan):
             raise WorkdirError(f"{root} holds a run without tiers (bug: open it with FinishedRun)")
         _check_numerics(self, then)
+        _check_tables_folder(self, then)
         if not pl.posterior:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
