@@ -292,3 +292,24 @@ def test_effects_on_a_run_in_progress_says_it_is_running(tmp_path):
                           f"{wd}: the run is not finished; run the same `bigbn run` command again to "
                           "finish it, then compute the effects")
     assert not (wd / "effects.csv").exists()
+
+
+def test_effects_refuse_a_run_on_a_jkl_file(tmp_path):
+    """Issue #37: the README said effects work with every score, a .jkl file too; a jkl run
+    has scores but no parameter model, so `bigbn effects` refuses it in one line, also
+    when given the data the scores came from."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from bigbn.cli import main
+    from test_cli import assert_one_line_error
+
+    asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    jkl, wd = tmp_path / "asia.jkl", tmp_path / "w"
+    assert CliRunner().invoke(main, ["scores", str(asia), "-o", str(jkl), "-k", "1"]).exit_code == 0
+    assert CliRunner().invoke(main, ["run", "--scores", str(jkl), "-w", str(wd), "-k", "1", "-q"]).exit_code == 0
+    for extra in ([], ["--data", str(asia)]):
+        assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd), *extra]),
+                              "this run's local scores came from a .jkl file: causal effects need the data")
+    assert not (wd / "effects.csv").exists()
