@@ -39,13 +39,14 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @click.command("simulate", context_settings=CONTEXT)
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
-@click.option("--n", "n", type=int, default=None, help="Number of nodes of a random network.")
+@click.option("--n", "n", type=int, default=None,
+              help="Number of nodes of a random network (1 to 10000).")
 @click.option("--max-parents", "-k", "k", type=int, default=None,
               help="Maximum number of parents of a node of the random network (default 3).")
 @click.option("--k", "k_old", type=int, default=None, hidden=True)
 @click.option("--states", "r", type=int, default=None,
               help="States per variable of a random network (default 2).")
-@click.option("--rows", "m", type=int, required=True, help="Number of records to draw.")
+@click.option("--rows", "m", type=int, required=True, help="Number of records to draw (at least 1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option("--network", default=None, metavar="NAME|FILE.bif[.gz]",
               help="Sample from this network instead of a random one: a bundled name "
@@ -56,14 +57,17 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
               help="A layered random network: its order lists the first S1 nodes (tier 1) "
                    "first, then the next S2, ...; writes the tiers to OUT.tiers.csv (node,tier) "
                    "for `bigbn run --tiers`. --n defaults to the sum.")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
+@click.option("--force", is_flag=True,
+              help="Replace OUT and the other files it writes if they exist (without it, an "
+                   "existing file is an error and nothing is written).")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
     uniform in 0..K (capped by its number of predecessors), chosen uniformly among its
     predecessors; each parent configuration's distribution over the R states is
     Dirichlet(1). Writes OUT (header X1..Xn, states 0..R-1) and the true arcs to
-    OUT.truth.csv (header parent,child).
+    OUT.truth.csv (header parent,child). Existing files are replaced only with --force.
 
     \b
     Examples:
@@ -72,9 +76,23 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
     """
     from bigbn.bif import write_bif
-    from bigbn.simulate import load_network, random_network, sample, truth_path, write_data, write_truth
+    from bigbn.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
+                                tiers_path, truth_path, write_data, write_tiers, write_truth)
 
     k = _alias(k, k_old, "--max-parents", "--k")
+    if m < 1:
+        raise OptionError(f"--rows must be at least 1, got {m}")
+    if n is not None and not 1 <= n <= MAX_RANDOM_NODES:
+        raise OptionError(f"--n must be between 1 and {MAX_RANDOM_NODES}, got {n}")
+    truth = truth_path(out)
+    if Path(truth).resolve() == Path(out).resolve():
+        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
+    outputs = [out, truth, tiers_path(out) if tier_sizes is not None and network is None else None]
+    if save_network is not None:
+        if any(p is not None and Path(save_network).resolve() == Path(p).resolve() for p in outputs):
+            raise OptionError(f"--save-network {save_network} is also a file of the data it writes")
+        outputs.append(save_network)
+    refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
@@ -87,23 +105,21 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes):
             from bigbn.tiers import tier_sizes_option
 
             sizes = tier_sizes_option(tier_sizes)
+            if n is None and sum(sizes) > MAX_RANDOM_NODES:
+                raise OptionError(f"--tier-sizes {tier_sizes}: {sum(sizes)} nodes in all, more than "
+                                  f"{MAX_RANDOM_NODES}")
             n = sum(sizes) if n is None else n
         if n is None:
             raise OptionError("give --n (number of nodes) or --network")
         net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng, sizes)
     data = sample(net, m, rng)
-    truth = truth_path(out)
-    if Path(truth).resolve() == Path(out).resolve():
-        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
-    write_data(net, data, out)
-    write_truth(net, truth)
+    write_data(net, data, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
     if save_network:
         write_bif(net, save_network)
     click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
     if network is None and sizes is not None:
-        from bigbn.simulate import tiers_path, write_tiers
-
-        write_tiers(sizes, net.names, tiers_path(out))
+        write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
 
 

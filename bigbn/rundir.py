@@ -295,6 +295,11 @@ def check_is_ours(root: Path, fresh: bool = False) -> None:
 
 # ---------------------------------------------------------------------------------- reading
 
+def _unfinished(root, then: str) -> WorkdirError:
+    return WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
+                        f"again to finish it, then {then}")
+
+
 def _damaged(path, then: str) -> WorkdirError:
     return WorkdirError(f"{path} is missing or damaged; run the same `bigbn run` command again to "
                         f"recompute it (or with --fresh to start over), then {then}")
@@ -329,6 +334,11 @@ def _check_numerics(rd: RunDir, then: str) -> None:
                            f"differs); run the `bigbn run` command again with --fresh, then {then}")
 
 
+def _check_tables_folder(rd: RunDir, then: str) -> None:
+    rd.workdir.store.check_folder(f"run the same `bigbn run` command with --fresh to start over, "
+                                  f"then {then}")
+
+
 class FinishedLattice:
     """The checked tables of one finished lattice plan: a whole run's, or one tier's (its
     plan's scope names its tables' folder and prefixes its task ids).
@@ -347,8 +357,7 @@ class FinishedLattice:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
         if (need == "posterior" and edges is None) or (need == "map" and map_rec is None):
-            raise WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
-                               f"again to finish it, then {then}")
+            raise _unfinished(root, then)
         self.beta = self.read("beta")
         scores = records.get(_tid(plan, ("scores",)))
         if scores is None or scores["crc"] != checksum(self.beta):
@@ -435,6 +444,7 @@ class FinishedRun(RunDir, FinishedLattice):
             raise WorkdirError(f"{self.root} holds a run with tiers, not one lattice (bug: open it "
                                "with FinishedTieredRun)")
         _check_numerics(self, then)
+        _check_tables_folder(self, then)
         FinishedLattice.__init__(self, self.workdir, self.record.plan, self.journal(), then, need)
 
 
@@ -468,6 +478,7 @@ class FinishedTieredRun(RunDir):
         if not isinstance(pl, TieredPlan):
             raise WorkdirError(f"{root} holds a run without tiers (bug: open it with FinishedRun)")
         _check_numerics(self, then)
+        _check_tables_folder(self, then)
         if not pl.posterior:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
@@ -496,6 +507,8 @@ class FinishedTieredRun(RunDir):
     def _family_beta(self, lay) -> np.ndarray:
         wd = Workdir(self.root, scope=lay.scope)
         rec = self.records.get(tiering.family_beta_id(lay))
+        if rec is None:  # the tier's family β is journaled when its lattice is done
+            raise _unfinished(self.root, self.then)
         try:
             beta = wd.read(tiering.FAMILY_BETA, slice(None))
         except Exception:  # noqa: BLE001 - missing or damaged
@@ -518,9 +531,23 @@ class FinishedTieredRun(RunDir):
 
 
 def finished_run(workdir, then: str = "sample"):
-    """A finished run's results: `FinishedTieredRun` for a run with tiers, else `FinishedRun`."""
-    rd = RunDir(workdir, then)
-    return FinishedTieredRun(workdir, then) if isinstance(rd.plan, TieredPlan) else FinishedRun(workdir, then)
+    """A finished run's results: `FinishedTieredRun` for a run with tiers, else `FinishedRun`.
+    A run not finished, or whose tables fail their checks, while another process holds the
+    workdir's lock (a `bigbn run` computing them) is a WorkdirError saying it is running."""
+    try:
+        rd = RunDir(workdir, then)
+        return FinishedTieredRun(workdir, then) if isinstance(rd.plan, TieredPlan) else FinishedRun(workdir, then)
+    except WorkdirError:
+        root = Path(workdir).resolve()
+        try:
+            holder = Workdir(root).active_holder() if root.is_dir() else None
+        except OSError:
+            holder = None
+        if holder is not None:
+            raise WorkdirError(f"{root}: the run is still running (pid {holder.get('pid')} on "
+                               f"{holder.get('host')} holds the workdir's lock); wait for it to "
+                               f"finish, then {then}") from None
+        raise
 
 
 def status_lines(workdir) -> list[str]:

@@ -122,11 +122,21 @@ def _check_scores(wd: Workdir, beta: np.ndarray, plan: Plan) -> None:
     """On resume the journaled beta must be the one just computed: everything downstream
     was computed from it, so a different beta (changed numerics, nondeterminism) is
     refused, never mixed in. (A stored copy that no longer matches its checksum is
-    rewritten by the engine's scores task, like any corrupt chunk.)"""
+    rewritten by the engine's scores task, like any corrupt chunk.) The stored β tells the
+    two causes apart: if it passes the journal's checksum, the scores computed now differ
+    from it; if not, the journal or the tables are corrupted."""
     rec = wd.journal().get(plan.task(("scores",)).id)
-    if rec is not None and rec.get("crc") != checksum(beta):
+    if rec is None or rec.get("crc") == checksum(beta):
+        return
+    try:
+        stored = wd.read("beta", slice(None))
+    except Exception:  # noqa: BLE001 - missing or unreadable
+        stored = None
+    if stored is not None and stored.shape == beta.shape and checksum(stored) == rec.get("crc"):
         raise WorkdirError(f"{wd.root}: the local scores differ from the ones this workdir was "
                            "computed with (other software versions?); use --fresh to start over")
+    raise WorkdirError(f"{wd.root}: the tables do not match the checksums in {wd.journal_path} (the "
+                       "journal or the tables are corrupted); use --fresh to start over")
 
 
 def _inconsistent_log_px(job: Job, journal: dict) -> bool:

@@ -17,6 +17,7 @@ paper's nested subsets (m = 20, 100, ..., 10000) are prefixes of one data set.
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,12 @@ from bigbn.options import default_memory
 from bigbn.rundir import gib
 
 
+# The most nodes of a random network: drawing its structure takes time quadratic in n (each
+# node's parents are drawn among all its predecessors), under a second here and hours at
+# 10^6; bigbn itself analyses at most 512 variables.
+MAX_RANDOM_NODES = 10_000
+
+
 def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     """Steps 1-2(b) of section 5.2: a uniform random order and parents drawn within it.
 
@@ -37,8 +44,8 @@ def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     a layered network instead, whose order lists tier 1 (nodes 0..s1-1) first, then tier
     2, and so on, each tier in a uniform random order.
     """
-    if n < 1:
-        raise OptionError(f"number of nodes must be >= 1, got {n}")
+    if not 1 <= n <= MAX_RANDOM_NODES:
+        raise OptionError(f"number of nodes must be between 1 and {MAX_RANDOM_NODES}, got {n}")
     if k < 0:
         raise OptionError(f"maximum indegree must be >= 0, got {k}")
     if tier_sizes is None:
@@ -120,9 +127,29 @@ def load_network(spec) -> Network:
     return read_bif(spec)
 
 
-def write_tiers(tier_sizes, names, path) -> None:
-    """CSV node,tier for a layered network: the first s1 names tier 1, and so on."""
-    with open(path, "w", newline="") as fh:
+def refuse_overwrite(paths, overwrite: bool = False) -> None:
+    """OptionError if one of ``paths`` exists and ``overwrite`` is False (nothing written):
+    `bigbn simulate` replaces existing files only with --force."""
+    if overwrite:
+        return
+    for path in paths:
+        if path is not None and os.path.lexists(path):
+            raise OptionError(f"{path} already exists; give --force to replace it")
+
+
+def _create(path, overwrite: bool):
+    """``path`` opened for writing text; an existing file is an OptionError unless ``overwrite``."""
+    refuse_overwrite([path], overwrite)
+    try:
+        return open(path, "w" if overwrite else "x", newline="", encoding="utf-8")
+    except FileExistsError:  # created since the check
+        raise OptionError(f"{path} already exists; give --force to replace it") from None
+
+
+def write_tiers(tier_sizes, names, path, overwrite: bool = False) -> None:
+    """CSV node,tier for a layered network: the first s1 names tier 1, and so on.
+    An existing file is replaced only with ``overwrite``."""
+    with _create(path, overwrite) as fh:
         fh.write("node,tier\n")
         start = 0
         for j, s in enumerate(tier_sizes):
@@ -144,9 +171,10 @@ def truth_path(out_csv) -> Path:
     return p.with_name(stem + ".truth.csv")
 
 
-def write_data(network: Network, data: np.ndarray, path) -> None:
-    """CSV with the network's names as header and state names as values."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+def write_data(network: Network, data: np.ndarray, path, overwrite: bool = False) -> None:
+    """CSV with the network's names as header and state names as values. An existing file
+    is replaced only with ``overwrite``."""
+    with _create(path, overwrite) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(network.names)
         lookup = [np.asarray(s, dtype=object) for s in network.states]
@@ -154,9 +182,10 @@ def write_data(network: Network, data: np.ndarray, path) -> None:
         w.writerows(zip(*cols))
 
 
-def write_truth(network: Network, path) -> None:
-    """CSV ``parent,child`` (names), one row per arc of the network."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+def write_truth(network: Network, path, overwrite: bool = False) -> None:
+    """CSV ``parent,child`` (names), one row per arc of the network. An existing file is
+    replaced only with ``overwrite``."""
+    with _create(path, overwrite) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["parent", "child"])
         for p, c in network.arcs():

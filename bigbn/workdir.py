@@ -79,8 +79,10 @@ class TableStore:
     def create(self, plan: Plan) -> None:
         """Create every table array of the plan. Existing ones of the same shape are kept;
         one whose metadata (zarr.json) is damaged or of another shape is made anew (its
-        tasks' chunks then fail their CRC and are recomputed)."""
+        tasks' chunks then fail their CRC and are recomputed). A file in the place of the
+        tables' folder is a WorkdirError (`clear`, i.e. --fresh, removes it)."""
         self.forget()
+        self.check_folder()
         try:
             g = zarr.open_group(self.path, mode="a")
         except Exception:  # noqa: BLE001 - damaged group metadata: write it again
@@ -95,6 +97,11 @@ class TableStore:
                 meta.unlink()
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
                            fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
+
+    def check_folder(self, then: str = "run the same command with --fresh to start over") -> None:
+        """WorkdirError when the tables' path exists but is not a folder."""
+        if os.path.lexists(self.path) and not self.path.is_dir():
+            raise WorkdirError(f"{self.path} is a file, not the folder of the run's tables; {then}")
 
     def put(self, name: str, data: np.ndarray) -> None:
         """Store a whole array that no plan describes as table ``name`` (made anew, one
@@ -242,6 +249,8 @@ class TableStore:
         import shutil
 
         self.forget()
+        if os.path.lexists(self.path) and not self.path.is_dir():
+            self.path.unlink()  # a file where the tables' folder belongs
         shutil.rmtree(self.path, ignore_errors=True)
 
 

@@ -68,7 +68,7 @@ def main() -> None:
     rows = []
     for n, m in ((n, m) for n in args.n for m in args.rows):
         data = base / f"data-n{n}-m{m}.csv"
-        subprocess.run(bigbn + ["simulate", "--n", str(n), "-k", str(args.k), "--states", str(args.states),
+        subprocess.run(bigbn + ["simulate", "--force", "--n", str(n), "-k", str(args.k), "--states", str(args.states),
                                 "--rows", str(m), "--seed", str(args.seed), str(data)],
                        check=True, stdout=subprocess.DEVNULL)
         wd = base / f"run-n{n}-m{m}"

@@ -93,7 +93,7 @@ def main() -> None:
     data = {}
     for n in (16, args.n):
         data[n] = base / f"data-n{n}-m{args.rows}.csv"
-        subprocess.run([sys.executable, "-m", "bigbn.cli", "simulate", "--n", str(n), "-k", str(args.k),
+        subprocess.run([sys.executable, "-m", "bigbn.cli", "simulate", "--force", "--n", str(n), "-k", str(args.k),
                         "--rows", str(args.rows), "--seed", str(args.seed), str(data[n])],
                        env=env, check=True, stdout=subprocess.DEVNULL)
     wd = base / "run"

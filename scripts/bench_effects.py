@@ -88,7 +88,7 @@ def main() -> None:
                                comments="", fmt="%.12g")
                     truth = total_effects(B, sd)
                 else:
-                    subprocess.run(bigbn + ["simulate", "--n", str(n), "-k", str(args.k), "--rows",
+                    subprocess.run(bigbn + ["simulate", "--force", "--n", str(n), "-k", str(args.k), "--rows",
                                             str(args.rows), "--seed", str(args.seed), str(data)],
                                    check=True, stdout=subprocess.DEVNULL)
                 wd = base / f"run-{kind}-n{n}"

@@ -40,7 +40,7 @@ def main() -> None:
     try:
         for n in args.n:
             data = base / f"data-n{n}.csv"
-            subprocess.run(bigbn + ["simulate", "--n", str(n), "-k", str(args.k), "--rows", str(args.rows),
+            subprocess.run(bigbn + ["simulate", "--force", "--n", str(n), "-k", str(args.k), "--rows", str(args.rows),
                                     "--seed", str(args.seed), str(data)], check=True, stdout=subprocess.DEVNULL)
             wd = base / f"run-n{n}"
             t0 = time.time()

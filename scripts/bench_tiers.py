@@ -49,7 +49,7 @@ def main() -> None:
             print(f"skipping {sizes}: not enough disk", flush=True)
             continue
         data = base / f"layered-{sizes.replace(',', '-')}.csv"
-        subprocess.run(bigbn + ["simulate", "--tier-sizes", sizes, "-k", str(args.k), "--rows", str(args.rows),
+        subprocess.run(bigbn + ["simulate", "--force", "--tier-sizes", sizes, "-k", str(args.k), "--rows", str(args.rows),
                                 "--seed", str(args.seed), str(data)], check=True, capture_output=True)
         wd = base / f"run-{sizes.replace(',', '-')}"
         peak = [0]

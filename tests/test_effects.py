@@ -270,3 +270,57 @@ def test_effects_of_what_is_not_a_run_is_one_line(source, got):
         effects(source)
     assert str(e.value) == ("effects() takes a finished run: its work directory (a path) or the Result of "
                             f"learn, got {got}")
+
+
+def test_effects_on_a_run_in_progress_says_it_is_running(tmp_path):
+    """Issue #37: while `bigbn run` held the workdir's lock, effects said to run that command
+    again (which the lock then refused); an unfinished run without a lock says so."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from bigbn.cli import main
+    from test_cli import assert_one_line_error
+    from test_samples import HOLD_LOCK
+
+    wd = tmp_path / "w"
+    asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    assert CliRunner().invoke(main, ["run", str(asia), "-w", str(wd), "-k", "1", "-q"]).exit_code == 0
+    journal = wd / "journal.jsonl"
+    journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines() if '"edges"' not in x))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(wd)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = CliRunner().invoke(main, ["effects", "-w", str(wd)])
+        assert_one_line_error(r, f"{wd}: the run is still running (pid {holder.pid} on ",
+                              "holds the workdir's lock); wait for it to finish, then compute the effects")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd)]),
+                          f"{wd}: the run is not finished; run the same `bigbn run` command again to "
+                          "finish it, then compute the effects")
+    assert not (wd / "effects.csv").exists()
+
+
+def test_effects_refuse_a_run_on_a_jkl_file(tmp_path):
+    """Issue #37: the README said effects work with every score, a .jkl file too; a jkl run
+    has scores but no parameter model, so `bigbn effects` refuses it in one line, also
+    when given the data the scores came from."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from bigbn.cli import main
+    from test_cli import assert_one_line_error
+
+    asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
+    jkl, wd = tmp_path / "asia.jkl", tmp_path / "w"
+    assert CliRunner().invoke(main, ["scores", str(asia), "-o", str(jkl), "-k", "1"]).exit_code == 0
+    assert CliRunner().invoke(main, ["run", "--scores", str(jkl), "-w", str(wd), "-k", "1", "-q"]).exit_code == 0
+    for extra in ([], ["--data", str(asia)]):
+        assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd), *extra]),
+                              "this run's local scores came from a .jkl file: causal effects need the data")
+    assert not (wd / "effects.csv").exists()

@@ -580,3 +580,24 @@ def test_sigterm_says_how_to_resume(tmp_path):
     rerun = sum(s["tasks_this_invocation"] for s in summary["stages"].values())
     total = sum(s["tasks"] for s in summary["stages"].values())
     assert rerun <= total - done + 2, "finished tasks were kept"
+
+
+def test_every_journal_crc_edited_is_called_a_mismatch_not_other_versions(tmp_path):
+    """Issue #37: a journal whose CRCs were all edited was blamed on 'other software versions?';
+    the stored scores match what this software computes, so the journal (or the tables) is
+    corrupted. (The genuine case keeps its message: test_changed_scores_on_resume_...)"""
+    from test_cli import assert_one_line_error
+
+    asia = h.ROOT / "examples" / "asia.csv"
+    args = ["run", str(asia), "-w", str(tmp_path), "-k", "1", "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    journal = tmp_path / "journal.jsonl"
+    records = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert sum("crc" in r for r in records) > 3
+    journal.write_text("".join(json.dumps({**r, "crc": (r["crc"] + 1) % 2**32} if "crc" in r else r) + "\n"
+                               for r in records))
+    r = CliRunner().invoke(main, args)
+    assert_one_line_error(r, f"{tmp_path}: the tables do not match the checksums in {journal} (the journal "
+                             "or the tables are corrupted); use --fresh to start over")
+    assert "software versions" not in r.output
+    assert CliRunner().invoke(main, args + ["--fresh"]).exit_code == 0

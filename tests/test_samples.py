@@ -557,3 +557,46 @@ def test_sample_of_what_is_not_a_run_is_one_line(source, got):
         bigbn.sample(source, 50)
     assert str(e.value) == ("sample() takes a finished run: its work directory (a path) or the Result of "
                             f"learn, got {got}")
+
+
+# ------------------------------------------------------------ issue #37: hostile inputs, round 4
+
+HOLD_LOCK = """
+import sys, time
+from bigbn.workdir import Workdir
+with Workdir(sys.argv[1]).lock():
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_sampling_a_run_in_progress_says_it_is_running_or_unfinished(tmp_path):
+    """A tiered run between its tiers (a later tier's family β not journaled yet) was
+    'family_beta is missing or damaged'; while its `bigbn run` still held the workdir's
+    lock, sample said to run that command again, which the lock then refused."""
+    import subprocess
+    import sys
+
+    from test_cli import assert_one_line_error
+
+    wd = tmp_path / "w"
+    r = CliRunner().invoke(main, ["run", str(ASIA), "--tiers", str(ROOT / "examples" / "asia.tiers.csv"),
+                                  "-w", str(wd), "-k", "2", "-q"])
+    assert r.exit_code == 0, r.output
+    journal = wd / "journal.jsonl"
+    journal.write_text("".join(line + "\n" for line in journal.read_text().splitlines()
+                               if not any(f'"tier4/{t}"' in line for t in ("edges", "family_beta"))))
+    unfinished = (f"{wd}: the run is not finished; run the same `bigbn run` command again to finish "
+                  "it, then sample")
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"])
+    assert_one_line_error(r, unfinished)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(wd)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"])
+        assert_one_line_error(r, f"{wd}: the run is still running (pid {holder.pid} on ")
+        assert "holds the workdir's lock); wait for it to finish, then sample" in r.output
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"]), unfinished)

@@ -224,3 +224,52 @@ def test_simulate_max_parents_and_its_old_spelling(tmp_path):
     assert res.exit_code == 1 and "old spelling" in res.output
     helptext = h.cli("simulate", "--help").output
     assert "--max-parents" in helptext and "--k " not in helptext
+
+
+# ------------------------------------------------------------ issue #37: hostile inputs, round 4
+
+def test_cli_refuses_to_replace_existing_files_without_force(tmp_path):
+    """`bigbn simulate ... data/precious.csv` replaced an existing file without a word."""
+    precious = tmp_path / "precious.csv"
+    precious.write_text("keep me\n")
+    res = h.cli("simulate", "--n", 5, "--rows", 10, precious)
+    assert res.exit_code == 1
+    assert res.output == f"Error: {precious} already exists; give --force to replace it\n"
+    assert precious.read_text() == "keep me\n" and not truth_path(precious).exists()
+    # a file beside it that simulate would write (truth, tiers, --save-network): also refused,
+    # before anything is written
+    for extra, args in ((tmp_path / "a.truth.csv", []), (tmp_path / "a.tiers.csv", ["--tier-sizes", "2,3"]),
+                        (tmp_path / "a.bif", ["--save-network", tmp_path / "a.bif"])):
+        extra.write_text("keep me too\n")
+        res = h.cli("simulate", "--n", 5, "--rows", 10, *args, tmp_path / "a.csv")
+        assert res.exit_code == 1 and f"{extra} already exists; give --force" in res.output, res.output
+        assert extra.read_text() == "keep me too\n" and not (tmp_path / "a.csv").exists()
+        extra.unlink()
+    assert "--force" in h.cli("simulate", "--help").output
+    # --force replaces them
+    res = h.cli("simulate", "--n", 5, "--rows", 10, "--force", precious)
+    assert res.exit_code == 0, res.output
+    assert precious.read_text().startswith("X1,X2,X3,X4,X5\n") and truth_path(precious).exists()
+    # the library functions make the same choice
+    net = random_network(3, 1, 2, np.random.default_rng(0))
+    with pytest.raises(OptionError, match="already exists"):
+        write_truth(net, truth_path(precious))
+    write_truth(net, truth_path(precious), overwrite=True)
+    assert read_truth(truth_path(precious), net.names).sum() == len(net.arcs())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--n", "3", "--rows", "0"], "--rows must be at least 1, got 0"),
+    (["--n", "3", "--rows", "-5"], "--rows must be at least 1, got -5"),
+    (["--network", "asia", "--rows", "0"], "--rows must be at least 1, got 0"),
+    (["--n", "0", "--rows", "5"], "--n must be between 1 and 10000, got 0"),
+    (["--n", "2000000000", "--rows", "1"], "--n must be between 1 and 10000, got 2000000000"),
+    (["--tier-sizes", "9000,9000", "--rows", "1"], "--tier-sizes 9000,9000: 18000 nodes in all, more than 10000"),
+])
+def test_cli_rows_and_nodes_out_of_range_are_one_line_errors(tmp_path, args, message):
+    """--rows 0 wrote a header-only file; --n 2000000000 ran for hours (the structure's time
+    is quadratic in n)."""
+    out = tmp_path / "x.csv"
+    res = h.cli("simulate", *args, out)
+    assert res.exit_code == 1 and res.output == f"Error: {message}\n"
+    assert not out.exists()

@@ -122,3 +122,33 @@ def test_checksum_is_crc32c_of_the_bytes_chained_and_leaves_the_array_writable()
     assert checksum(c, checksum(b, checksum(a))) == naive.crc32c(
         c.tobytes(), naive.crc32c(np.ascontiguousarray(b).tobytes(), naive.crc32c(a.tobytes())))
     assert a.flags.writeable and c.flags.writeable
+
+
+def test_tables_zarr_a_file_is_a_one_line_error_and_fresh_clears_it(tmp_path):
+    """Issue #37: tables.zarr a file, not a folder, was 'Not a directory: .../zarr.json' (an
+    OSError's text) from `bigbn run`, and 'beta is missing or damaged; run the same command
+    again' (which then failed so) from `bigbn sample`."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    import helpers as h
+    from bigbn.cli import main
+    from test_cli import assert_one_line_error
+
+    wd = tmp_path / "w"
+    args = ["run", str(h.ROOT / "examples" / "asia.csv"), "-w", str(wd), "-k", "1", "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    shutil.rmtree(wd / "tables.zarr")
+    (wd / "tables.zarr").write_text("not a folder\n")
+    assert_one_line_error(CliRunner().invoke(main, args),
+                          f"{wd / 'tables.zarr'} is a file, not the folder of the run's tables; run the "
+                          "same command with --fresh to start over")
+    assert_one_line_error(CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "5"]),
+                          f"{wd / 'tables.zarr'} is a file, not the folder of the run's tables; run the "
+                          "same `bigbn run` command with --fresh to start over, then sample")
+    assert (wd / "tables.zarr").read_text() == "not a folder\n"  # refused, nothing changed
+    r = CliRunner().invoke(main, args + ["--fresh"])
+    assert r.exit_code == 0, r.output
+    assert (wd / "tables.zarr").is_dir()
+    assert CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "5"]).exit_code == 0
