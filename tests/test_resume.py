@@ -481,35 +481,43 @@ def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
 
 
-def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
-    """Any change to the code that computes tables changes the run fingerprint (a hash of
-    the sources, not a hand-bumped number), so a workdir is never resumed by other code."""
+def _package_copy(tmp_path):
+    """A copy of the bigbn package (file times kept) and the environment that imports it."""
     import shutil
-
-    import bigbn
-    import bigbn.rundir as rundir
 
     pkg = tmp_path / "copy" / "bigbn"
     shutil.copytree(os.path.dirname(bigbn.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; print(f())"]
-    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+    return pkg, dict(os.environ, PYTHONPATH=str(pkg.parent))
+
+
+def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monkeypatch):
+    """The run fingerprint holds the hand-bumped numerics version (tests/test_numerics.py
+    guards it with golden journal checksums), not a hash of the sources: a comment or an
+    orchestration change anywhere leaves it alone; a bump of the version changes it."""
+    import bigbn.rundir as rundir
+    from bigbn._version import NUMERICS_VERSION
+
+    pkg, env = _package_copy(tmp_path)
+    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; from bigbn.scoring "
+             "import BUILTIN, numerics_version as g; print(f(), *(g(s) for s in BUILTIN.values()))"]
 
     def fingerprint():
         out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
         return out.stdout.strip()
 
-    assert fingerprint() == rundir.numerics_fingerprint()
-    for name in rundir.NUMERICS_MODULES:
-        before = (pkg / name).read_text()
-        (pkg / name).write_text(before + "\n# edited\n")
-        assert fingerprint() != rundir.numerics_fingerprint(), name
-        (pkg / name).write_text(before)
-    (pkg / "plot.py").write_text((pkg / "plot.py").read_text() + "\n# edited\n")
-    assert fingerprint() == rundir.numerics_fingerprint()  # not numerics: resume still allowed
+    here = " ".join(str(v) for v in (rundir.numerics_fingerprint(), "bdeu-1", "k2-1", "bge-1"))
+    assert rundir.numerics_fingerprint() == NUMERICS_VERSION and fingerprint() == here
+    for f in pkg.glob("*.py"):
+        f.write_text(f.read_text() + "\n# edited\n")
+    assert fingerprint() == here  # no number changed: resume still allowed
+    version = pkg / "_version.py"
+    version.write_text(version.read_text().replace(f"NUMERICS_VERSION = {NUMERICS_VERSION}\n",
+                                                   f"NUMERICS_VERSION = {NUMERICS_VERSION + 1}\n"))
+    assert fingerprint() == here.replace(str(NUMERICS_VERSION), str(NUMERICS_VERSION + 1), 1) != here
 
     with pytest.raises(RuntimeError), wrapped(FailOn(10)):
         learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
-    monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: "0123456789abcdef")
+    monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: NUMERICS_VERSION + 1)
     with pytest.raises(WorkdirError, match="computed by another bigbn version"):
         learn(data, workdir=tmp_path / "w", max_parents=2)
 
