@@ -522,6 +522,104 @@ def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monk
         learn(data, workdir=tmp_path / "w", max_parents=2)
 
 
+def _numba_cache_for(pkg, folder):
+    """A numba cache folder in which ``pkg`` (a copy) finds the kernels this checkout
+    compiled (numba keys its cache by the source's folder and text), so the copy need not
+    spend a minute compiling them again."""
+    import shutil
+
+    import numba
+    from numba.core.caching import _CacheLocator
+
+    here = os.path.dirname(bigbn.__file__)
+    real = os.path.join(numba.config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(os.path.join(here, "x.py")))
+    if os.path.isdir(real):
+        shutil.copytree(real, folder / _CacheLocator.get_suitable_cache_subpath(str(pkg / "x.py")))
+    return str(folder)
+
+
+def _change_no_number(pkg):
+    """What a commit that changes no number does to the package: every module gets a longer
+    docstring, a comment and a new function, and the runner a new wrapper around the
+    scheduling it runs. Modules of numba-cached kernels are left alone but fastmath.py
+    (numba hashes each file's text: an edit of kernels.py would cost a minute of
+    compiling, to the same machine code; `test_fingerprint_is_the_numerics_version_not_the_source`
+    edits them all)."""
+    for f in sorted(pkg.glob("*.py")):
+        text = f.read_text()
+        if "cache=True" in text and f.name != "fastmath.py":
+            continue
+        doc = text.index('"""') + 3
+        f.write_text(text[:doc] + "Edited by a later commit. " + text[doc:]
+                     + "\n\n# a comment of a later commit\ndef _layout_of_a_later_commit():\n    return None\n")
+    runner = pkg / "runner.py"
+    runner.write_text(runner.read_text() + "\n\n_execute_before = execute\n\n\n"
+                      "def execute(*args, **kw):  # orchestration of a later commit\n"
+                      "    return _execute_before(*args, **kw)\n")
+
+
+def test_a_workdir_of_the_previous_code_resumes_after_a_commit_that_changes_no_number(data, tmp_path):
+    """#38: a run half done under this code resumes under a copy of it changed only in
+    comments, docstrings, layout and orchestration, and finishes with the numbers of an
+    uninterrupted run (the tasks done before are kept); a second run reports it finished.
+    A bump of NUMERICS_VERSION in the copy refuses the workdir in one line."""
+    from bigbn._version import NUMERICS_VERSION
+
+    kw = dict(chunk_bits=5, max_parents=2)
+    learn(data, workdir=tmp_path / "ref", **kw)
+    ref = Workdir(tmp_path / "ref").journal()
+    with pytest.raises(RuntimeError), wrapped(FailOn(30)):
+        learn(data, workdir=tmp_path / "w", **kw)
+    before = Workdir(tmp_path / "w").journal()
+    assert 10 < len(before) < len(ref) - 10
+
+    pkg, env = _package_copy(tmp_path)
+    env["NUMBA_CACHE_DIR"] = _numba_cache_for(pkg, tmp_path / "numba")
+    _change_no_number(pkg)
+    resume = [sys.executable, "-c", "import json, sys, bigbn; r = bigbn.learn(sys.argv[1], workdir=sys.argv[2], "
+              "chunk_bits=5, max_parents=2); print(bigbn.__file__); print(json.dumps(r.summary['stages']))",
+              str(data), str(tmp_path / "w")]
+
+    def run():
+        out = subprocess.run(resume, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        where, stages = out.stdout.splitlines()[-2:]
+        assert where == str(pkg / "__init__.py")  # the changed copy ran
+        return sum(s["tasks_this_invocation"] for s in json.loads(stages).values())
+
+    assert run() == len(ref) - len(before)
+    after = Workdir(tmp_path / "w").journal()
+    numbers = {"task", "stage", "crc", "log_px", "log_offset", "log_score"}
+    assert {t: {k: v for k, v in r.items() if k in numbers} for t, r in after.items()} == \
+        {t: {k: v for k, v in r.items() if k in numbers} for t, r in ref.items()}
+    assert all(after[t] == r for t, r in before.items())  # kept, not done again
+    assert run() == 0  # finished
+
+    version = pkg / "_version.py"
+    version.write_text(version.read_text().replace(f"NUMERICS_VERSION = {NUMERICS_VERSION}\n",
+                                                   f"NUMERICS_VERSION = {NUMERICS_VERSION + 1}\n"))
+    out = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(data), "-w", str(tmp_path / "w"),
+                          "-k", "2", "-q"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1 and "computed by another bigbn version" in out.stderr + out.stdout, out
+    assert "--fresh" in out.stderr + out.stdout and "Traceback" not in out.stderr + out.stdout
+    assert Workdir(tmp_path / "w").journal() == after
+
+
+def test_a_workdir_fingerprinted_by_source_hash_is_refused_once_with_fresh(data, tmp_path):
+    """A workdir of a bigbn before #38 holds a hash of the sources as its numerics: nothing
+    proves its numbers are this version's, so it is refused in one line naming --fresh."""
+    learn(data, workdir=tmp_path / "w", max_parents=2)
+    run_json = tmp_path / "w" / "run.json"
+    run = json.loads(run_json.read_text())
+    run_json.write_text(json.dumps({**run, "fingerprint": {**run["fingerprint"], "numerics": "3f2a9c1e0b7d4a65",
+                                                           "score_numerics": "91c0d2e3f4a5b6c7"}}))
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q"])
+    assert r.exit_code == 1 and "computed by another bigbn version" in r.output, r.output
+    assert "--fresh" in r.output and len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q", "--fresh"])
+    assert r.exit_code == 0, r.output
+
+
 # ------------------------------------------------------------ moved from the review tests (issues #10, #12)
 
 # 2. journal records with wrong-typed fields
