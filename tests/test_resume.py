@@ -529,12 +529,15 @@ def _numba_cache_for(pkg, folder):
     import shutil
 
     import numba
-    from numba.core.caching import _CacheLocator
 
-    here = os.path.dirname(bigbn.__file__)
-    real = os.path.join(numba.config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(os.path.join(here, "x.py")))
+    try:
+        from numba.core.caching import _CacheLocator
+    except ImportError:  # another numba: the copy compiles its kernels (slower, as right)
+        return str(folder)
+    subpath = _CacheLocator.get_suitable_cache_subpath
+    real = os.path.join(numba.config.CACHE_DIR, subpath(os.path.join(os.path.dirname(bigbn.__file__), "x.py")))
     if os.path.isdir(real):
-        shutil.copytree(real, folder / _CacheLocator.get_suitable_cache_subpath(str(pkg / "x.py")))
+        shutil.copytree(real, folder / subpath(str(pkg / "x.py")))
     return str(folder)
 
 
