@@ -12,7 +12,9 @@ message says what to bump and how to regenerate the values:
 
 The script refuses to replace the values of a version that already has other ones (bump
 first). The golden values are written with one worker and checked with two, so they also
-show that a run's numbers do not depend on the number of workers. The cases cover every
+show that a run's numbers do not depend on the number of workers. They are a machine's:
+on another architecture, or without fused multiply-add, the test is skipped (the last bits
+of the same code's numbers may differ there; so may another libm's log-gamma). The cases cover every
 stage (scores, forward, backward, gamma, edges, release, MAP, alpha stored), several chunks
 of each (small chunk bits), discrete and continuous scores, a structure prior with
 constraints, tiers, interventions and scores from a .jkl file (with an offset).
@@ -93,6 +95,26 @@ def journal_numbers(case: str, root: Path, workers: int) -> dict:
             for task, rec in sorted(Workdir(root / "w").journal().items())}
 
 
+def machine() -> str:
+    """What decides the last bits of the same code's numbers besides the code: the CPU
+    architecture and whether numba may contract a·b + c into one fused multiply-add (the
+    libm's log-gamma too, named in the failure message)."""
+    import platform
+
+    from llvmlite import binding
+
+    fma = binding.get_host_cpu_features().get("fma") or platform.machine() in ("arm64", "aarch64")
+    return f"{platform.machine()} {'fma' if fma else 'no-fma'}"
+
+
+def _platform() -> str:
+    import platform
+
+    import numba
+
+    return f"{platform.system()} {' '.join(platform.libc_ver())} numba {numba.__version__}"
+
+
 def golden() -> dict:
     return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
 
@@ -105,6 +127,8 @@ def test_the_numbers_are_those_of_this_numerics_version(case, tmp_path):
     assert gold.get("numerics_version") == NUMERICS_VERSION, (
         f"{GOLDEN.name} holds the numbers of numerics version {gold.get('numerics_version')}, this "
         f"code has NUMERICS_VERSION = {NUMERICS_VERSION}: regenerate them with `{REGENERATE}`")
+    if gold.get("machine") != machine():
+        pytest.skip(f"{GOLDEN.name} holds the numbers of a {gold.get('machine')} machine, this is {machine()}")
     want = gold["cases"].get(case)
     assert want is not None and want["score_numerics"] == version, (
         f"{GOLDEN.name} has no numbers of case {case} under score version {version!r}: "
@@ -116,7 +140,8 @@ def test_the_numbers_are_those_of_this_numerics_version(case, tmp_path):
         f"if intended, bump NUMERICS_VERSION in bigbn/_version.py (or, if only the {score} score's own "
         f"numbers changed, its `numerics` = {version!r}) so that no workdir of the old numbers "
         f"resumes under the new ones, then regenerate the golden values with `{REGENERATE}`; "
-        "if not intended, the change has a bug")
+        f"if not intended, the change has a bug (or this machine's libm differs from that of the "
+        f"machine that wrote them: {gold.get('platform')}, this one {_platform()})")
 
 
 def write() -> int:
@@ -141,7 +166,7 @@ def write() -> int:
               f"`numerics`) first; {GOLDEN} is unchanged", file=sys.stderr)
         return 1
     GOLDEN.write_text(json.dumps({"numerics_version": NUMERICS_VERSION, "regenerate": REGENERATE,
-                                  "cases": cases}, indent=1, sort_keys=True) + "\n")
+                                  "machine": machine(), "platform": _platform(), "cases": cases}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN} ({len(cases)} cases, numerics version {NUMERICS_VERSION})")
     return 0
 
