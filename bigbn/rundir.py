@@ -54,6 +54,25 @@ def numerics_fingerprint() -> int:
     return NUMERICS_VERSION
 
 
+#: The fingerprints of bcf7076, the last commit that hashed the numerical code's sources
+#: (#38), as the numerics versions they are (its journal numbers are those of
+#: tests/golden_numerics.json): its workdirs read as of these versions and resume. Any
+#: other hash is another bigbn's, and its workdir is refused.
+LEGACY_NUMERICS = {"76440e467093c924": 1}
+LEGACY_SCORE_NUMERICS = {"d9af01c7347a91fb": "bdeu-1", "1aad660f67c833fe": "k2-1",
+                         "df457e0e2490d042": "bge-1", "9f26e8a12a810a2d": "jkl-1"}
+
+
+def _legacy(fp: dict) -> dict:
+    """A fingerprint with bcf7076's source hashes as the versions they are."""
+    numerics, score = fp.get("numerics"), fp.get("score_numerics")
+    if isinstance(numerics, str) and numerics in LEGACY_NUMERICS:
+        fp = {**fp, "numerics": LEGACY_NUMERICS[numerics]}
+        if isinstance(score, str) and score in LEGACY_SCORE_NUMERICS:
+            fp["score_numerics"] = LEGACY_SCORE_NUMERICS[score]
+    return fp
+
+
 def jsonable(obj):
     """obj with tuples as lists, sets sorted, numpy scalars and arrays as Python values and
     non-finite floats as strings: what run.json and summary.json can hold."""
@@ -197,7 +216,7 @@ class RunRecord:
             ok = False
         if not ok:
             raise WorkdirError(damaged)
-        return cls(fp, plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
+        return cls(_legacy(fp), plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
 
 
 def _not_ours(path: Path, why: str) -> WorkdirError:

@@ -608,16 +608,46 @@ def test_a_workdir_of_the_previous_code_resumes_after_a_commit_that_changes_no_n
     assert Workdir(tmp_path / "w").journal() == after
 
 
-def test_a_workdir_fingerprinted_by_source_hash_is_refused_once_with_fresh(data, tmp_path):
-    """A workdir of a bigbn before #38 holds a hash of the sources as its numerics: nothing
-    proves its numbers are this version's, so it is refused in one line naming --fresh."""
-    learn(data, workdir=tmp_path / "w", max_parents=2)
-    run_json = tmp_path / "w" / "run.json"
+def _as_before_numerics_versions(root, numerics, score_numerics):
+    """run.json of ``root`` as a bigbn that hashed its sources wrote it (the rest of a
+    workdir, tables and journal, is the same)."""
+    run_json = root / "run.json"
     run = json.loads(run_json.read_text())
-    run_json.write_text(json.dumps({**run, "fingerprint": {**run["fingerprint"], "numerics": "3f2a9c1e0b7d4a65",
-                                                           "score_numerics": "91c0d2e3f4a5b6c7"}}))
+    run["fingerprint"].update(numerics=numerics, score_numerics=score_numerics)
+    run_json.write_text(json.dumps(run))
+
+
+def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
+    """#38: bcf7076, the last commit that fingerprinted by a hash of the sources, computes
+    the numbers of numerics version 1 (its journal numbers of tests/test_numerics.py's
+    cases are the golden ones), so its half-done workdir resumes, keeping its tasks."""
+    import bigbn.rundir as rundir
+
+    assert rundir.LEGACY_NUMERICS == {"76440e467093c924": 1}
+    with pytest.raises(RuntimeError), wrapped(FailOn(30)):
+        learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
+    before = Workdir(tmp_path / "w").journal()
+    _as_before_numerics_versions(tmp_path / "w", "76440e467093c924", "d9af01c7347a91fb")
+    assert any("unfinished" in line for line in workdir_status(tmp_path / "w"))
+    res = learn(data, workdir=tmp_path / "w", max_parents=2)
+    after = Workdir(tmp_path / "w").journal()
+    assert all(after[t] == r for t, r in before.items()) and len(after) > len(before)
+    assert sum(s["tasks_this_invocation"] for s in res.summary["stages"].values()) == len(after) - len(before)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=5, max_parents=2)
+    np.testing.assert_array_equal(res.posterior, ref.posterior)
+
+
+@pytest.mark.parametrize("numerics, score_numerics", [("3f2a9c1e0b7d4a65", "d9af01c7347a91fb"),
+                                                      ("76440e467093c924", "91c0d2e3f4a5b6c7")])
+def test_a_workdir_of_another_source_hash_is_refused_once_with_fresh(data, tmp_path, numerics, score_numerics):
+    """A workdir of any other bigbn before #38 (a hash of other sources, of bcf7076's engine
+    with another score's code) proves nothing about its numbers: it is refused in one line
+    naming --fresh."""
+    learn(data, workdir=tmp_path / "w", max_parents=2)
+    _as_before_numerics_versions(tmp_path / "w", numerics, score_numerics)
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q"])
-    assert r.exit_code == 1 and "computed by another bigbn version" in r.output, r.output
+    assert r.exit_code == 1, r.output
+    assert "computed by another bigbn version" in r.output or "computed by other code of the score" in r.output
     assert "--fresh" in r.output and len(r.output.strip().splitlines()) == 1
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q", "--fresh"])
     assert r.exit_code == 0, r.output
