@@ -151,6 +151,10 @@ def write() -> int:
 
     old = golden()
     same_version = old.get("numerics_version") == NUMERICS_VERSION
+    if same_version and old.get("machine") != machine():
+        print(f"{GOLDEN} holds the numbers of version {NUMERICS_VERSION} on a {old.get('machine')} "
+              f"machine, this is {machine()}: write them on such a machine", file=sys.stderr)
+        return 1
     cases, refused = {}, []
     for case in sorted(CASES):
         with tempfile.TemporaryDirectory() as tmp:
@@ -166,7 +170,8 @@ def write() -> int:
               f"`numerics`) first; {GOLDEN} is unchanged", file=sys.stderr)
         return 1
     GOLDEN.write_text(json.dumps({"numerics_version": NUMERICS_VERSION, "regenerate": REGENERATE,
-                                  "machine": machine(), "platform": _platform(), "cases": cases}, indent=1, sort_keys=True) + "\n")
+                                  "machine": machine(), "platform": _platform(), "cases": cases},
+                                 indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN} ({len(cases)} cases, numerics version {NUMERICS_VERSION})")
     return 0
 
