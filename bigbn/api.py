@@ -37,7 +37,7 @@ from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine,
                      save_family_beta, summary, tiered_disk)
-from .scoring import Score, check_options, lookup, resolve, source_fingerprint
+from .scoring import Score, check_options, lookup, numerics_version, resolve
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
 
@@ -310,7 +310,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     tiers = None
     if knowledge is not None:
         tiers, prior_kwargs = knowledge.bind(ds.names, k)
-    options = {"score": score.name, "score_numerics": source_fingerprint(score), **score_opts,
+    options = {"score": score.name, "score_numerics": numerics_version(score), **score_opts,
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
     if tiers is not None:

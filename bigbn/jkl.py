@@ -102,6 +102,7 @@ class FileScore(Score):
     name = "jkl"
     data_kind = "scores"
     modules = ("bigbn.jkl",)
+    numerics = "jkl-1"  # bump on any change of how a file's scores become a run's (bigbn.scoring)
     description = "local scores read from a .jkl file"
     impossible_families = True
 

@@ -1,7 +1,7 @@
 """A run directory read as data: what was asked (``run.json``) and what a finished run holds.
 
 - `RunRecord`: the frozen record of one run: its fingerprint (everything that decides a
-  number it stores: the data's content hash, n, m, the numerical code and the model
+  number it stores: the data's content hash, n, m, the numerics version and the model
   options), the data's source and names, and the full `Plan` (chunk bits, alpha mode,
   which stages: posterior, MAP). ``run.json`` is written (`write_record`) and read
   (`read_record`) here and nowhere else.
@@ -26,7 +26,6 @@ Adding a field to a run (see also docs/design.md, "The run record"):
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -37,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import tiers as tiering
-from ._version import __version__
+from ._version import NUMERICS_VERSION, __version__
 from .engine import Job, intact
 from .errors import OptionError, WorkdirError
 from .knowledge import Knowledge
@@ -47,25 +46,32 @@ from .workdir import LOCK, RUN_JSON, Workdir, checksum
 RUN_FORMAT = "bigbn-run"
 RUN_FORMAT_VERSION = 1
 
-# The modules whose code decides any number a run stores: the kernels and the fast
-# log-add-exp they inline, the task functions and edge fold, the plan (summation order
-# follows the chunk lattice), the family order, the dispatch to the score (and the rows it
-# scores under interventions), the priors and the tiers' layouts and sums. The score's own modules (`Score.modules`)
-# enter the run's fingerprint as "score_numerics" (`bigbn.scoring.source_fingerprint`).
-NUMERICS_MODULES = ("kernels.py", "fastmath.py", "engine.py", "plan.py", "families.py", "offsets.py",
-                    "scoring.py", "interventions.py", "priors.py", "maxplus.py", "mapdag.py",
-                    "tiers.py")
+def numerics_fingerprint() -> int:
+    """The numerics version of this code (`bigbn._version.NUMERICS_VERSION`, bumped by hand
+    whenever a stored number changes; tests/test_numerics.py checks it): part of the run
+    fingerprint, so a workdir is never resumed by code that computes differently, and
+    resumes after a change of anything else (orchestration, comments). The score's own
+    version enters it as "score_numerics" (`bigbn.scoring.numerics_version`)."""
+    return NUMERICS_VERSION
 
 
-def numerics_fingerprint() -> str:
-    """SHA-256 (first 16 hex digits) of the source of NUMERICS_MODULES: part of the run
-    fingerprint, so a workdir is never resumed by code that computes differently (no
-    version number to remember to bump)."""
-    h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for name in NUMERICS_MODULES:
-        h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+#: The fingerprints of bcf7076, the last commit that hashed the numerical code's sources
+#: (#38), as the numerics versions they are (its journal numbers are those of
+#: tests/golden_numerics.json): its workdirs read as of these versions and resume. Any
+#: other hash is another bigbn's, and its workdir is refused.
+LEGACY_NUMERICS = {"76440e467093c924": 1}
+LEGACY_SCORE_NUMERICS = {"d9af01c7347a91fb": "bdeu-1", "1aad660f67c833fe": "k2-1",
+                         "df457e0e2490d042": "bge-1", "9f26e8a12a810a2d": "jkl-1"}
+
+
+def _legacy(fp: dict) -> dict:
+    """A fingerprint with bcf7076's source hashes as the versions they are."""
+    numerics, score = fp.get("numerics"), fp.get("score_numerics")
+    if isinstance(numerics, str) and numerics in LEGACY_NUMERICS:
+        fp = {**fp, "numerics": LEGACY_NUMERICS[numerics]}
+        if isinstance(score, str) and score in LEGACY_SCORE_NUMERICS:
+            fp["score_numerics"] = LEGACY_SCORE_NUMERICS[score]
+    return fp
 
 
 def jsonable(obj):
@@ -211,7 +217,7 @@ class RunRecord:
             ok = False
         if not ok:
             raise WorkdirError(damaged)
-        return cls(fp, plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
+        return cls(_legacy(fp), plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
 
 
 def _not_ours(path: Path, why: str) -> WorkdirError:

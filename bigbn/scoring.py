@@ -8,9 +8,14 @@ A score is an object (a `Score` subclass) that declares
   `check_options` validates them for the API and the CLI: an option the score does not
   take (``learn(score="bge", ess=5)``), or a value out of range, is refused with the same
   one-line message from both;
-- ``modules``: the Python modules whose source decides its numbers; their code enters the
-  numerics fingerprint of a run (`source_fingerprint`), so a workdir is never resumed by code
-  that scores differently;
+- ``numerics``: the version of its numbers (a short string, e.g. "bge-1"), part of a
+  run's fingerprint (`numerics_version`), so a workdir is never resumed by code that
+  scores differently: bump it in the commit that changes any score it computes, for any
+  input (tests/test_numerics.py checks golden values of the built-in scores). A score that
+  does not declare it in its own class (a notebook's class, or a subclass of a built-in)
+  is fingerprinted by the source of its ``modules`` and of its class instead: any edit of
+  those refuses a resume, which is safe;
+- ``modules``: the Python modules whose source decides its numbers (see ``numerics``);
 - ``local_scores(ds, k, options)``: log p(x_i | x_G) for every node i and family G,
   |G| ≤ k, float64 (n, F) in the layout of `bigbn.families` (no structure prior: the
   caller adds log ρ);
@@ -28,6 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
+import marshal
 import math
 import numbers
 from dataclasses import dataclass
@@ -39,7 +46,7 @@ from .data import Dataset
 from .errors import OptionError
 
 __all__ = ["Option", "Score", "BDeu", "K2", "BGe", "BUILTIN", "AUTO", "names", "lookup",
-           "resolve", "check_options", "source_fingerprint"]
+           "resolve", "check_options", "numerics_version", "source_fingerprint"]
 
 #: the score name that picks by data kind: BGe for continuous data, else BDeu
 AUTO = "auto"
@@ -91,6 +98,8 @@ class Score:
     data_kind: str = "discrete"
     options: tuple[Option, ...] = ()
     modules: tuple[str, ...] = ()
+    #: the version of the score's numbers; None: fingerprinted by its source (`numerics_version`)
+    numerics: str | None = None
     description: str = ""
     #: whether some families may score −inf (impossible): scores read from a file; a score
     #: computed from data must be finite everywhere (−inf there means overflow)
@@ -142,6 +151,7 @@ class _Dirichlet(Score):
 
 class BDeu(_Dirichlet):
     name = "bdeu"
+    numerics = "bdeu-1"  # bump on any change of a BDeu score (module docstring)
     description = "BDeu (Heckerman, Geiger & Chickering 1995), equivalent sample size ess"
     options = (Option("ess", "ess (equivalent sample size)", 1.0,
                       "BDeu equivalent sample size  [default: 1]"),)
@@ -149,6 +159,7 @@ class BDeu(_Dirichlet):
 
 class K2(_Dirichlet):
     name = "k2"
+    numerics = "k2-1"  # bump on any change of a K2 score (module docstring)
     description = "K2 (Cooper & Herskovits 1992): Dirichlet(1) on every cell"
     k2 = True
 
@@ -158,6 +169,7 @@ class BGe(Score):
     data_kind = "continuous"
     description = "BGe (Geiger & Heckerman 2002; Kuipers, Moffa & Heckerman 2014)"
     modules = ("bigbn.bge",)
+    numerics = "bge-1"  # bump on any change of a BGe score (module docstring)
     options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
                Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
 
@@ -244,15 +256,36 @@ def all_options() -> tuple[Option, ...]:
     return tuple(seen.values())
 
 
+def numerics_version(score: Score) -> str:
+    """What a run's fingerprint stores for the score's code ("score_numerics"): the
+    ``numerics`` version its class declares (the built-in scores, bumped by hand when
+    their numbers change), else `source_fingerprint`. A version inherited from a built-in
+    does not count: a subclass may compute differently."""
+    declared = vars(type(score)).get("numerics")
+    return declared if isinstance(declared, str) and declared else source_fingerprint(score)
+
+
 def source_fingerprint(score: Score) -> str:
-    """SHA-256 (first 16 hex digits) of the source of ``score.modules``: part of a run's
-    fingerprint next to the engine's (`bigbn.api.numerics_fingerprint`), so a workdir is
-    never resumed by code that scores differently."""
-    h = hashlib.sha256(score.name.encode() + b"\0")
+    """SHA-256 (first 16 hex digits) of the source of ``score.modules`` and of the score's
+    class (its compiled code where Python has no source, e.g. a class typed at a prompt):
+    the "score_numerics" of a score without a declared ``numerics`` version, so a workdir
+    is never resumed by code that scores differently."""
+    h = hashlib.sha256(score.name.encode() + b"\0" + str(score.numerics).encode() + b"\0")
     for mod in score.modules:
         spec = importlib.util.find_spec(mod)
         if spec is None or not spec.origin:
             raise OptionError(f"the {score.name} score names module {mod!r}, which cannot be found")
         with open(spec.origin, "rb") as fh:
             h.update(mod.encode() + b"\0" + fh.read() + b"\0")
+    for cls in type(score).__mro__:
+        if cls.__module__ == __name__ or cls is object:
+            continue  # this module's classes are covered by NUMERICS_VERSION
+        try:
+            h.update(inspect.getsource(cls).encode() + b"\0")
+        except (OSError, TypeError):
+            for key, value in sorted(vars(cls).items()):
+                code = getattr(getattr(value, "__func__", value), "__code__", None)
+                plain = isinstance(value, (str, int, float, tuple, type(None)))
+                h.update(key.encode() + b"\0" + (marshal.dumps(code) if code is not None else
+                                                 repr(value).encode() if plain else b"") + b"\0")
     return h.hexdigest()[:16]

@@ -481,37 +481,176 @@ def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
 
 
-def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
-    """Any change to the code that computes tables changes the run fingerprint (a hash of
-    the sources, not a hand-bumped number), so a workdir is never resumed by other code."""
+def _package_copy(tmp_path):
+    """A copy of the bigbn package (file times kept) and the environment that imports it."""
     import shutil
-
-    import bigbn
-    import bigbn.rundir as rundir
 
     pkg = tmp_path / "copy" / "bigbn"
     shutil.copytree(os.path.dirname(bigbn.__file__), pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; print(f())"]
-    env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+    return pkg, dict(os.environ, PYTHONPATH=str(pkg.parent))
+
+
+def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monkeypatch):
+    """The run fingerprint holds the hand-bumped numerics version (tests/test_numerics.py
+    guards it with golden journal checksums), not a hash of the sources: a comment or an
+    orchestration change anywhere leaves it alone; a bump of the version changes it."""
+    import bigbn.rundir as rundir
+    from bigbn._version import NUMERICS_VERSION
+
+    pkg, env = _package_copy(tmp_path)
+    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; from bigbn.scoring "
+             "import BUILTIN, numerics_version as g; print(f(), *(g(s) for s in BUILTIN.values()))"]
 
     def fingerprint():
         out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
         return out.stdout.strip()
 
-    assert fingerprint() == rundir.numerics_fingerprint()
-    for name in rundir.NUMERICS_MODULES:
-        before = (pkg / name).read_text()
-        (pkg / name).write_text(before + "\n# edited\n")
-        assert fingerprint() != rundir.numerics_fingerprint(), name
-        (pkg / name).write_text(before)
-    (pkg / "plot.py").write_text((pkg / "plot.py").read_text() + "\n# edited\n")
-    assert fingerprint() == rundir.numerics_fingerprint()  # not numerics: resume still allowed
+    here = " ".join(str(v) for v in (rundir.numerics_fingerprint(), "bdeu-1", "k2-1", "bge-1"))
+    assert rundir.numerics_fingerprint() == NUMERICS_VERSION and fingerprint() == here
+    for f in pkg.glob("*.py"):
+        f.write_text(f.read_text() + "\n# edited\n")
+    assert fingerprint() == here  # no number changed: resume still allowed
+    version = pkg / "_version.py"
+    version.write_text(version.read_text().replace(f"NUMERICS_VERSION = {NUMERICS_VERSION}\n",
+                                                   f"NUMERICS_VERSION = {NUMERICS_VERSION + 1}\n"))
+    assert fingerprint() == here.replace(str(NUMERICS_VERSION), str(NUMERICS_VERSION + 1), 1) != here
 
     with pytest.raises(RuntimeError), wrapped(FailOn(10)):
         learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
-    monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: "0123456789abcdef")
+    monkeypatch.setattr(rundir, "numerics_fingerprint", lambda: NUMERICS_VERSION + 1)
     with pytest.raises(WorkdirError, match="computed by another bigbn version"):
         learn(data, workdir=tmp_path / "w", max_parents=2)
+
+
+def _numba_cache_for(pkg, folder):
+    """A numba cache folder in which ``pkg`` (a copy) finds the kernels this checkout
+    compiled (numba keys its cache by the source's folder and text), so the copy need not
+    spend a minute compiling them again."""
+    import shutil
+
+    import numba
+
+    try:
+        from numba.core.caching import _CacheLocator
+    except ImportError:  # another numba: the copy compiles its kernels (slower, as right)
+        return str(folder)
+    subpath = _CacheLocator.get_suitable_cache_subpath
+    real = os.path.join(numba.config.CACHE_DIR, subpath(os.path.join(os.path.dirname(bigbn.__file__), "x.py")))
+    if os.path.isdir(real):
+        shutil.copytree(real, folder / subpath(str(pkg / "x.py")))
+    return str(folder)
+
+
+def _change_no_number(pkg):
+    """What a commit that changes no number does to the package: every module gets a longer
+    docstring, a comment and a new function, and the runner a new wrapper around the
+    scheduling it runs. Modules of numba-cached kernels are left alone but fastmath.py
+    (numba hashes each file's text: an edit of kernels.py would cost a minute of
+    compiling, to the same machine code; `test_fingerprint_is_the_numerics_version_not_the_source`
+    edits them all)."""
+    for f in sorted(pkg.glob("*.py")):
+        text = f.read_text()
+        if "cache=True" in text and f.name != "fastmath.py":
+            continue
+        doc = text.index('"""') + 3
+        f.write_text(text[:doc] + "Edited by a later commit. " + text[doc:]
+                     + "\n\n# a comment of a later commit\ndef _layout_of_a_later_commit():\n    return None\n")
+    runner = pkg / "runner.py"
+    runner.write_text(runner.read_text() + "\n\n_execute_before = execute\n\n\n"
+                      "def execute(*args, **kw):  # orchestration of a later commit\n"
+                      "    return _execute_before(*args, **kw)\n")
+
+
+def test_a_workdir_of_the_previous_code_resumes_after_a_commit_that_changes_no_number(data, tmp_path):
+    """#38: a run half done under this code resumes under a copy of it changed only in
+    comments, docstrings, layout and orchestration, and finishes with the numbers of an
+    uninterrupted run (the tasks done before are kept); a second run reports it finished.
+    A bump of NUMERICS_VERSION in the copy refuses the workdir in one line."""
+    from bigbn._version import NUMERICS_VERSION
+
+    kw = dict(chunk_bits=5, max_parents=2)
+    learn(data, workdir=tmp_path / "ref", **kw)
+    ref = Workdir(tmp_path / "ref").journal()
+    with pytest.raises(RuntimeError), wrapped(FailOn(30)):
+        learn(data, workdir=tmp_path / "w", **kw)
+    before = Workdir(tmp_path / "w").journal()
+    assert 10 < len(before) < len(ref) - 10
+
+    pkg, env = _package_copy(tmp_path)
+    env["NUMBA_CACHE_DIR"] = _numba_cache_for(pkg, tmp_path / "numba")
+    _change_no_number(pkg)
+    resume = [sys.executable, "-c", "import json, sys, bigbn; r = bigbn.learn(sys.argv[1], workdir=sys.argv[2], "
+              "chunk_bits=5, max_parents=2); print(bigbn.__file__); print(json.dumps(r.summary['stages']))",
+              str(data), str(tmp_path / "w")]
+
+    def run():
+        out = subprocess.run(resume, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        where, stages = out.stdout.splitlines()[-2:]
+        assert where == str(pkg / "__init__.py")  # the changed copy ran
+        return sum(s["tasks_this_invocation"] for s in json.loads(stages).values())
+
+    assert run() == len(ref) - len(before)
+    after = Workdir(tmp_path / "w").journal()
+    numbers = {"task", "stage", "crc", "log_px", "log_offset", "log_score"}
+    assert {t: {k: v for k, v in r.items() if k in numbers} for t, r in after.items()} == \
+        {t: {k: v for k, v in r.items() if k in numbers} for t, r in ref.items()}
+    assert all(after[t] == r for t, r in before.items())  # kept, not done again
+    assert run() == 0  # finished
+
+    version = pkg / "_version.py"
+    version.write_text(version.read_text().replace(f"NUMERICS_VERSION = {NUMERICS_VERSION}\n",
+                                                   f"NUMERICS_VERSION = {NUMERICS_VERSION + 1}\n"))
+    out = subprocess.run([sys.executable, "-m", "bigbn.cli", "run", str(data), "-w", str(tmp_path / "w"),
+                          "-k", "2", "-q"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1 and "computed by another bigbn version" in out.stderr + out.stdout, out
+    assert "--fresh" in out.stderr + out.stdout and "Traceback" not in out.stderr + out.stdout
+    assert Workdir(tmp_path / "w").journal() == after
+
+
+def _as_before_numerics_versions(root, numerics, score_numerics):
+    """run.json of ``root`` as a bigbn that hashed its sources wrote it (the rest of a
+    workdir, tables and journal, is the same)."""
+    run_json = root / "run.json"
+    run = json.loads(run_json.read_text())
+    run["fingerprint"].update(numerics=numerics, score_numerics=score_numerics)
+    run_json.write_text(json.dumps(run))
+
+
+def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
+    """#38: bcf7076, the last commit that fingerprinted by a hash of the sources, computes
+    the numbers of numerics version 1 (its journal numbers of tests/test_numerics.py's
+    cases are the golden ones), so its half-done workdir resumes, keeping its tasks."""
+    import bigbn.rundir as rundir
+
+    assert rundir.LEGACY_NUMERICS == {"76440e467093c924": 1}
+    with pytest.raises(RuntimeError), wrapped(FailOn(30)):
+        learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
+    before = Workdir(tmp_path / "w").journal()
+    _as_before_numerics_versions(tmp_path / "w", "76440e467093c924", "d9af01c7347a91fb")
+    assert any("unfinished" in line for line in workdir_status(tmp_path / "w"))
+    res = learn(data, workdir=tmp_path / "w", max_parents=2)
+    after = Workdir(tmp_path / "w").journal()
+    assert all(after[t] == r for t, r in before.items()) and len(after) > len(before)
+    assert sum(s["tasks_this_invocation"] for s in res.summary["stages"].values()) == len(after) - len(before)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=5, max_parents=2)
+    np.testing.assert_array_equal(res.posterior, ref.posterior)
+
+
+@pytest.mark.parametrize("numerics, score_numerics", [("3f2a9c1e0b7d4a65", "d9af01c7347a91fb"),
+                                                      ("76440e467093c924", "91c0d2e3f4a5b6c7")])
+def test_a_workdir_of_another_source_hash_is_refused_once_with_fresh(data, tmp_path, numerics, score_numerics):
+    """A workdir of any other bigbn before #38 (a hash of other sources, of bcf7076's engine
+    with another score's code) proves nothing about its numbers: it is refused in one line
+    naming --fresh."""
+    learn(data, workdir=tmp_path / "w", max_parents=2)
+    _as_before_numerics_versions(tmp_path / "w", numerics, score_numerics)
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q"])
+    assert r.exit_code == 1, r.output
+    assert "computed by another bigbn version" in r.output or "computed by other code of the score" in r.output
+    assert "--fresh" in r.output and len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path / "w"), "-k", "2", "-q", "--fresh"])
+    assert r.exit_code == 0, r.output
 
 
 # ------------------------------------------------------------ moved from the review tests (issues #10, #12)

@@ -152,10 +152,34 @@ def test_a_score_defined_outside_bigbn_runs_end_to_end(tmp_path):
         bigbn.learn(_continuous(tmp_path), score=BIC())
 
 
-def test_the_score_s_code_enters_the_run_fingerprint(tmp_path):
-    fp = {name: scoring.source_fingerprint(s) for name, s in scoring.BUILTIN.items()}
-    assert len(set(fp.values())) == 3  # bdeu and k2 share a module but not a fingerprint
+def test_the_score_s_numerics_version_enters_the_run_fingerprint(tmp_path):
+    """A built-in score is fingerprinted by the version it declares (bumped by hand when its
+    numbers change; tests/test_numerics.py checks them), not by its source."""
+    fp = {name: scoring.numerics_version(s) for name, s in scoring.BUILTIN.items()}
+    assert fp == {"bdeu": "bdeu-1", "k2": "k2-1", "bge": "bge-1"}
     res = bigbn.learn(_discrete(tmp_path), score="k2", max_parents=1, workdir=tmp_path / "w")
     run = json.loads((tmp_path / "w" / "run.json").read_text())
-    assert run["fingerprint"]["score_numerics"] == fp["k2"]
+    assert run["fingerprint"]["score_numerics"] == "k2-1"
     assert res.summary["options"] == {k: v for k, v in run["fingerprint"].items() if k != "data_sha256"}
+
+
+def _score_class(body):
+    """A subclass of BDeu typed where Python keeps no source (as at a prompt)."""
+    space = {"scoring": scoring}
+    exec(compile(f"class Mine(scoring.BDeu):\n    name = 'mine'\n{body}", "<prompt>", "exec"), space)
+    return space["Mine"]()
+
+
+def test_a_score_without_a_declared_version_is_fingerprinted_by_its_code():
+    """A score from outside declares no version: its modules' and class's code decide its
+    fingerprint, so any edit of them refuses a resume. A subclass of a built-in does not
+    inherit the built-in's version (it may compute differently)."""
+    bic = scoring.numerics_version(BIC())
+    assert bic == scoring.source_fingerprint(BIC()) and len(bic) == 16
+    plain = _score_class("    pass\n")
+    same = "    def local_scores(self, ds, k, options):\n        return super().local_scores(ds, k, options)\n"
+    more = same.replace("options)\n", "options) + 1\n")
+    versions = [scoring.numerics_version(_score_class(body)) for body in ("    pass\n", same, more, more)]
+    assert "bdeu-1" not in versions and len(set(versions)) == 3 and versions[2] == versions[3]
+    assert scoring.numerics_version(plain) == scoring.source_fingerprint(plain)
+    assert scoring.numerics_version(_score_class("    numerics = 'mine-1'\n")) == "mine-1"
