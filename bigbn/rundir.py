@@ -9,8 +9,10 @@
   bigbn wrote (it carries ``"format": "bigbn-run"`` and a format version); anything else is
   refused before a single file in it is touched.
 - `RunDir`: an existing work directory (its record, plan and journal), for `bigbn status`.
-- `FinishedRun`: a finished run's results (β, journal records, names, log p(x), γ, the
-  edge posteriors, CRC-checked chunk reads). Every problem is a `WorkdirError` naming the
+- `FinishedRun`: a finished run's results, with or without tiers, as a list of tiers
+  (`FinishedTier`: layout, family β, its checked lattice `FinishedLattice` with γ and
+  CRC-checked chunk reads, log Z); a run without tiers is the one tier of every variable
+  on the root-scope lattice. Names, log p(x), the edge posteriors. Every problem is a `WorkdirError` naming the
   file and saying what to do. A feature computed from a finished run (sampling, causal
   effects) opens one of these and needs nothing private of any other module.
 
@@ -433,65 +435,78 @@ def _read_table(workdir: Workdir, plan: Plan, table: str, index, then: str) -> n
     return out
 
 
-class FinishedRun(RunDir, FinishedLattice):
-    """The results of a finished run without tiers (posterior stages, or only MAP with
-    ``need="map"``): its record (`RunDir`) and its one lattice's checked tables
-    (`FinishedLattice`); run.json must be bigbn's, computed by this code's numerics."""
-
-    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
-        RunDir.__init__(self, workdir, then)
-        if isinstance(self.record.plan, TieredPlan):
-            raise WorkdirError(f"{self.root} holds a run with tiers, not one lattice (bug: open it "
-                               "with FinishedTieredRun)")
-        _check_numerics(self, then)
-        _check_tables_folder(self, then)
-        FinishedLattice.__init__(self, self.workdir, self.record.plan, self.journal(), then, need)
-
-
 @dataclass(frozen=True)
 class FinishedTier:
-    """One tier of a finished tiered run: its layout, the β of its nodes' families in that
-    layout (m, width), its lattice (None for a one-node tier), log Z_j and the tier's γ;
-    log_offset: Σ_v c_v subtracted from β (bigbn/offsets.py)."""
+    """One tier of a finished run: its layout, the β of its nodes' families in that layout
+    (m, width), its lattice (None for a one-node tier), log Z_j (None for a MAP-only run)
+    and log_offset: Σ_v c_v subtracted from β (bigbn/offsets.py). A run without tiers is
+    one tier of every variable with no earlier tiers: its lattice is the root-scope one and
+    β the plain β (its layout is the plan's family order)."""
 
     lay: tiering.TierLayout
     beta: np.ndarray = field(repr=False)
     lattice: FinishedLattice | None = field(repr=False)
-    log_z: float
-    gamma: np.ndarray = field(repr=False)
+    log_z: float | None
     log_offset: float = 0.0
+
+    def gamma(self) -> np.ndarray:
+        """The tier's γ (m, F_t), read from its lattice (CRC-checked when it was opened)."""
+        return self.lattice.gamma() if self.lattice is not None else np.zeros((1, 1))
 
     def family_posteriors(self) -> np.ndarray:
         """p(G_v = G | x) of every column of every node of the tier (m, width)."""
-        return tiering.family_posteriors(self.beta, self.gamma, self.lay, self.log_z)
+        return tiering.family_posteriors(self.beta, self.gamma(), self.lay, self.log_z)
 
 
-class FinishedTieredRun(RunDir):
-    """The results of a finished run with tiers (bigbn/tiers.py): per tier a `FinishedTier`
-    whose family β passed its journal CRC, and whose lattice passed `FinishedLattice`'s
-    checks; the tier's lattice scores must be the segment sums of that β, so the two can
-    never come from different runs. log_px = Σ_j log Z_j."""
+class FinishedRun(RunDir):
+    """The results of a finished run, with or without tiers, as a list of tiers
+    (`FinishedTier`, earliest first; ``lays`` their layouts): a run without tiers is one
+    tier whose lattice is the root-scope lattice (`FinishedLattice`, the tables at the
+    workdir's root) and whose β is the plain β; ``tiered`` says whether run.json has tiers.
+    log_px = Σ_j log Z_j, log_offset = Σ_j c_j (log p(x) = log_px + log_offset).
 
-    def __init__(self, workdir, then: str = "sample"):
-        super().__init__(workdir, then)
-        pl, root = self.record.plan, self.root
-        if not isinstance(pl, TieredPlan):
-            raise WorkdirError(f"{root} holds a run without tiers (bug: open it with FinishedRun)")
+    Checks: run.json is bigbn's and computed by this code's numerics; every lattice passes
+    `FinishedLattice`'s checks; a tier's family β passes its journal CRC and its lattice's
+    scores are exactly that β's segment sums, so the two never come from different runs.
+    ``need``: "posterior", or "map" for the MAP network alone (a run without tiers)."""
+
+    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
+        RunDir.__init__(self, workdir, then)
         _check_numerics(self, then)
         _check_tables_folder(self, then)
-        if not pl.posterior:
+        self.records = self.journal()
+        pl = self.plan
+        if isinstance(pl, TieredPlan):
+            self.tiers = self._tiers(pl, then, need)
+            self.lays = tuple(t.lay for t in self.tiers)
+            self.log_px = float(sum(t.log_z for t in self.tiers))
+            #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
+            self.log_offset = float(sum(t.log_offset for t in self.tiers))
+        else:
+            lattice = FinishedLattice(self.workdir, pl, self.records, then, need)
+            self.lays = (tiering.TierLayout(0, tuple(range(pl.n)), (), pl.k),)
+            self.tiers = [FinishedTier(self.lays[0], lattice.beta, lattice, lattice.log_px, lattice.log_offset)]
+            self.log_px, self.log_offset = lattice.log_px, lattice.log_offset
+
+    @property
+    def tiered(self) -> bool:
+        """Whether the run has tiers (run.json's plan lists them), not one root-scope lattice."""
+        return isinstance(self.plan, TieredPlan)
+
+    def _tiers(self, pl: TieredPlan, then: str, need: str) -> list[FinishedTier]:
+        root = self.root
+        if not pl.posterior or need != "posterior":
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
         fp = self.record.fingerprint
-        self.lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
-        self.records = self.journal()
-        self.tiers: list[FinishedTier] = []
-        for lay, (_, c) in zip(self.lays, pl.tiers):
+        lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
+        out = []
+        for lay, (_, c) in zip(lays, pl.tiers):
             beta = self._family_beta(lay)
             offset = float(self.records[tiering.family_beta_id(lay)].get("log_offset", 0.0))
             A, _ = tiering.tier_local_scores(beta, lay)
             if c is None:
-                self.tiers.append(FinishedTier(lay, beta, None, float(A[0, 0]), np.zeros((1, 1)), offset))
+                out.append(FinishedTier(lay, beta, None, float(A[0, 0]), offset))
                 continue
             plan = Plan(lay.m, lay.k_tier, c, pl.alpha_mode, False, True, scope=lay.scope)
             lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
@@ -499,10 +514,8 @@ class FinishedTieredRun(RunDir):
                 raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
                                    f"not the sums of its family scores; run the same `bigbn run` command "
                                    f"with --fresh, then {then}")
-            self.tiers.append(FinishedTier(lay, beta, lattice, lattice.log_px, lattice.gamma(), offset))
-        self.log_px = float(sum(t.log_z for t in self.tiers))
-        #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
-        self.log_offset = float(sum(t.log_offset for t in self.tiers))
+            out.append(FinishedTier(lay, beta, lattice, lattice.log_px, offset))
+        return out
 
     def _family_beta(self, lay) -> np.ndarray:
         wd = Workdir(self.root, scope=lay.scope)
@@ -513,7 +526,7 @@ class FinishedTieredRun(RunDir):
             beta = wd.read(tiering.FAMILY_BETA, slice(None))
         except Exception:  # noqa: BLE001 - missing or damaged
             beta = None
-        if rec is None or beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
+        if beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
             raise _damaged(wd.tables / tiering.FAMILY_BETA, self.then)
         return beta
 
@@ -522,7 +535,10 @@ class FinishedTieredRun(RunDir):
         return tiering.TieredFamilies(self.lays, [t.family_posteriors() for t in self.tiers])
 
     def posterior(self) -> np.ndarray:
-        """The exact edge posteriors (n, n), from each tier's family posteriors."""
+        """The exact edge posteriors (n, n): a run without tiers reads its posterior table;
+        with tiers, they come from each tier's family posteriors."""
+        if not self.tiered:
+            return self.tiers[0].lattice.posterior()
         n = len(self.names)
         out = np.zeros((n, n))
         for lay, post in zip(self.lays, self.families().posts):
@@ -531,12 +547,11 @@ class FinishedTieredRun(RunDir):
 
 
 def finished_run(workdir, then: str = "sample"):
-    """A finished run's results: `FinishedTieredRun` for a run with tiers, else `FinishedRun`.
+    """A finished run's results (`FinishedRun`, with or without tiers).
     A run not finished, or whose tables fail their checks, while another process holds the
     workdir's lock (a `bigbn run` computing them) is a WorkdirError saying it is running."""
     try:
-        rd = RunDir(workdir, then)
-        return FinishedTieredRun(workdir, then) if isinstance(rd.plan, TieredPlan) else FinishedRun(workdir, then)
+        return FinishedRun(workdir, then)
     except WorkdirError:
         root = Path(workdir).resolve()
         try:

@@ -300,7 +300,7 @@ def tiered_disk(plans, disk_workers: int | None = None) -> dict[str, int]:
 def save_family_beta(root, owner, lay, beta: np.ndarray, log_offset: float = 0.0) -> None:
     """Keep tier ``lay``'s family β (m, width) in its folder, journaled with its CRC (and
     the tier's Σ_v c_v, `bigbn.offsets`, where β was shifted), for what reads the finished
-    run (`rundir.FinishedTieredRun`: samples, causal effects). Written once: a journaled
+    run (`rundir.FinishedRun`: samples, causal effects). Written once: a journaled
     copy with the same CRC that still reads back is kept."""
     wd = Workdir(root, owner, lay.scope)
     tid, crc = tiering.family_beta_id(lay), checksum(beta)
