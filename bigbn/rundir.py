@@ -566,92 +566,91 @@ def finished_run(workdir, then: str = "sample"):
 
 
 def status_lines(workdir) -> list[str]:
-    """Human-readable lines describing a work directory (for `bigbn status`)."""
+    """Human-readable lines describing a work directory (for `bigbn status`), with or
+    without tiers: a run without tiers is one tier on the root-scope lattice, shown stage
+    by stage; with tiers, a line per tier."""
     rd = RunDir(workdir, then="ask for its status")
-    if isinstance(rd.plan, TieredPlan):
-        return _tiered_status(rd)
-    root, wd, plan, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    root, wd, pl, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    tiered = isinstance(pl, TieredPlan)
     done = rd.journal()
+    computes = "computes " + " and ".join(w for w, on in (("the posterior", pl.posterior),
+                                                          ("the MAP network", pl.map_dag)) if on)
     lines = [f"workdir {root}",
              f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
              f"n = {fp['n']}, m = {fp['m']}",
              "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
                                      if v not in (None, {}, []) and k not in ("constraints", "tiers")),
-             *_knowledge_lines(rd),
-             f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}, "
-             "computes " + " and ".join(w for w, on in (("the posterior", plan.posterior),
-                                                        ("the MAP network", plan.map_dag)) if on)]
+             *_knowledge_lines(rd)]
+    if tiered:
+        sizes = [len(t) for t in fp.get("tiers") or []]
+        lines.append(f"tiers: {len(sizes)} (sizes {', '.join(map(str, sizes))}); only tier-consistent "
+                     f"orders; {computes}")
+    else:
+        lines.append(f"plan: chunk bits {pl.chunk_bits}, {pl.n_chunks} chunks, alpha {pl.alpha_mode}, {computes}")
     finished = {"posterior": True, "map": True}
-    for stage in STAGES:
-        keys = plan.stage_tasks(stage)
-        if not keys:
+    bound = 0
+    for j, m, plans in _lattice_plans(rd):
+        if not plans:
+            lines.append(f"  tier {j + 1}: 1 node, no lattice")
             continue
-        n_done = sum(1 for key in keys if task_id(key) in done)
-        finished["map" if stage.startswith("map") else "posterior"] &= n_done == len(keys)
-        secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
-        lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+        n_done = n_tasks = 0
+        for plan in plans:
+            bound += sum(plan.disk_bytes().values())
+            for stage in STAGES:
+                keys = plan.stage_tasks(stage)
+                if not keys:
+                    continue
+                ids = [_tid(plan, key) for key in keys]
+                d = sum(1 for t in ids if t in done)
+                finished["map" if stage.startswith("map") else "posterior"] &= d == len(keys)
+                n_done, n_tasks = n_done + d, n_tasks + len(keys)
+                if not tiered:
+                    secs = sum(done[t].get("seconds", 0) for t in ids if t in done)
+                    lines.append(f"  {stage:>8}: {d}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+        if tiered:
+            lines.append(f"  tier {j + 1}: {m} nodes, {n_done}/{n_tasks} tasks done")
     used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
     # disk_bytes() bounds the tables for tasks run in any order (status does not know the
     # run's workers); a local run's peak is lower (`bigbn plan` gives both)
-    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(sum(plan.disk_bytes().values()))})")
+    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(bound)})")
     holder = wd.active_holder()
     lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
                  else "active: no")
-    map_done = plan.map_dag and finished["map"] and (root / "map_dag.csv").exists()
-    if plan.posterior and finished["posterior"] and (root / "edges.csv").exists():
+    map_done = pl.map_dag and finished["map"] and (root / "map_dag.csv").exists()
+    if pl.posterior and finished["posterior"] and (root / "edges.csv").exists():
         lines.append(f"finished: results in {root / 'edges.csv'}")
         if map_done:
             lines.append(f"MAP network: {root / 'map_dag.csv'}")
-        elif plan.map_dag:
+        elif pl.map_dag:
             lines.append("MAP network unfinished: run the same `bigbn run --map` command again")
     elif map_done:
         lines.append(f"MAP network finished: {root / 'map_dag.csv'}" + (
             "; the posterior is not (a --map-only run: the same command without --map-only adds it)"
-            if not plan.posterior else "; the posterior is not: run the same command again"))
+            if not pl.posterior else "; the posterior is not: run the same command again"))
     else:
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines
+
+
+def _lattice_plans(rd: RunDir) -> list[tuple[int, int, list[Plan]]]:
+    """Per tier (earliest first): its index, its number of nodes and the plans of its
+    lattices (none for a one-node tier). A run without tiers is one tier of every variable
+    whose one plan (every stage the run asked for) is the record's, at the root scope; a
+    tier of a tiered run has a posterior and a MAP plan, in scopes tierJ and tierJ-map."""
+    pl = rd.plan
+    if not isinstance(pl, TieredPlan):
+        return [(0, pl.n, [pl])]
+    out = []
+    for j, (m, c) in enumerate(pl.tiers):
+        k = min(pl.k, m - 1)
+        scope = f"tier{j + 1}"  # `tiers.TierLayout.scope`
+        out.append((j, m, [] if c is None else
+                    [Plan(m, k, c, pl.alpha_mode, False, True, scope=scope)] * pl.posterior
+                    + [Plan(m, k, c, pl.alpha_mode, True, False, scope=scope + "-map")] * pl.map_dag))
+    return out
 
 
 def _knowledge_lines(rd: RunDir) -> list[str]:
     """The run's knowledge by name (`bigbn.knowledge.Knowledge`), a line per part."""
     lines = Knowledge.from_record(rd.names, rd.record.fingerprint).lines()
     return ["knowledge: " + lines[0], *("           " + x for x in lines[1:])] if lines else []
-
-
-def _tiered_status(rd: RunDir) -> list[str]:
-    """`status_lines` of a tiered run: per tier, its tasks done of the plan's."""
-    root, wd, fp, pl = rd.root, rd.workdir, rd.record.fingerprint, rd.plan
-    tiers = fp.get("tiers") or []
-    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
-    done = wd.journal()
-    lines = [f"workdir {root}",
-             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
-             f"n = {fp['n']}, m = {fp['m']}",
-             "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
-                                     if v not in (None, {}, []) and k not in ("constraints", "tiers")),
-             *_knowledge_lines(rd),
-             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
-    total = finished = 0
-    for lay, (_, c) in zip(lays, pl.tiers):
-        if c is None:
-            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
-            continue
-        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
-                 if (wd.tables / scope).exists()
-                 for s in Plan(lay.m, lay.k_tier, c, pl.alpha_mode, map_dag, not map_dag,
-                               scope=scope).tasks()]
-        n_done = sum(1 for s in specs if s.id in done)
-        total += len(specs)
-        finished += n_done
-        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
-    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
-    lines.append(f"disk used: {gib(used)}")
-    holder = wd.active_holder()
-    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
-    if finished == total and (root / "summary.json").exists():
-        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
-                     else f"finished: MAP network in {root / 'map_dag.csv'}")
-    else:
-        lines.append("unfinished: run the same `bigbn run` command again to resume")
-    return lines

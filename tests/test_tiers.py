@@ -409,6 +409,19 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
     assert "V5" in dags and '["V5", "V1"]' not in dags  # never an edge into an earlier tier
 
 
+
+def test_status_of_a_tiered_run_is_the_one_status(tmp_path):
+    """One `status_lines` for runs with and without tiers: a tiered run with the MAP network
+    says what it computes, bounds its tables and names its MAP network, as an untiered one."""
+    data = random_table(7, 5, 200)
+    bigbn.learn(data, names=names_of(5), tiers=[["V0", "V1"], ["V2", "V3", "V4"]], map_dag=True,
+                workdir=tmp_path / "w")
+    out = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
+    assert "computes the posterior and the MAP network" in out
+    assert "(the plan's tables: at most " in out and "MAP network: " in out
+    assert "tier 2: 3 nodes, " in out and "finished: results in" in out
+
+
 # ----------------------------------------------------------------------------- samples
 
 def _tiered_dag_posteriors(beta, k, tiers):
