@@ -410,6 +410,30 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
 
 
 
+
+def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
+    """One pipeline (#38): a run with one tier holding every variable is the run without
+    tiers — the same edge posteriors, parent-set posteriors, log p(data), MAP network,
+    journal CRCs and layout (tables at the workdir's root, a plain plan in run.json)."""
+    data = random_table(11, 5, 300)
+    kw = dict(names=names_of(5), max_parents=2, chunk_bits=3, map_dag=True, workers=1)
+    plain = bigbn.learn(data, workdir=tmp_path / "plain", **kw)
+    one = bigbn.learn(data, workdir=tmp_path / "one", tiers=[names_of(5)], **kw)
+    assert one.posterior.tobytes() == plain.posterior.tobytes()
+    assert one.parent_set_posterior.tobytes() == plain.parent_set_posterior.tobytes()
+    assert one.log_marginal == plain.log_marginal and one.map_log_score == plain.map_log_score
+    assert one.map_parents.tolist() == plain.map_parents.tolist()
+    assert one.parent_sets("V3") == plain.parent_sets("V3") and one.tiered is None
+    crcs = {w: {t: r["crc"] for t, r in bigbn.workdir.Workdir(tmp_path / w).journal().items()}
+            for w in ("plain", "one")}
+    assert crcs["one"] == crcs["plain"] and not any("/" in t for t in crcs["one"])
+    plans = [json.loads((tmp_path / w / "run.json").read_text())["plan"] for w in ("plain", "one")]
+    assert plans[0] == plans[1] and "tiers" not in plans[1]
+    # the same run: a rerun of either on the other's workdir finds it finished
+    again = bigbn.learn(data, workdir=tmp_path / "plain", tiers=[names_of(5)], **kw)
+    assert again.summary["already_finished"] and again.posterior.tobytes() == plain.posterior.tobytes()
+
+
 def test_status_of_a_tiered_run_is_the_one_status(tmp_path):
     """One `status_lines` for runs with and without tiers: a tiered run with the MAP network
     says what it computes, bounds its tables and names its MAP network, as an untiered one."""
