@@ -495,7 +495,10 @@ class FinishedRun(RunDir):
 
     def _tiers(self, pl: TieredPlan, then: str, need: str) -> list[FinishedTier]:
         root = self.root
-        if not pl.posterior or need != "posterior":
+        if need != "posterior":  # the tiers' MAP lattices hold within-tier parents only
+            raise WorkdirError(f"{root}: a run with tiers is read for its posterior; its MAP network "
+                               f"is {root / 'map_dag.csv'}")
+        if not pl.posterior:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
         fp = self.record.fingerprint

@@ -434,6 +434,32 @@ def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
     assert again.summary["already_finished"] and again.posterior.tobytes() == plain.posterior.tobytes()
 
 
+
+def test_one_finished_run_reader_for_runs_with_and_without_tiers(tmp_path):
+    """`FinishedRun` reads every finished run as a list of tiers: without tiers one tier
+    (no earlier tiers) on the root-scope lattice with the plain β; with tiers one per tier."""
+    from bigbn.rundir import FinishedRun, finished_run
+
+    data = random_table(12, 5, 200)
+    plain = bigbn.learn(data, names=names_of(5), max_parents=2, workdir=tmp_path / "plain")
+    tiered = bigbn.learn(data, names=names_of(5), max_parents=2, tiers=[["V0"], ["V1", "V2", "V3", "V4"]],
+                         map_dag=True, workdir=tmp_path / "tiered")
+    run = finished_run(tmp_path / "plain")
+    assert isinstance(run, FinishedRun) and not run.tiered and len(run.tiers) == 1
+    [tier] = run.tiers
+    assert tier.lay.nodes == tuple(range(5)) and tier.lay.pred == () and tier.lattice.plan.scope == ""
+    assert tier.beta.tobytes() == tier.lattice.beta.tobytes() and tier.log_z == run.log_px
+    assert run.posterior().tobytes() == plain.posterior.tobytes()
+    assert run.log_px + run.log_offset == plain.log_marginal
+    run = finished_run(tmp_path / "tiered")
+    assert isinstance(run, FinishedRun) and run.tiered and [t.lay.m for t in run.tiers] == [1, 4]
+    assert run.tiers[0].lattice is None and run.tiers[1].lattice.plan.scope == "tier2"
+    assert np.allclose(run.posterior(), tiered.posterior, atol=1e-12)
+    assert run.log_px + run.log_offset == pytest.approx(tiered.log_marginal, abs=1e-9)
+    with pytest.raises(WorkdirError, match="map_dag.csv"):
+        FinishedRun(tmp_path / "tiered", need="map")
+
+
 def test_status_of_a_tiered_run_is_the_one_status(tmp_path):
     """One `status_lines` for runs with and without tiers: a tiered run with the MAP network
     says what it computes, bounds its tables and names its MAP network, as an untiered one."""
