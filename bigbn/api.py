@@ -35,8 +35,8 @@ from .plan import MAX_NODES, ordered_workers, task_id
 from .priors import log_prior
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, prepare_tiered, run_engine,
-                     save_family_beta, summary, tiered_disk)
+from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
+                     tiered_disk)
 from .scoring import Score, check_options, lookup, numerics_version, resolve
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
@@ -313,77 +313,157 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     options = {"score": score.name, "score_numerics": numerics_version(score), **score_opts,
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
-    if tiers is not None:
-        tier_ids = tiering.parse_tiers(tiers, ds.names)
+    # Every run is a run of one or more tiers; one tier of every variable (no tiers given,
+    # or one holding them all) is the run without tiers: no "tiers" in its fingerprint, its
+    # lattice at the workdir's root, its plain β and the results read from its tables.
+    tier_ids = tiering.parse_tiers(tiers, ds.names) if tiers is not None else (tuple(range(ds.n)),)
+    if len(tier_ids) > 1:
         options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
-        return _learn_tiered(data, ds, score, k, tier_ids, fingerprint(digest, ds.n, ds.m, options),
-                             score_opts=score_opts, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
-                             workdir=workdir, fresh=fresh, chunk_bits=chunk_bits, memory=memory,
-                             workers=workers, scheduler=scheduler, alpha_mode=alpha_mode,
-                             progress=progress, check_disk=check_disk,
-                             parent_set_mass=parent_set_mass, map_dag=map_dag, posterior=posterior,
-                             t_start=t_start)
-    if ds.n > MAX_NODES:
-        raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}"
-                          + _MORE_WITH_TIERS)
+    lays = tiering.layouts(tier_ids, k)
+    plain = len(lays) == 1
+    for lay in lays:
+        if lay.m > MAX_NODES:
+            raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}" + _MORE_WITH_TIERS
+                              if plain else
+                              f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
+                              f"{MAX_NODES} (split it: the orders within a tier are summed over "
+                              "on its 2^m lattice)")
     fp = fingerprint(digest, ds.n, ds.m, options)
-    request = {"n": ds.n, "k": k, "map_dag": map_dag, "posterior": posterior}
 
     # A finished run of the same fingerprint need not be scored again; otherwise scores
     # first: they validate every model option (constraints, ess, BGe parameters), so a
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
-    beta = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
+    beta = None if workdir is None or fresh or not plain else \
+        finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
     finished = beta is not None
-    shifts = np.zeros(ds.n)
-    if beta is None:
+    if finished:
+        betas, offsets = [beta], [np.zeros(ds.n)]  # the offset is the journal's (`engine.log_offset`)
+    else:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
-        beta = score_families(ds, score, k, structure_prior=structure_prior,
-                              prior_kwargs=prior_kwargs, **score_opts)
-        beta, shifts = centre(beta, ds.names, ds.path or "scores")
-        shifts = shifts + _read_offsets(ds)
-        total_offset(shifts, ds.path or "scores")
+        betas, offsets = _scores(ds, lays, score, k, score_opts, structure_prior, prior_kwargs)
         if progress is not None:
             progress("scores", 1, 1)
     t_scores = round(time.time() - t_scores, 4)
 
+    n = ds.n
     root, tmp = open_root(workdir, fresh)
     try:
         with Workdir(root).lock() as owner:
-            plan = prepare(Workdir(root), fp, ds.names, _source(data, ds), request, chunk_bits,
-                           alpha_mode, memory, workers, fresh, check_disk,
-                           disk_workers=ordered_workers(scheduler, workers))
-            wd = Workdir(root, owner)
-            job = Job(wd, plan, beta, total_offset(shifts))
-            recomputed, journal, already = run_engine(job, scheduler, workers, progress, finished)
-            offset = log_offset(journal, task_id(("scores",)))
-            result = Result(None, ds.names, None, families=plan.families, workdir=None if tmp else root)
-            if plan.posterior:
-                result.posterior = wd.read("posterior", slice(None))
-                log_px = float(journal[task_id(("edges",))]["log_px"])
-                result.log_marginal = log_px + offset
-                result.parent_set_posterior = parent_set_posteriors(
-                    beta, wd.read("gamma", slice(None)), log_px)
-            result.summary = summary(journal, plan, fp, ds, workers, memory, scheduler, t_start)
+            disk_workers = ordered_workers(scheduler, workers)
+            plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
+                            map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers)
+            result = Result(None, ds.names, None, workdir=None if tmp else root)
+            post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
+            map_parents, map_score = np.zeros(n, dtype=object), 0.0
+            recomputed, dones = [], []
+            for lay, beta, (p_post, p_map), offset in zip(lays, betas, plans, offsets):
+                def stage_progress(stage, done, total, _j=lay.index):
+                    progress(stage if plain else f"tier {_j + 1}/{len(lays)} {stage}", done, total)
+
+                tick = stage_progress if progress is not None else None
+                if plain:  # the lattice's scores are β itself, one plan runs every stage asked for
+                    plan = p_post or p_map
+                    wd = Workdir(root, owner)
+                    bad, journal, done = run_engine(Job(wd, plan, beta, total_offset(offset)), scheduler,
+                                                    workers, tick, finished)
+                    recomputed, dones = recomputed + bad, dones + [done]
+                    offset = log_offset(journal, task_id(("scores",)))
+                    result.families = plan.families
+                    if posterior:
+                        log_z = float(journal[task_id(("edges",))]["log_px"])
+                        post = wd.read("posterior", slice(None))
+                        result.parent_set_posterior = parent_set_posteriors(
+                            beta, wd.read("gamma", slice(None)), log_z)
+                        log_px = log_z + offset
+                    if map_dag:
+                        map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                        map_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
+                    continue
+                A, M = tiering.tier_local_scores(beta, lay)
+                if posterior:
+                    if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
+                        gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope)
+                        bad, journal, done = run_engine(Job(wd, p_post, A, offset), scheduler, workers, tick)
+                        recomputed, dones = recomputed + bad, dones + [done]
+                        gamma = wd.read("gamma", slice(None))
+                        log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
+                    save_family_beta(root, owner, lay, beta, offset)
+                    fam = tiering.family_posteriors(beta, gamma, lay, log_z)
+                    fam_posts.append(fam)
+                    post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fam, lay, n)
+                    log_px += log_z + offset
+                if map_dag:
+                    if p_map is None:
+                        tier_parents = np.zeros(1, dtype=np.int64)
+                        m_score = float(M[0, 0])
+                    else:
+                        wd = Workdir(root, owner, lay.scope + "-map")
+                        bad, journal, done = run_engine(Job(wd, p_map, M, offset), scheduler, workers, tick)
+                        recomputed, dones = recomputed + bad, dones + [done]
+                        tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                        m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
+                    masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
+                    engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
+                    map_parents[list(lay.nodes)] = masks
+                    map_score += m_score + offset
+            if posterior:
+                result.posterior, result.log_marginal = post, log_px
+                if not plain:
+                    result.tiered = tiering.TieredFamilies(lays, fam_posts)
+            if not plain:
+                journal = Workdir(root).journal()
+            result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, workers,
+                                     memory, scheduler, t_start)
+            if not plain:
+                result.summary["log_marginal_likelihood"] = result.log_marginal
+                result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
+                                            **({"chunk_bits": p.chunk_bits, "chunks": p.n_chunks} if p else {})}
+                                           for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
+                result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
+                result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
             result.summary["recomputed_corrupt_tasks"] = recomputed
-            result.summary["already_finished"] = already
-            if plan.map_dag:
-                result.map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
-                result.map_log_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
-                result.summary["map_dag"] = {"log_score": result.map_log_score,
+            result.summary["already_finished"] = bool(dones) and all(dones)
+            if map_dag:
+                result.map_parents, result.map_log_score = map_parents, map_score
+                result.summary["map_dag"] = {"log_score": map_score,
                                              "arcs": [list(a) for a in result.map_arcs()]}
                 write_arcs(root / "map_dag.csv", result.map_arcs())
             result.summary["scoring_seconds_this_invocation"] = t_scores
-            if plan.posterior:
+            if posterior:
                 result.to_csv(root / "edges.csv")
                 write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
-                                  lambda v, mass: ranked(result.parent_set_posterior[v], plan.families, v, mass))
+                                  result.tiered.ranked if not plain else
+                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass))
             write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _scores(ds: Dataset, lays, score: Score, k: int, score_opts: dict, structure_prior: str,
+            prior_kwargs) -> tuple[list[np.ndarray], list[np.ndarray | float]]:
+    """β of every tier's families in its layout, shifted (`bigbn.offsets.centre`), and what
+    was taken off: per tier, for one tier of every variable (the run without tiers) the
+    per-variable shifts (n,), which the engine journals with β, else the tier's total Σ_v c_v."""
+    read = _read_offsets(ds)
+    if len(lays) == 1:
+        beta = score_families(ds, score, k, structure_prior=structure_prior,
+                              prior_kwargs=prior_kwargs, **score_opts)
+        beta, shifts = centre(beta, ds.names, ds.path or "scores")
+        shifts = shifts + read
+        total_offset(shifts, ds.path or "scores")
+        return [beta], [shifts]
+    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
+                                prior_kwargs=prior_kwargs)
+    shifted = [centre(b, [ds.names[v] for v in lay.nodes], ds.path or "scores") for b, lay in zip(betas, lays)]
+    offsets = [total_offset(c + read[list(lay.nodes)], ds.path or "scores") for (_, c), lay in zip(shifted, lays)]
+    total_offset(np.array(offsets), ds.path or "scores")
+    return [b for b, _ in shifted], offsets
 
 
 def _knowledge(knowledge, tiers, forbidden, required, prior_kwargs) -> Knowledge | None:
@@ -424,105 +504,6 @@ def _load_scores(data, scores, score) -> tuple:
                           f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
     return sf, FileScore(), sf.digest()
-
-
-def _learn_tiered(data, ds: Dataset, score: Score, k: int, tier_ids, fingerprint: dict, *, score_opts,
-                  structure_prior, prior_kwargs, workdir, fresh, chunk_bits, memory, workers,
-                  scheduler, alpha_mode, progress, check_disk, parent_set_mass, map_dag, posterior,
-                  t_start) -> Result:
-    """`learn` with tiers (bigbn/tiers.py): one plan per tier of two or more nodes, run one
-    after another on the run's lattice in its own scope, with one run.json and one journal."""
-    lays = tiering.layouts(tier_ids, k)
-    for lay in lays:
-        if lay.m > MAX_NODES:
-            raise OptionError(f"tier {lay.index + 1} has {lay.m} variables; a tier holds at most "
-                              f"{MAX_NODES} (split it: the orders within a tier are summed over "
-                              "on its 2^m lattice)")
-    t_scores = time.time()
-    if progress is not None:
-        progress("scores", 0, 1)
-    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
-                                prior_kwargs=prior_kwargs)
-    shifted = [centre(b, [ds.names[v] for v in lay.nodes], ds.path or "scores") for b, lay in zip(betas, lays)]
-    read = _read_offsets(ds)
-    betas = [b for b, _ in shifted]
-    offsets = [total_offset(c + read[list(lay.nodes)], ds.path or "scores") for (_, c), lay in zip(shifted, lays)]
-    total_offset(np.array(offsets), ds.path or "scores")
-    local = [tiering.tier_local_scores(b, lay) for b, lay in zip(betas, lays)]
-    t_scores = round(time.time() - t_scores, 4)
-    if progress is not None:
-        progress("scores", 1, 1)
-    root, tmp = open_root(workdir, fresh)
-    try:
-        with Workdir(root).lock() as owner:
-            plans = prepare_tiered(Workdir(root), fingerprint, ds.names, _source(data, ds), lays, chunk_bits,
-                                   alpha_mode, bool(map_dag), bool(posterior), memory, workers, fresh,
-                                   check_disk, disk_workers=ordered_workers(scheduler, workers))
-            n = ds.n
-            result = Result(None, ds.names, None, workdir=None if tmp else root)
-            post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
-            map_parents, map_score = np.zeros(n, dtype=object), 0.0
-            recomputed = []
-            for lay, beta, (A, M), (p_post, p_map), offset in zip(lays, betas, local, plans, offsets):
-                def stage_progress(stage, done, total, _j=lay.index):
-                    progress(f"tier {_j + 1}/{len(lays)} {stage}", done, total)
-
-                tick = stage_progress if progress is not None else None
-                if posterior:
-                    if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
-                        gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
-                    else:
-                        wd = Workdir(root, owner, lay.scope)
-                        bad, journal, _ = run_engine(Job(wd, p_post, A, offset), scheduler, workers, tick)
-                        recomputed += bad
-                        gamma = wd.read("gamma", slice(None))
-                        log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
-                    save_family_beta(root, owner, lay, beta, offset)
-                    fp = tiering.family_posteriors(beta, gamma, lay, log_z)
-                    fam_posts.append(fp)
-                    post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fp, lay, n)
-                    log_px += log_z + offset
-                if map_dag:
-                    if p_map is None:
-                        tier_parents = np.zeros(1, dtype=np.int64)
-                        m_score = float(M[0, 0])
-                    else:
-                        wd = Workdir(root, owner, lay.scope + "-map")
-                        bad, journal, _ = run_engine(Job(wd, p_map, M, offset), scheduler, workers, tick)
-                        recomputed += bad
-                        tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
-                        m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
-                    masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
-                    engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
-                    map_parents[list(lay.nodes)] = masks
-                    map_score += m_score + offset
-            if posterior:
-                result.posterior, result.log_marginal = post, log_px
-                result.tiered = tiering.TieredFamilies(lays, fam_posts)
-            journal = Workdir(root).journal()
-            result.summary = summary(journal, None, fingerprint, ds, workers, memory, scheduler, t_start)
-            result.summary["log_marginal_likelihood"] = result.log_marginal
-            result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
-                                        **({"chunk_bits": p.chunk_bits, "chunks": p.n_chunks} if p else {})}
-                                       for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
-            result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
-            result.summary["recomputed_corrupt_tasks"] = recomputed
-            result.summary["scoring_seconds_this_invocation"] = t_scores
-            result.summary["disk_bytes"] = tiered_disk(plans, ordered_workers(scheduler, workers))
-            if map_dag:
-                result.map_parents, result.map_log_score = map_parents, map_score
-                result.summary["map_dag"] = {"log_score": map_score,
-                                             "arcs": [list(a) for a in result.map_arcs()]}
-                write_arcs(root / "map_dag.csv", result.map_arcs())
-            if posterior:
-                result.to_csv(root / "edges.csv")
-                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
-                                  result.tiered.ranked)
-            write_json_atomic(root / "summary.json", result.summary)
-            return result
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _source(data, ds: Dataset) -> str:

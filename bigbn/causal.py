@@ -56,7 +56,7 @@ from .families import unsqueeze
 from .frames import SOURCE
 from .parentsets import parent_set_posteriors
 from .result import Result, run_workdir
-from .rundir import FinishedTieredRun, finished_run
+from .rundir import finished_run
 from .scoring import BUILTIN, check_options
 
 __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
@@ -421,11 +421,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         options = dict(run.record.fingerprint)
         digest_run = options.get("data_sha256")
         names = run.names
-        if isinstance(run, FinishedTieredRun):
+        if run.tiered:
             parent_sets = tiered_parent_sets(run.families(), len(names))
-        else:
-            parent_sets = table_parent_sets(parent_set_posteriors(run.beta, run.gamma(), run.log_px),
-                                            run.plan.families)
+        else:  # one tier on the root-scope lattice: its parent-set table, as the run wrote it
+            lat = run.tiers[0].lattice
+            parent_sets = table_parent_sets(parent_set_posteriors(lat.beta, lat.gamma(), lat.log_px),
+                                            lat.plan.families)
         if data is None:
             data = run.record.source
             if data in (None, "", "array", SOURCE):  # a run on data in memory

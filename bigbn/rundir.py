@@ -9,8 +9,10 @@
   bigbn wrote (it carries ``"format": "bigbn-run"`` and a format version); anything else is
   refused before a single file in it is touched.
 - `RunDir`: an existing work directory (its record, plan and journal), for `bigbn status`.
-- `FinishedRun`: a finished run's results (β, journal records, names, log p(x), γ, the
-  edge posteriors, CRC-checked chunk reads). Every problem is a `WorkdirError` naming the
+- `FinishedRun`: a finished run's results, with or without tiers, as a list of tiers
+  (`FinishedTier`: layout, family β, its checked lattice `FinishedLattice` with γ and
+  CRC-checked chunk reads, log Z); a run without tiers is the one tier of every variable
+  on the root-scope lattice. Names, log p(x), the edge posteriors. Every problem is a `WorkdirError` naming the
   file and saying what to do. A feature computed from a finished run (sampling, causal
   effects) opens one of these and needs nothing private of any other module.
 
@@ -439,65 +441,81 @@ def _read_table(workdir: Workdir, plan: Plan, table: str, index, then: str) -> n
     return out
 
 
-class FinishedRun(RunDir, FinishedLattice):
-    """The results of a finished run without tiers (posterior stages, or only MAP with
-    ``need="map"``): its record (`RunDir`) and its one lattice's checked tables
-    (`FinishedLattice`); run.json must be bigbn's, computed by this code's numerics."""
-
-    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
-        RunDir.__init__(self, workdir, then)
-        if isinstance(self.record.plan, TieredPlan):
-            raise WorkdirError(f"{self.root} holds a run with tiers, not one lattice (bug: open it "
-                               "with FinishedTieredRun)")
-        _check_numerics(self, then)
-        _check_tables_folder(self, then)
-        FinishedLattice.__init__(self, self.workdir, self.record.plan, self.journal(), then, need)
-
-
 @dataclass(frozen=True)
 class FinishedTier:
-    """One tier of a finished tiered run: its layout, the β of its nodes' families in that
-    layout (m, width), its lattice (None for a one-node tier), log Z_j and the tier's γ;
-    log_offset: Σ_v c_v subtracted from β (bigbn/offsets.py)."""
+    """One tier of a finished run: its layout, the β of its nodes' families in that layout
+    (m, width), its lattice (None for a one-node tier), log Z_j (None for a MAP-only run)
+    and log_offset: Σ_v c_v subtracted from β (bigbn/offsets.py). A run without tiers is
+    one tier of every variable with no earlier tiers: its lattice is the root-scope one and
+    β the plain β (its layout is the plan's family order)."""
 
     lay: tiering.TierLayout
     beta: np.ndarray = field(repr=False)
     lattice: FinishedLattice | None = field(repr=False)
-    log_z: float
-    gamma: np.ndarray = field(repr=False)
+    log_z: float | None
     log_offset: float = 0.0
+
+    def gamma(self) -> np.ndarray:
+        """The tier's γ (m, F_t), read from its lattice (CRC-checked when it was opened)."""
+        return self.lattice.gamma() if self.lattice is not None else np.zeros((1, 1))
 
     def family_posteriors(self) -> np.ndarray:
         """p(G_v = G | x) of every column of every node of the tier (m, width)."""
-        return tiering.family_posteriors(self.beta, self.gamma, self.lay, self.log_z)
+        return tiering.family_posteriors(self.beta, self.gamma(), self.lay, self.log_z)
 
 
-class FinishedTieredRun(RunDir):
-    """The results of a finished run with tiers (bigbn/tiers.py): per tier a `FinishedTier`
-    whose family β passed its journal CRC, and whose lattice passed `FinishedLattice`'s
-    checks; the tier's lattice scores must be the segment sums of that β, so the two can
-    never come from different runs. log_px = Σ_j log Z_j."""
+class FinishedRun(RunDir):
+    """The results of a finished run, with or without tiers, as a list of tiers
+    (`FinishedTier`, earliest first; ``lays`` their layouts): a run without tiers is one
+    tier whose lattice is the root-scope lattice (`FinishedLattice`, the tables at the
+    workdir's root) and whose β is the plain β; ``tiered`` says whether run.json has tiers.
+    log_px = Σ_j log Z_j, log_offset = Σ_j c_j (log p(x) = log_px + log_offset).
 
-    def __init__(self, workdir, then: str = "sample"):
-        super().__init__(workdir, then)
-        pl, root = self.record.plan, self.root
-        if not isinstance(pl, TieredPlan):
-            raise WorkdirError(f"{root} holds a run without tiers (bug: open it with FinishedRun)")
+    Checks: run.json is bigbn's and computed by this code's numerics; every lattice passes
+    `FinishedLattice`'s checks; a tier's family β passes its journal CRC and its lattice's
+    scores are exactly that β's segment sums, so the two never come from different runs.
+    ``need``: "posterior", or "map" for the MAP network alone (a run without tiers)."""
+
+    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
+        RunDir.__init__(self, workdir, then)
         _check_numerics(self, then)
         _check_tables_folder(self, then)
+        self.records = self.journal()
+        pl = self.plan
+        if isinstance(pl, TieredPlan):
+            self.tiers = self._tiers(pl, then, need)
+            self.lays = tuple(t.lay for t in self.tiers)
+            self.log_px = float(sum(t.log_z for t in self.tiers))
+            #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
+            self.log_offset = float(sum(t.log_offset for t in self.tiers))
+        else:
+            lattice = FinishedLattice(self.workdir, pl, self.records, then, need)
+            self.lays = (tiering.TierLayout(0, tuple(range(pl.n)), (), pl.k),)
+            self.tiers = [FinishedTier(self.lays[0], lattice.beta, lattice, lattice.log_px, lattice.log_offset)]
+            self.log_px, self.log_offset = lattice.log_px, lattice.log_offset
+
+    @property
+    def tiered(self) -> bool:
+        """Whether the run has tiers (run.json's plan lists them), not one root-scope lattice."""
+        return isinstance(self.plan, TieredPlan)
+
+    def _tiers(self, pl: TieredPlan, then: str, need: str) -> list[FinishedTier]:
+        root = self.root
+        if need != "posterior":  # the tiers' MAP lattices hold within-tier parents only
+            raise WorkdirError(f"{root}: a run with tiers is read for its posterior; its MAP network "
+                               f"is {root / 'map_dag.csv'}")
         if not pl.posterior:
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
         fp = self.record.fingerprint
-        self.lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
-        self.records = self.journal()
-        self.tiers: list[FinishedTier] = []
-        for lay, (_, c) in zip(self.lays, pl.tiers):
+        lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
+        out = []
+        for lay, (_, c) in zip(lays, pl.tiers):
             beta = self._family_beta(lay)
             offset = float(self.records[tiering.family_beta_id(lay)].get("log_offset", 0.0))
             A, _ = tiering.tier_local_scores(beta, lay)
             if c is None:
-                self.tiers.append(FinishedTier(lay, beta, None, float(A[0, 0]), np.zeros((1, 1)), offset))
+                out.append(FinishedTier(lay, beta, None, float(A[0, 0]), offset))
                 continue
             plan = Plan(lay.m, lay.k_tier, c, pl.alpha_mode, False, True, scope=lay.scope)
             lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
@@ -505,10 +523,8 @@ class FinishedTieredRun(RunDir):
                 raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
                                    f"not the sums of its family scores; run the same `bigbn run` command "
                                    f"with --fresh, then {then}")
-            self.tiers.append(FinishedTier(lay, beta, lattice, lattice.log_px, lattice.gamma(), offset))
-        self.log_px = float(sum(t.log_z for t in self.tiers))
-        #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
-        self.log_offset = float(sum(t.log_offset for t in self.tiers))
+            out.append(FinishedTier(lay, beta, lattice, lattice.log_px, offset))
+        return out
 
     def _family_beta(self, lay) -> np.ndarray:
         wd = Workdir(self.root, scope=lay.scope)
@@ -519,7 +535,7 @@ class FinishedTieredRun(RunDir):
             beta = wd.read(tiering.FAMILY_BETA, slice(None))
         except Exception:  # noqa: BLE001 - missing or damaged
             beta = None
-        if rec is None or beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
+        if beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
             raise _damaged(wd.tables / tiering.FAMILY_BETA, self.then)
         return beta
 
@@ -528,7 +544,10 @@ class FinishedTieredRun(RunDir):
         return tiering.TieredFamilies(self.lays, [t.family_posteriors() for t in self.tiers])
 
     def posterior(self) -> np.ndarray:
-        """The exact edge posteriors (n, n), from each tier's family posteriors."""
+        """The exact edge posteriors (n, n): a run without tiers reads its posterior table;
+        with tiers, they come from each tier's family posteriors."""
+        if not self.tiered:
+            return self.tiers[0].lattice.posterior()
         n = len(self.names)
         out = np.zeros((n, n))
         for lay, post in zip(self.lays, self.families().posts):
@@ -537,12 +556,11 @@ class FinishedTieredRun(RunDir):
 
 
 def finished_run(workdir, then: str = "sample"):
-    """A finished run's results: `FinishedTieredRun` for a run with tiers, else `FinishedRun`.
+    """A finished run's results (`FinishedRun`, with or without tiers).
     A run not finished, or whose tables fail their checks, while another process holds the
     workdir's lock (a `bigbn run` computing them) is a WorkdirError saying it is running."""
     try:
-        rd = RunDir(workdir, then)
-        return FinishedTieredRun(workdir, then) if isinstance(rd.plan, TieredPlan) else FinishedRun(workdir, then)
+        return FinishedRun(workdir, then)
     except WorkdirError:
         root = Path(workdir).resolve()
         try:
@@ -557,92 +575,91 @@ def finished_run(workdir, then: str = "sample"):
 
 
 def status_lines(workdir) -> list[str]:
-    """Human-readable lines describing a work directory (for `bigbn status`)."""
+    """Human-readable lines describing a work directory (for `bigbn status`), with or
+    without tiers: a run without tiers is one tier on the root-scope lattice, shown stage
+    by stage; with tiers, a line per tier."""
     rd = RunDir(workdir, then="ask for its status")
-    if isinstance(rd.plan, TieredPlan):
-        return _tiered_status(rd)
-    root, wd, plan, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    root, wd, pl, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    tiered = isinstance(pl, TieredPlan)
     done = rd.journal()
+    computes = "computes " + " and ".join(w for w, on in (("the posterior", pl.posterior),
+                                                          ("the MAP network", pl.map_dag)) if on)
     lines = [f"workdir {root}",
              f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
              f"n = {fp['n']}, m = {fp['m']}",
              "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
                                      if v not in (None, {}, []) and k not in ("constraints", "tiers")),
-             *_knowledge_lines(rd),
-             f"plan: chunk bits {plan.chunk_bits}, {plan.n_chunks} chunks, alpha {plan.alpha_mode}, "
-             "computes " + " and ".join(w for w, on in (("the posterior", plan.posterior),
-                                                        ("the MAP network", plan.map_dag)) if on)]
+             *_knowledge_lines(rd)]
+    if tiered:
+        sizes = [len(t) for t in fp.get("tiers") or []]
+        lines.append(f"tiers: {len(sizes)} (sizes {', '.join(map(str, sizes))}); only tier-consistent "
+                     f"orders; {computes}")
+    else:
+        lines.append(f"plan: chunk bits {pl.chunk_bits}, {pl.n_chunks} chunks, alpha {pl.alpha_mode}, {computes}")
     finished = {"posterior": True, "map": True}
-    for stage in STAGES:
-        keys = plan.stage_tasks(stage)
-        if not keys:
+    bound = 0
+    for j, m, plans in _lattice_plans(rd):
+        if not plans:
+            lines.append(f"  tier {j + 1}: 1 node, no lattice")
             continue
-        n_done = sum(1 for key in keys if task_id(key) in done)
-        finished["map" if stage.startswith("map") else "posterior"] &= n_done == len(keys)
-        secs = sum(done[task_id(key)].get("seconds", 0) for key in keys if task_id(key) in done)
-        lines.append(f"  {stage:>8}: {n_done}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+        n_done = n_tasks = 0
+        for plan in plans:
+            bound += sum(plan.disk_bytes().values())
+            for stage in STAGES:
+                keys = plan.stage_tasks(stage)
+                if not keys:
+                    continue
+                ids = [_tid(plan, key) for key in keys]
+                d = sum(1 for t in ids if t in done)
+                finished["map" if stage.startswith("map") else "posterior"] &= d == len(keys)
+                n_done, n_tasks = n_done + d, n_tasks + len(keys)
+                if not tiered:
+                    secs = sum(done[t].get("seconds", 0) for t in ids if t in done)
+                    lines.append(f"  {stage:>8}: {d}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+        if tiered:
+            lines.append(f"  tier {j + 1}: {m} nodes, {n_done}/{n_tasks} tasks done")
     used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
     # disk_bytes() bounds the tables for tasks run in any order (status does not know the
     # run's workers); a local run's peak is lower (`bigbn plan` gives both)
-    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(sum(plan.disk_bytes().values()))})")
+    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(bound)})")
     holder = wd.active_holder()
     lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
                  else "active: no")
-    map_done = plan.map_dag and finished["map"] and (root / "map_dag.csv").exists()
-    if plan.posterior and finished["posterior"] and (root / "edges.csv").exists():
+    map_done = pl.map_dag and finished["map"] and (root / "map_dag.csv").exists()
+    if pl.posterior and finished["posterior"] and (root / "edges.csv").exists():
         lines.append(f"finished: results in {root / 'edges.csv'}")
         if map_done:
             lines.append(f"MAP network: {root / 'map_dag.csv'}")
-        elif plan.map_dag:
+        elif pl.map_dag:
             lines.append("MAP network unfinished: run the same `bigbn run --map` command again")
     elif map_done:
         lines.append(f"MAP network finished: {root / 'map_dag.csv'}" + (
             "; the posterior is not (a --map-only run: the same command without --map-only adds it)"
-            if not plan.posterior else "; the posterior is not: run the same command again"))
+            if not pl.posterior else "; the posterior is not: run the same command again"))
     else:
         lines.append("unfinished: run the same `bigbn run` command again to resume")
     return lines
+
+
+def _lattice_plans(rd: RunDir) -> list[tuple[int, int, list[Plan]]]:
+    """Per tier (earliest first): its index, its number of nodes and the plans of its
+    lattices (none for a one-node tier). A run without tiers is one tier of every variable
+    whose one plan (every stage the run asked for) is the record's, at the root scope; a
+    tier of a tiered run has a posterior and a MAP plan, in scopes tierJ and tierJ-map."""
+    pl = rd.plan
+    if not isinstance(pl, TieredPlan):
+        return [(0, pl.n, [pl])]
+    out = []
+    for j, (m, c) in enumerate(pl.tiers):
+        k = min(pl.k, m - 1)
+        scope = f"tier{j + 1}"  # `tiers.TierLayout.scope`
+        out.append((j, m, [] if c is None else
+                    [Plan(m, k, c, pl.alpha_mode, False, True, scope=scope)] * pl.posterior
+                    + [Plan(m, k, c, pl.alpha_mode, True, False, scope=scope + "-map")] * pl.map_dag))
+    return out
 
 
 def _knowledge_lines(rd: RunDir) -> list[str]:
     """The run's knowledge by name (`bigbn.knowledge.Knowledge`), a line per part."""
     lines = Knowledge.from_record(rd.names, rd.record.fingerprint).lines()
     return ["knowledge: " + lines[0], *("           " + x for x in lines[1:])] if lines else []
-
-
-def _tiered_status(rd: RunDir) -> list[str]:
-    """`status_lines` of a tiered run: per tier, its tasks done of the plan's."""
-    root, wd, fp, pl = rd.root, rd.workdir, rd.record.fingerprint, rd.plan
-    tiers = fp.get("tiers") or []
-    lays = tiering.layouts(tiering.parse_tiers(tiers, [x for t in tiers for x in t]), fp["max_parents"])
-    done = wd.journal()
-    lines = [f"workdir {root}",
-             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
-             f"n = {fp['n']}, m = {fp['m']}",
-             "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
-                                     if v not in (None, {}, []) and k not in ("constraints", "tiers")),
-             *_knowledge_lines(rd),
-             f"tiers: {len(tiers)} (sizes {', '.join(str(len(t)) for t in tiers)}); only tier-consistent orders"]
-    total = finished = 0
-    for lay, (_, c) in zip(lays, pl.tiers):
-        if c is None:
-            lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
-            continue
-        specs = [s for scope, map_dag in ((lay.scope, False), (lay.scope + "-map", True))
-                 if (wd.tables / scope).exists()
-                 for s in Plan(lay.m, lay.k_tier, c, pl.alpha_mode, map_dag, not map_dag,
-                               scope=scope).tasks()]
-        n_done = sum(1 for s in specs if s.id in done)
-        total += len(specs)
-        finished += n_done
-        lines.append(f"  tier {lay.index + 1}: {lay.m} nodes, {n_done}/{len(specs)} tasks done")
-    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
-    lines.append(f"disk used: {gib(used)}")
-    holder = wd.active_holder()
-    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder else "active: no")
-    if finished == total and (root / "summary.json").exists():
-        lines.append(f"finished: results in {root / 'edges.csv'}" if (root / "edges.csv").exists()
-                     else f"finished: MAP network in {root / 'map_dag.csv'}")
-    else:
-        lines.append("unfinished: run the same `bigbn run` command again to resume")
-    return lines

@@ -1,7 +1,8 @@
 """Running a planned run in its work directory: resume preparation, the engine, the summary.
 
 `prepare` checks run.json against this run (other data or options are refused), fixes
-the plan and creates the tables; `run_engine` runs what the journal does not list as
+the plans of its tiers (a run without tiers is one tier, at the workdir's root) and creates
+the tables; `run_engine` runs what the journal does not list as
 finished and intact; `summary` is what summary.json holds. `finished_beta` lets a
 rerun of a finished run skip the scores. `learn` (bigbn/api.py) strings them together.
 """
@@ -74,48 +75,82 @@ def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
                            + "; ".join(diff) + "); use --fresh to start over or another --workdir")
 
 
-def prepare(wd: Workdir, fp: dict, names, source: str, request: dict, chunk_bits, alpha_mode,
-            memory, workers, fresh: bool, check_disk: bool, disk_workers: int | None = None) -> Plan:
+def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode, map_dag: bool,
+            posterior: bool, memory, workers, fresh: bool, check_disk: bool,
+            disk_workers: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
-    fix the plan (``request``: the `Plan` fields asked for, all but chunk_bits and
-    alpha_mode, which come from the workdir or ``chunk_bits`` / ``alpha_mode`` / the
-    memory budget), write run.json and make the tables. Returns this invocation's plan."""
+    fix the plans, write run.json and make the tables. ``lays``: the run's tiers
+    (`tiers.TierLayout`); one tier of every variable is the run without tiers, whose one
+    lattice is at the workdir's root and whose run.json holds its `Plan`; with more, each
+    tier of two or more nodes has its lattice in its own scope and run.json a `TieredPlan`.
+    Chunk bits and the alpha mode come from the workdir on resume (another value is
+    refused), else from ``chunk_bits`` / ``alpha_mode`` / the memory budget.
+
+    Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
+    is not asked for or the tier has one node; the run without tiers has one plan for
+    both (the same object)."""
     if fresh:
         wd.clear()
     old = read_record(wd.root)  # the caller checked that the folder is bigbn's (check_is_ours)
-    n, k = request["n"], request["k"]
+    plain = len(lays) == 1
+    n, k = fp["n"], fp["max_parents"]
     if old is not None:
         _refuse_other_run(wd, old, fp)
-        op = old.plan
-        for opt, mine, theirs in (("--chunk-bits", chunk_bits, op.chunk_bits),
-                                  ("--alpha", alpha_mode, op.alpha_mode)):
-            if mine is not None and mine != theirs:
-                raise WorkdirError(f"{wd.root} was started with {opt} {theirs}; "
-                                   f"resume with the same value or use --fresh")
-        plan = dataclasses.replace(op, **request)
-        # --map added to a finished run, or the posterior to a MAP-only run: new tables
-        need = sum(b for t, b in plan.disk_bytes(disk_workers).items() if not (wd.tables / t).exists())
-        if need and check_disk:
-            free = shutil.disk_usage(wd.root).free
-            if need * 1.05 > free:
-                what = "the MAP network needs" if plan.posterior else "the posterior needs"
-                raise WorkdirError(f"{wd.root}: {what} {gib(need)} more disk, only {gib(free)} free")
-        new = old.with_stages(plan.map_dag, plan.posterior)
-        if new != old:
-            write_record(wd.root, new)
+        if plain == isinstance(old.plan, TieredPlan):
+            raise WorkdirError(f"{wd.root}/run.json is damaged (its plan does not match the run's tiers); "
+                               "use --fresh to start over")
+        mode = old.plan.alpha_mode
+        if plain:
+            bits = [old.plan.chunk_bits]
+            other = [] if chunk_bits is None or chunk_bits == bits[0] else [(lays[0], bits[0])]
+        else:  # as without tiers: another value is refused, not ignored
+            bits = [c for _, c in old.plan.tiers]
+            other = [(lay, c) for lay, c in zip(lays, bits)
+                     if chunk_bits is not None and c is not None and c != min(chunk_bits, lay.m)]
+        if other:  # name a tier whose chunk bits were not capped at its size if one differs
+            lay, c = min(other, key=lambda lc: (lc[1] == lc[0].m, lc[0].index))
+            where = "" if plain else f" (tier {lay.index + 1}, {lay.m} variables)"
+            raise WorkdirError(f"{wd.root} was started with --chunk-bits {c}{where}; resume with the "
+                               "same value or use --fresh")
+        if alpha_mode is not None and alpha_mode != mode:
+            raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
+                               "or use --fresh")
     else:
         mode = alpha_mode or "recompute"
-        c = chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)
-        plan = Plan(**request, chunk_bits=int(c), alpha_mode=mode)
-        if check_disk:
-            need = sum(plan.disk_bytes(disk_workers).values())
-            free = shutil.disk_usage(wd.root).free
-            if need * 1.05 > free:
-                raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only "
-                                   f"{gib(free)} free (see `bigbn plan --n {n} -k {k}`)")
-        write_record(wd.root, RunRecord(fp, plan, tuple(names), source))
-    wd.create_tables(plan)
-    return plan
+        bits = [chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)] \
+            if plain else [None] * len(lays)
+    if plain:
+        plan = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior) if old is not None \
+            else Plan(n, k, int(bits[0]), mode, map_dag, posterior)
+        plans = [(plan if posterior else None, plan if map_dag else None)]
+    elif old is not None:
+        plans = [(None, None) if c is None else
+                 tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0]
+                 for lay, c in zip(lays, bits)]
+    else:
+        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    lattices = list({id(p): p for pair in plans for p in pair if p is not None}.values())
+    need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers).items()
+               if old is None or not (wd.tables / p.scope / t).exists())
+    if need and check_disk:
+        free = shutil.disk_usage(wd.root).free
+        if need * 1.05 > free:
+            if old is None and plain:
+                raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only {gib(free)} free "
+                                   f"(see `bigbn plan --n {n} -k {k}`)")
+            what = "this run needs" if not plain else \
+                "the MAP network needs" if plan.posterior else "the posterior needs"
+            raise WorkdirError(f"{wd.root}: {what} {gib(need)} more disk, only {gib(free)} free")
+    if old is None:
+        record = plan if plain else TieredPlan(
+            n, k, mode, tuple((lay.m, pp.chunk_bits if pp else (pm.chunk_bits if pm else None))
+                              for lay, (pp, pm) in zip(lays, plans)), map_dag, posterior)
+        write_record(wd.root, RunRecord(fp, record, tuple(names), source))
+    elif old.with_stages(map_dag, posterior) != old:
+        write_record(wd.root, old.with_stages(map_dag, posterior))
+    for p in lattices:
+        Workdir(wd.root, scope=p.scope).create_tables(p)
+    return plans
 
 
 def _check_scores(wd: Workdir, beta: np.ndarray, plan: Plan) -> None:
@@ -300,7 +335,7 @@ def tiered_disk(plans, disk_workers: int | None = None) -> dict[str, int]:
 def save_family_beta(root, owner, lay, beta: np.ndarray, log_offset: float = 0.0) -> None:
     """Keep tier ``lay``'s family β (m, width) in its folder, journaled with its CRC (and
     the tier's Σ_v c_v, `bigbn.offsets`, where β was shifted), for what reads the finished
-    run (`rundir.FinishedTieredRun`: samples, causal effects). Written once: a journaled
+    run (`rundir.FinishedRun`: samples, causal effects). Written once: a journaled
     copy with the same CRC that still reads back is kept."""
     wd = Workdir(root, owner, lay.scope)
     tid, crc = tiering.family_beta_id(lay), checksum(beta)
@@ -317,53 +352,3 @@ def save_family_beta(root, owner, lay, beta: np.ndarray, log_offset: float = 0.0
     wd.journal_append({"task": tid, "stage": tiering.FAMILY_BETA, "crc": crc,
                        **({"log_offset": log_offset} if log_offset else {}),
                        "seconds": round(end - start, 4), "start": start, "end": end})
-
-
-def prepare_tiered(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode,
-                   map_dag: bool, posterior: bool, memory, workers, fresh: bool, check_disk: bool,
-                   disk_workers: int | None = None):
-    """`prepare` for a tiered run: run.json records every tier's chunk bits (`TieredPlan`);
-    a resume takes them from there. Returns (posterior plan, MAP plan) per tier (None
-    where a tier has one node or the stage is not asked for)."""
-    if fresh:
-        wd.clear()
-    old = read_record(wd.root)
-    if old is not None:
-        _refuse_other_run(wd, old, fp)
-        if not isinstance(old.plan, TieredPlan):
-            raise WorkdirError(f"{wd.root}/run.json is damaged (a run with tiers but no tier plan); "
-                               "use --fresh to start over")
-        mode = old.plan.alpha_mode
-        if alpha_mode is not None and alpha_mode != mode:
-            raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
-                               "or use --fresh")
-        if chunk_bits is not None:  # as `prepare`: another value is refused, not ignored
-            other = [(lay, c) for lay, (_, c) in zip(lays, old.plan.tiers)
-                     if c is not None and c != min(chunk_bits, lay.m)]
-            if other:  # name a tier whose chunk bits were not capped at its size if one differs
-                lay, c = min(other, key=lambda lc: (lc[1] == lc[0].m, lc[0].index))
-                raise WorkdirError(f"{wd.root} was started with --chunk-bits {c} (tier {lay.index + 1}, "
-                                   f"{lay.m} variables); resume with the same value or use --fresh")
-        plans = [(None, None) if c is None else
-                 tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0]
-                 for lay, (_, c) in zip(lays, old.plan.tiers)]
-    else:
-        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
-    need = sum(b for pair in plans for p in pair if p is not None
-               for t, b in p.disk_bytes(disk_workers).items() if not (wd.tables / p.scope / t).exists())
-    if need and check_disk:
-        free = shutil.disk_usage(wd.root).free
-        if need * 1.05 > free:
-            raise WorkdirError(f"{wd.root}: this run needs {gib(need)} more disk, only {gib(free)} free")
-    if old is None:
-        tiers = tuple((len(lay.nodes), pp.chunk_bits if pp else (pm.chunk_bits if pm else None))
-                      for lay, (pp, pm) in zip(lays, plans))
-        plan = TieredPlan(fp["n"], fp["max_parents"], alpha_mode or "recompute", tiers, map_dag, posterior)
-        write_record(wd.root, RunRecord(fp, plan, tuple(names), source))
-    elif old.with_stages(map_dag, posterior) != old:
-        write_record(wd.root, old.with_stages(map_dag, posterior))
-    for pair in plans:
-        for p in pair:
-            if p is not None:
-                Workdir(wd.root, scope=p.scope).create_tables(p)
-    return plans

@@ -41,7 +41,7 @@ from .errors import EngineError, OptionError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
 from .result import run_workdir
-from .rundir import FinishedLattice, FinishedRun, FinishedTieredRun, finished_run, gib
+from .rundir import FinishedLattice, FinishedRun, finished_run, gib
 from .runner import peak_rss_bytes
 
 PRIORS = ("order-modular", "dag-modular")
@@ -214,7 +214,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, workers: int,
            progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
     (rounding) are drawn again. Each forward chunk is checked against its journal record
-    as it is read (`FinishedRun.chunk`). Returns (nodes, preds, attempt, chunks read)."""
+    as it is read (`FinishedLattice.chunk`). Returns (nodes, preds, attempt, chunks read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     size = p.chunk_size
@@ -308,17 +308,17 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
     with run.workdir.lock():
-        if isinstance(run, FinishedTieredRun):
+        if run.tiered:
             d = _draw_tiered(run, T, seed, workers, progress)
-        else:
-            d = _draw(run, T, seed, workers, progress)
+        else:  # one tier on the root-scope lattice: its order and parents from that lattice
+            d = _draw(run.tiers[0].lattice, T, seed, workers, progress)
         log_px = run.log_px
         exact = run.posterior()
     if progress is not None:
         progress("sample", d.chunks, d.chunks)
     t_parents = time.perf_counter()
     uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
-    lle = _log_linear_extensions(uniq, getattr(run, "lays", None))[inv.reshape(-1)]
+    lle = _log_linear_extensions(uniq, run.lays if run.tiered else None)[inv.reshape(-1)]
     t_le = time.perf_counter()
     info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
             "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
@@ -326,7 +326,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
             "seconds": {"sweep": round(d.sweep_seconds, 3),
                         "parents": round(t_parents - t0 - d.sweep_seconds, 3),
                         "linear_extensions": round(t_le - t_parents, 3)}}
-    if isinstance(run, FinishedTieredRun):
+    if run.tiered:
         info["tiers"] = [[run.names[v] for v in lay.nodes] for lay in run.lays]
     if prior == "order-modular":
         weights = np.full(T, 1.0 / T)
@@ -364,8 +364,8 @@ class _Draws:
     sweep_seconds: float
 
 
-def _draw(run: FinishedRun, T: int, seed: int, workers: int, progress) -> _Draws:
-    """T (order, DAG) pairs of a run without tiers."""
+def _draw(run: FinishedLattice, T: int, seed: int, workers: int, progress) -> _Draws:
+    """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
     plan, beta = run.plan, run.beta
     job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
@@ -381,7 +381,7 @@ def _draw(run: FinishedRun, T: int, seed: int, workers: int, progress) -> _Draws
                   int(np.count_nonzero(attempt)), reads, plan.n_chunks, t_sweep)
 
 
-def _draw_tiered(run: FinishedTieredRun, T: int, seed: int, workers: int, progress) -> _Draws:
+def _draw_tiered(run: FinishedRun, T: int, seed: int, workers: int, progress) -> _Draws:
     """T (order, DAG) pairs of a run with tiers: per tier (with its own random stream), the
     order of its nodes and their within-tier parents G₂ from the tier's lattice (its "scores"
     A_v(G₂) summed over the earlier-tier parents), then each node's earlier-tier parents G₁

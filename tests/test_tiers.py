@@ -409,6 +409,72 @@ def test_status_and_sample_of_a_tiered_workdir(tmp_path):
     assert "V5" in dags and '["V5", "V1"]' not in dags  # never an edge into an earlier tier
 
 
+
+
+def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
+    """One pipeline (#38): a run with one tier holding every variable is the run without
+    tiers — the same edge posteriors, parent-set posteriors, log p(data), MAP network,
+    journal CRCs and layout (tables at the workdir's root, a plain plan in run.json)."""
+    data = random_table(11, 5, 300)
+    kw = dict(names=names_of(5), max_parents=2, chunk_bits=3, map_dag=True, workers=1)
+    plain = bigbn.learn(data, workdir=tmp_path / "plain", **kw)
+    one = bigbn.learn(data, workdir=tmp_path / "one", tiers=[names_of(5)], **kw)
+    assert one.posterior.tobytes() == plain.posterior.tobytes()
+    assert one.parent_set_posterior.tobytes() == plain.parent_set_posterior.tobytes()
+    assert one.log_marginal == plain.log_marginal and one.map_log_score == plain.map_log_score
+    assert one.map_parents.tolist() == plain.map_parents.tolist()
+    assert one.parent_sets("V3") == plain.parent_sets("V3") and one.tiered is None
+    crcs = {w: {t: r["crc"] for t, r in bigbn.workdir.Workdir(tmp_path / w).journal().items()}
+            for w in ("plain", "one")}
+    assert crcs["one"] == crcs["plain"] and not any("/" in t for t in crcs["one"])
+    plans = [json.loads((tmp_path / w / "run.json").read_text())["plan"] for w in ("plain", "one")]
+    assert plans[0] == plans[1] and "tiers" not in plans[1]
+    # the same run: a rerun of either on the other's workdir finds it finished
+    again = bigbn.learn(data, workdir=tmp_path / "plain", tiers=[names_of(5)], **kw)
+    assert again.summary["already_finished"] and again.posterior.tobytes() == plain.posterior.tobytes()
+
+
+
+def test_one_finished_run_reader_for_runs_with_and_without_tiers(tmp_path):
+    """`FinishedRun` reads every finished run as a list of tiers: without tiers one tier
+    (no earlier tiers) on the root-scope lattice with the plain β; with tiers one per tier."""
+    from bigbn.rundir import FinishedRun, finished_run
+
+    data = random_table(12, 5, 200)
+    plain = bigbn.learn(data, names=names_of(5), max_parents=2, workdir=tmp_path / "plain")
+    tiered = bigbn.learn(data, names=names_of(5), max_parents=2, tiers=[["V0"], ["V1", "V2", "V3", "V4"]],
+                         map_dag=True, workdir=tmp_path / "tiered")
+    run = finished_run(tmp_path / "plain")
+    assert isinstance(run, FinishedRun) and not run.tiered and len(run.tiers) == 1
+    [tier] = run.tiers
+    assert tier.lay.nodes == tuple(range(5)) and tier.lay.pred == () and tier.lattice.plan.scope == ""
+    assert tier.beta.tobytes() == tier.lattice.beta.tobytes() and tier.log_z == run.log_px
+    assert run.posterior().tobytes() == plain.posterior.tobytes()
+    assert run.log_px + run.log_offset == plain.log_marginal
+    run = finished_run(tmp_path / "tiered")
+    assert isinstance(run, FinishedRun) and run.tiered and [t.lay.m for t in run.tiers] == [1, 4]
+    assert run.tiers[0].lattice is None and run.tiers[1].lattice.plan.scope == "tier2"
+    assert np.allclose(run.posterior(), tiered.posterior, atol=1e-12)
+    assert run.log_px + run.log_offset == pytest.approx(tiered.log_marginal, abs=1e-9)
+    with pytest.raises(WorkdirError, match="map_dag.csv"):
+        FinishedRun(tmp_path / "tiered", need="map")
+
+
+def test_status_of_a_tiered_run_is_the_one_status(tmp_path):
+    """One `status_lines` for runs with and without tiers: a tiered run with the MAP network
+    says what it computes, bounds its tables and names its MAP network, as an untiered one."""
+    data = random_table(7, 5, 200)
+    bigbn.learn(data, names=names_of(5), tiers=[["V0", "V1"], ["V2", "V3", "V4"]], map_dag=True,
+                workdir=tmp_path / "w")
+    out = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
+    assert "computes the posterior and the MAP network" in out
+    assert "(the plan's tables: at most " in out and "MAP network: " in out
+    assert "tier 2: 3 nodes, " in out and "finished: results in" in out
+    again = bigbn.learn(data, names=names_of(5), tiers=[["V0", "V1"], ["V2", "V3", "V4"]], map_dag=True,
+                        workdir=tmp_path / "w")
+    assert again.summary["already_finished"] and not again.summary["recomputed_corrupt_tasks"]
+
+
 # ----------------------------------------------------------------------------- samples
 
 def _tiered_dag_posteriors(beta, k, tiers):
