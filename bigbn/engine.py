@@ -79,7 +79,8 @@ def compute(job: Job, spec: TaskSpec) -> dict:
 
 def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
     """Write array t to ``spec.writes[t]``; the CRC-32C (`checksum`) chained over all of them."""
-    assert len(arrays) == len(spec.writes)
+    if len(arrays) != len(spec.writes):
+        raise EngineError(f"task {spec.id} wrote {len(arrays)} arrays to {len(spec.writes)} regions")
     crc = 0
     for region, a in zip(spec.writes, arrays):
         job.workdir.write_region(region, a)
@@ -195,7 +196,8 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
             K._ext_fma_log_into(m, e, *stored_alpha_ext(job, node, first, 2), y, t > 0)
         if backward:
             gnode, Q, gG = spec.gamma_terms[t]
-            assert (gnode, gG) == (node, G)
+            if (gnode, gG) != (node, G):
+                raise EngineError(f"task {spec.id}: γ term {t} is ({gnode}, {gG}), its recursion term ({node}, {G})")
             K._gamma_high(fm, fe, y, Q, p.families, p.small_masks, p.tile_bits, part[node])
     if spec.origin is not None:  # in a chunk with no high-bit terms
         m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1

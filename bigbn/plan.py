@@ -29,7 +29,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import EngineError, OptionError
 from .families import family_masks, n_families, squeeze
 
 MAX_NODES = 40
@@ -217,7 +217,7 @@ class Plan:
     def stage_tasks(self, stage: str) -> list[tuple]:
         """The task keys of a stage, in an order that respects dependencies."""
         if stage not in STAGES:
-            raise ValueError(stage)
+            raise OptionError(f"stage {stage!r}: choose one of {', '.join(STAGES)}")
         return [t.key for t in self._tasks if t.kind == stage]
 
     @cached_property
@@ -439,7 +439,7 @@ def _io_maps(entries) -> tuple[dict, dict]:
         for r in writes:
             for cc in r.chunks:
                 if (r.table, cc) in writer:
-                    raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
+                    raise EngineError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
                 writer[r.table, cc] = key
         for r in reads:
             for cc in r.chunks:

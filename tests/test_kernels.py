@@ -702,6 +702,17 @@ def test_family_masks_and_ranks(nbits, k, data):
             assert idx == -1
 
 
+def test_family_masks_refuse_what_an_int64_cannot_hold():
+    from bigbn.errors import OptionError
+
+    for nbits, k in ((-1, 2), (3, -1)):
+        with pytest.raises(OptionError, match="must be non-negative"):
+            family_masks(nbits, k)
+    with pytest.raises(OptionError, match="63 bits: at most 62"):
+        family_masks(63, 1)
+    assert family_masks(62, 1)[-1] == 1 << 61
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.integers(2, 16), st.data())
 def test_chunk_alpha_indexing(n, data):

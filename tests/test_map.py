@@ -226,3 +226,18 @@ def test_cli_map_only(tmp_path):
     assert "MAP network finished" in r.stdout and "without --map-only adds it" in r.stdout
     r = CliRunner().invoke(main, ["plan", "--n", "30", "--map-only"])
     assert "map 8.0 GiB, map_sink 1.0 GiB" in r.stdout and "forward" not in r.stdout
+
+
+def test_backtrack_and_dag_score_refuse_impossible_tables():
+    from bigbn.errors import EngineError
+    from bigbn.mapdag import backtrack
+
+    n, k = 4, 1
+    fam = family_masks(n - 1, k)
+    beta = np.zeros((n, fam.size))
+    with pytest.raises(EngineError, match="no best sink for the node set 0xf"):
+        backtrack(beta, fam, n, lambda S: -1)
+    two_parents = np.array([0, 0, 0, 0b011], dtype=np.int64)  # node 3 ← 0, 1 with k = 1
+    with pytest.raises(EngineError, match="node 3's parent set 0x3 is not one of its families"):
+        dag_score(beta, fam, two_parents)
+    assert dag_score(beta, fam, np.array([0, 0, 0, 0b001], dtype=np.int64)) == 0.0

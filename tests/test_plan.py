@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bigbn.plan import STAGES, Plan, Region, live_chunks
+from bigbn.errors import EngineError, OptionError
+from bigbn.plan import STAGES, Plan, Region, _io_maps, live_chunks
 from bigbn.workdir import Workdir
 import helpers as h
 
@@ -242,3 +243,14 @@ def test_tiny_chunks_get_an_honest_plan():
     r = h.cli("plan", "--n", 14, "-k", 2, "--chunk-bits", 4)
     seconds = float(r.output.split("time:   ≈ ")[1].split()[0])
     assert r.exit_code == 0 and seconds >= 10, r.output  # 3074 tasks: measured ≈ 38 s
+
+
+def test_unknown_stage_and_a_chunk_written_twice_are_refused():
+    plan = Plan(8, 2, 6)
+    with pytest.raises(OptionError, match="stage 'forwards': choose one of scores, alpha, forward"):
+        plan.stage_tasks("forwards")
+    assert plan.stage_tasks("forward") == [("forward", H) for lvl in plan.levels() for H in lvl]
+    twice = [(("forward", 1), (), (Region("forward", ((1,),)),)),
+             (("backward", 1), (), (Region("forward", ((1,),)),))]
+    with pytest.raises(EngineError, match=r"chunk forward\(1,\) written by \('forward', 1\) and \('backward', 1\)"):
+        _io_maps(twice)

@@ -132,6 +132,11 @@ def test_linear_extensions_at_n_30_and_cycles():
     assert count_linear_extensions(two) == float(math.comb(30, 15))
 
 
+def test_linear_extensions_refuse_more_than_62_nodes():
+    with pytest.raises(OptionError, match="63 nodes: at most 62"):
+        count_linear_extensions(np.zeros(63, dtype=np.int64))
+
+
 # ----------------------------------------------------------------------- sampler kernels
 
 def test_sampler_equals_the_in_memory_recursion(tmp_path):
