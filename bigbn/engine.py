@@ -355,19 +355,19 @@ class JournaledTask:
 
 
 def execute(job: Job, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
-            done: set[str] | None = None, task: Callable[[TaskSpec], object] | None = None) -> None:
+            done: set[str] | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
     scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
-    task: the function run per spec (default `JournaledTask(job)`).
+    Each spec runs through `JournaledTask(job)`.
     """
     if done is None:
         done = set(job.workdir.journal())
     specs = [s for s in job.plan.tasks() if s.id not in done]
-    fn = task if task is not None else JournaledTask(job)
+    fn = JournaledTask(job)
     if scheduler == "sync":
         from .executors import sync
 

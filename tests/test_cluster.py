@@ -103,6 +103,20 @@ class Failing:
         return out
 
 
+@contextlib.contextmanager
+def journaled_through(wrap):
+    """run_distributed sends the workers ``wrap(job)`` instead of ``JournaledTask(job)``
+    (it builds the task function by that name when it is called)."""
+    import bigbn.cluster
+
+    assert bigbn.cluster.JournaledTask is JournaledTask
+    bigbn.cluster.JournaledTask = wrap
+    try:
+        yield
+    finally:
+        bigbn.cluster.JournaledTask = JournaledTask
+
+
 # ----------------------------------------------------------------------------- the cluster
 
 class Cluster:
@@ -248,8 +262,8 @@ def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
             killed["journaled"] = mine[-1] in job.workdir.journal()
             killed["starts"] = len(starts())
 
-    run_distributed(job, client, callbacks=[Ended(then=on_task)],
-                    task=Slow(JournaledTask(job), str(hook_log), 0.05))
+    with journaled_through(lambda job: Slow(JournaledTask(job), str(hook_log), 0.05)):
+        run_distributed(job, client, callbacks=[Ended(then=on_task)])
 
     assert killed, "the victim worker was never caught inside a task"
     assert victim.returncode == -signal.SIGKILL
@@ -281,8 +295,8 @@ def test_failure_waits_for_tasks_in_flight(cluster, tmp_path):
     # forward:3 runs alongside other level-2 tasks (forward:5, backward:12, ...)
     log = tmp_path / "tasks.log"
     with pytest.raises(RuntimeError, match="injected fault in forward:3"):
-        run_distributed(job, client, task=Failing(JournaledTask(job), "forward:3", 0.6, str(log)),
-                        retries=1)
+        with journaled_through(lambda job: Failing(JournaledTask(job), "forward:3", 0.6, str(log))):
+            run_distributed(job, client, retries=1)
     rows = [line.split() for line in log.read_text().splitlines()]
     started = {t for what, t in rows if what == "start"}
     ended = {t for what, t in rows if what == "end"}

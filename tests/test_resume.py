@@ -92,15 +92,16 @@ class Count:
 
 @contextlib.contextmanager
 def wrapped(wrapper):
-    """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``."""
-    import bigbn.runner as runner
+    """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``: the executors
+    run whatever `bigbn.engine.JournaledTask` makes of the job."""
+    import bigbn.engine as engine
 
-    real = runner.execute
-    runner.execute = lambda job, **kw: real(job, task=wrapper.wrap(JournaledTask(job)), **kw)
+    assert engine.JournaledTask is JournaledTask
+    engine.JournaledTask = lambda job: wrapper.wrap(JournaledTask(job))
     try:
         yield wrapper
     finally:
-        runner.execute = real
+        engine.JournaledTask = JournaledTask
 
 
 @pytest.fixture(scope="module")
