@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -358,7 +358,7 @@ class Plan:
         """
         out = {"beta": BYTES * self.n * self.n_families}
         if self.posterior:
-            live = live_chunks(self.h, workers)
+            live = self._live_chunks(workers)
             out.update({
                 "forward": BYTES << self.n,
                 "backward": BYTES * live * self.chunk_size,
@@ -371,6 +371,17 @@ class Plan:
             out["map"] = BYTES << self.n
             out["map_sink"] = 1 << self.n
         return out
+
+    def _live_chunks(self, workers: int | None) -> int:
+        """`live_chunks` of this plan, computed once per ``workers`` and kept on the plan
+        (at h = 20 it takes a fraction of a second, and a run asks several times)."""
+        if workers not in self._live:
+            self._live[workers] = live_chunks(self.h, workers)
+        return self._live[workers]
+
+    @cached_property
+    def _live(self) -> dict[int | None, int]:
+        return {}
 
     @property
     def tile_bits(self) -> int:
@@ -392,7 +403,6 @@ class Plan:
         return fb + gm
 
 
-@lru_cache(maxsize=None)
 def live_chunks(h: int, workers: int | None = None) -> int:
     """The most chunks of B (and as many γ parts) on disk at once in a plan of 2^h
     chunks, ``workers`` tasks at a time in the plan's order (None: in any order).

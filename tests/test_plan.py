@@ -194,6 +194,15 @@ def test_live_chunks_of_the_n28_and_n32_plans():
     assert (live_chunks(8), live_chunks(8, 2), live_chunks(12), live_chunks(12, 2)) == (126, 88, 1716, 1002)
 
 
+def test_live_chunks_are_kept_on_the_plan_not_in_a_module_cache():
+    assert not hasattr(live_chunks, "cache_info")  # no lru_cache: nothing global grows
+    plan, twin = Plan(28, 3, 20), Plan(28, 3, 20)
+    assert plan.disk_bytes(2)["backward"] == 8 * 88 * 2**20
+    assert plan.disk_bytes()["backward"] == 8 * 126 * 2**20
+    assert plan._live == {2: 88, None: 126} and twin._live == {}
+    assert plan == twin and hash(plan) == hash(twin)  # the kept figures are not part of the plan
+
+
 def test_forward_and_backward_are_mirrors_in_the_plan():
     """Backward on chunk H is forward on the complement chunk, with mirrored terms."""
     plan = Plan(9, 2, 4)
