@@ -49,16 +49,6 @@ def family_masks(nbits: int, k: int) -> np.ndarray:
     return arr
 
 
-def popcounts(masks: np.ndarray) -> np.ndarray:
-    """Popcount of each int64 mask; int64 array of the same shape."""
-    m = np.asarray(masks, dtype=np.int64).copy()
-    out = np.zeros(m.shape, dtype=np.int64)
-    while np.any(m):
-        out += m & 1
-        m >>= 1
-    return out
-
-
 def family_rank(masks: np.ndarray, query) -> np.ndarray:
     """Index of each query mask in ``masks`` (as made by family_masks); -1 if absent."""
     q = np.asarray(query, dtype=np.int64)

@@ -29,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .bits import popcounts
 from .errors import EngineError, OptionError
 from .families import family_masks, n_families, squeeze
 
@@ -42,10 +43,6 @@ TILE_BITS = 15
 ALPHA_MODES = ("recompute", "store")
 STAGES = ("scores", "alpha", "forward", "backward", "gamma", "release", "edges", "map", "map_dag")
 BYTES = 8
-
-
-def popcount(x: int) -> int:
-    return bin(x).count("1")
 
 
 @dataclass(frozen=True)
@@ -343,10 +340,8 @@ class Plan:
 
     def levels(self) -> list[list[int]]:
         """Chunk ids grouped by popcount (the chunk lattice's levels), lowest first."""
-        out: list[list[int]] = [[] for _ in range(self.h + 1)]
-        for H in range(self.n_chunks):
-            out[popcount(H)].append(H)
-        return out
+        level = popcounts(np.arange(self.n_chunks, dtype=np.int64))
+        return [np.flatnonzero(level == ell).tolist() for ell in range(self.h + 1)]
 
     # -- resources ---------------------------------------------------------------------
     def disk_bytes(self, workers: int | None = None) -> dict[str, int]:
@@ -419,7 +414,7 @@ def live_chunks(h: int, workers: int | None = None) -> int:
     if workers is None:
         return pair
     H = np.arange(1 << h, dtype=np.int64)
-    level = np.bitwise_count(H) if hasattr(np, "bitwise_count") else np.array([popcount(x) for x in H])
+    level = popcounts(H)
     # chunks of level ell + 1 whose last reader is H: one per bit of H's below its lowest
     low = np.where(H == 0, h, np.log2(np.maximum(H & -H, 1)).astype(np.int64))
     most = 1

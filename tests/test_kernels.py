@@ -13,7 +13,8 @@ import naive
 from bigbn import kernels as K
 from bigbn.engine import edge_posteriors
 from bigbn.fastmath import _ext_from_log, _log_ext
-from bigbn.families import family_masks, family_rank, n_families, popcounts, squeeze, unsqueeze
+from bigbn.bits import popcounts
+from bigbn.families import family_masks, family_rank, n_families, squeeze, unsqueeze
 from bigbn.plan import Plan
 
 # The kernels sum extended-exponent numbers (fastmath.py: polynomial exp in, log out, each
