@@ -81,11 +81,6 @@ def mask_to_nodes(mask: int) -> list[int]:
     return out
 
 
-def parents_of(i: int, squeezed_mask: int) -> list[int]:
-    """Parent node indices (in V) of node i for a squeezed family mask."""
-    return mask_to_nodes(unsqueeze(squeezed_mask, i))
-
-
 def family_parent_matrix(n: int, k: int) -> np.ndarray:
     """Parents of every (node, family) as an int64 array (n, F, k), padded with -1.
 

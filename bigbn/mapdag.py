@@ -80,20 +80,3 @@ def dag_score(beta: np.ndarray, families: np.ndarray, parents: np.ndarray) -> fl
         raise EngineError(f"node {i}'s parent set {int(parents[i]):#x} is not one of its families "
                           "(more parents than k)")
     return float(sum(beta[i, idx[i]] for i in range(n)))
-
-
-def map_in_memory(job) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """The whole pass chunk by chunk in this process (tables kept in memory): the MAP log
-    score M(V), the parent masks, and the M and sink tables. For tests and small n."""
-    p = job.plan
-    M = np.empty(1 << p.n)
-    sinks = np.empty(1 << p.n, dtype=np.int8)
-    size = p.chunk_size
-    for level in p.levels():
-        for H in level:
-            terms = [(p.c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(p.h) if H >> b & 1]
-            out, sink = map_chunk(job, H, terms, lambda G: M[G * size:(G + 1) * size])
-            M[H * size:(H + 1) * size] = out
-            sinks[H * size:(H + 1) * size] = sink
-    parents = backtrack(job.beta, p.families, p.n, lambda S: sinks[S])
-    return float(M[-1]), parents, M, sinks

@@ -12,12 +12,26 @@ import pytest
 import naive
 from bigbn import maxplus as MP
 from bigbn.families import family_masks, unsqueeze
-from bigbn.mapdag import dag_score, map_in_memory
+from bigbn.mapdag import backtrack, dag_score, map_chunk
 from bigbn.plan import Plan
 
 
 def run_map(beta, k, c):
-    return map_in_memory(SimpleNamespace(plan=Plan(beta.shape[0], k, c), beta=beta))
+    """The plan's map tasks chunk by chunk in this process, tables in memory: the MAP log
+    score M(V), the parent masks, and the M and sink tables."""
+    p = Plan(beta.shape[0], k, c, map_dag=True, posterior=False)
+    job = SimpleNamespace(plan=p, beta=beta)
+    M = np.empty(1 << p.n)
+    sinks = np.empty(1 << p.n, dtype=np.int8)
+    size = p.chunk_size
+    for spec in p.tasks():
+        if spec.kind == "map":
+            H = spec.chunk
+            out, sink = map_chunk(job, H, spec.terms, lambda G: M[G * size:(G + 1) * size])
+            M[H * size:(H + 1) * size] = out
+            sinks[H * size:(H + 1) * size] = sink
+    parents = backtrack(beta, p.families, p.n, lambda S: sinks[S])
+    return float(M[-1]), parents, M, sinks
 
 
 def is_dag(parents):
