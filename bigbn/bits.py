@@ -11,6 +11,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
+
 
 @intrinsic
 def _ctpop(typingctx, x):

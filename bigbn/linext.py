@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit, prange, types
 from numba.typed import Dict
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
 from .bits import popcount as _popcount
 from .errors import EngineError, OptionError
 

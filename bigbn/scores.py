@@ -51,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.bits import popcount
 from bigbn.data import Dataset
 from bigbn.errors import OptionError
