@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import bigbn
 
 PKG = Path(bigbn.__file__).resolve().parent
@@ -28,6 +30,7 @@ def run(code: str, env: dict) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_numba_cache_is_per_user_not_in_the_package(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")

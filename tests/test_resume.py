@@ -146,6 +146,7 @@ def test_finished_run_is_not_recomputed(data, unbroken):
     assert np.array_equal(res.posterior, ref.posterior)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path):
     data = write_data(tmp_path / "big.csv", n=13, m=400, seed=5)
     cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "-k", "3", "--chunk-bits", "5",
@@ -220,6 +221,7 @@ def hold_lock(workdir):
     return proc
 
 
+@pytest.mark.slow
 def test_second_concurrent_run_is_refused_naming_the_holder(data, tmp_path):
     learn(data, workdir=tmp_path, max_parents=2)
     holder = hold_lock(tmp_path)
@@ -259,6 +261,7 @@ except WorkdirError:
 """
 
 
+@pytest.mark.slow
 def test_lock_is_exclusive_under_a_race(tmp_path):
     """Eight processes reach for the lock at the same instant: never two inside at once."""
     log = tmp_path / "log.txt"
@@ -482,6 +485,7 @@ def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
 
 
+@pytest.mark.slow
 def test_fingerprint_covers_the_numerics_code(data, tmp_path, monkeypatch):
     """Any change to the code that computes tables changes the run fingerprint (a hash of
     the sources, not a hand-bumped number), so a workdir is never resumed by other code."""
@@ -554,6 +558,7 @@ def test_changed_data_under_the_same_workdir_says_so(tmp_path):
     assert "software" not in r.output
 
 
+@pytest.mark.slow
 def test_sigterm_says_how_to_resume(tmp_path):
     import signal
     import time
