@@ -1,30 +1,11 @@
 """bigbn: exact Bayesian posterior probabilities of every directed edge of a Bayesian
 network (Koivisto 2006), with every 2^n-sized table on disk as a zarr chunk lattice."""
 
-import os as _os
-import sys as _sys
-
 from ._version import __version__
 from .knowledge import Knowledge
 
-
-def _numba_cache_outside_the_package() -> None:
-    """numba caches compiled kernels next to their source by default, i.e. inside
-    site-packages; a later ``pip install`` leaves that folder behind, and Python then
-    imports it as an empty namespace package that hides the new install. So the cache
-    goes to a per-user folder ($XDG_CACHE_HOME/bigbn/numba, else ~/.cache/bigbn/numba),
-    unless NUMBA_CACHE_DIR says otherwise. numba names each module's cache by a hash of
-    its source folder, so several installs never share entries."""
-    if _os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    base = _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache")
-    path = _os.path.join(base, "bigbn", "numba")
-    _os.environ["NUMBA_CACHE_DIR"] = path  # also for worker processes started from here
-    if "numba" in _sys.modules:  # imported before bigbn: its config has read the environment
-        _sys.modules["numba"].config.CACHE_DIR = path
-
-
-_numba_cache_outside_the_package()
+# numba's compile cache lives outside the package: bigbn/_numba.py, imported by every
+# module that compiles kernels (importing bigbn changes neither os.environ nor numba).
 
 
 def learn(*args, **kwargs):

@@ -36,7 +36,8 @@ import numpy as np
 
 from bigbn.data import Dataset, Table
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, family_rank, popcounts
+from bigbn.bits import popcounts
+from bigbn.families import family_masks, family_rank
 
 __all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores",
            "bge_family_scores"]

@@ -50,6 +50,7 @@ import numba
 import numpy as np
 
 from .api import load_dataset
+from .bits import popcounts
 from .data import csv_records
 from .errors import DataError, OptionError
 from .families import unsqueeze
@@ -150,7 +151,7 @@ def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndar
     P = parent_sets.size
     loc = np.full((P, n), np.nan)
     scale = np.full((P, n), np.nan)
-    sizes = np.array([bin(int(z)).count("1") for z in parent_sets], dtype=np.int64)
+    sizes = popcounts(parent_sets)
     df = d0 + sizes.astype(np.float64)
     bits = np.arange(n, dtype=np.int64)
     for s in np.unique(sizes):

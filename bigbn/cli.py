@@ -342,13 +342,14 @@ def _echo_map(res, workdir) -> None:
 
 
 def kernels_compiled() -> bool:
-    """Whether numba's cache (a per-user folder, bigbn/__init__.py) holds compiled engine
+    """Whether numba's cache (a per-user folder, bigbn/_numba.py) holds compiled engine
     kernels of this installation, i.e. a run starts without compiling them."""
     import hashlib
 
     from . import kernels
+    from ._numba import cache_dir
 
-    cache = os.environ.get("NUMBA_CACHE_DIR")
+    cache = cache_dir()
     if not cache:
         return False
     # numba's cache sub-folder for a module: its folder's name, "_", sha1 of the folder path

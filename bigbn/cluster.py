@@ -17,14 +17,14 @@ __all__ = ["local_cluster", "run_distributed"]
 
 
 def run_distributed(job: Job, address_or_client, *, callbacks: Sequence = (), retries: int = 3,
-                    done: set[str] | None = None, task=None) -> None:
+                    done: set[str] | None = None) -> None:
     """Run every task of ``job`` not in ``done`` (default: the journal) on a cluster.
 
     address_or_client: a scheduler address ("tcp://host:8786") or a ``distributed.Client``
     (used as is and left open). ``job.workdir`` must be a path every worker sees.
     callbacks: executor callbacks (bigbn.executors.Callback), called on this process.
-    retries: extra attempts for a task that raises. task: the function run per spec on
-    the workers (default `JournaledTask(job)`; picklable).
+    retries: extra attempts for a task that raises. Each spec runs through
+    `JournaledTask(job)` on the workers.
     """
     if retries < 0:
         raise OptionError(f"retries = {retries} must be 0 or more")
@@ -34,8 +34,7 @@ def run_distributed(job: Job, address_or_client, *, callbacks: Sequence = (), re
         if done is None:
             done = set(job.workdir.journal())
         specs = [s for s in job.plan.tasks() if s.id not in done]
-        run(specs, task if task is not None else JournaledTask(job), client,
-            retries=retries, callbacks=callbacks)
+        run(specs, JournaledTask(job), client, retries=retries, callbacks=callbacks)
     finally:
         if owned:
             client.close()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.errors import DataError
 
 __all__ = ["Table", "Dataset", "read_table", "discrete_dataset", "load_discrete"]

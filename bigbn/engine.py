@@ -79,7 +79,8 @@ def compute(job: Job, spec: TaskSpec) -> dict:
 
 def _write_all(job: Job, spec: TaskSpec, *arrays: np.ndarray) -> int:
     """Write array t to ``spec.writes[t]``; the CRC-32C (`checksum`) chained over all of them."""
-    assert len(arrays) == len(spec.writes)
+    if len(arrays) != len(spec.writes):
+        raise EngineError(f"task {spec.id} wrote {len(arrays)} arrays to {len(spec.writes)} regions")
     crc = 0
     for region, a in zip(spec.writes, arrays):
         job.workdir.write_region(region, a)
@@ -195,7 +196,8 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
             K._ext_fma_log_into(m, e, *stored_alpha_ext(job, node, first, 2), y, t > 0)
         if backward:
             gnode, Q, gG = spec.gamma_terms[t]
-            assert (gnode, gG) == (node, G)
+            if (gnode, gG) != (node, G):
+                raise EngineError(f"task {spec.id}: γ term {t} is ({gnode}, {gG}), its recursion term ({node}, {G})")
             K._gamma_high(fm, fe, y, Q, p.families, p.small_masks, p.tile_bits, part[node])
     if spec.origin is not None:  # in a chunk with no high-bit terms
         m[spec.origin], e[spec.origin] = 1.0, 0.0  # L(∅) = 1, B(V) = R(∅) = 1
@@ -353,19 +355,19 @@ class JournaledTask:
 
 
 def execute(job: Job, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
-            done: set[str] | None = None, task: Callable[[TaskSpec], object] | None = None) -> None:
+            done: set[str] | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
     scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
-    task: the function run per spec (default `JournaledTask(job)`).
+    Each spec runs through `JournaledTask(job)`.
     """
     if done is None:
         done = set(job.workdir.journal())
     specs = [s for s in job.plan.tasks() if s.id not in done]
-    fn = task if task is not None else JournaledTask(job)
+    fn = JournaledTask(job)
     if scheduler == "sync":
         from .executors import sync
 

@@ -17,6 +17,8 @@ from math import comb
 
 import numpy as np
 
+from .errors import EngineError, OptionError
+
 
 def n_families(nbits: int, k: int) -> int:
     """Number of subsets of an nbits-element set with at most k elements."""
@@ -26,9 +28,9 @@ def n_families(nbits: int, k: int) -> int:
 def family_masks(nbits: int, k: int) -> np.ndarray:
     """All masks over ``nbits`` bits with popcount <= k, ascending; int64, shape (F,)."""
     if nbits < 0 or k < 0:
-        raise ValueError("nbits and k must be non-negative")
+        raise OptionError(f"family masks over {nbits} bits with at most {k}: both must be non-negative")
     if nbits > 62:
-        raise ValueError("at most 62 bits")
+        raise OptionError(f"family masks over {nbits} bits: at most 62 bits fit an int64 mask")
     out = [0]
     # Grow by size: sets of size s+1 are sets of size s plus one bit above their highest.
     frontier = [0]
@@ -41,18 +43,10 @@ def family_masks(nbits: int, k: int) -> np.ndarray:
         out.extend(nxt)
         frontier = nxt
     arr = np.array(sorted(out), dtype=np.int64)
-    assert arr.size == n_families(nbits, k)
+    if arr.size != n_families(nbits, k):
+        raise EngineError(f"{arr.size} family masks over {nbits} bits with at most {k}, "
+                          f"not {n_families(nbits, k)}")
     return arr
-
-
-def popcounts(masks: np.ndarray) -> np.ndarray:
-    """Popcount of each int64 mask; int64 array of the same shape."""
-    m = np.asarray(masks, dtype=np.int64).copy()
-    out = np.zeros(m.shape, dtype=np.int64)
-    while np.any(m):
-        out += m & 1
-        m >>= 1
-    return out
 
 
 def family_rank(masks: np.ndarray, query) -> np.ndarray:
@@ -85,11 +79,6 @@ def mask_to_nodes(mask: int) -> list[int]:
         mask >>= 1
         j += 1
     return out
-
-
-def parents_of(i: int, squeezed_mask: int) -> list[int]:
-    """Parent node indices (in V) of node i for a squeezed family mask."""
-    return mask_to_nodes(unsqueeze(squeezed_mask, i))
 
 
 def family_parent_matrix(n: int, k: int) -> np.ndarray:

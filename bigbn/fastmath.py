@@ -33,6 +33,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
+
 # contract: allow fusing a*b + c into FMA (more accurate, never reassociates).
 _KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .bits import popcount
 from .data import read_text
 from .errors import DataError, OptionError
 from .families import family_masks, family_rank, squeeze, unsqueeze
@@ -87,7 +88,7 @@ class ScoreFile:
         masks = family_masks(n - 1, k)
         out = np.full((n, masks.size), -np.inf)
         for i, fam in enumerate(self.families):
-            sq = [(squeeze(g, i), s) for g, s in fam.items() if g.bit_count() <= k]
+            sq = [(squeeze(g, i), s) for g, s in fam.items() if popcount(g) <= k]
             if not sq:
                 raise OptionError(f"{self.path}: variable '{self.names[i]}' has no parent set of at "
                                   f"most {k} parents in the file (raise max parents)")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
 from .bits import popcount as _popcount
 from .fastmath import _exp2_int, _exp_nonpos, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _log_ext
 

@@ -33,8 +33,9 @@ import numpy as np
 from numba import njit, prange, types
 from numba.typed import Dict
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
 from .bits import popcount as _popcount
-from .errors import EngineError
+from .errors import EngineError, OptionError
 
 _KW = dict(cache=True, nogil=True)
 MAX_SETS = 1 << 23
@@ -145,7 +146,7 @@ def count_linear_extensions(parents, max_sets: int = MAX_SETS) -> np.ndarray:
     one = pm.ndim == 1
     pm = pm.reshape(-1, pm.shape[-1])
     if pm.shape[1] > 62:
-        raise ValueError("at most 62 nodes")
+        raise OptionError(f"linear extensions of a DAG on {pm.shape[1]} nodes: at most 62")
     out = np.empty(pm.shape[0])
     _count_many(pm, int(max_sets), out)
     loops = np.any((pm >> np.arange(pm.shape[1])) & 1, axis=1)  # u → u is a cycle too

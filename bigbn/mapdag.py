@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import maxplus as MP
+from .errors import EngineError
 from .families import squeeze, unsqueeze
 
 NEG_INF = -np.inf
@@ -58,7 +59,8 @@ def backtrack(beta: np.ndarray, families: np.ndarray, n: int, read_sink) -> np.n
     while S:
         i = int(read_sink(S))
         if i < 0:
-            raise ValueError("no DAG has a finite score (every family forbidden?)")
+            raise EngineError(f"no best sink for the node set {S:#x}: no DAG has a finite score "
+                              "(every family forbidden?) or the tables are corrupt")
         U = S & ~(1 << i)
         f = MP.best_parents(beta[i], families, np.int64(squeeze(U, i)))
         parents[i] = unsqueeze(int(families[f]), i)
@@ -74,22 +76,7 @@ def dag_score(beta: np.ndarray, families: np.ndarray, parents: np.ndarray) -> fl
     sq = [squeeze(int(parents[i]), i) for i in range(n)]
     idx = family_rank(families, np.array(sq, dtype=np.int64))
     if np.any(idx < 0):
-        raise ValueError("a parent set has more than k parents")
+        i = int(np.flatnonzero(idx < 0)[0])
+        raise EngineError(f"node {i}'s parent set {int(parents[i]):#x} is not one of its families "
+                          "(more parents than k)")
     return float(sum(beta[i, idx[i]] for i in range(n)))
-
-
-def map_in_memory(job) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    """The whole pass chunk by chunk in this process (tables kept in memory): the MAP log
-    score M(V), the parent masks, and the M and sink tables. For tests and small n."""
-    p = job.plan
-    M = np.empty(1 << p.n)
-    sinks = np.empty(1 << p.n, dtype=np.int8)
-    size = p.chunk_size
-    for level in p.levels():
-        for H in level:
-            terms = [(p.c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(p.h) if H >> b & 1]
-            out, sink = map_chunk(job, H, terms, lambda G: M[G * size:(G + 1) * size])
-            M[H * size:(H + 1) * size] = out
-            sinks[H * size:(H + 1) * size] = sink
-    parents = backtrack(job.beta, p.families, p.n, lambda S: sinks[S])
-    return float(M[-1]), parents, M, sinks

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import _numba  # noqa: F401  (first: numba's cache outside the package)
+
 NEG_INF = -np.inf
 _KW = dict(cache=True, nogil=True)
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
-from .errors import OptionError
+from .bits import popcounts
+from .errors import EngineError, OptionError
 from .families import family_masks, n_families, squeeze
 
 MAX_NODES = 40
@@ -42,10 +43,6 @@ TILE_BITS = 15
 ALPHA_MODES = ("recompute", "store")
 STAGES = ("scores", "alpha", "forward", "backward", "gamma", "release", "edges", "map", "map_dag")
 BYTES = 8
-
-
-def popcount(x: int) -> int:
-    return bin(x).count("1")
 
 
 @dataclass(frozen=True)
@@ -217,7 +214,7 @@ class Plan:
     def stage_tasks(self, stage: str) -> list[tuple]:
         """The task keys of a stage, in an order that respects dependencies."""
         if stage not in STAGES:
-            raise ValueError(stage)
+            raise OptionError(f"stage {stage!r}: choose one of {', '.join(STAGES)}")
         return [t.key for t in self._tasks if t.kind == stage]
 
     @cached_property
@@ -343,10 +340,8 @@ class Plan:
 
     def levels(self) -> list[list[int]]:
         """Chunk ids grouped by popcount (the chunk lattice's levels), lowest first."""
-        out: list[list[int]] = [[] for _ in range(self.h + 1)]
-        for H in range(self.n_chunks):
-            out[popcount(H)].append(H)
-        return out
+        level = popcounts(np.arange(self.n_chunks, dtype=np.int64))
+        return [np.flatnonzero(level == ell).tolist() for ell in range(self.h + 1)]
 
     # -- resources ---------------------------------------------------------------------
     def disk_bytes(self, workers: int | None = None) -> dict[str, int]:
@@ -358,7 +353,7 @@ class Plan:
         """
         out = {"beta": BYTES * self.n * self.n_families}
         if self.posterior:
-            live = live_chunks(self.h, workers)
+            live = self._live_chunks(workers)
             out.update({
                 "forward": BYTES << self.n,
                 "backward": BYTES * live * self.chunk_size,
@@ -371,6 +366,17 @@ class Plan:
             out["map"] = BYTES << self.n
             out["map_sink"] = 1 << self.n
         return out
+
+    def _live_chunks(self, workers: int | None) -> int:
+        """`live_chunks` of this plan, computed once per ``workers`` and kept on the plan
+        (at h = 20 it takes a fraction of a second, and a run asks several times)."""
+        if workers not in self._live:
+            self._live[workers] = live_chunks(self.h, workers)
+        return self._live[workers]
+
+    @cached_property
+    def _live(self) -> dict[int | None, int]:
+        return {}
 
     @property
     def tile_bits(self) -> int:
@@ -392,7 +398,6 @@ class Plan:
         return fb + gm
 
 
-@lru_cache(maxsize=None)
 def live_chunks(h: int, workers: int | None = None) -> int:
     """The most chunks of B (and as many γ parts) on disk at once in a plan of 2^h
     chunks, ``workers`` tasks at a time in the plan's order (None: in any order).
@@ -409,7 +414,7 @@ def live_chunks(h: int, workers: int | None = None) -> int:
     if workers is None:
         return pair
     H = np.arange(1 << h, dtype=np.int64)
-    level = np.bitwise_count(H) if hasattr(np, "bitwise_count") else np.array([popcount(x) for x in H])
+    level = popcounts(H)
     # chunks of level ell + 1 whose last reader is H: one per bit of H's below its lowest
     low = np.where(H == 0, h, np.log2(np.maximum(H & -H, 1)).astype(np.int64))
     most = 1
@@ -439,7 +444,7 @@ def _io_maps(entries) -> tuple[dict, dict]:
         for r in writes:
             for cc in r.chunks:
                 if (r.table, cc) in writer:
-                    raise AssertionError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
+                    raise EngineError(f"chunk {r.table}{cc} written by {writer[r.table, cc]} and {key}")
                 writer[r.table, cc] = key
         for r in reads:
             for cc in r.chunks:

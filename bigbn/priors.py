@@ -41,7 +41,8 @@ import numpy as np
 
 from bigbn.data import csv_records
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, popcounts
+from bigbn.bits import popcounts
+from bigbn.families import family_masks
 
 KINDS = ("uniform", "koivisto-sood")
 

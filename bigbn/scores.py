@@ -50,9 +50,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
+from bigbn.bits import popcount
 from bigbn.data import Dataset
 from bigbn.errors import OptionError
 from bigbn.families import family_masks, n_families
@@ -305,18 +305,6 @@ _BANKS = 4
 _BIT_CELLS = 64
 
 
-@intrinsic
-def _popcnt(typingctx, x):
-    """Number of set bits of a uint64 (llvm.ctpop: the popcnt instruction)."""
-    if x != types.uint64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-
-    return types.uint64(types.uint64), codegen
-
-
 @numba.njit(cache=True, nogil=True)
 def _count(dense, banks, cfg, r, x, q):
     """dense[cfg[t]·r + x[t]] += 1 for every row t (the set's cells from its prefix's: no
@@ -360,7 +348,7 @@ def _count_bits(dense, cells, q, pc, col, r):
         for s in range(r - 1):
             tot = 0
             for w in range(W):
-                tot += np.int64(_popcnt(cells[c, w] & col[s, w]))
+                tot += np.int64(popcount(cells[c, w] & col[s, w]))
             dense[c * r + s] = tot
             rest -= tot
         dense[c * r + r - 1] = rest

@@ -42,7 +42,8 @@ import numba
 import numpy as np
 
 from .errors import DataError, EngineError, OptionError
-from .families import family_masks, n_families, popcounts
+from .bits import popcounts
+from .families import family_masks, n_families
 from .plan import Plan, choose_chunk_bits
 
 NEG_INF = -np.inf

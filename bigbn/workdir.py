@@ -501,10 +501,6 @@ class Workdir:
     def active_holder(self) -> dict | None:
         return self.run_lock.active_holder()
 
-    def has_state(self) -> bool:
-        """Whether tables or journal files exist (work of some run)."""
-        return self.tables.exists() or bool(self.journal_files())
-
     def clear(self) -> None:
         """Remove tables, journal files and outputs (``--fresh``)."""
         self.store.clear()

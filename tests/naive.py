@@ -907,8 +907,17 @@ def adjusted_table(data, arities, x, y, Z, score, ess):
 # directly and compares it with its twin here.
 
 
-def _popcount(x):
-    return bin(int(x)).count("1")
+def popcount(x):
+    """Set bits of a mask, one bit at a time (a negative int64: its 64 two's complement bits)."""
+    x = int(x) & ((1 << 64) - 1)
+    c = 0
+    while x:
+        c += x & 1
+        x >>= 1
+    return c
+
+
+_popcount = popcount
 
 
 def _squeeze(mask, i):

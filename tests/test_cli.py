@@ -306,6 +306,7 @@ def test_workdir_inside_a_file(tmp_path):
     assert_one_line_error(result, "afile")
 
 
+@pytest.mark.slow
 def test_workdir_of_another_run_needs_fresh(tmp_path):
     # In a real process per command (as a user runs it); see also test_api's in-process
     # variant of --fresh.
@@ -510,6 +511,7 @@ def test_negative_top_and_options_of_another_score(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+@pytest.mark.slow
 def test_first_run_says_it_compiles(tmp_path):
     import os
     import subprocess

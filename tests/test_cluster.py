@@ -103,6 +103,20 @@ class Failing:
         return out
 
 
+@contextlib.contextmanager
+def journaled_through(wrap):
+    """run_distributed sends the workers ``wrap(job)`` instead of ``JournaledTask(job)``
+    (it builds the task function by that name when it is called)."""
+    import bigbn.cluster
+
+    assert bigbn.cluster.JournaledTask is JournaledTask
+    bigbn.cluster.JournaledTask = wrap
+    try:
+        yield
+    finally:
+        bigbn.cluster.JournaledTask = JournaledTask
+
+
 # ----------------------------------------------------------------------------- the cluster
 
 class Cluster:
@@ -194,6 +208,7 @@ def beta10():
 
 # ----------------------------------------------------------------------------- tests
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, chunk_bits, alpha_mode", [(9, 4, "recompute"), (8, 4, "store")])
 def test_cluster_matches_sync(cluster, tmp_path, n, chunk_bits, alpha_mode):
     c, client = cluster
@@ -222,6 +237,7 @@ def test_cluster_matches_sync(cluster, tmp_path, n, chunk_bits, alpha_mode):
     assert again.ids == []
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
     c, client = fresh_cluster
     n, chunk_bits = 10, 5  # 32 chunks: 98 tasks
@@ -248,8 +264,8 @@ def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
             killed["journaled"] = mine[-1] in job.workdir.journal()
             killed["starts"] = len(starts())
 
-    run_distributed(job, client, callbacks=[Ended(then=on_task)],
-                    task=Slow(JournaledTask(job), str(hook_log), 0.05))
+    with journaled_through(lambda job: Slow(JournaledTask(job), str(hook_log), 0.05)):
+        run_distributed(job, client, callbacks=[Ended(then=on_task)])
 
     assert killed, "the victim worker was never caught inside a task"
     assert victim.returncode == -signal.SIGKILL
@@ -273,6 +289,7 @@ def test_worker_killed_mid_run(fresh_cluster, tmp_path, beta10):
     np.testing.assert_allclose(job.workdir.read("posterior", slice(None)), ref, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_failure_waits_for_tasks_in_flight(cluster, tmp_path):
     """A task that fails for good ends the run with its error, and only after the other
     worker's task in flight has finished: nothing writes to the workdir afterwards."""
@@ -281,8 +298,8 @@ def test_failure_waits_for_tasks_in_flight(cluster, tmp_path):
     # forward:3 runs alongside other level-2 tasks (forward:5, backward:12, ...)
     log = tmp_path / "tasks.log"
     with pytest.raises(RuntimeError, match="injected fault in forward:3"):
-        run_distributed(job, client, task=Failing(JournaledTask(job), "forward:3", 0.6, str(log)),
-                        retries=1)
+        with journaled_through(lambda job: Failing(JournaledTask(job), "forward:3", 0.6, str(log))):
+            run_distributed(job, client, retries=1)
     rows = [line.split() for line in log.read_text().splitlines()]
     started = {t for what, t in rows if what == "start"}
     ended = {t for what, t in rows if what == "end"}
@@ -305,6 +322,7 @@ def test_workdir_not_visible(cluster, tmp_path):
         run_distributed(job, client)
 
 
+@pytest.mark.slow
 def test_local_cluster_and_options(tmp_path):
     beta = random_beta(7, K, np.random.default_rng(7))
     ref = sync_posterior(tmp_path / "sync", 7, 3, beta, "recompute")
@@ -321,6 +339,7 @@ def test_local_cluster_and_options(tmp_path):
         run_distributed(job, "tcp://127.0.0.1:1", retries=-1)
 
 
+@pytest.mark.slow
 def test_cli_run_through_the_cluster_journals_per_worker(cluster, tmp_path):
     """`bigbn run --scheduler tcp://...`: the client holds the workdir lock, so each worker
     appends to its own journal file (safe on shared file systems); the merged journal

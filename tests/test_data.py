@@ -245,6 +245,7 @@ def test_a_device_as_data_is_refused_at_once(tmp_path, device):
     assert not (tmp_path / "w").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_what", ["data", "forbid", "pairs"])
 def test_a_named_pipe_without_writer_is_refused_not_waited_for(tmp_path, as_what):
     fifo = tmp_path / "fifo"
@@ -259,6 +260,7 @@ def test_a_named_pipe_without_writer_is_refused_not_waited_for(tmp_path, as_what
     _one_line_error(_bigbn(args, tmp_path), str(fifo), "nothing writes to")
 
 
+@pytest.mark.slow
 def test_a_pipe_with_a_writer_is_read(tmp_path):
     """A named pipe whose writer is already waiting, and a pipe on stdin that starts late."""
     import subprocess

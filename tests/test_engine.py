@@ -51,7 +51,8 @@ def test_against_all_orders(n, k, seed, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [5, 6])
-@pytest.mark.parametrize("n,k", [(9, 3), (10, 2), (10, 4)])
+@pytest.mark.parametrize("n,k", [(9, 3), pytest.param(10, 2, marks=pytest.mark.slow),
+                                 pytest.param(10, 4, marks=pytest.mark.slow)])
 def test_against_per_edge_forward_sums(n, k, seed, tmp_path):
     """Mid-range posteriors (most in (0.01, 0.99)), so every edge is checked, not only
     the winners: with real-sized score gaps every posterior is within 1e-60 of 0 or 1."""
@@ -93,6 +94,7 @@ def test_log_domain_survives_mutual_dependence(tmp_path):
     assert P[1, 0] + P[0, 1] == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,k,bits", [(9, 3, (1, 2, 4, 8)), (11, 2, (3, 5, 10)), (12, 4, (4, 6, 11))])
 def test_chunked_equals_single_chunk(n, k, bits, tmp_path):
     """Same numbers whatever the chunk lattice. log p(x) agrees to 1e-12 relative; a
@@ -153,6 +155,7 @@ print(c, status("VmHWM:") - base, plan.task_memory_bytes())
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux's peak-RSS reset")
 def test_task_memory_formula_against_the_measured_peak(tmp_path):
     """The memory model choose_chunk_bits budgets with, against an independent reference:

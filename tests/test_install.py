@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import bigbn
 
 PKG = Path(bigbn.__file__).resolve().parent
@@ -28,6 +30,7 @@ def run(code: str, env: dict) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_numba_cache_is_per_user_not_in_the_package(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
@@ -41,3 +44,15 @@ def test_numba_cache_is_per_user_not_in_the_package(tmp_path):
     # a user's own NUMBA_CACHE_DIR wins
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")
     assert run(RUN, env) == str(tmp_path / "mine")
+
+
+def test_importing_bigbn_and_its_kernels_leaves_the_environment_alone(tmp_path):
+    """The cache folder goes to numba.config (bigbn/_numba.py), never to os.environ."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = str(PKG.parent)
+    code = ("import os, sys; before = dict(os.environ); import bigbn; "
+            "assert dict(os.environ) == before, 'import bigbn'; assert 'numba' not in sys.modules; "
+            "from bigbn import kernels, scores, engine, cli; assert dict(os.environ) == before, 'kernels'; "
+            "import numba; print(numba.config.CACHE_DIR, cli.kernels_compiled())")
+    assert run(code, env) == f"{tmp_path / 'cache' / 'bigbn' / 'numba'} False"

@@ -146,6 +146,7 @@ def test_intervention_column_of_a_csv_file_a_dataframe_and_the_cli(tmp_path):
     assert np.array_equal(none.posterior, plain.posterior)
 
 
+@pytest.mark.slow
 def test_interventional_effects_use_the_rows_where_the_effect_was_not_set(tmp_path):
     X, T = discrete_experiments(6, n=4)
     names = NAMES[:4]

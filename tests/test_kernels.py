@@ -13,7 +13,8 @@ import naive
 from bigbn import kernels as K
 from bigbn.engine import edge_posteriors
 from bigbn.fastmath import _ext_from_log, _log_ext
-from bigbn.families import family_masks, family_rank, n_families, popcounts, squeeze, unsqueeze
+from bigbn.bits import popcounts
+from bigbn.families import family_masks, family_rank, n_families, squeeze, unsqueeze
 from bigbn.plan import Plan
 
 # The kernels sum extended-exponent numbers (fastmath.py: polynomial exp in, log out, each
@@ -700,6 +701,17 @@ def test_family_masks_and_ranks(nbits, k, data):
             assert fam[idx] == m
         else:
             assert idx == -1
+
+
+def test_family_masks_refuse_what_an_int64_cannot_hold():
+    from bigbn.errors import OptionError
+
+    for nbits, k in ((-1, 2), (3, -1)):
+        with pytest.raises(OptionError, match="must be non-negative"):
+            family_masks(nbits, k)
+    with pytest.raises(OptionError, match="63 bits: at most 62"):
+        family_masks(63, 1)
+    assert family_masks(62, 1)[-1] == 1 << 61
 
 
 @settings(max_examples=80, deadline=None)

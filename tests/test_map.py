@@ -12,12 +12,26 @@ import pytest
 import naive
 from bigbn import maxplus as MP
 from bigbn.families import family_masks, unsqueeze
-from bigbn.mapdag import dag_score, map_in_memory
+from bigbn.mapdag import backtrack, dag_score, map_chunk
 from bigbn.plan import Plan
 
 
 def run_map(beta, k, c):
-    return map_in_memory(SimpleNamespace(plan=Plan(beta.shape[0], k, c), beta=beta))
+    """The plan's map tasks chunk by chunk in this process, tables in memory: the MAP log
+    score M(V), the parent masks, and the M and sink tables."""
+    p = Plan(beta.shape[0], k, c, map_dag=True, posterior=False)
+    job = SimpleNamespace(plan=p, beta=beta)
+    M = np.empty(1 << p.n)
+    sinks = np.empty(1 << p.n, dtype=np.int8)
+    size = p.chunk_size
+    for spec in p.tasks():
+        if spec.kind == "map":
+            H = spec.chunk
+            out, sink = map_chunk(job, H, spec.terms, lambda G: M[G * size:(G + 1) * size])
+            M[H * size:(H + 1) * size] = out
+            sinks[H * size:(H + 1) * size] = sink
+    parents = backtrack(beta, p.families, p.n, lambda S: sinks[S])
+    return float(M[-1]), parents, M, sinks
 
 
 def is_dag(parents):
@@ -226,3 +240,18 @@ def test_cli_map_only(tmp_path):
     assert "MAP network finished" in r.stdout and "without --map-only adds it" in r.stdout
     r = CliRunner().invoke(main, ["plan", "--n", "30", "--map-only"])
     assert "map 8.0 GiB, map_sink 1.0 GiB" in r.stdout and "forward" not in r.stdout
+
+
+def test_backtrack_and_dag_score_refuse_impossible_tables():
+    from bigbn.errors import EngineError
+    from bigbn.mapdag import backtrack
+
+    n, k = 4, 1
+    fam = family_masks(n - 1, k)
+    beta = np.zeros((n, fam.size))
+    with pytest.raises(EngineError, match="no best sink for the node set 0xf"):
+        backtrack(beta, fam, n, lambda S: -1)
+    two_parents = np.array([0, 0, 0, 0b011], dtype=np.int64)  # node 3 ← 0, 1 with k = 1
+    with pytest.raises(EngineError, match="node 3's parent set 0x3 is not one of its families"):
+        dag_score(beta, fam, two_parents)
+    assert dag_score(beta, fam, np.array([0, 0, 0, 0b001], dtype=np.int64)) == 0.0

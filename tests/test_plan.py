@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bigbn.plan import STAGES, Plan, Region, live_chunks
+from bigbn.errors import EngineError, OptionError
+from bigbn.plan import STAGES, Plan, Region, _io_maps, live_chunks
 from bigbn.workdir import Workdir
 import helpers as h
 
@@ -193,6 +194,15 @@ def test_live_chunks_of_the_n28_and_n32_plans():
     assert (live_chunks(8), live_chunks(8, 2), live_chunks(12), live_chunks(12, 2)) == (126, 88, 1716, 1002)
 
 
+def test_live_chunks_are_kept_on_the_plan_not_in_a_module_cache():
+    assert not hasattr(live_chunks, "cache_info")  # no lru_cache: nothing global grows
+    plan, twin = Plan(28, 3, 20), Plan(28, 3, 20)
+    assert plan.disk_bytes(2)["backward"] == 8 * 88 * 2**20
+    assert plan.disk_bytes()["backward"] == 8 * 126 * 2**20
+    assert plan._live == {2: 88, None: 126} and twin._live == {}
+    assert plan == twin and hash(plan) == hash(twin)  # the kept figures are not part of the plan
+
+
 def test_forward_and_backward_are_mirrors_in_the_plan():
     """Backward on chunk H is forward on the complement chunk, with mirrored terms."""
     plan = Plan(9, 2, 4)
@@ -242,3 +252,14 @@ def test_tiny_chunks_get_an_honest_plan():
     r = h.cli("plan", "--n", 14, "-k", 2, "--chunk-bits", 4)
     seconds = float(r.output.split("time:   ≈ ")[1].split()[0])
     assert r.exit_code == 0 and seconds >= 10, r.output  # 3074 tasks: measured ≈ 38 s
+
+
+def test_unknown_stage_and_a_chunk_written_twice_are_refused():
+    plan = Plan(8, 2, 6)
+    with pytest.raises(OptionError, match="stage 'forwards': choose one of scores, alpha, forward"):
+        plan.stage_tasks("forwards")
+    assert plan.stage_tasks("forward") == [("forward", H) for lvl in plan.levels() for H in lvl]
+    twice = [(("forward", 1), (), (Region("forward", ((1,),)),)),
+             (("backward", 1), (), (Region("forward", ((1,),)),))]
+    with pytest.raises(EngineError, match=r"chunk forward\(1,\) written by \('forward', 1\) and \('backward', 1\)"):
+        _io_maps(twice)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, parents_of
+from bigbn.families import family_masks, mask_to_nodes, unsqueeze
 from bigbn.priors import log_prior, read_edge_list, read_edge_prob, read_max_parents
 
 import naive
@@ -18,7 +18,7 @@ import helpers as h
 def families(n, k):
     """[(i, f, parents as a set)] for every node and family, straight from bigbn.families."""
     masks = family_masks(n - 1, k).tolist()
-    return [(i, f, set(parents_of(i, m))) for i in range(n) for f, m in enumerate(masks)]
+    return [(i, f, set(mask_to_nodes(unsqueeze(m, i)))) for i in range(n) for f, m in enumerate(masks)]
 
 
 def reference(n, k, kind, edge_prob=None, forbid=(), require=(), max_parents=None):

@@ -92,15 +92,16 @@ class Count:
 
 @contextlib.contextmanager
 def wrapped(wrapper):
-    """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``."""
-    import bigbn.runner as runner
+    """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``: the executors
+    run whatever `bigbn.engine.JournaledTask` makes of the job."""
+    import bigbn.engine as engine
 
-    real = runner.execute
-    runner.execute = lambda job, **kw: real(job, task=wrapper.wrap(JournaledTask(job)), **kw)
+    assert engine.JournaledTask is JournaledTask
+    engine.JournaledTask = lambda job: wrapper.wrap(JournaledTask(job))
     try:
         yield wrapper
     finally:
-        runner.execute = real
+        engine.JournaledTask = JournaledTask
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +146,7 @@ def test_finished_run_is_not_recomputed(data, unbroken):
     assert np.array_equal(res.posterior, ref.posterior)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_is_bit_identical(tmp_path):
     data = write_data(tmp_path / "big.csv", n=13, m=400, seed=5)
     cmd = [sys.executable, "-m", "bigbn.cli", "run", str(data), "-k", "3", "--chunk-bits", "5",
@@ -219,6 +221,7 @@ def hold_lock(workdir):
     return proc
 
 
+@pytest.mark.slow
 def test_second_concurrent_run_is_refused_naming_the_holder(data, tmp_path):
     learn(data, workdir=tmp_path, max_parents=2)
     holder = hold_lock(tmp_path)
@@ -258,6 +261,7 @@ except WorkdirError:
 """
 
 
+@pytest.mark.slow
 def test_lock_is_exclusive_under_a_race(tmp_path):
     """Eight processes reach for the lock at the same instant: never two inside at once."""
     log = tmp_path / "log.txt"
@@ -490,6 +494,7 @@ def _package_copy(tmp_path):
     return pkg, dict(os.environ, PYTHONPATH=str(pkg.parent))
 
 
+@pytest.mark.slow
 def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monkeypatch):
     """The run fingerprint holds the hand-bumped numerics version (tests/test_numerics.py
     guards it with golden journal checksums), not a hash of the sources: a comment or an
@@ -692,6 +697,7 @@ def test_changed_data_under_the_same_workdir_says_so(tmp_path):
     assert "software" not in r.output
 
 
+@pytest.mark.slow
 def test_sigterm_says_how_to_resume(tmp_path):
     import signal
     import time

@@ -57,7 +57,7 @@ def engine_parent_sets(path: Path) -> np.ndarray:
 # ----------------------------------------------------------------------- parent sets
 
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("n", [2, 3, 4, 5])
+@pytest.mark.parametrize("n", [2, 3, 4, pytest.param(5, marks=pytest.mark.slow)])
 def test_parent_sets_against_all_dags(n, seed, tmp_path):
     rng = np.random.default_rng(seed)
     mid = 0
@@ -105,6 +105,7 @@ def random_dag(rng, n, density):
     return pm
 
 
+@pytest.mark.slow
 def test_linear_extensions_against_permutations():
     rng = np.random.default_rng(0)
     dags = [random_dag(rng, int(rng.integers(1, 8)), rng.random()) for _ in range(200)]
@@ -132,8 +133,14 @@ def test_linear_extensions_at_n_30_and_cycles():
     assert count_linear_extensions(two) == float(math.comb(30, 15))
 
 
+def test_linear_extensions_refuse_more_than_62_nodes():
+    with pytest.raises(OptionError, match="63 nodes: at most 62"):
+        count_linear_extensions(np.zeros(63, dtype=np.int64))
+
+
 # ----------------------------------------------------------------------- sampler kernels
 
+@pytest.mark.slow
 def test_sampler_equals_the_in_memory_recursion(tmp_path):
     """Same uniforms, same decisions: the chunk sweep is the plain backward recursion."""
     rng = np.random.default_rng(7)
@@ -156,6 +163,7 @@ def test_uniform_is_a_counter_based_hash():
     assert SK.uniform(5, 3, 0, 2, 1) not in others and len(others) == 5
 
 
+@pytest.mark.slow
 def test_feature_kernels_against_naive():
     rng = np.random.default_rng(2)
     pm, _, _ = naive.dag_posterior(naive.random_beta(5, 2, rng), 2)
@@ -529,6 +537,7 @@ def test_linear_extension_counting_is_bounded():
 
 # ------------------------------------------------------------ hostile inputs, round 4 (issue #37)
 
+@pytest.mark.slow
 def test_sample_takes_a_result_of_learn_with_a_workdir(tmp_path):
     """sample(result) raised TypeError; a Result of learn(..., workdir=...) now draws from its
     run, as effects(result) takes a Result. A Result whose run was in a temporary folder

@@ -31,6 +31,7 @@ def _peak_rss(data, workdir, *extra):
     return summary["peak_rss_bytes"], summary["plan"]["chunk_bits"]
 
 
+@pytest.mark.slow
 def test_memory_budget_bounds_peak_rss(tmp_path):
     """The budget bounds what the tables add on top of the process's fixed footprint
     (Python, numba, zarr, dask), measured by the same run with small 2^12-entry chunks

@@ -169,6 +169,7 @@ def check_png(path):
     assert matplotlib.image.imread(path).shape[:2] == (h, w) and w > 0 and h > 0
 
 
+@pytest.mark.slow
 def test_figures(tmp_path):
     plan = StudyPlan(ns=(4, 5), ks=(2,), rs=(2, 3), ms=(50, 500), replicates=2, seed=0)
     run_study(plan, tmp_path, learn=FakeLearn(), figures=True)

@@ -100,6 +100,7 @@ def test_read_tiers_with_and_without_header(tmp_path):
         read_tiers(tmp_path / "unknown.csv", names)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["fifo", "/dev/zero"])
 @pytest.mark.parametrize("command", ["run", "plan"])
 def test_a_tiers_file_that_is_a_pipe_without_writer_or_a_device_is_refused(tmp_path, what, command):
@@ -306,6 +307,7 @@ def test_singleton_tiers_give_the_single_order_posterior():
     assert all(res.posterior[u, v] == 0.0 for u, v in back)
 
 
+@pytest.mark.slow
 def test_map_under_tiers_against_brute_force():
     n, k = 5, 2
     tiers = ((1, 3), (0, 2, 4))
@@ -546,6 +548,7 @@ def test_tiered_samples_need_the_family_scores(tmp_path):
     np.testing.assert_array_equal(sample(tmp_path / "w", 300, seed=2).parents, first.parents)
 
 
+@pytest.mark.slow
 def test_samples_of_70_variables_in_tiers(tmp_path):
     """Past 63 variables a sample's parent sets are words (`sampling.as_words`): the edges
     against the exact ones, the ancestors against a search over each sample's arcs."""
@@ -576,6 +579,7 @@ def test_samples_of_70_variables_in_tiers(tmp_path):
     assert npz["parents"].shape == (300, n, 2)
 
 
+@pytest.mark.slow
 def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
     from bigbn.cli_tools import _run_tiers
     from bigbn.plot import _tier_order
@@ -595,6 +599,7 @@ def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
 
 # ----------------------------------------------------------------------------- causal effects
 
+@pytest.mark.slow
 def test_effects_under_tiers_against_all_dags(tmp_path):
     n, k, tiers = 4, 2, ((0, 1), (2,), (3,))
     data = random_table(23, n, 60)
