@@ -101,8 +101,8 @@ def fingerprint(data_sha256: str, n: int, m: int, options: dict) -> dict:
 
 
 _PLAIN = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
-          "numerics": "the workdir was computed by another bigbn version (its numerical code differs)",
-          "score_numerics": "the workdir was computed by other code of the score (its module changed)",
+          "numerics": "the workdir was computed by another bigbn version (numerics version {old}, now {new})",
+          "score_numerics": "the workdir was computed by other code of the score (its numerics {old}, now {new})",
           "m": "the data have {new} rows, the run's {old}",
           "n": "the data have {new} columns, the run's {old}"}
 

@@ -108,6 +108,10 @@ def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path):
     assert back.differences({**rec.fingerprint, "interventions": None}) == []
     diff = back.differences({**rec.fingerprint, "tiers": [["a"], ["b", "c"]]})
     assert len(diff) == 1 and diff[0].startswith("tiers: workdir has")
+    # the numerics versions are named, the engine's and the score's
+    assert back.differences({**rec.fingerprint, "numerics": 99, "score_numerics": "k2-7"}) == [
+        f"the workdir was computed by another bigbn version (numerics version {rec.fingerprint['numerics']}, now 99)",
+        "the workdir was computed by other code of the score (its numerics None, now k2-7)"]
     assert rec.with_stages(map_dag=False, posterior=True).plan == dataclasses.replace(plan, posterior=True)
 
 
