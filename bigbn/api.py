@@ -316,7 +316,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     # Every run is a run of one or more tiers; one tier of every variable (no tiers given,
     # or one holding them all) is the run without tiers: no "tiers" in its fingerprint, its
     # lattice at the workdir's root, its plain β and the results read from its tables.
-    tier_ids = tiering.parse_tiers(tiers, ds.names) if tiers is not None else (tuple(range(ds.n)),)
+    tier_ids = tiers if tiers is not None else (tuple(range(ds.n)),)
     if len(tier_ids) > 1:
         options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
     lays = tiering.layouts(tier_ids, k)

@@ -190,11 +190,13 @@ class Knowledge:
     def hard_edges(self) -> tuple[set[Edge], set[Edge]]:
         """(forbidden, required) with edge probabilities 0 and 1 counted as such and the
         no-edges tiers' pairs forbidden."""
-        forbid = set(self.forbidden) | {e for e, p in self.edge_prob if p == 0.0}
+        forbid = set(self.forbidden) | {e for e, p in self.edge_prob if p == 0.0} | self._within()
         require = set(self.required) | {e for e, p in self.edge_prob if p == 1.0}
-        for t in self.no_edges_within:
-            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
         return forbid, require
+
+    def _within(self) -> set[Edge]:
+        """Every ordered pair of variables within a no-edges-within tier."""
+        return {(u, v) for t in self.no_edges_within for u in self.tiers[t] for v in self.tiers[t] if u != v}
 
     def _check(self) -> None:
         forbid, require = self.hard_edges()
@@ -231,12 +233,12 @@ class Knowledge:
         for x, _ in self.max_parents:
             yield "max_parents", (x,)
 
-    def bind(self, names, k: int) -> tuple[list[list[str]] | None, dict]:
+    def bind(self, names, k: int) -> tuple[tuple[tuple[int, ...], ...] | None, dict]:
         """The engine's form for data with variables ``names`` and max parents ``k``:
-        (tiers as lists of names or None, prior_kwargs of `bigbn.priors.log_prior` with node
-        indices: forbid, require, edge_prob, max_parents, each only when given). OptionError
-        for a name that is not a variable, a limit above k; tiers must list every variable
-        (`bigbn.tiers.parse_tiers`)."""
+        (the tiers as node indices, `tier_ids`, or None; prior_kwargs of
+        `bigbn.priors.log_prior` with node indices: forbid, require, edge_prob, max_parents,
+        each only when given). OptionError for a name that is not a variable, a limit above
+        k, a variable in no tier."""
         names = [str(x) for x in names]
         index = {x: j for j, x in enumerate(names)}
         for where, xs in self._mentions():
@@ -245,9 +247,7 @@ class Knowledge:
                     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
                     raise OptionError(f"knowledge: unknown variable {x!r} in {where} (the variables are {shown})")
         out: dict = {}
-        forbid = set(self.forbidden)
-        for t in self.no_edges_within:
-            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
+        forbid = set(self.forbidden) | self._within()
         if forbid:
             out["forbid"] = sorted((index[u], index[v]) for u, v in forbid)
         if self.required:
@@ -264,7 +264,24 @@ class Knowledge:
                     raise OptionError(f"max parents of {x} is {m}, above the run's max parents k = {k}")
                 limits[index[x]] = m
             out["max_parents"] = limits
-        return ([list(t) for t in self.tiers] if self.tiers else None), out
+        return (self.tier_ids(names) if self.tiers else None), out
+
+    def tier_ids(self, names) -> tuple[tuple[int, ...], ...]:
+        """The tiers as indices into ``names``, earliest first, each ascending. OptionError
+        for a name that is not among them, or a variable in no tier."""
+        names = [str(x) for x in names]
+        index = {x: j for j, x in enumerate(names)}
+        for j, tier in enumerate(self.tiers):
+            for x in tier:
+                if x not in index:
+                    raise OptionError(f"tiers: unknown variable {x!r} in tier {j + 1} (not a column of the data)")
+        listed = {x for t in self.tiers for x in t}
+        missing = [x for x in names if x not in listed]
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise OptionError(f"tiers: {len(missing)} variable(s) in no tier ({shown}); give every "
+                              "variable a tier (a tier of its own is fine)")
+        return tuple(tuple(sorted(index[x] for x in t)) for t in self.tiers)
 
     def __bool__(self) -> bool:
         return bool(self.tiers or self.forbidden or self.required or self.edge_prob or self.max_parents)
@@ -325,9 +342,7 @@ class Knowledge:
         written into forbid.csv as their pairs."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        forbid = set(self.forbidden)
-        for t in self.no_edges_within:
-            forbid |= {(u, v) for u in self.tiers[t] for v in self.tiers[t] if u != v}
+        forbid = set(self.forbidden) | self._within()
         files = {
             "tiers": (("node", "tier"), [(x, j) for j, t in enumerate(self.tiers) for x in t]),
             "forbid": (("parent", "child"), sorted(forbid)),
@@ -389,19 +404,10 @@ class Knowledge:
         """The knowledge of a run's record (run.json's fingerprint: "tiers" as lists of
         names, "constraints" as `bigbn.priors.log_prior`'s keyword arguments with node
         indices, as JSON), by name. A tier's no-edges-within reads back as its pairs."""
-        names = [str(x) for x in names]
-        c = fingerprint.get("constraints") or {}
-        kw: dict = {"tiers": fingerprint.get("tiers") or None,
-                    "forbidden": [(names[u], names[v]) for u, v in c.get("forbid", ())],
-                    "required": [(names[u], names[v]) for u, v in c.get("require", ())]}
+        c = dict(fingerprint.get("constraints") or {})
         if c.get("edge_prob") is not None:
-            p = np.array(c["edge_prob"], dtype=np.float64)  # "nan" strings read back as NaN
-            kw["edge_prob"] = {(names[u], names[v]): float(p[u, v])
-                               for u, v in zip(*np.nonzero(~np.isnan(p))) if u != v}
-        if c.get("max_parents") is not None:
-            k = fingerprint.get("max_parents")
-            kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(c["max_parents"]) if m != k}
-        return cls(**kw)
+            c["edge_prob"] = np.array(c["edge_prob"], dtype=np.float64)  # "nan" strings read back as NaN
+        return cls.from_indices(names, fingerprint.get("max_parents"), c, tiers=fingerprint.get("tiers") or None)
 
     def to_dict(self) -> dict:
         """JSON values (run records, notebooks); `Knowledge.from_dict` reads them back."""

@@ -508,7 +508,7 @@ class FinishedRun(RunDir):
             raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
                                f"`bigbn run` command without --map-only to add the posterior, then {then}")
         fp = self.record.fingerprint
-        lays = tiering.layouts(tiering.parse_tiers(fp["tiers"], self.names), fp["max_parents"])
+        lays = tiering.layouts(Knowledge(tiers=fp["tiers"]).tier_ids(self.names), fp["max_parents"])
         out = []
         for lay, (_, c) in zip(lays, pl.tiers):
             beta = self._family_beta(lay)

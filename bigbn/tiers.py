@@ -61,55 +61,6 @@ def family_beta_id(lay: "TierLayout") -> str:
 
 # ------------------------------------------------------------------------------ input
 
-def parse_tiers(tiers, names) -> tuple[tuple[int, ...], ...]:
-    """The tiers as tuples of node indices, earliest first, each ascending.
-
-    tiers: a mapping {name: tier} (an integer per node, lower = earlier; the tiers are the
-    distinct values in increasing order) or a list of lists of names (earliest first).
-    Every variable must be in exactly one tier: an unlisted, unknown or repeated name is an
-    OptionError naming it.
-    """
-    names = [str(x) for x in names]
-    index = {x: j for j, x in enumerate(names)}
-    if isinstance(tiers, dict):
-        groups: dict[int, list[int]] = {}
-        for name, t in tiers.items():
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-                raise OptionError(f"tiers: the tier of {name!r} must be an integer, got {t!r}")
-            if str(name) not in index:
-                raise OptionError(f"tiers: unknown variable {str(name)!r} (not a column of the data)")
-            groups.setdefault(int(t), []).append(index[str(name)])
-        lists = [groups[t] for t in sorted(groups)]
-    elif isinstance(tiers, (list, tuple)):
-        lists = []
-        for j, tier in enumerate(tiers):
-            if isinstance(tier, (str, bytes)) or not hasattr(tier, "__iter__"):
-                raise OptionError(f"tiers: tier {j + 1} must be a list of variable names, got {tier!r}")
-            tier = list(tier)
-            if not tier:
-                raise OptionError(f"tiers: tier {j + 1} is empty")
-            for name in tier:
-                if str(name) not in index:
-                    raise OptionError(f"tiers: unknown variable {str(name)!r} in tier {j + 1} "
-                                      "(not a column of the data)")
-            lists.append([index[str(x)] for x in tier])
-    else:
-        raise OptionError(f"tiers must be a dict {{name: tier}} or a list of lists of names, "
-                          f"got {type(tiers).__name__}")
-    seen: dict[int, int] = {}
-    for j, tier in enumerate(lists):
-        for v in tier:
-            if v in seen:
-                raise OptionError(f"tiers: variable {names[v]!r} is in tier {seen[v] + 1} and tier {j + 1}")
-            seen[v] = j
-    missing = [names[v] for v in range(len(names)) if v not in seen]
-    if missing:
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise OptionError(f"tiers: {len(missing)} variable(s) in no tier ({shown}); give every "
-                          "variable a tier (a tier of its own is fine)")
-    return tuple(tuple(sorted(t)) for t in lists)
-
-
 def read_tiers(path, names) -> dict[str, int]:
     """Read a CSV ``node,tier`` (an integer tier per node, lower = earlier; the header line
     is optional) into {name: tier}, with the other constraint files' one-line errors."""

@@ -23,7 +23,8 @@ from bigbn import sampling as SK
 from bigbn.samples import sample
 from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
-from bigbn.tiers import TierLayout, layouts, parse_tiers, read_tiers, tier_scores, tier_sizes_from_file
+from bigbn.knowledge import Knowledge
+from bigbn.tiers import TierLayout, layouts, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
@@ -64,6 +65,12 @@ def naive_family_score(data, arities, child, parents, score="bdeu", ess=1.0) -> 
 
 
 # ----------------------------------------------------------------------------- input
+
+def parse_tiers(tiers, names):
+    """The tiers as node indices: what learn and the finished-run reader use (one parser,
+    bigbn.knowledge)."""
+    return Knowledge(tiers=tiers).tier_ids(names)
+
 
 def test_parse_tiers_mapping_and_lists_agree():
     names = ["a", "b", "c", "d"]
