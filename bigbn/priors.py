@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from dataclasses import dataclass
 from math import comb, log
 
 import numpy as np
@@ -192,36 +193,86 @@ def log_prior(n: int, k: int, kind: str = "koivisto-sood", *, edge_prob=None, fo
     constraint (forbid, require, edge_prob 0/1, max_parents) rules the family out. See the
     module docstring for the definitions. ``names`` (length n) is only used in messages.
     Raises OptionError for an unknown kind, malformed options or unsatisfiable constraints.
+    This is `family_log_prior` in the (n, F) layout; a tiered run calls it in its tiers'
+    layouts (`bigbn.tiers`).
     """
-    edge_prob, forbid, require, limits = _validate(
-        n, k, kind, edge_prob, forbid, require, max_parents, names)
+    checked = check(n, k, kind, edge_prob, forbid, require, max_parents, names)
     masks = family_masks(n - 1, k)
     size = popcounts(masks)
-    out = np.zeros((n, masks.size), dtype=np.float64)
-    if kind == "koivisto-sood":
-        log_inv_comb = np.array([0.0 - log(comb(n - 1, s)) for s in range(min(k, n - 1) + 1)])
-        out[:] = log_inv_comb[size]
-
-    def has(i: int, u: int) -> np.ndarray:
-        b = u if u < i else u - 1  # squeezed bit of u in node i's masks
-        return ((masks >> b) & 1).astype(bool)
-
-    if edge_prob is not None:
-        with np.errstate(divide="ignore"):
-            log_p, log_q = np.log(edge_prob), np.log1p(-edge_prob)
-        for i in range(n):
-            for u in range(n):
-                if u != i and not np.isnan(edge_prob[u, i]):
-                    out[i] += np.where(has(i, u), log_p[u, i], log_q[u, i])
-    for u, v in forbid:
-        if u != v:
-            out[v, has(v, u)] = -np.inf
-    for u, v in require:
-        out[v, ~has(v, u)] = -np.inf
+    out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):
-        out[i, size > limits[i]] = -np.inf
-        if not np.any(np.isfinite(out[i])):
-            raise OptionError(f"every parent set of {_name(names, i)} is ruled out by the constraints")
+        def has(u: int, i=i) -> np.ndarray:
+            b = u if u < i else u - 1  # squeezed bit of u in node i's masks
+            return ((masks >> b) & 1).astype(bool)
+
+        out[i] = family_log_prior(checked, i, size, has)
+    return out
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The structure prior's options, checked (`check`): n, k, the base ``kind``, the
+    edge-probability matrix (or None), forbidden and required (u, v) pairs (edge_prob's
+    0 / 1 entries among them), per-node limits, and the names used in messages."""
+
+    n: int
+    k: int
+    kind: str
+    edge_prob: np.ndarray | None
+    forbid: tuple[tuple[int, int], ...]
+    require: tuple[tuple[int, int], ...]
+    limits: np.ndarray
+    names: tuple | None
+
+
+def check(n: int, k: int, kind: str, edge_prob=None, forbid=(), require=(), max_parents=None,
+          names=None) -> Checked:
+    """Every option of the structure prior checked and normalised (OptionError, one line,
+    naming the nodes, for what is malformed or unsatisfiable)."""
+    edge_prob, forbid, require, limits = _validate(n, k, kind, edge_prob, forbid, require, max_parents, names)
+    return Checked(n, k, kind, edge_prob, tuple(forbid), tuple(require), limits,
+                   None if names is None else tuple(names))
+
+
+def family_log_prior(prior: Checked, v: int, size: np.ndarray, has, ruled_out_by: str = "the constraints"
+                     ) -> np.ndarray:
+    """log ρ_v(G) for the families of node v in any layout, the one computation of the
+    structure prior (an untiered run's (n, F) table, `log_prior`, and a tiered run's
+    layouts, `bigbn.tiers`, call it): float64 (F,).
+
+    size: int (F,), |G| of every family; has(u): bool (F,), whether each family holds u,
+    or None where no family of v can hold u (a node of a later tier). The base ρ counts
+    n − 1 candidates whatever the layout; the factor of an edge u → v that no family can
+    hold is its 1 − p, as for a family that lacks u. The terms are added in the same order
+    (base, then u = 0, 1, ...), so every layout gives a family the same bits."""
+    n, k = prior.n, prior.k
+    if prior.kind == "koivisto-sood":
+        out = np.array([0.0 - log(comb(n - 1, s)) for s in range(min(k, n - 1) + 1)])[size]
+    else:
+        out = np.zeros(size.shape, dtype=np.float64)
+    p = prior.edge_prob
+    if p is not None:
+        with np.errstate(divide="ignore"):
+            log_p, log_q = np.log(p[:, v]), np.log1p(-p[:, v])
+        for u in range(n):
+            if u != v and not np.isnan(p[u, v]):
+                h = has(u)
+                out += log_q[u] if h is None else np.where(h, log_p[u], log_q[u])
+    for u, w in prior.forbid:
+        if w == v and u != v:
+            h = has(u)
+            if h is not None:
+                out[h] = -np.inf
+    for u, w in prior.require:
+        if w == v:
+            h = has(u)
+            if h is None:
+                out[:] = -np.inf
+            else:
+                out[~h] = -np.inf
+    out[size > prior.limits[v]] = -np.inf
+    if not np.any(np.isfinite(out)):
+        raise OptionError(f"every parent set of {_name(prior.names, v)} is ruled out by {ruled_out_by}")
     return out
 
 

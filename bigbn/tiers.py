@@ -309,55 +309,28 @@ def tier_scores(ds, lays: tuple[TierLayout, ...], score, k: int, options: dict, 
 
 
 def _tier_prior(n: int, k: int, lays, kind: str, names, kw: dict) -> list[np.ndarray]:
-    """log ρ_v(G) in the tiers' layouts: the same prior as `priors.log_prior` (base ρ by
-    |G| with n − 1 candidates, edge-probability factors, forbid/require/max-parents), with
-    required edges that point against the tiers refused."""
-    from .priors import _validate
+    """log ρ_v(G) in the tiers' layouts: `priors.family_log_prior`, the untiered run's
+    computation (so a family's prior has the same bits in either layout), with required
+    edges that point against the tiers refused."""
+    from .priors import check, family_log_prior
 
     unknown = set(kw) - {"edge_prob", "forbid", "require", "max_parents"}
     if unknown:
         raise OptionError(f"unknown constraint option(s): {', '.join(sorted(unknown))}")
-    edge_prob, forbid, require, limits = _validate(
-        n, k, kind, kw.get("edge_prob"), kw.get("forbid", ()), kw.get("require", ()),
-        kw.get("max_parents"), names)
+    prior = check(n, k, kind, kw.get("edge_prob"), kw.get("forbid", ()), kw.get("require", ()),
+                  kw.get("max_parents"), names)
     tier_of = {v: lay.index for lay in lays for v in lay.nodes}
-    for u, v in require:
+    for u, v in prior.require:
         if tier_of[u] > tier_of[v]:
             raise OptionError(f"required edge {names[u]} -> {names[v]} points from tier "
                               f"{tier_of[u] + 1} back to tier {tier_of[v] + 1}: no tier-consistent "
                               "order allows it")
-    forbidden = {(u, v) for u, v in forbid}
-    required = {}
-    for u, v in require:
-        required.setdefault(v, []).append(u)
-    if edge_prob is not None:
-        with np.errstate(divide="ignore"):
-            soft = ~np.isnan(edge_prob) & (edge_prob > 0) & (edge_prob < 1)
-            log_p = np.where(soft, np.log(np.where(soft, edge_prob, 0.5)), 0.0)
-            log_q = np.where(soft, np.log1p(-np.where(soft, edge_prob, 0.5)), 0.0)
     out = []
     for lay in lays:
         size = lay.column_sizes
-        if kind == "koivisto-sood":
-            base = np.array([-math.log(comb(n - 1, s)) for s in range(k + 1)])[size]
-        else:
-            base = np.zeros(lay.width)
-        rho = np.tile(base, (lay.m, 1))
-        for b, v in enumerate(lay.nodes):
-            members = _members(lay, b)
-            if edge_prob is not None:
-                rho[b] += log_q[:, v].sum() - log_q[v, v]
-                for u, has in members.items():
-                    rho[b] += np.where(has, log_p[u, v] - log_q[u, v], 0.0)
-            for u, has in members.items():
-                if (u, v) in forbidden:
-                    rho[b, has] = NEG_INF
-            for u in required.get(v, ()):
-                rho[b, ~members[u]] = NEG_INF
-            rho[b, size > limits[v]] = NEG_INF
-            if not np.isfinite(rho[b]).any():
-                raise OptionError(f"every parent set of {names[v]} is ruled out by the constraints and tiers")
-        out.append(rho)
+        out.append(np.stack([family_log_prior(prior, v, size, _members(lay, b).get,
+                                              "the constraints and tiers")
+                             for b, v in enumerate(lay.nodes)]))
     return out
 
 

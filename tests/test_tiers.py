@@ -24,7 +24,7 @@ from bigbn.samples import sample
 from bigbn.scoring import BUILTIN
 from bigbn.scores import parent_sets_of
 from bigbn.knowledge import Knowledge
-from bigbn.tiers import TierLayout, layouts, read_tiers, tier_scores, tier_sizes_from_file
+from bigbn.tiers import TierLayout, _tier_prior, layouts, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
@@ -232,6 +232,31 @@ def test_scores_and_prior_in_the_layout_against_the_formula_and_log_prior():
                     assert beta[b, c] == want
                 else:
                     assert beta[b, c] == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
+def test_the_tiers_prior_is_log_prior_bit_for_bit():
+    """One computation of the structure prior (`priors.family_log_prior`): in the tiers'
+    layouts every family's log ρ has the bits of priors.log_prior's untiered table (soft
+    edge probabilities, p = 0 and 1, forbid, require, limits, both base priors), and a
+    family a tier rules out (a later-tier parent) has none."""
+    n, k = 7, 3
+    rng = np.random.default_rng(5)
+    edge_prob = np.where(rng.random((n, n)) < 0.5, rng.uniform(0.05, 0.95, (n, n)), np.nan)
+    edge_prob[0, 3], edge_prob[1, 2], edge_prob[6, 0] = 0.0, 1.0, 0.3  # 6 -> 0: a later tier's
+    kw = {"edge_prob": edge_prob, "forbid": [(0, 4)], "require": [(2, 5)],
+          "max_parents": np.array([3, 2, 1, 3, 2, 3, 3])}
+    names = names_of(n)
+    lays = layouts(((0, 1), (2, 3, 5), (4, 6)), k)
+    fam = family_masks(n - 1, k)
+    for kind in ("uniform", "koivisto-sood"):
+        rho = _tier_prior(n, k, lays, kind, names, kw)
+        full = log_prior(n, k, kind, names=names, **kw)
+        for lay, r in zip(lays, rho):
+            assert r.shape == (lay.m, lay.width)
+            for b, v in enumerate(lay.nodes):
+                for c in range(lay.width):
+                    f = int(np.searchsorted(fam, squeeze(sum(1 << u for u in lay.parents(b, c)), v)))
+                    assert r[b, c].tobytes() == full[v, f].tobytes(), (kind, v, lay.parents(b, c))
 
 
 def test_required_edge_against_the_tiers_is_refused():
