@@ -2,9 +2,11 @@
 
 - `RunRecord`: the frozen record of one run: its fingerprint (everything that decides a
   number it stores: the data's content hash, n, m, the numerics version and the model
-  options), the data's source and names, and the full `Plan` (chunk bits, alpha mode,
-  which stages: posterior, MAP). ``run.json`` is written (`write_record`) and read
-  (`read_record`) here and nowhere else.
+  options), the data's source and names, and the run's plan, one form for every run
+  (`tiers.RunPlan`: one or more tiers with their chunk bits, the alpha mode, which
+  stages: posterior, MAP; a run without tiers is one tier). ``run.json`` is written
+  (`write_record`) and read (`read_record`) here and nowhere else; a run.json of format
+  version 1 (a run without tiers recorded as its plain `Plan`) reads as its one tier.
 - `check_is_ours`: a folder is bigbn's only when it is empty or holds a ``run.json`` that
   bigbn wrote (it carries ``"format": "bigbn-run"`` and a format version); anything else is
   refused before a single file in it is touched.
@@ -20,9 +22,8 @@ Adding a field to a run (see also docs/design.md, "The run record"):
 - a model option that changes the numbers (e.g. tiers, interventions): add it to the
   ``options`` dict that `learn` passes to `fingerprint`; it is stored in run.json, compared
   on resume (a record without it reads as None) and shown by `bigbn status`;
-- a field of the plan: add it to the `Plan` dataclass (a JSON value: JSON lists come back
-  as tuples); `RunRecord` stores every `Plan` field and restores missing ones to their
-  defaults.
+- a field of the plan: add it to `tiers.RunPlan` (a JSON value) and to its ``to_json`` /
+  ``from_json``, a record without it read at its default.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ from .plan import STAGES, Plan, task_id
 from .workdir import LOCK, RUN_JSON, Workdir, checksum
 
 RUN_FORMAT = "bigbn-run"
-RUN_FORMAT_VERSION = 1
+#: 2: the plan is a `tiers.RunPlan` (one or more tiers) for every run. Version 1 (up to
+#: e83beef) recorded a run without tiers as its plain `Plan`; it is read as its one tier.
+RUN_FORMAT_VERSION = 2
+READ_FORMAT_VERSIONS = (1, 2)
 
 def numerics_fingerprint() -> int:
     """The numerics version of this code (`bigbn._version.NUMERICS_VERSION`, bumped by hand
@@ -115,52 +119,19 @@ def gib(b: float) -> str:
     return f"{int(b)} B"
 
 
-def _tuples(v):
-    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
-
-
-@dataclass(frozen=True)
-class TieredPlan:
-    """The plan of a run with tiers (bigbn/tiers.py), which runs one lattice plan per tier
-    of two or more nodes: n, k and the alpha mode of the run, the stages, and per tier
-    (earliest first) its number of nodes and chunk bits (None: a one-node tier)."""
-
-    n: int
-    k: int
-    alpha_mode: str
-    tiers: tuple[tuple[int, int | None], ...]
-    map_dag: bool = False
-    posterior: bool = True
-
-    def to_json(self) -> dict:
-        return {"n": self.n, "k": self.k, "alpha_mode": self.alpha_mode, "map_dag": self.map_dag,
-                "posterior": self.posterior,
-                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers]}
-
-    @classmethod
-    def from_json(cls, pl: dict) -> TieredPlan:
-        tiers = tuple((t["nodes"], t.get("chunk_bits")) for t in pl["tiers"])
-        ok = all(isinstance(m, int) and (c is None or isinstance(c, int)) for m, c in tiers)
-        ok = ok and pl["alpha_mode"] in ("recompute", "store") and sum(m for m, _ in tiers) == pl["n"]
-        if not ok:
-            raise ValueError("tier plan")
-        return cls(int(pl["n"]), int(pl["k"]), pl["alpha_mode"], tiers, bool(pl.get("map_dag", False)),
-                   bool(pl.get("posterior", True)))
-
-
 @dataclass(frozen=True)
 class RunRecord:
     """What a run was asked and how it is planned: the content of ``run.json``.
 
-    fingerprint: see `fingerprint`; plan: the full `Plan`, or a `TieredPlan` for a run with
-    tiers (its posterior / map_dag flags say every stage any invocation on this workdir has
-    asked for); names: the data's
+    fingerprint: see `fingerprint`; plan: the run's `tiers.RunPlan`, one or more tiers (a
+    run without tiers is one tier of every variable; its posterior / map_dag flags say
+    every stage any invocation on this workdir has asked for); names: the data's
     variable names; source: the data file's absolute path, or "" / "array" for data in
     memory; version: the bigbn version that created the run; created: when.
     """
 
     fingerprint: dict
-    plan: Plan | TieredPlan
+    plan: tiering.RunPlan
     names: tuple[str, ...]
     source: str = ""
     version: str = __version__
@@ -191,8 +162,7 @@ class RunRecord:
     def to_json(self) -> dict:
         return {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION,
                 "fingerprint": jsonable(self.fingerprint),
-                "plan": self.plan.to_json() if isinstance(self.plan, TieredPlan)
-                else jsonable(dataclasses.asdict(self.plan)),
+                "plan": self.plan.to_json(),
                 "stages": list(STAGES), "names": list(self.names), "source": self.source,
                 "version": self.version, "created": self.created}
 
@@ -201,7 +171,7 @@ class RunRecord:
         """The record in a parsed run.json that carries bigbn's format marker; WorkdirError
         if it is damaged."""
         damaged = f"{path} is damaged; use --fresh to start over (this removes the run's files)"
-        if obj.get("format_version") != RUN_FORMAT_VERSION:
+        if obj.get("format_version") not in READ_FORMAT_VERSIONS:
             raise WorkdirError(f"{path} has run format version {obj.get('format_version')!r}, this "
                                f"bigbn reads version {RUN_FORMAT_VERSION}; use --fresh to start over")
         try:
@@ -210,9 +180,7 @@ class RunRecord:
                 and isinstance(fp.get("n"), int) and isinstance(fp.get("m", 0), (int, type(None))) \
                 and isinstance(pl, dict) \
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
-            known = {f.name for f in dataclasses.fields(Plan)}
-            plan = None if not ok else TieredPlan.from_json(pl) if "tiers" in pl else \
-                Plan(**{k: _tuples(v) for k, v in pl.items() if k in known})
+            plan = tiering.RunPlan.from_json(pl) if ok else None
             source = obj.get("source") or ""
             ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
         except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
@@ -325,7 +293,7 @@ class RunDir:
             raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
                                f"{what}); run `bigbn run` first, then {then}")
         self.record = record
-        self.plan: Plan | TieredPlan = record.plan
+        self.plan: tiering.RunPlan = record.plan
         self.workdir = Workdir(self.root)
 
     @property
@@ -482,14 +450,15 @@ class FinishedRun(RunDir):
         _check_tables_folder(self, then)
         self.records = self.journal()
         pl = self.plan
-        if isinstance(pl, TieredPlan):
+        if pl.tiered:
             self.tiers = self._tiers(pl, then, need)
             self.lays = tuple(t.lay for t in self.tiers)
             self.log_px = float(sum(t.log_z for t in self.tiers))
             #: Σ_v c_v subtracted from β (bigbn/offsets.py): log p(x) = log_px + log_offset
             self.log_offset = float(sum(t.log_offset for t in self.tiers))
         else:
-            lattice = FinishedLattice(self.workdir, pl, self.records, then, need)
+            post, mp = pl.lattices(0)  # one plan (every stage asked), at the workdir's root
+            lattice = FinishedLattice(self.workdir, post or mp, self.records, then, need)
             self.lays = (tiering.TierLayout(0, tuple(range(pl.n)), (), pl.k),)
             self.tiers = [FinishedTier(self.lays[0], lattice.beta, lattice, lattice.log_px, lattice.log_offset)]
             self.log_px, self.log_offset = lattice.log_px, lattice.log_offset
@@ -497,9 +466,9 @@ class FinishedRun(RunDir):
     @property
     def tiered(self) -> bool:
         """Whether the run has tiers (run.json's plan lists them), not one root-scope lattice."""
-        return isinstance(self.plan, TieredPlan)
+        return self.plan.tiered
 
-    def _tiers(self, pl: TieredPlan, then: str, need: str) -> list[FinishedTier]:
+    def _tiers(self, pl: tiering.RunPlan, then: str, need: str) -> list[FinishedTier]:
         root = self.root
         if need != "posterior":  # the tiers' MAP lattices hold within-tier parents only
             raise WorkdirError(f"{root}: a run with tiers is read for its posterior; its MAP network "
@@ -510,14 +479,13 @@ class FinishedRun(RunDir):
         fp = self.record.fingerprint
         lays = tiering.layouts(Knowledge(tiers=fp["tiers"]).tier_ids(self.names), fp["max_parents"])
         out = []
-        for lay, (_, c) in zip(lays, pl.tiers):
+        for lay, (plan, _) in zip(lays, pl.plans()):
             beta = self._family_beta(lay)
             offset = float(self.records[tiering.family_beta_id(lay)].get("log_offset", 0.0))
             A, _ = tiering.tier_local_scores(beta, lay)
-            if c is None:
+            if plan is None:  # one node: no lattice
                 out.append(FinishedTier(lay, beta, None, float(A[0, 0]), offset))
                 continue
-            plan = Plan(lay.m, lay.k_tier, c, pl.alpha_mode, False, True, scope=lay.scope)
             lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
             if not np.array_equal(lattice.beta, A):
                 raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
@@ -580,7 +548,7 @@ def status_lines(workdir) -> list[str]:
     by stage; with tiers, a line per tier."""
     rd = RunDir(workdir, then="ask for its status")
     root, wd, pl, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
-    tiered = isinstance(pl, TieredPlan)
+    tiered = pl.tiered
     done = rd.journal()
     computes = "computes " + " and ".join(w for w, on in (("the posterior", pl.posterior),
                                                           ("the MAP network", pl.map_dag)) if on)
@@ -595,7 +563,9 @@ def status_lines(workdir) -> list[str]:
         lines.append(f"tiers: {len(sizes)} (sizes {', '.join(map(str, sizes))}); only tier-consistent "
                      f"orders; {computes}")
     else:
-        lines.append(f"plan: chunk bits {pl.chunk_bits}, {pl.n_chunks} chunks, alpha {pl.alpha_mode}, {computes}")
+        lattice = pl.distinct()[0]
+        lines.append(f"plan: chunk bits {lattice.chunk_bits}, {lattice.n_chunks} chunks, alpha {pl.alpha_mode}, "
+                     f"{computes}")
     finished = {"posterior": True, "map": True}
     bound = 0
     for j, m, plans in _lattice_plans(rd):
@@ -643,20 +613,11 @@ def status_lines(workdir) -> list[str]:
 
 def _lattice_plans(rd: RunDir) -> list[tuple[int, int, list[Plan]]]:
     """Per tier (earliest first): its index, its number of nodes and the plans of its
-    lattices (none for a one-node tier). A run without tiers is one tier of every variable
-    whose one plan (every stage the run asked for) is the record's, at the root scope; a
-    tier of a tiered run has a posterior and a MAP plan, in scopes tierJ and tierJ-map."""
+    lattices (none for a one-node tier; `tiers.RunPlan.lattices`: the run without tiers has
+    one plan for every stage, at the root scope)."""
     pl = rd.plan
-    if not isinstance(pl, TieredPlan):
-        return [(0, pl.n, [pl])]
-    out = []
-    for j, (m, c) in enumerate(pl.tiers):
-        k = min(pl.k, m - 1)
-        scope = f"tier{j + 1}"  # `tiers.TierLayout.scope`
-        out.append((j, m, [] if c is None else
-                    [Plan(m, k, c, pl.alpha_mode, False, True, scope=scope)] * pl.posterior
-                    + [Plan(m, k, c, pl.alpha_mode, True, False, scope=scope + "-map")] * pl.map_dag))
-    return out
+    return [(j, m, list({id(p): p for p in pl.lattices(j) if p is not None}.values()))
+            for j, (m, _) in enumerate(pl.tiers)]
 
 
 def _knowledge_lines(rd: RunDir) -> list[str]:

@@ -25,7 +25,7 @@ from .errors import WorkdirError
 from .executors import Callback
 from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
 from . import tiers as tiering
-from .rundir import RunRecord, TieredPlan, check_is_ours, gib, read_record, write_record
+from .rundir import RunRecord, check_is_ours, gib, read_record, write_record
 from .workdir import Workdir, checksum
 
 
@@ -51,9 +51,10 @@ def finished_beta(root, fp: dict, map_dag: bool, posterior: bool) -> np.ndarray 
     journaled and intact (so a rerun need not score the data again); else None."""
     try:
         record = read_record(root)
-        if record is None or record.differences(fp):
+        if record is None or record.differences(fp) or record.plan.tiered:
             return None
-        plan = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior)
+        post, mp = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior).lattices(0)
+        plan = post or mp
         wd = Workdir(root)
         if not all(wd.store.matches(plan, t) for t in plan.tables()):
             return None  # a table is missing or its metadata damaged: prepare makes it anew
@@ -79,12 +80,12 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             posterior: bool, memory, workers, fresh: bool, check_disk: bool,
             disk_workers: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
-    fix the plans, write run.json and make the tables. ``lays``: the run's tiers
-    (`tiers.TierLayout`); one tier of every variable is the run without tiers, whose one
-    lattice is at the workdir's root and whose run.json holds its `Plan`; with more, each
-    tier of two or more nodes has its lattice in its own scope and run.json a `TieredPlan`.
-    Chunk bits and the alpha mode come from the workdir on resume (another value is
-    refused), else from ``chunk_bits`` / ``alpha_mode`` / the memory budget.
+    fix the run's plan (`tiers.RunPlan`: one or more tiers), write run.json and make the
+    tables. ``lays``: the run's tiers (`tiers.TierLayout`); one tier of every variable is
+    the run without tiers, whose one lattice is at the workdir's root; with more, each
+    tier of two or more nodes has its lattices in its own scopes. Chunk bits and the alpha
+    mode come from the workdir on resume (another value is refused), else from
+    ``chunk_bits`` / ``alpha_mode`` / the memory budget.
 
     Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
     is not asked for or the tier has one node; the run without tiers has one plan for
@@ -96,17 +97,13 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     n, k = fp["n"], fp["max_parents"]
     if old is not None:
         _refuse_other_run(wd, old, fp)
-        if plain == isinstance(old.plan, TieredPlan):
+        if [m for m, _ in old.plan.tiers] != [lay.m for lay in lays]:
             raise WorkdirError(f"{wd.root}/run.json is damaged (its plan does not match the run's tiers); "
                                "use --fresh to start over")
         mode = old.plan.alpha_mode
-        if plain:
-            bits = [old.plan.chunk_bits]
-            other = [] if chunk_bits is None or chunk_bits == bits[0] else [(lays[0], bits[0])]
-        else:  # as without tiers: another value is refused, not ignored
-            bits = [c for _, c in old.plan.tiers]
-            other = [(lay, c) for lay, c in zip(lays, bits)
-                     if chunk_bits is not None and c is not None and c != min(chunk_bits, lay.m)]
+        # as without tiers: another value is refused, not ignored (a tier's capped at its size)
+        other = [(lay, c) for lay, (_, c) in zip(lays, old.plan.tiers) if chunk_bits is not None
+                 and c is not None and c != (chunk_bits if plain else min(chunk_bits, lay.m))]
         if other:  # name a tier whose chunk bits were not capped at its size if one differs
             lay, c = min(other, key=lambda lc: (lc[1] == lc[0].m, lc[0].index))
             where = "" if plain else f" (tier {lay.index + 1}, {lay.m} variables)"
@@ -115,21 +112,10 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
         if alpha_mode is not None and alpha_mode != mode:
             raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
                                "or use --fresh")
+        run = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior)
     else:
-        mode = alpha_mode or "recompute"
-        bits = [chunk_bits if chunk_bits is not None else choose_chunk_bits(n, k, memory, workers, mode)] \
-            if plain else [None] * len(lays)
-    if plain:
-        plan = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior) if old is not None \
-            else Plan(n, k, int(bits[0]), mode, map_dag, posterior)
-        plans = [(plan if posterior else None, plan if map_dag else None)]
-    elif old is not None:
-        plans = [(None, None) if c is None else
-                 tiering.tier_plans([lay], c, mode, map_dag, posterior, memory, workers)[0]
-                 for lay, c in zip(lays, bits)]
-    else:
-        plans = tiering.tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
-    lattices = list({id(p): p for pair in plans for p in pair if p is not None}.values())
+        run = tiering.run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    plans, lattices = run.plans(), run.distinct()
     need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers).items()
                if old is None or not (wd.tables / p.scope / t).exists())
     if need and check_disk:
@@ -139,13 +125,10 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
                 raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only {gib(free)} free "
                                    f"(see `bigbn plan --n {n} -k {k}`)")
             what = "this run needs" if not plain else \
-                "the MAP network needs" if plan.posterior else "the posterior needs"
+                "the MAP network needs" if posterior else "the posterior needs"
             raise WorkdirError(f"{wd.root}: {what} {gib(need)} more disk, only {gib(free)} free")
     if old is None:
-        record = plan if plain else TieredPlan(
-            n, k, mode, tuple((lay.m, pp.chunk_bits if pp else (pm.chunk_bits if pm else None))
-                              for lay, (pp, pm) in zip(lays, plans)), map_dag, posterior)
-        write_record(wd.root, RunRecord(fp, record, tuple(names), source))
+        write_record(wd.root, RunRecord(fp, run, tuple(names), source))
     elif old.with_stages(map_dag, posterior) != old:
         write_record(wd.root, old.with_stages(map_dag, posterior))
     for p in lattices:

@@ -458,22 +458,105 @@ def map_completion(beta: np.ndarray, lay: TierLayout, tier_parents) -> tuple[lis
 
 # ------------------------------------------------------------------------------ planning
 
-def tier_plans(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
-               workers: int) -> list[tuple[Plan | None, Plan | None]]:
-    """(posterior plan, MAP plan) of every tier (None for a one-node tier, which needs no
-    lattice, and for what is not asked); chunk bits chosen per tier unless given."""
-    out = []
+@dataclass(frozen=True)
+class RunPlan:
+    """The plan of a run, the one form run.json records: one or more tiers (earliest
+    first), each (its number of nodes, its chunk bits; None for a one-node tier, which
+    needs no lattice), the run's n, k (capped at n − 1) and alpha mode, and the stages
+    any invocation asked for (posterior, MAP).
+
+    A run without tiers is one tier of every variable: its one lattice plan (`lattices`)
+    is at the workdir's root and runs every stage asked for, so its tables, task ids and
+    numbers are those of every untiered run. With two or more tiers, a tier of two or more
+    nodes has a posterior lattice in scope "tierJ" and a MAP lattice in "tierJ-map"."""
+
+    n: int
+    k: int
+    alpha_mode: str
+    tiers: tuple[tuple[int, int | None], ...]
+    map_dag: bool = False
+    posterior: bool = True
+
+    def __post_init__(self):
+        ok = len(self.tiers) >= 1 and sum(m for m, _ in self.tiers) == self.n and all(
+            isinstance(m, int) and m >= 1 and (c is None or isinstance(c, int)) and (c is None) == (m < 2)
+            for m, c in self.tiers)
+        if not ok:
+            raise OptionError(f"a run plan's tiers {self.tiers!r} do not cover n = {self.n} variables")
+
+    @property
+    def tiered(self) -> bool:
+        """Whether the run has two or more tiers (scoped lattices), not one root lattice."""
+        return len(self.tiers) > 1
+
+    def lattices(self, j: int) -> tuple[Plan | None, Plan | None]:
+        """Tier j's (posterior lattice plan, MAP lattice plan); None where the stage is not
+        asked for or the tier has one node. The run without tiers has one plan for both
+        (the same object)."""
+        m, c = self.tiers[j]
+        if c is None:
+            return None, None
+        if not self.tiered:
+            plan = Plan(self.n, self.k, c, self.alpha_mode, self.map_dag, self.posterior)
+            return (plan if self.posterior else None), (plan if self.map_dag else None)
+        k, scope = min(self.k, m - 1), f"tier{j + 1}"  # `TierLayout.k_tier`, `TierLayout.scope`
+        return (Plan(m, k, c, self.alpha_mode, False, True, scope=scope) if self.posterior else None,
+                Plan(m, k, c, self.alpha_mode, True, False, scope=scope + "-map") if self.map_dag else None)
+
+    def plans(self) -> list[tuple[Plan | None, Plan | None]]:
+        """`lattices` of every tier, earliest first."""
+        return [self.lattices(j) for j in range(len(self.tiers))]
+
+    def distinct(self) -> list[Plan]:
+        """Every lattice plan of the run, once (the run without tiers has one)."""
+        return list({id(p): p for pair in self.plans() for p in pair if p is not None}.values())
+
+    def to_json(self) -> dict:
+        return {"n": self.n, "k": self.k, "alpha_mode": self.alpha_mode, "map_dag": self.map_dag,
+                "posterior": self.posterior,
+                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers]}
+
+    @classmethod
+    def from_json(cls, pl: dict) -> RunPlan:
+        """The plan in run.json: this form, or the plain `Plan` a run without tiers recorded
+        before (bigbn 0.x up to e83beef), read as its one tier. ValueError (OptionError)
+        or KeyError / TypeError when it is damaged."""
+        if "tiers" not in pl:
+            known = {"n", "k", "chunk_bits", "alpha_mode", "map_dag", "posterior", "scope"}
+            plan = Plan(**{k: v for k, v in pl.items() if k in known})
+            if plan.scope:
+                raise ValueError("a scoped plan is not a run's")
+            return cls.of(plan)
+        tiers = tuple((t["nodes"], t.get("chunk_bits")) for t in pl["tiers"])
+        if pl["alpha_mode"] not in ("recompute", "store") or not isinstance(pl["k"], int):
+            raise ValueError("run plan")
+        out = cls(int(pl["n"]), int(pl["k"]), pl["alpha_mode"], tiers, bool(pl.get("map_dag", False)),
+                  bool(pl.get("posterior", True)))
+        out.plans()  # every lattice plan valid (chunk bits within its tier, ...)
+        return out
+
+    @classmethod
+    def of(cls, plan: Plan) -> RunPlan:
+        """The run without tiers whose one lattice is ``plan``."""
+        return cls(plan.n, plan.k, plan.alpha_mode, ((plan.n, plan.chunk_bits),), plan.map_dag, plan.posterior)
+
+
+def run_plan(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,
+             workers: int) -> RunPlan:
+    """A new run's plan: chunk bits per tier (``chunk_bits``, capped at a tier's size when
+    there are tiers, else from the memory budget; none for a one-node tier)."""
+    mode = alpha_mode or "recompute"
+    plain = len(lays) == 1
+    bits = []
     for lay in lays:
         if lay.m < 2:
-            out.append((None, None))
-            continue
-        mode = alpha_mode or "recompute"
-        c = min(chunk_bits, lay.m) if chunk_bits is not None else \
-            choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)
-        out.append((Plan(lay.m, lay.k_tier, int(c), mode, False, True, scope=lay.scope) if posterior else None,
-                    Plan(lay.m, lay.k_tier, int(c), mode, True, False, scope=lay.scope + "-map")
-                    if map_dag else None))
-    return out
+            bits.append(None)
+        elif chunk_bits is not None:
+            bits.append(int(chunk_bits if plain else min(chunk_bits, lay.m)))
+        else:
+            bits.append(int(choose_chunk_bits(lay.m, lay.k_tier, memory, workers, mode)))
+    return RunPlan(sum(lay.m for lay in lays), lays[0].k, mode, tuple((lay.m, c) for lay, c in zip(lays, bits)),
+                   map_dag, posterior)
 
 
 def tier_sizes_from_file(path) -> tuple[int, ...]:
@@ -527,7 +610,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
         raise OptionError(f"max parents must be ≥ 0, got {k}")
     k = min(k, n - 1)
     lays = layouts(_consecutive(sizes), k)
-    plans = tier_plans(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+    plans = run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers).plans()
     fams = sum(lay.m * lay.width for lay in lays)
     lines = [f"n = {n} in {len(sizes)} tiers ({','.join(map(str, sizes))}), k = {k}: "
              f"{fams} families in all (a node of the last tier has {lays[-1].width})"]

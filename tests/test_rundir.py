@@ -16,7 +16,9 @@ import bigbn
 from bigbn.cli import main
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.plan import Plan
-from bigbn.rundir import FinishedRun, RunRecord, fingerprint, read_record, write_record
+from bigbn.rundir import FinishedRun, RunRecord, fingerprint, finished_run, read_record, status_lines, write_record
+from bigbn.tiers import RunPlan
+from bigbn.workdir import Workdir
 import helpers as h
 import os
 
@@ -91,13 +93,16 @@ def test_an_empty_folder_and_bigbns_own_are_used(finished, tmp_path):
     record = read_record(finished)
     assert record.plan.posterior and not record.plan.map_dag and record.names[0] == "asia"
     raw = json.loads((finished / "run.json").read_text())
-    assert raw["format"] == "bigbn-run" and raw["format_version"] == 1
+    assert raw["format"] == "bigbn-run" and raw["format_version"] == 2
+    # one plan form for every run: a run without tiers is one tier of every variable
+    assert raw["plan"]["tiers"] == [{"nodes": 8, "chunk_bits": 6}] and raw["plan"]["n"] == 8
 
 
 # ----------------------------------------------------------------------- the record
 
-def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path):
-    plan = Plan(5, 2, 3, "store", map_dag=True, posterior=False)
+@pytest.mark.parametrize("plan", [RunPlan.of(Plan(5, 2, 3, "store", map_dag=True, posterior=False)),
+                                  RunPlan(5, 2, "store", ((2, 1), (1, None), (2, 2)), True, False)])
+def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path, plan):
     rec = RunRecord(fingerprint("abc", 5, 10, {"score": "k2", "tiers": [["a", "b"], ["c"]]}),
                     plan, tuple("abcde"), "/data.csv")
     write_record(tmp_path, rec)
@@ -113,6 +118,54 @@ def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path):
         f"the workdir was computed by another bigbn version (numerics version {rec.fingerprint['numerics']}, now 99)",
         "the workdir was computed by other code of the score (its numerics None, now k2-7)"]
     assert rec.with_stages(map_dag=False, posterior=True).plan == dataclasses.replace(plan, posterior=True)
+
+
+# ----------------------------------------------------------------------- the previous format
+
+#: The plan of run.json as bigbn wrote it up to e83beef (run format version 1): a run
+#: without tiers recorded its plain `Plan`, a run with tiers a list of tiers (the form every
+#: run's plan now has). Values of the runs below, as e83beef wrote them.
+LEGACY_PLAN = {
+    "plain": {"alpha_mode": "recompute", "chunk_bits": 3, "k": 2, "map_dag": True, "n": 8,
+              "posterior": True, "scope": ""},
+    "tiered": {"alpha_mode": "recompute", "k": 2, "map_dag": True, "n": 8, "posterior": True,
+               "tiers": [{"chunk_bits": 2, "nodes": 2}, {"chunk_bits": 2, "nodes": 3},
+                         {"chunk_bits": None, "nodes": 1}, {"chunk_bits": 2, "nodes": 2}]},
+}
+LEGACY_KW = {"plain": dict(max_parents=2, chunk_bits=3, map_dag=True, workers=1),
+             "tiered": dict(max_parents=2, chunk_bits=2, map_dag=True, workers=1,
+                            tiers=[["asia", "smoke"], ["tub", "lung", "bronc"], ["either"], ["xray", "dysp"]])}
+
+
+@pytest.mark.parametrize("kind", ["plain", "tiered"])
+@pytest.mark.parametrize("state", ["finished", "half-done"])
+def test_a_workdir_of_run_format_1_resumes_or_is_reported_finished(tmp_path, kind, state):
+    """A workdir written by e83beef (run.json format 1, whose run without tiers recorded a
+    plain `Plan`) resumes under one plan form, or is reported finished, with the same
+    numbers; a finished one is read by `FinishedRun` and `bigbn status`. The workdir is a run
+    of this code with its run.json replaced by the one e83beef wrote (its tables, journal and
+    fingerprint are the same: no number changed since)."""
+    wd = tmp_path / "w"
+    first = bigbn.learn(ASIA, workdir=wd, **LEGACY_KW[kind])
+    crcs = {t: r["crc"] for t, r in Workdir(wd).journal().items()}
+    raw = json.loads((wd / "run.json").read_text())
+    plan = read_record(wd).plan
+    assert raw["plan"] == plan.to_json() and len(plan.tiers) == (1 if kind == "plain" else 4)
+    (wd / "run.json").write_text(json.dumps({**raw, "format_version": 1, "plan": LEGACY_PLAN[kind]}))
+    assert read_record(wd).plan == plan  # the previous form reads as the one form
+    if state == "half-done":  # as if killed after half its journal lines, before the results
+        lines = (wd / "journal.jsonl").read_text().splitlines(keepends=True)
+        (wd / "journal.jsonl").write_text("".join(lines[: len(lines) // 2]))
+        for f in ("edges.csv", "summary.json", "map_dag.csv", "parent_sets.csv"):
+            (wd / f).unlink()
+    again = bigbn.learn(ASIA, workdir=wd, **LEGACY_KW[kind])
+    assert again.summary["already_finished"] == (state == "finished")
+    assert again.posterior.tobytes() == first.posterior.tobytes()
+    assert again.log_marginal == first.log_marginal and again.map_log_score == first.map_log_score
+    assert {t: r["crc"] for t, r in Workdir(wd).journal().items()} == crcs
+    assert finished_run(wd).posterior().tobytes() == first.posterior.tobytes()
+    assert status_lines(wd)[-2:] == [f"finished: results in {wd.resolve() / 'edges.csv'}",
+                                     f"MAP network: {wd.resolve() / 'map_dag.csv'}"]
 
 
 # ----------------------------------------------------------------------- damage

@@ -462,7 +462,7 @@ def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
             for w in ("plain", "one")}
     assert crcs["one"] == crcs["plain"] and not any("/" in t for t in crcs["one"])
     plans = [json.loads((tmp_path / w / "run.json").read_text())["plan"] for w in ("plain", "one")]
-    assert plans[0] == plans[1] and "tiers" not in plans[1]
+    assert plans[0] == plans[1] and plans[1]["tiers"] == [{"nodes": 5, "chunk_bits": 3}]
     # the same run: a rerun of either on the other's workdir finds it finished
     again = bigbn.learn(data, workdir=tmp_path / "plain", tiers=[names_of(5)], **kw)
     assert again.summary["already_finished"] and again.posterior.tobytes() == plain.posterior.tobytes()
