@@ -357,39 +357,40 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
-            recomputed, dones = [], []
+            # Every lattice of the run (a tier's posterior and MAP lattices; the run without
+            # tiers has one) in one executor call: on a cluster the tiers run side by side.
+            jobs, labels, tier_scores = [], {}, []
             for lay, beta, (p_post, p_map), offset in zip(lays, betas, plans, offsets):
-                def stage_progress(stage, done, total, _j=lay.index):
-                    progress(stage if plain else f"tier {_j + 1}/{len(lays)} {stage}", done, total)
-
-                tick = stage_progress if progress is not None else None
                 if plain:  # the lattice's scores are β itself, one plan runs every stage asked for
-                    plan = p_post or p_map
-                    wd = Workdir(root, owner)
-                    bad, journal, done = run_engine(Job(wd, plan, beta, total_offset(offset)), scheduler,
-                                                    workers, tick, finished)
-                    recomputed, dones = recomputed + bad, dones + [done]
-                    offset = log_offset(journal, task_id(("scores",)))
-                    result.families = plan.families
-                    if posterior:
-                        log_z = float(journal[task_id(("edges",))]["log_px"])
-                        post = wd.read("posterior", slice(None))
-                        result.parent_set_posterior = parent_set_posteriors(
-                            beta, wd.read("gamma", slice(None)), log_z)
-                        log_px = log_z + offset
-                    if map_dag:
-                        map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
-                        map_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
+                    jobs.append(Job(Workdir(root, owner), p_post or p_map, beta, total_offset(offset)))
                     continue
                 A, M = tiering.tier_local_scores(beta, lay)
+                tier_scores.append((A, M))
+                for p, s in ((p_post, A), (p_map, M)):
+                    if p is not None:
+                        jobs.append(Job(Workdir(root, owner, p.scope), p, s, offset))
+                        labels[p.scope] = f"tier {lay.index + 1}/{len(lays)}"
+            recomputed, journal, done = run_engine(jobs, scheduler, workers, progress, finished, labels) \
+                if jobs else ([], Workdir(root).journal(), False)
+            if plain:
+                plan, wd = jobs[0].plan, jobs[0].workdir
+                offset = log_offset(journal, task_id(("scores",)))
+                result.families = plan.families
+                if posterior:
+                    log_z = float(journal[task_id(("edges",))]["log_px"])
+                    post = wd.read("posterior", slice(None))
+                    result.parent_set_posterior = parent_set_posteriors(
+                        betas[0], wd.read("gamma", slice(None)), log_z)
+                    log_px = log_z + offset
+                if map_dag:
+                    map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
+                    map_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
+            for lay, beta, (p_post, p_map), offset, (A, M) in zip(lays, betas, plans, offsets, tier_scores):
                 if posterior:
                     if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
                         gamma, log_z = np.zeros((1, 1)), float(A[0, 0])
                     else:
-                        wd = Workdir(root, owner, lay.scope)
-                        bad, journal, done = run_engine(Job(wd, p_post, A, offset), scheduler, workers, tick)
-                        recomputed, dones = recomputed + bad, dones + [done]
-                        gamma = wd.read("gamma", slice(None))
+                        gamma = Workdir(root, owner, lay.scope).read("gamma", slice(None))
                         log_z = float(journal[p_post.task(("edges",)).id]["log_px"])
                     save_family_beta(root, owner, lay, beta, offset)
                     fam = tiering.family_posteriors(beta, gamma, lay, log_z)
@@ -402,8 +403,6 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                         m_score = float(M[0, 0])
                     else:
                         wd = Workdir(root, owner, lay.scope + "-map")
-                        bad, journal, done = run_engine(Job(wd, p_map, M, offset), scheduler, workers, tick)
-                        recomputed, dones = recomputed + bad, dones + [done]
                         tier_parents = wd.read("map_parents", slice(None)).astype(np.int64)
                         m_score = float(journal[p_map.task(("map_dag",)).id]["log_score"])
                     masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
@@ -426,7 +425,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
                 result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
             result.summary["recomputed_corrupt_tasks"] = recomputed
-            result.summary["already_finished"] = bool(dones) and all(dones)
+            result.summary["already_finished"] = done
             if map_dag:
                 result.map_parents, result.map_log_score = map_parents, map_score
                 result.summary["map_dag"] = {"log_score": map_score,

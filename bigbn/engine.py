@@ -350,13 +350,34 @@ class JournaledTask:
         return rec
 
 
+@dataclass(frozen=True)
+class JournaledTasks:
+    """The task function of several jobs of one run run together (a run's tiers: plans of
+    distinct scopes): a spec runs as `JournaledTask` of the job whose plan has its scope."""
+
+    jobs: tuple[Job, ...]
+
+    def __call__(self, spec: TaskSpec) -> dict:
+        for job in self.jobs:
+            if job.plan.scope == spec.scope:
+                return JournaledTask(job)(spec)
+        raise EngineError(f"task {spec.id}: no plan of scope {spec.scope!r} in this run (bug)")
+
+
 # ----------------------------------------------------------------------------- executing
 
 
 
-def execute(job: Job, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
-            done: set[str] | None = None) -> None:
+def execute(job: Job | Sequence[Job], *, scheduler="threads", workers: int | None = None,
+            callbacks: Sequence = (), done: set[str] | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
+
+    job: a `Job`, or the jobs of one run's lattices (a run's tiers: plans of distinct
+    scopes, their task ids scoped, "tier2/forward:5"), whose pending specs go to the
+    executor in one call, each plan's in its order, plan after plan: the executor starts
+    the ready task that comes first, so each lattice's tasks start in its plan's order
+    (each within its disk bound, `Plan.disk_bytes`; the run within their sum), and a
+    cluster runs the tiers side by side.
 
     scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
@@ -364,10 +385,14 @@ def execute(job: Job, *, scheduler="threads", workers: int | None = None, callba
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
     Each spec runs through `JournaledTask(job)`.
     """
+    jobs = (job,) if isinstance(job, Job) else tuple(job)
+    if len({j.plan.scope for j in jobs}) != len(jobs):
+        raise EngineError("execute: two plans of the same scope in one run (bug)")
+    job = jobs[0]  # the run's workdir (any scope: one journal, one tables folder)
     if done is None:
         done = set(job.workdir.journal())
-    specs = [s for s in job.plan.tasks() if s.id not in done]
-    fn = JournaledTask(job)
+    specs = [s for j in jobs for s in j.plan.tasks() if s.id not in done]
+    fn = JournaledTask(job) if len(jobs) == 1 else JournaledTasks(jobs)
     if scheduler == "sync":
         from .executors import sync
 

@@ -176,58 +176,78 @@ def _inconsistent_log_px(job: Job, journal: dict) -> bool:
 
 
 class _Progress(Callback):
-    """Executor callback: counts finished tasks per stage for ``progress(stage, done, total)``.
-    A stage is first reported when its first task starts (or at once if a resumed run had
-    finished some of its tasks), so stages still waiting are not listed as 0/N."""
+    """Executor callback: counts finished tasks per lattice and stage for ``progress(stage,
+    done, total)`` (a lattice's stages named after ``labels[scope]``, "tier 2/4 forward",
+    where given). A stage is first reported when its first task starts (or at once if a
+    resumed run had finished some of its tasks), so stages still waiting are not listed as
+    0/N."""
 
-    def __init__(self, plan: Plan, done: set[str], progress):
-        self.totals = {s: len(plan.stage_tasks(s)) for s in STAGES if s != "scores"}
-        self.counts = {s: sum(1 for key in plan.stage_tasks(s) if plan.task(key).id in done)
-                       for s in self.totals}
+    def __init__(self, plans, done: set[str], progress, labels: dict | None = None):
+        labels = labels or {}
+        self.totals, self.counts, self.names = {}, {}, {}
+        for plan in plans:
+            for s in STAGES:
+                if s == "scores" or not plan.stage_tasks(s):
+                    continue
+                keys = plan.stage_tasks(s)
+                self.totals[plan.scope, s] = len(keys)
+                self.counts[plan.scope, s] = sum(1 for key in keys if plan.task(key).id in done)
+                label = labels.get(plan.scope)
+                self.names[plan.scope, s] = f"{label} {s}" if label else s
         self.progress = progress
         self.shown = set()
-        for s, tot in self.totals.items():
-            if tot and self.counts[s]:
-                self._show(s)
+        for at, tot in self.totals.items():
+            if self.counts[at]:
+                self._show(at)
 
-    def _show(self, s: str) -> None:
-        self.shown.add(s)
-        self.progress(s, self.counts[s], self.totals[s])
+    def _show(self, at: tuple) -> None:
+        self.shown.add(at)
+        self.progress(self.names[at], self.counts[at], self.totals[at])
 
     def on_task_start(self, event) -> None:
-        s = event.key[0]
-        if s in self.counts and s not in self.shown:
-            self._show(s)
+        at = (event.scope, event.key[0])
+        if at in self.counts and at not in self.shown:
+            self._show(at)
 
     def on_task_end(self, event) -> None:
-        s = event.key[0]
-        if s in self.counts:
-            self.counts[s] += 1
-            self._show(s)
+        at = (event.scope, event.key[0])
+        if at in self.counts:
+            self.counts[at] += 1
+            self._show(at)
 
 
-def run_engine(job: Job, scheduler, workers, progress, finished: bool = False) -> tuple[list[str], dict, bool]:
-    """Run what the journal does not list as finished and intact. Returns the ids of
-    journaled tasks whose chunks failed their checksum (run again), the final journal,
-    and whether the run was already finished (nothing ran). finished: the caller has just
-    found every kept output intact (`finished_beta`), so they are not read again."""
-    wd = job.workdir
+def run_engine(jobs, scheduler, workers, progress, finished: bool = False,
+               labels: dict | None = None) -> tuple[list[str], dict, bool]:
+    """Run what the journal does not list as finished and intact, for every lattice of
+    the run (``jobs``: a `Job` per lattice plan; a run without tiers has one, a run with
+    tiers one per tier and stage) in one executor call over all their pending tasks.
+    Returns the ids of journaled tasks whose chunks failed their checksum (run again),
+    the final journal, and whether the run was already finished (nothing ran). finished:
+    the caller has just found every kept output intact (`finished_beta`), so they are not
+    read again. labels: {scope: how progress names that lattice}."""
+    wd = jobs[0].workdir  # any scope: the run's one journal
     if finished:
         return [], wd.journal(), True
     wd.repair_journal()
-    _check_scores(wd, job.beta, job.plan)
+    for job in jobs:
+        _check_scores(job.workdir, job.beta, job.plan)
     journal = wd.journal()
-    edges_id = job.plan.task(("edges",)).id if job.plan.posterior else None
-    bad_log_px = _inconsistent_log_px(job, journal)
-    if bad_log_px:
-        del journal[edges_id]  # recomputed from the (intact) tables
-    elif _finished(job, journal):
-        return [], journal, True  # finished and its results intact: nothing to check or run
-    done, bad = verify(job, journal)
-    if bad_log_px:
-        bad.append(edges_id)
-    callbacks = [_Progress(job.plan, done, progress)] if progress is not None else []
-    execute(job, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
+    pending, done, bad = [], set(), []
+    for job in jobs:
+        edges_id = job.plan.task(("edges",)).id if job.plan.posterior else None
+        bad_log_px = _inconsistent_log_px(job, journal)
+        if bad_log_px:
+            del journal[edges_id]  # recomputed from the (intact) tables
+        elif _finished(job, journal):
+            continue  # finished and its results intact: nothing to check or run
+        ok, damaged = verify(job, journal)
+        done |= ok
+        bad += damaged + ([edges_id] if bad_log_px else [])
+        pending.append(job)
+    if not pending:
+        return [], journal, True
+    callbacks = [_Progress([j.plan for j in pending], done, progress, labels)] if progress is not None else []
+    execute(pending, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
     return bad, wd.journal(), False
 
 

@@ -469,6 +469,40 @@ def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
 
 
 
+def test_a_tiered_run_calls_the_executor_once_over_every_tier(tmp_path, monkeypatch):
+    """One executor call over the union of the tiers' tasks (their ids scoped), posterior
+    and MAP lattices alike, so a cluster runs the tiers side by side; a resumed run calls it
+    once over what is left; progress names each tier's stages."""
+    import bigbn.runner as runner
+
+    calls = []
+
+    def spy(jobs, **kw):
+        calls.append(sorted({j.plan.scope for j in jobs}))
+        return execute(jobs, **kw)
+
+    execute = runner.execute
+    monkeypatch.setattr(runner, "execute", spy)
+    data = random_table(2, 6, 200)
+    events = []
+    kw = dict(names=names_of(6), max_parents=2, chunk_bits=2, map_dag=True, workdir=tmp_path / "w",
+              tiers=[["V0", "V1", "V2"], ["V3"], ["V4", "V5"]])
+    res = bigbn.learn(data, progress=lambda *e: events.append(e), **kw)
+    assert calls == [["tier1", "tier1-map", "tier3", "tier3-map"]]
+    assert {e[0] for e in events} >= {"scores", "tier 1/3 forward", "tier 3/3 map", "tier 1/3 edges"}
+    assert events[-1][1] == events[-1][2]
+    journal = bigbn.workdir.Workdir(tmp_path / "w").journal()
+    assert {t.split("/")[0] for t in journal if not t.endswith("/family_beta")} == {
+        "tier1", "tier1-map", "tier3", "tier3-map"}
+    lines = (tmp_path / "w" / "journal.jsonl").read_text().splitlines()
+    keep = [ln for ln in lines if '"task":"tier3/' not in ln.replace(" ", "")]
+    assert len(keep) < len(lines)
+    (tmp_path / "w" / "journal.jsonl").write_text("\n".join(keep) + "\n")  # tier 3 never ran
+    calls.clear()
+    again = bigbn.learn(data, **kw)
+    assert calls == [["tier3"]] and again.posterior.tobytes() == res.posterior.tobytes()
+
+
 def test_one_finished_run_reader_for_runs_with_and_without_tiers(tmp_path):
     """`FinishedRun` reads every finished run as a list of tiers: without tiers one tier
     (no earlier tiers) on the root-scope lattice with the plain β; with tiers one per tier."""

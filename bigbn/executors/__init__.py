@@ -1,7 +1,8 @@
 """Executors: run a plan's task specs in dependency order (rechunker's ``executors/``).
 
-An executor gets the pending `TaskSpec`s (their ``deps`` name other specs; a dependency
-that is not pending counts as done) and a task function ``fn(spec) -> result`` (picklable
+An executor gets the pending `TaskSpec`s, of one plan or of several (a run's tiers): each
+is named by its journal id ``spec.id`` (scoped, "tier2/forward:5", so unique over a run)
+and waits for ``spec.dep_ids`` (a dependency that is not pending counts as done) and a task function ``fn(spec) -> result`` (picklable
 for the distributed executor), runs every spec once, after its pending dependencies, and
 reports each task to callback objects (cubed's ``Callback``): ``on_task_start(event)``
 before and ``on_task_end(event)`` after it, always on the calling thread. If a task fails,
@@ -28,10 +29,12 @@ from ..plan import TaskSpec
 
 @dataclass(frozen=True)
 class TaskStartEvent:
-    """A task was handed to a worker (``time``: seconds since the epoch)."""
+    """A task was handed to a worker (``time``: seconds since the epoch); ``scope``: its
+    plan's scope ("" for a run without tiers, "tier2" for a tier's lattice)."""
 
     key: tuple
     time: float
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class TaskEndEvent:
     result: Any
     start: float
     end: float
+    scope: str = ""
 
 
 class Callback:
@@ -57,22 +61,23 @@ class Callback:
 class Ready:
     """Which pending specs may run: their pending dependencies have all finished.
 
-    ``pop()`` gives the ready spec that comes first in the plan's order (so lower chunk
-    levels go first); ``finish(key)`` releases its dependants.
+    ``pop()`` gives the ready spec that comes first in the specs' order (the plan's, so
+    lower chunk levels go first; of a run's tiers, each tier's in its plan's order);
+    ``finish(spec.id)`` releases its dependants. Specs are named by their ids.
     """
 
     def __init__(self, specs: Sequence[TaskSpec]):
-        self.order = {s.key: i for i, s in enumerate(specs)}
-        self.spec = {s.key: s for s in specs}
-        self.waiting = {s.key: sum(1 for d in s.deps if d in self.order) for s in specs}
-        self.dependants: dict[tuple, list[tuple]] = {s.key: [] for s in specs}
-        for s in specs:
-            for d in s.deps:
-                if d in self.order:
-                    self.dependants[d].append(s.key)
+        self.order = {s.id: i for i, s in enumerate(specs)}
+        self.spec = {s.id: s for s in specs}
+        deps = {s.id: [d for d in s.dep_ids if d in self.order] for s in specs}
+        self.waiting = {t: len(d) for t, d in deps.items()}
+        self.dependants: dict[str, list[str]] = {s.id: [] for s in specs}
+        for t, ds in deps.items():
+            for d in ds:
+                self.dependants[d].append(t)
         self.heap = [self.order[k] for k, w in self.waiting.items() if w == 0]
         heapq.heapify(self.heap)
-        self.keys = [s.key for s in specs]
+        self.keys = [s.id for s in specs]
         self.left = len(specs)
 
     def __bool__(self) -> bool:
@@ -81,7 +86,7 @@ class Ready:
     def pop(self) -> TaskSpec:
         return self.spec[self.keys[heapq.heappop(self.heap)]]
 
-    def finish(self, key: tuple) -> None:
+    def finish(self, key: str) -> None:
         self.left -= 1
         for k in self.dependants[key]:
             self.waiting[k] -= 1
@@ -94,15 +99,15 @@ class Ready:
             raise EngineError(f"{self.left} tasks never became ready, e.g. {stuck} (cycle in the plan?)")
 
 
-def emit_start(callbacks: Iterable[Callback], key: tuple) -> float:
+def emit_start(callbacks: Iterable[Callback], key: tuple, scope: str = "") -> float:
     t = time.time()
     for cb in callbacks:
-        cb.on_task_start(TaskStartEvent(key, t))
+        cb.on_task_start(TaskStartEvent(key, t, scope))
     return t
 
 
-def emit_end(callbacks: Iterable[Callback], key: tuple, result, start: float) -> None:
-    event = TaskEndEvent(key, result, start, time.time())
+def emit_end(callbacks: Iterable[Callback], key: tuple, result, start: float, scope: str = "") -> None:
+    event = TaskEndEvent(key, result, start, time.time(), scope)
     for cb in callbacks:
         cb.on_task_end(event)
 

@@ -46,36 +46,37 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, 
     ready = Ready(specs)
     token = uuid.uuid4().hex[:8]
     [fn_future] = client.scatter([fn], broadcast=True, hash=False)
-    running: dict = {}  # future -> (key, start)
+    running: dict = {}  # future -> (spec, start)
     ac = as_completed(loop=client.loop)
     try:
         while ready or running:
             while ready:
                 spec = ready.pop()
-                # dask-style key ("forward-<token>", 5): the dashboard groups by stage
-                fut = client.submit(_call, fn_future, spec, key=(f"{spec.kind}-{token}", *spec.key[1:]),
-                                    retries=retries, priority=-ready.order[spec.key])
-                running[fut] = (spec.key, emit_start(callbacks, spec.key))
+                # dask-style key ("forward-<token>", "tier2", 5): the dashboard groups by stage
+                fut = client.submit(_call, fn_future, spec,
+                                    key=(f"{spec.kind}-{token}", spec.scope, *spec.key[1:]),
+                                    retries=retries, priority=-ready.order[spec.id])
+                running[fut] = (spec, emit_start(callbacks, spec.key, spec.scope))
                 ac.add(fut)
             if not running:
                 break
             fut = next(ac)
-            key, start = running.pop(fut)
+            spec, start = running.pop(fut)
             if fut.status == "error":
                 raise fut.exception()
             if fut.status == "lost":
                 # it finished, but its worker died before we took the result: the
                 # scheduler runs it again (the task is idempotent); wait for that run
-                running[fut] = (key, start)
+                running[fut] = (spec, start)
                 ac.add(fut)
                 continue
             if fut.status != "finished":
-                raise EngineError(f"task {key} was {fut.status} on the cluster (every worker lost? "
+                raise EngineError(f"task {spec.id} was {fut.status} on the cluster (every worker lost? "
                                   "run again to resume from the journal)")
             result = fut.result()
             fut.release()
-            ready.finish(key)
-            emit_end(callbacks, key, result, start)
+            ready.finish(spec.id)
+            emit_end(callbacks, spec.key, result, start, spec.scope)
     finally:
         for fut in running:
             fut.cancel()

@@ -14,8 +14,8 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], *,
     ready = Ready(specs)
     while ready:
         spec = ready.pop()
-        start = emit_start(callbacks, spec.key)
+        start = emit_start(callbacks, spec.key, spec.scope)
         result = fn(spec)
-        ready.finish(spec.key)
-        emit_end(callbacks, spec.key, result, start)
+        ready.finish(spec.id)
+        emit_end(callbacks, spec.key, result, start, spec.scope)
     ready.check_done()

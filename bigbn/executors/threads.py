@@ -18,24 +18,24 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], *, workers:
         callbacks: Sequence[Callback] = ()) -> None:
     workers = workers or os.cpu_count() or 1
     ready = Ready(specs)
-    running: dict = {}  # future -> (key, start)
+    running: dict = {}  # future -> (spec, start)
     error: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bigbn") as pool:
         try:
             while ready or running:
                 while ready and len(running) < workers and error is None:
                     spec = ready.pop()
-                    running[pool.submit(fn, spec)] = (spec.key, emit_start(callbacks, spec.key))
+                    running[pool.submit(fn, spec)] = (spec, emit_start(callbacks, spec.key, spec.scope))
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    key, start = running.pop(fut)
+                    spec, start = running.pop(fut)
                     if fut.exception() is not None:
                         error = error or fut.exception()
                         continue
-                    ready.finish(key)
-                    emit_end(callbacks, key, fut.result(), start)
+                    ready.finish(spec.id)
+                    emit_end(callbacks, spec.key, fut.result(), start, spec.scope)
                 if error is not None and not running:
                     raise error
         finally:
