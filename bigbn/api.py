@@ -334,11 +334,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     # first: they validate every model option (constraints, ess, BGe parameters), so a
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
-    beta = None if workdir is None or fresh or not plain else \
-        finished_beta(Path(workdir).resolve(), fp, map_dag, posterior)
-    finished = beta is not None
-    if finished:
-        betas, offsets = [beta], [np.zeros(ds.n)]  # the offset is the journal's (`engine.log_offset`)
+    found = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, lays, map_dag,
+                                                                  posterior)
+    finished = found is not None
+    if finished:  # the β the run was computed with, as `_scores` gives it
+        betas, offsets = found
     else:
         if progress is not None:  # the local scores are the first stage a user waits for
             progress("scores", 0, 1)
@@ -359,13 +359,13 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
             # Every lattice of the run (a tier's posterior and MAP lattices; the run without
             # tiers has one) in one executor call: on a cluster the tiers run side by side.
-            jobs, labels, tier_scores = [], {}, []
+            jobs, labels, lattice_scores = [], {}, []
             for lay, beta, (p_post, p_map), offset in zip(lays, betas, plans, offsets):
                 if plain:  # the lattice's scores are β itself, one plan runs every stage asked for
                     jobs.append(Job(Workdir(root, owner), p_post or p_map, beta, total_offset(offset)))
                     continue
                 A, M = tiering.tier_local_scores(beta, lay)
-                tier_scores.append((A, M))
+                lattice_scores.append((A, M))
                 for p, s in ((p_post, A), (p_map, M)):
                     if p is not None:
                         jobs.append(Job(Workdir(root, owner, p.scope), p, s, offset))
@@ -385,7 +385,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 if map_dag:
                     map_parents = wd.read("map_parents", slice(None)).astype(np.int64)
                     map_score = float(journal[task_id(("map_dag",))]["log_score"]) + offset
-            for lay, beta, (p_post, p_map), offset, (A, M) in zip(lays, betas, plans, offsets, tier_scores):
+            for lay, beta, (p_post, p_map), offset, (A, M) in zip(lays, betas, plans, offsets, lattice_scores):
                 if posterior:
                     if p_post is None:  # one node: Z = Σ_G β(G), γ = 1
                         gamma, log_z = np.zeros((1, 1)), float(A[0, 0])

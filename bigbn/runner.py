@@ -4,7 +4,8 @@
 the plans of its tiers (a run without tiers is one tier, at the workdir's root) and creates
 the tables; `run_engine` runs what the journal does not list as
 finished and intact; `summary` is what summary.json holds. `finished_beta` lets a
-rerun of a finished run skip the scores. `learn` (bigbn/api.py) strings them together.
+rerun of a finished run, with or without tiers, skip the scores. `learn` (bigbn/api.py)
+strings them together.
 """
 
 from __future__ import annotations
@@ -46,26 +47,48 @@ def _finished(job: Job, journal: dict) -> bool:
         and not _inconsistent_log_px(job, journal)
 
 
-def finished_beta(root, fp: dict, map_dag: bool, posterior: bool) -> np.ndarray | None:
-    """β of a finished run in ``root`` of this fingerprint whose results asked for are all
-    journaled and intact (so a rerun need not score the data again); else None."""
+def finished_beta(root, fp: dict, lays, map_dag: bool, posterior: bool) -> tuple[list, list] | None:
+    """The β of every tier of a finished run in ``root`` of this fingerprint whose results
+    asked for are all journaled and intact, so that a rerun need not score the data again:
+    (betas, offsets) as `api._scores` gives them, else None. A run without tiers: its β
+    table (its offset is the journal's, `engine.log_offset`); with tiers: each tier's
+    journaled family β (`save_family_beta`) and its Σ_v c_v, whose segment sums (the
+    tier's lattice scores, `tiers.tier_local_scores`) must pass the CRC of its lattices'
+    scores tasks. ``lays``: the run's tiers (`tiers.TierLayout`)."""
     try:
         record = read_record(root)
-        if record is None or record.differences(fp) or record.plan.tiered:
+        if record is None or record.differences(fp) or [m for m, _ in record.plan.tiers] != [l.m for l in lays]:
             return None
-        post, mp = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior).lattices(0)
-        plan = post or mp
-        wd = Workdir(root)
-        if not all(wd.store.matches(plan, t) for t in plan.tables()):
-            return None  # a table is missing or its metadata damaged: prepare makes it anew
-        journal = wd.journal()
-        beta = wd.read("beta", slice(None))
+        run = dataclasses.replace(record.plan, map_dag=map_dag, posterior=posterior)
+        journal = Workdir(root).journal()
+        betas, offsets = [], []
+        for lay, (p_post, p_map) in zip(lays, run.plans()):
+            if run.tiered:
+                rec = journal.get(tiering.family_beta_id(lay))
+                if rec is None:
+                    return None
+                beta = Workdir(root, scope=lay.scope).read(tiering.FAMILY_BETA, slice(None))
+                if beta.shape != (lay.m, lay.width) or rec.get("crc") != checksum(beta):
+                    return None
+                A, M = tiering.tier_local_scores(beta, lay)
+                lattices, offset = ((p_post, A), (p_map, M)), float(rec.get("log_offset", 0.0))
+            else:
+                beta = Workdir(root).read("beta", slice(None))
+                lattices, offset = ((p_post or p_map, beta),), np.zeros(lay.m)
+            for plan, scores in lattices:
+                if plan is None:
+                    continue
+                wd = Workdir(root, scope=plan.scope)
+                if not all(wd.store.matches(plan, t) for t in plan.tables()):
+                    return None  # a table is missing or its metadata damaged: prepare makes it anew
+                rec = journal.get(plan.task(("scores",)).id)
+                if rec is None or rec.get("crc") != checksum(scores) or not _finished(Job(wd, plan, scores), journal):
+                    return None
+            betas.append(beta)
+            offsets.append(offset)
     except Exception:  # noqa: BLE001 - anything unreadable: score again, and let the run repair it
         return None
-    rec = journal.get(plan.task(("scores",)).id)
-    if rec is None or rec.get("crc") != checksum(beta):
-        return None
-    return beta if _finished(Job(wd, plan, beta), journal) else None
+    return betas, offsets
 
 
 def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:

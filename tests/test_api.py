@@ -465,7 +465,8 @@ def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
 
     seen = []
     real = bigbn.runner.execute
-    monkeypatch.setattr(bigbn.runner, "execute", lambda job, **kw: (seen.append(job.workdir), real(job, **kw)))
+    monkeypatch.setattr(bigbn.runner, "execute",
+                        lambda jobs, **kw: (seen.extend(j.workdir for j in jobs), real(jobs, **kw)))
     monkeypatch.chdir(tmp_path)
     res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
     assert (tmp_path / "rel" / "edges.csv").exists()

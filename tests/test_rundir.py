@@ -261,6 +261,42 @@ def test_rerunning_a_finished_run_says_so_and_does_not_score_again(finished, mon
     assert res.summary["already_finished"] and np.isfinite(res.log_marginal)
 
 
+@pytest.mark.parametrize("map_dag", [False, True])
+def test_rerunning_a_finished_tiered_run_reads_its_family_beta_and_does_not_score_again(tmp_path, monkeypatch,
+                                                                                     map_dag):
+    """As without tiers: a rerun of a finished tiered run takes each tier's journaled
+    family β (`runner.finished_beta`) instead of scoring the data again, with the same
+    results; a family β that fails its CRC is scored again and rewritten."""
+    import bigbn.api
+    import bigbn.tiers
+
+    kw = dict(LEGACY_KW["tiered"], map_dag=map_dag)
+    first = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
+
+    def no_scores(*a, **k):
+        raise AssertionError("scored again")
+
+    tiers = tmp_path / "tiers.csv"
+    tiers.write_text("node,tier\n" + "".join(f"{v},{j}\n" for j, t in enumerate(kw["tiers"]) for v in t))
+    with monkeypatch.context() as m:
+        m.setattr(bigbn.tiers, "tier_scores", no_scores)
+        again = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
+        r = invoke("run", ASIA, "-k", "2", "--chunk-bits", "2", "-w", tmp_path / "w", "--tiers", tiers,
+                   *(["--map"] if map_dag else []))
+        assert r.exit_code == 0 and "already finished" in r.output, r.output
+    assert again.summary["already_finished"] and again.log_marginal == first.log_marginal
+    assert again.posterior.tobytes() == first.posterior.tobytes() and again.map_log_score == first.map_log_score
+    table = tmp_path / "w" / "tables.zarr" / "tier2" / "family_beta"
+    chunk = next(f for f in sorted(table.rglob("*")) if f.is_file() and f.name != "zarr.json")
+    chunk.write_bytes(b"\0" * len(chunk.read_bytes()))  # damaged: scored again, and rewritten
+    scored = []
+    real = bigbn.tiers.tier_scores
+    monkeypatch.setattr(bigbn.tiers, "tier_scores", lambda *a, **k: scored.append(1) or real(*a, **k))
+    third = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
+    assert scored == [1] and third.posterior.tobytes() == first.posterior.tobytes()
+    assert FinishedRun(tmp_path / "w").posterior().tobytes() == first.posterior.tobytes()
+
+
 def test_status_sizes_and_stages(finished):
     out = invoke("status", "-w", finished).output
     assert "computes the posterior" in out and "(the plan's tables: at most 16.2 KiB)" in out

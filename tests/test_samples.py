@@ -29,6 +29,7 @@ from bigbn.linext import count_linear_extensions, log_linear_extensions
 from bigbn.parentsets import parent_set_posteriors
 from bigbn.plan import Plan
 from bigbn.rundir import RunRecord, fingerprint, write_record
+from bigbn.tiers import RunPlan
 from bigbn.workdir import Workdir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,8 @@ def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: st
     n = beta.shape[0]
     plan = Plan(n, k, c)
     path.mkdir(parents=True)
-    write_record(path, RunRecord(fingerprint("test", n, 1, {}), plan, tuple(f"X{i}" for i in range(n))))
+    write_record(path, RunRecord(fingerprint("test", n, 1, {}), RunPlan.of(plan),
+                                 tuple(f"X{i}" for i in range(n))))
     wd = Workdir(path)
     wd.create_tables(plan)
     execute(Job(wd, plan, beta), scheduler=scheduler, workers=2)
