@@ -98,12 +98,6 @@ class TaskSpec:
         ("tier2/forward:5" for a tier of a tiered run, bigbn/tiers.py)."""
         return f"{self.scope}/{task_id(self.key)}" if self.scope else task_id(self.key)
 
-    @property
-    def dep_ids(self) -> tuple[str, ...]:
-        """The journal ids of ``deps`` (tasks of the same plan, so of the same scope): how
-        an executor names them, unique over the union of a run's plans."""
-        return tuple(f"{self.scope}/{task_id(d)}" if self.scope else task_id(d) for d in self.deps)
-
 
 @dataclass(frozen=True)
 class Plan:

@@ -1,11 +1,13 @@
 """Executors: run a plan's task specs in dependency order (rechunker's ``executors/``).
 
-An executor gets the pending `TaskSpec`s, of one plan or of several (a run's tiers): each
+An executor gets the pending `TaskSpec`s, of one plan or of several (a run's tiers), and
+a task function ``fn(spec) -> result`` (picklable for the distributed executor). A spec
 is named by its journal id ``spec.id`` (scoped, "tier2/forward:5", so unique over a run)
-and waits for ``spec.dep_ids`` (a dependency that is not pending counts as done) and a task function ``fn(spec) -> result`` (picklable
-for the distributed executor), runs every spec once, after its pending dependencies, and
-reports each task to callback objects (cubed's ``Callback``): ``on_task_start(event)``
-before and ``on_task_end(event)`` after it, always on the calling thread. If a task fails,
+and waits for its ``deps`` (keys of its own plan, so named by its scope and the key; a
+dependency that is not pending counts as done). It runs every spec once, after its
+pending dependencies, and reports each task to callback objects (cubed's ``Callback``):
+``on_task_start(event)`` before and ``on_task_end(event)`` after it, always on the
+calling thread. If a task fails,
 no new task starts, the ones in flight are waited for, and the first error is raised: no
 task of a failed run may still be writing when a resume starts.
 
@@ -67,17 +69,24 @@ class Ready:
     """
 
     def __init__(self, specs: Sequence[TaskSpec]):
-        self.order = {s.id: i for i, s in enumerate(specs)}
-        self.spec = {s.id: s for s in specs}
-        deps = {s.id: [d for d in s.dep_ids if d in self.order] for s in specs}
+        self.keys = [s.id for s in specs]
+        self.order = {t: i for i, t in enumerate(self.keys)}
+        self.spec = dict(zip(self.keys, specs))
+        # a spec's deps are keys of its own plan: its scope and the key name the id
+        ids: dict[str, dict[tuple, str]] = {}
+        for t, s in zip(self.keys, specs):
+            ids.setdefault(s.scope, {})[s.key] = t
+        deps = {}
+        for t, s in zip(self.keys, specs):
+            own = ids[s.scope]
+            deps[t] = [own[d] for d in s.deps if d in own]
         self.waiting = {t: len(d) for t, d in deps.items()}
-        self.dependants: dict[str, list[str]] = {s.id: [] for s in specs}
+        self.dependants: dict[str, list[str]] = {t: [] for t in self.keys}
         for t, ds in deps.items():
             for d in ds:
                 self.dependants[d].append(t)
         self.heap = [self.order[k] for k, w in self.waiting.items() if w == 0]
         heapq.heapify(self.heap)
-        self.keys = [s.id for s in specs]
         self.left = len(specs)
 
     def __bool__(self) -> bool:
