@@ -33,6 +33,7 @@ from .options import default_memory, default_workers  # noqa: F401 - part of the
 from .parentsets import parent_set_posteriors, ranked, write_parent_sets
 from .plan import MAX_NODES, ordered_workers, task_id
 from .priors import log_prior
+from .progress import listener, report
 from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
@@ -239,7 +240,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     max_parents (per node) for `priors.log_prior`. workdir: where the tables live
     (a temporary directory, removed afterwards, if None); rerunning with the same
     workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
-    (chunk bits default from the memory budget). progress: callable(stage, done, total).
+    (chunk bits default from the memory budget). progress: a `bigbn.progress.Listener`
+    (every stage's `ProgressEvent` and the executors' task events), or a callable
+    progress(stage, done, total), called with each ProgressEvent's fields.
     parent_set_mass: WORKDIR/parent_sets.csv lists each node's most probable parent sets
     until they carry this much of its posterior (1: every set of nonzero posterior);
     `Result.parent_sets` always has all of them. map_dag: also find the highest-scoring
@@ -272,6 +275,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
+    progress = listener(progress)
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
     tiered = knowledge is not None and bool(knowledge.tiers)
     _check_names_given(data, names)
@@ -340,11 +344,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     if finished:  # the β the run was computed with, as `_scores` gives it
         betas, offsets = found
     else:
-        if progress is not None:  # the local scores are the first stage a user waits for
-            progress("scores", 0, 1)
+        report(progress, "scores", 0, 1)  # the local scores are the first stage a user waits for
         betas, offsets = _scores(ds, lays, score, k, score_opts, structure_prior, prior_kwargs)
-        if progress is not None:
-            progress("scores", 1, 1)
+        report(progress, "scores", 1, 1)
     t_scores = round(time.time() - t_scores, 4)
 
     n = ds.n

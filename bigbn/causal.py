@@ -56,6 +56,7 @@ from .errors import DataError, OptionError
 from .families import unsqueeze
 from .frames import SOURCE
 from .parentsets import parent_set_posteriors
+from .progress import reporter
 from .result import Result, run_workdir
 from .rundir import finished_run
 from .scoring import BUILTIN, check_options
@@ -401,8 +402,10 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     interventions: the run's targets per row if it was given them as a list (a run's
     intervention column is read again from the data). With interventional data each
     effect's parameters come from the rows where the effect variable was not intervened on.
-    progress: callable(stage, done, total), as for `learn`: ("effects", causes done, causes).
+    progress: a `bigbn.progress.Listener` or a callable(stage, done, total), as for
+    `learn`: ("effects", causes done, causes).
     """
+    progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
     if isinstance(source, Result):

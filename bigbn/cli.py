@@ -16,6 +16,7 @@ from ._version import __version__
 from .cli_tools import CONTEXT
 from . import options as opt
 from .errors import BigBNError, OptionError
+from .progress import Listener, ProgressEvent
 from .rundir import gib as _fmt_bytes
 
 
@@ -75,11 +76,12 @@ def main():
     """
 
 
-class Progress:
-    """Progress events -> one status line on a terminal, rewritten in place (every stage's
-    tasks done and each stage's own elapsed time, from its first event with work done);
-    plain log lines otherwise. One line cannot be garbled by Ctrl-C, resizing or other
-    output, as stacked per-stage bars were."""
+class Progress(Listener):
+    """The one place progress is shown: every `bigbn.progress.ProgressEvent` of `run`,
+    `sample` and `effects` (passed as their ``progress=``) -> one status line on a
+    terminal, rewritten in place (every stage's tasks done and each stage's own elapsed
+    time, from its first event with work done); plain log lines otherwise. One line
+    cannot be garbled by Ctrl-C, resizing or other output, as stacked per-stage bars were."""
 
     def __init__(self, quiet: bool = False):
         self.quiet = quiet
@@ -90,7 +92,8 @@ class Progress:
         self.last_line = 0.0
         self.shown = False
 
-    def __call__(self, stage: str, done: int, total: int) -> None:
+    def on_progress(self, event: ProgressEvent) -> None:
+        stage, done, total = event.stage, event.done, event.total
         if self.quiet:
             return
         now = time.monotonic()

@@ -25,6 +25,7 @@ from .engine import Job, execute, intact, log_offset, verify
 from .errors import WorkdirError
 from .executors import Callback
 from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
+from .progress import report
 from . import tiers as tiering
 from .rundir import RunRecord, check_is_ours, gib, read_record, write_record
 from .workdir import Workdir, checksum
@@ -199,13 +200,13 @@ def _inconsistent_log_px(job: Job, journal: dict) -> bool:
 
 
 class _Progress(Callback):
-    """Executor callback: counts finished tasks per lattice and stage for ``progress(stage,
-    done, total)`` (a lattice's stages named after ``labels[scope]``, "tier 2/4 forward",
-    where given). A stage is first reported when its first task starts (or at once if a
-    resumed run had finished some of its tasks), so stages still waiting are not listed as
-    0/N."""
+    """Executor callback: each task event goes on to ``to`` (a `progress.Listener`), and
+    every lattice stage's count of finished tasks as a `progress.ProgressEvent` (a
+    lattice's stages named after ``labels[scope]``, "tier 2/4 forward", where given). A
+    stage is first reported when its first task starts (or at once if a resumed run had
+    finished some of its tasks), so stages still waiting are not listed as 0/N."""
 
-    def __init__(self, plans, done: set[str], progress, labels: dict | None = None):
+    def __init__(self, plans, done: set[str], to, labels: dict | None = None):
         labels = labels or {}
         self.totals, self.counts, self.names = {}, {}, {}
         for plan in plans:
@@ -217,7 +218,7 @@ class _Progress(Callback):
                 self.counts[plan.scope, s] = sum(1 for key in keys if plan.task(key).id in done)
                 label = labels.get(plan.scope)
                 self.names[plan.scope, s] = f"{label} {s}" if label else s
-        self.progress = progress
+        self.to = to
         self.shown = set()
         for at, tot in self.totals.items():
             if self.counts[at]:
@@ -225,14 +226,16 @@ class _Progress(Callback):
 
     def _show(self, at: tuple) -> None:
         self.shown.add(at)
-        self.progress(self.names[at], self.counts[at], self.totals[at])
+        report(self.to, self.names[at], self.counts[at], self.totals[at])
 
     def on_task_start(self, event) -> None:
+        self.to.on_task_start(event)
         at = (event.scope, event.key[0])
         if at in self.counts and at not in self.shown:
             self._show(at)
 
     def on_task_end(self, event) -> None:
+        self.to.on_task_end(event)
         at = (event.scope, event.key[0])
         if at in self.counts:
             self.counts[at] += 1
@@ -247,7 +250,8 @@ def run_engine(jobs, scheduler, workers, progress, finished: bool = False,
     Returns the ids of journaled tasks whose chunks failed their checksum (run again),
     the final journal, and whether the run was already finished (nothing ran). finished:
     the caller has just found every kept output intact (`finished_beta`), so they are not
-    read again. labels: {scope: how progress names that lattice}."""
+    read again. progress: a `progress.Listener` or None; labels: {scope: how progress
+    names that lattice}."""
     wd = jobs[0].workdir  # any scope: the run's one journal
     if finished:
         return [], wd.journal(), True

@@ -41,6 +41,7 @@ from .errors import EngineError, OptionError
 from .families import family_rank, squeeze
 from .linext import log_linear_extensions
 from .result import run_workdir
+from .progress import reporter
 from .rundir import FinishedLattice, FinishedRun, finished_run, gib
 from .runner import peak_rss_bytes
 
@@ -288,11 +289,12 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
     T samples must fit in, checked before anything is allocated.
-    progress: callable(stage, done, total), as for `learn`: ("sample", chunks of the
-    descending sweep passed, chunks) after each chunk read (chunks no sample needs are
-    skipped, so done can jump; with tiers the stage is "tier J/K sample"), and ("sample",
-    total, total) at the end.
+    progress: a `bigbn.progress.Listener` or a callable(stage, done, total), as for
+    `learn`: ("sample", chunks of the descending sweep passed, chunks) after each chunk
+    read (chunks no sample needs are skipped, so done can jump; with tiers the stage is
+    "tier J/K sample"), and ("sample", total, total) at the end.
     """
+    progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
     if prior not in PRIORS:
         raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
     T = opt.samples(samples)

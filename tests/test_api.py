@@ -507,6 +507,38 @@ def test_progress_reports_the_scores_stage_first(tmp_path):
     assert ("edges", 1, 1) in events
 
 
+def test_one_progress_protocol_a_listener_or_a_callable(tmp_path):
+    """One event protocol (`bigbn.progress`): a Listener gets every stage's ProgressEvent
+    and the executors' task events; a callable(stage, done, total) is its documented
+    adapter and gets the same events' fields; anything else is refused at once."""
+    from bigbn.progress import Listener, ProgressEvent
+
+    class Seen(Listener):
+        def __init__(self):
+            self.events, self.started, self.ended = [], [], []
+
+        def on_progress(self, event):
+            self.events.append(event)
+
+        def on_task_start(self, event):
+            self.started.append(event.key)
+
+        def on_task_end(self, event):
+            self.ended.append(event.key)
+
+    asia = Path(__file__).resolve().parents[1] / "examples" / "asia.csv"
+    seen, calls = Seen(), []
+    kw = dict(max_parents=1, chunk_bits=3, scheduler="sync")
+    bigbn.learn(asia, workdir=tmp_path / "a", progress=seen, **kw)
+    bigbn.learn(asia, workdir=tmp_path / "b", progress=lambda *e: calls.append(e), **kw)
+    assert [(e.stage, e.done, e.total) for e in seen.events] == calls
+    assert seen.events[:2] == [ProgressEvent("scores", 0, 1), ProgressEvent("scores", 1, 1)]
+    assert seen.started == seen.ended and ("edges",) in seen.ended and len(seen.ended) > 8
+    with pytest.raises(OptionError, match="progress must be a callable"):
+        bigbn.learn(asia, workdir=tmp_path / "c", progress=3, **kw)
+    assert not (tmp_path / "c").exists()
+
+
 def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     """Review finding: every stage was reported as 0/N before the first task of the run
     finished. The edges task reads every γ part, so it starts after the gamma stage ended;

@@ -449,15 +449,16 @@ def test_terminal_progress_is_one_line_rewritten_in_place(capsys):
     """On a terminal every event rewrites one status line (no stacked bars to garble on
     Ctrl-C); close ends it with a single newline; each stage shows its own clock."""
     from bigbn.cli import Progress
+    from bigbn.progress import report
 
     p = Progress()
     p.tty = True
-    p("scores", 0, 1)
-    p("scores", 1, 1)
-    p("forward", 0, 4)
-    p("gamma", 0, 4)
+    report(p, "scores", 0, 1)
+    report(p, "scores", 1, 1)
+    report(p, "forward", 0, 4)
+    report(p, "gamma", 0, 4)
     for d in range(1, 5):
-        p("forward", d, 4)
+        report(p, "forward", d, 4)
     p.close()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.endswith("\n")
