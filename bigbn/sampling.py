@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 NEG_INF = -np.inf
 ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
@@ -61,11 +61,11 @@ def uniform(seed, t, attempt, step, kind):
 
 
 @njit(**_KW)
-def uniforms(seed, attempt, step, kind):
-    """``uniform(seed, t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
+def uniforms(seed, first, attempt, step, kind):
+    """``uniform(seed, first + t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
     out = np.empty(attempt.size)
     for t in range(attempt.size):
-        out[t] = uniform(seed, t, attempt[t], step, kind)
+        out[t] = uniform(seed, first + t, attempt[t], step, kind)
     return out
 
 
@@ -79,12 +79,13 @@ def _place(t, node, cur, step, nodes, preds):
 
 
 @njit(**_KW)
-def walk_chunk(H, c, L, alpha_low, seed, cur, step, attempt, status, key,
+def walk_chunk(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
                pu, pcum, plog, pbit, nodes, preds):
     """Advance every ACTIVE sample of chunk H as far as chunk H allows.
 
     L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
-    for the low nodes i < c (as the forward recursion reads it). A sample either reaches
+    for the low nodes i < c (as the forward recursion reads it); first: the global index
+    of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
     ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
     """
     lowmask = (np.int64(1) << c) - 1
@@ -99,7 +100,7 @@ def walk_chunk(H, c, L, alpha_low, seed, cur, step, attempt, status, key,
                 break
             o = S & lowmask
             logL = L[o]
-            u = uniform(seed, t, attempt[t], step[t], 0)
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
             cum = 0.0
             chosen = -1
             rest = o
@@ -164,17 +165,19 @@ def advance_pending(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, pl
             key[t] = hi - (np.int64(1) << nb)
 
 
-@njit(parallel=True, **_KW)
-def draw_parents(beta, fam, nodes, preds, seed, attempt, parents):
+@njit(**_KW)
+def draw_parents(beta, fam, nodes, preds, seed, first, attempt, parents):
     """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / Σ_{G' ⊆ S−i} β_i(G').
 
     beta: (n, F) log scores, fam: (F,) squeezed family masks; nodes/preds: (T, n) the node
-    placed at each step and the set before it (its possible parents, a full mask).
+    placed at each step and the set before it (its possible parents, a full mask); first:
+    the global index of row 0 (sample first + t's random numbers). Serial: callers split
+    the rows over threads (it releases the GIL).
     parents: int64 (T, n) output, full parent masks. A u beyond the total by rounding takes
     the last family of positive weight.
     """
     T, n = nodes.shape
-    for t in prange(T):
+    for t in range(T):
         for j in range(n):
             i = nodes[t, j]
             P = preds[t, j]
@@ -187,7 +190,7 @@ def draw_parents(beta, fam, nodes, preds, seed, attempt, parents):
             for f in range(fam.shape[0]):
                 if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
                     tot += math.exp(beta[i, f] - mx)
-            u = uniform(seed, t, attempt[t], j, 1) * tot
+            u = uniform(seed, first + t, attempt[t], j, 1) * tot
             cum = 0.0
             pick = -1
             for f in range(fam.shape[0]):
