@@ -3,7 +3,8 @@
 ``sample(workdir, samples=T, seed=S, prior=...)`` reads the tables a finished `bigbn run`
 leaves (β, the forward sums L and the exact edge posteriors) and draws T DAGs from the
 exact posterior of the order-modular model in one descending sweep over the chunks of L
-(`bigbn/sampling.py`): no MCMC, no burn-in, no mixing.
+per batch of samples (`bigbn/sampling.py`): no MCMC, no burn-in, no mixing. Each batch is a
+journaled task run through the executors (bigbn/outtasks.py), so a killed draw resumes.
 
 Priors:
 - ``"order-modular"`` (the run's model): p(G | x) ∝ #LE(G) Π_i β_i(G_i); the samples have
