@@ -132,9 +132,13 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     """Run every task of ``specs`` whose part is not already journaled and intact.
 
     Returns (spec id -> journal record, spec id -> the part's arrays), for every spec.
+    The caller holds the run's lock, so no task of this folder is running: temporary
+    files that a killed writer left are removed first.
     progress(stage, tasks done, tasks) after each task (and once for those already done)."""
     folder = Path(folder)
     (folder / PARTS).mkdir(parents=True, exist_ok=True)
+    for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
+        tmp.unlink(missing_ok=True)
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()

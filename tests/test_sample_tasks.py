@@ -142,13 +142,15 @@ def test_a_damaged_or_half_written_part_is_detected_and_redone(wd, damage):
     same_samples(again, ref)
 
 
-def test_a_torn_journal_line_is_ignored(wd):
+def test_a_torn_journal_line_and_a_killed_writer_s_temporary_file_are_cleaned_up(wd):
     ref = bigbn.sample(wd, 200, seed=2, batch=100)
     folder = draws_dir(wd)
     with open(folder / "journal.jsonl", "ab") as fh:
         fh.write(b'{"task":"batch:0-1')  # a kill mid-line
+    stray = folder / "parts" / ".batch-100-200.npz.123-456.tmp"
+    stray.write_bytes(b"half a part")
     same_samples(bigbn.sample(wd, 200, seed=2, batch=100), ref)
-    assert len(journal_ids(folder)) == 2
+    assert len(journal_ids(folder)) == 2 and not stray.exists()
 
 
 def test_bad_scheduler_and_batch_are_one_line_errors(wd):
