@@ -304,3 +304,22 @@ def test_processes_give_the_samples_and_effects_of_threads_bit_for_bit(finished,
     np.testing.assert_array_equal(e_procs.p_zero, e_threads.p_zero)
     for x, y in zip(e_procs.table, e_threads.table):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.slow
+def test_a_run_with_tiers_samples_the_same_in_batches_and_on_processes(tmp_path):
+    pytest.importorskip("distributed")
+    names = [ln.split(",") for ln in (ROOT / "examples" / "asia.csv").read_text().splitlines()[:1]][0]
+    bigbn.learn(ROOT / "examples" / "asia.csv", max_parents=2, workdir=tmp_path / "t",
+                tiers=[names[:4], names[4:]])
+    ref = bigbn.sample(tmp_path / "t", 300, seed=6, scheduler="sync", batch=300)
+    same_samples(bigbn.sample(tmp_path / "t", 300, seed=6, batch=70, workers=2), ref)
+    shutil.rmtree(draws_dir(tmp_path / "t"))
+    same_samples(bigbn.sample(tmp_path / "t", 300, seed=6, batch=70, scheduler="processes", workers=2), ref)
+    e_threads = bigbn.effects(tmp_path / "t", pairs=[(names[0], names[5]), (names[5], names[0])])
+    shutil.rmtree(next(tmp_path.joinpath("t").glob("effects-*")))
+    e_procs = bigbn.effects(tmp_path / "t", pairs=[(names[0], names[5]), (names[5], names[0])],
+                            scheduler="processes", workers=2)
+    np.testing.assert_array_equal(e_procs.p_zero, e_threads.p_zero)
+    for x, y in zip(e_procs.table, e_threads.table):
+        np.testing.assert_array_equal(x, y)
