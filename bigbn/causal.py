@@ -42,19 +42,23 @@ prior and maximum in-degree, and for BGe linear effects with Gaussian noise.
 from __future__ import annotations
 
 import csv
+import hashlib
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numba
 import numpy as np
 
+from . import options as opt
 from .api import load_dataset
 from .bits import popcounts
 from .data import csv_records
 from .errors import DataError, OptionError
 from .families import unsqueeze
 from .frames import SOURCE
+from .outtasks import PartSpec, run_parts
 from .parentsets import parent_set_posteriors
 from .progress import reporter
 from .result import Result, run_workdir
@@ -67,6 +71,8 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 #: the least probable parent sets of a cause, while their posteriors add up to less than
 #: this, are left out of the credible interval's CDF and of the discrete tables
 TAIL = 1e-14
+#: the version of what an effects task's part holds
+EFFECTS_FORMAT = 1
 
 
 def _tail(w: np.ndarray) -> np.ndarray:
@@ -389,7 +395,8 @@ def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
 # ------------------------------------------------------------------------------ entry
 
 def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
-            score=None, interventions=None, progress=None) -> Effects:
+            score=None, interventions=None, progress=None, scheduler="threads",
+            workers: int | None = None) -> Effects:
     """Posterior causal effects (Bayesian IDA) from a finished run.
 
     source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
@@ -404,10 +411,17 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     effect's parameters come from the rows where the effect variable was not intervened on.
     progress: a `bigbn.progress.Listener` or a callable(stage, done, total), as for
     `learn`: ("effects", causes done, causes).
+    scheduler, workers: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
+    distributed.Client). Each cause's pairs are one task; in a work directory its part is
+    written to WORKDIR/effects-KEY/ and journaled there, so a killed call resumes where it
+    stopped when made again (KEY: a hash of everything the numbers depend on).
     """
     progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise OptionError(f"credible level must be in (0, 1), got {level!r}")
+    scheduler = opt.scheduler(scheduler)
+    workers = opt.workers(workers)
+    workdir = None
     if isinstance(source, Result):
         names = tuple(source.names)
         if source.tiered is not None:
@@ -425,6 +439,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         options = dict(run.record.fingerprint)
         digest_run = options.get("data_sha256")
         names = run.names
+        workdir = run.workdir
         if run.tiered:
             parent_sets = tiered_parent_sets(run.families(), len(names))
         else:  # one tier on the root-scope lattice: its parent-set table, as the run wrote it
@@ -462,13 +477,89 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if prior is None:
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
                           "estimate causal effects under it")
-    out = _by_effect_rows(ds, pair_list, lambda sub, some: (
-        continuous_effects(sub, parent_sets, some, float(level), progress=progress, **prior)
-        if ds.kind == "continuous" else discrete_effects(sub, parent_sets, some, progress=progress,
-                                                         **prior)))
+    causes = list(dict.fromkeys(x for x, _ in pair_list))
+    sets = {x: parent_sets(x) for x in causes}
+    task = CauseTask(ds, sets, tuple(pair_list), float(level), prior)
+    specs = [PartSpec("cause", str(x), (x,)) for x in causes]
+    key = _effects_key(task, digest, score.name, score_opts, interventions)
+    if workdir is None:  # a Result: its tasks in a temporary folder
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="bigbn-effects-") as tmp:
+            _, parts = run_parts(Path(tmp) / "effects", specs, task, scheduler=scheduler, workers=workers,
+                                 progress=progress, stage="effects")
+    else:
+        with workdir.lock() as owner:
+            _, parts = run_parts(Path(workdir.root) / f"effects-{key}", specs, task, owner=owner,
+                                 scheduler=scheduler, workers=workers, progress=progress, stage="effects")
+    out = task.assemble([parts[s.id] for s in specs])
     if ds.kind == "continuous":
         return Effects(names, "continuous", pair_list, float(level), **out)
     return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
+
+
+@dataclass(frozen=True)
+class CauseTask:
+    """compute() of an effects task (`outtasks.PartTask`): the effects of one cause x on
+    its effects in ``pairs``, from x's parent-set posterior (``sets[x]``: weights, full
+    masks). The numbers are those of one call over all pairs: each pair's depends only on
+    its cause's parent sets, the data and its effect's rows."""
+
+    ds: object
+    sets: dict
+    pairs: tuple
+    level: float
+    prior: dict
+
+    def of(self, x: int) -> list[int]:
+        return [i for i, (c, _) in enumerate(self.pairs) if c == x]
+
+    def __call__(self, spec: PartSpec):
+        (x,) = spec.args
+        some = [self.pairs[i] for i in self.of(x)]
+        ps = self.sets.__getitem__
+        out = _by_effect_rows(self.ds, some, lambda sub, prs: (
+            continuous_effects(sub, ps, prs, self.level, **self.prior) if self.ds.kind == "continuous"
+            else discrete_effects(sub, ps, prs, **self.prior)))
+        if "table" in out:
+            flat = [np.asarray(t, dtype=np.float64).reshape(-1) for t in out["table"]]
+            return {"p_zero": np.asarray(out["p_zero"], dtype=np.float64),
+                    "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
+        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
+
+    def assemble(self, parts: list[dict]) -> dict:
+        """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
+        P = len(self.pairs)
+        causes = list(dict.fromkeys(x for x, _ in self.pairs))
+        if self.ds.kind == "continuous":
+            out = {k: np.empty(P) for k in ("mean", "p_zero", "lower", "upper")}
+            for x, part in zip(causes, parts):
+                for k in out:
+                    out[k][self.of(x)] = part[k]
+            return out
+        r = np.asarray(self.ds.arities, dtype=np.int64)
+        p_zero, tables = np.empty(P), [None] * P
+        for x, part in zip(causes, parts):
+            pos = 0
+            for j, i in enumerate(self.of(x)):
+                y = self.pairs[i][1]
+                size = int(r[x]) * int(r[y])
+                tables[i] = part["table"][pos: pos + size].reshape(int(r[x]), int(r[y])).copy()
+                pos += size
+                p_zero[i] = part["p_zero"][j]
+        return dict(table=tables, p_zero=p_zero)
+
+
+def _effects_key(task: CauseTask, digest, score_name: str, score_opts, interventions) -> str:
+    """What the effects tasks' parts depend on, hashed: the parent-set posteriors, the data
+    (its content hash), the pairs, the level, the score and its options, the interventions."""
+    h = hashlib.blake2b(digest_size=6)
+    h.update(repr((EFFECTS_FORMAT, digest, task.pairs, task.level, score_name, sorted(score_opts.items()),
+                   sorted(task.prior.items()), None if interventions is None else list(interventions))).encode())
+    for x, (w, masks) in sorted(task.sets.items()):
+        h.update(repr((x, masks.tolist())).encode())
+        h.update(np.ascontiguousarray(w, dtype=np.float64).tobytes())
+    return h.hexdigest()
 
 
 def _by_effect_rows(ds, pairs, estimate) -> dict:

@@ -495,12 +495,17 @@ def status(workdir):
               help="order-modular: the run's model; dag-modular: every DAG equally likely a "
                    "priori (given the same ρ), by reweighting each sample with 1/#LE(G).")
 @click.option("--workers", type=click.IntRange(1), default=None,
-              help="Threads for the α chunks (default: all cores).")
+              help="Parallel tasks or threads (default: all cores).")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="threads, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--batch", default=50_000, show_default=True, type=click.IntRange(1, 10**8),
+              help="Samples per task (a killed draw resumes from its finished batches; the "
+                   "samples do not depend on it).")
 @click.option("--memory", default=None,
               help="Memory budget the samples must fit in, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(0),
               help="How many DAGs and ancestor relations to print.")
-def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
+def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memory, top):
     """Exact i.i.d. DAG samples from the posterior of a finished run.
 
     Draws whole networks from the exact posterior (no MCMC: every sample is independent),
@@ -509,7 +514,9 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     exact posterior probability. Writes WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv,
     markov_blanket.csv, dags.csv, samples.npz and summary.json. A run with tiers is
     sampled under its tiers (each tier's order and parents from its own lattice; no arc
-    into an earlier tier), at any number of variables.
+    into an earlier tier), at any number of variables. The samples are drawn in batches,
+    each a journaled task (WORKDIR/samples-seedS-KEY/): a killed draw resumes when the
+    same command is run again, and the same seed gives the same samples on any scheduler.
 
     \b
     Example:
@@ -521,7 +528,8 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
     progress = Progress()
     try:
         s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
-                   memory=opt.memory(memory, "--memory"), progress=progress)
+                   memory=opt.memory(memory, "--memory"), progress=progress,
+                   scheduler=opt.scheduler(scheduler), batch=batch)
     finally:
         progress.close()
     write_outputs(s, workdir)
@@ -567,16 +575,21 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, memory, top):
               help="Credible level of the intervals (continuous data).")
 @click.option("--sep", default=None, metavar="CHAR",
               help="Column separator of --data: ',', ';' or 'tab' (default: detected).")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Parallel tasks (default: all cores).")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="threads, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many effects to print.")
-def effects_cmd(workdir, data, pairs, level, sep, top):
+def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
     """Causal effects averaged over the exact parent-set posterior (Bayesian IDA).
 
     For each pair (cause x, effect y), the effect of an intervention on x on y by
     adjusting for the parents of x, averaged over p(Pa(x) | data); zero when y is a parent
     of x. Continuous data (BGe): the linear effect's posterior mean, P(effect = 0) and an
     equal-tailed credible interval. Discrete data: p(y | do(x = a)) for every level.
-    Assumes no hidden common causes. Writes WORKDIR/effects.csv.
+    Assumes no hidden common causes. Writes WORKDIR/effects.csv. Each cause's pairs are
+    a journaled task (WORKDIR/effects-KEY/): a killed command resumes when run again.
 
     \b
     Example:
@@ -587,7 +600,8 @@ def effects_cmd(workdir, data, pairs, level, sep, top):
 
     progress = Progress()
     try:
-        e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress)
+        e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress,
+                    scheduler=opt.scheduler(scheduler), workers=workers)
     finally:
         progress.close()
     out = Path(workdir) / "effects.csv"

@@ -121,8 +121,14 @@ def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
 def arcs(names, parents) -> list[tuple[str, str]]:
     """The arcs (parent name, child name) of a DAG given as parent masks (bit u of
     parents[v] ⟺ u → v), by child then parent in data order."""
-    n = len(names)
-    return [(names[u], names[v]) for v in range(n) for u in range(n) if int(parents[v]) >> u & 1]
+    out = []
+    for v in range(len(names)):
+        p = int(parents[v])
+        while p:  # the set bits only, lowest first
+            low = p & -p
+            out.append((names[low.bit_length() - 1], names[v]))
+            p ^= low
+    return out
 
 
 def arcs_digraph(names, arc_list, what: str):

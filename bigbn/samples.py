@@ -3,7 +3,8 @@
 ``sample(workdir, samples=T, seed=S, prior=...)`` reads the tables a finished `bigbn run`
 leaves (β, the forward sums L and the exact edge posteriors) and draws T DAGs from the
 exact posterior of the order-modular model in one descending sweep over the chunks of L
-(`bigbn/sampling.py`): no MCMC, no burn-in, no mixing.
+per batch of samples (`bigbn/sampling.py`): no MCMC, no burn-in, no mixing. Each batch is a
+journaled task run through the executors (bigbn/outtasks.py), so a killed draw resumes.
 
 Priors:
 - ``"order-modular"`` (the run's model): p(G | x) ∝ #LE(G) Π_i β_i(G_i); the samples have
@@ -43,6 +44,7 @@ from .linext import log_linear_extensions
 from .result import run_workdir
 from .progress import reporter
 from .rundir import FinishedLattice, FinishedRun, finished_run, gib
+from .outtasks import PartSpec, run_parts, threads_per_task
 from .runner import peak_rss_bytes
 
 PRIORS = ("order-modular", "dag-modular")
@@ -211,11 +213,12 @@ class Samples:
 
 # ------------------------------------------------------------------------------ sampling
 
-def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, workers: int,
-           progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Draw T (order, predecessor sets) by the descending chunk sweep; rejected draws
-    (rounding) are drawn again. Each forward chunk is checked against its journal record
-    as it is read (`FinishedLattice.chunk`). Returns (nodes, preds, attempt, chunks read)."""
+def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
+           pool: ThreadPoolExecutor) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Draw T (order, predecessor sets), the samples first .. first + T − 1, by the
+    descending chunk sweep; rejected draws (rounding) are drawn again. Each forward chunk
+    is checked against its journal record as it is read (`FinishedLattice.chunk`); α is
+    built on ``pool``'s threads. Returns (nodes, preds, attempt, chunks read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     size = p.chunk_size
@@ -230,40 +233,34 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, workers: int,
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
     reads = 0
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        while True:
-            H = int(key.max())
-            if H < 0:
-                rej = status == SK.REJECTED
-                if not rej.any():
-                    break
-                if attempt[rej].max() >= MAX_ATTEMPTS - 1:
-                    raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
-                                      "the tables are inconsistent (L(S) is not the sum of its terms)")
-                cur[rej] = (1 << n) - 1
-                step[rej] = 0
-                attempt[rej] += 1
-                status[rej] = SK.ACTIVE
-                key[rej] = top
-                continue
-            L = run.chunk("forward", H)  # CRC-checked: costs no extra read
-            reads += 1
-            waiting = (status == SK.PENDING) & (key == H)
-            bits = np.unique(pbit[waiting]).tolist()
-            spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
-            for b, span in zip(bits, spans):
-                SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
-                                   nodes, preds)
-            if np.any((status == SK.ACTIVE) & (key == H)):
-                low = np.empty((c, p.alpha_chunk_size))
-                list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
-                SK.walk_chunk(H, c, L, low, seed, cur, step, attempt, status, key,
-                              pu, pcum, plog, pbit, nodes, preds)
-            if progress is not None:  # chunks are swept from the top down; some are skipped
-                progress("sample", p.n_chunks - H, p.n_chunks)
-    finally:
-        pool.shutdown(wait=True)
+    while True:
+        H = int(key.max())
+        if H < 0:
+            rej = status == SK.REJECTED
+            if not rej.any():
+                break
+            if attempt[rej].max() >= MAX_ATTEMPTS - 1:
+                raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
+                                  "the tables are inconsistent (L(S) is not the sum of its terms)")
+            cur[rej] = (1 << n) - 1
+            step[rej] = 0
+            attempt[rej] += 1
+            status[rej] = SK.ACTIVE
+            key[rej] = top
+            continue
+        L = run.chunk("forward", H)  # CRC-checked: costs no extra read
+        reads += 1
+        waiting = (status == SK.PENDING) & (key == H)
+        bits = np.unique(pbit[waiting]).tolist()
+        spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+        for b, span in zip(bits, spans):
+            SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
+                               nodes, preds)
+        if np.any((status == SK.ACTIVE) & (key == H)):
+            low = np.empty((c, p.alpha_chunk_size))
+            list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+            SK.walk_chunk(H, c, L, low, seed, first, cur, step, attempt, status, key,
+                          pu, pcum, plog, pbit, nodes, preds)
     return nodes, preds, attempt, reads
 
 
@@ -275,24 +272,37 @@ def sample_memory_bytes(n: int, T: int) -> int:
     return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
 
 
+#: Samples per task by default: a task sweeps the forward tables once for its samples, so
+#: fewer, larger batches read less; more, smaller ones resume at a finer grain.
+BATCH = 50_000
+#: the version of the draws' folder layout and of what a batch part holds
+DRAWS_FORMAT = 1
+
+
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
-           workers: int | None = None, memory: int | str | None = None, progress=None) -> Samples:
+           workers: int | None = None, memory: int | str | None = None, progress=None,
+           scheduler="threads", batch: int = BATCH) -> Samples:
     """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir`` (a path,
     or the `Result` of learn(..., workdir=...)).
 
     prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
     weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
-    ρ_i). The same seed gives the same samples whatever the chunk bits or workers.
+    ρ_i). The same seed gives the same samples whatever the chunk bits, workers,
+    scheduler or batch size, and whether the draw was killed and resumed: sample t's
+    random numbers depend on (seed, t) only.
     With tiers (a run with ``tiers=``), each tier's order and within-tier parents are drawn
     from its own lattice and each node's parents in earlier tiers given those (the tiers
     are independent given the data); #LE counts the tier-consistent orders only, so
     "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
     T samples must fit in, checked before anything is allocated.
+    scheduler: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
+    distributed.Client); workers: its threads or processes. batch: samples per task. The
+    samples are drawn in batches, each a task that writes its draws to
+    WORKDIR/samples-seedS-KEY/parts/ and is journaled there, so a killed draw resumes
+    where it stopped when called again (with any T: batches already drawn are reused).
     progress: a `bigbn.progress.Listener` or a callable(stage, done, total), as for
-    `learn`: ("sample", chunks of the descending sweep passed, chunks) after each chunk
-    read (chunks no sample needs are skipped, so done can jump; with tiers the stage is
-    "tier J/K sample"), and ("sample", total, total) at the end.
+    `learn`: ("sample", batches done, batches) after each batch (with tiers too).
     """
     progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
     if prior not in PRIORS:
@@ -301,6 +311,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     seed = opt.seed(seed)
     workers = opt.workers(workers)
     memory = opt.memory(memory)
+    scheduler = opt.scheduler(scheduler)
+    batch = opt.samples(batch, "batch")
     t0 = time.perf_counter()
     run = finished_run(run_workdir(workdir, "sample"), then="sample")
     n = len(run.names)
@@ -309,25 +321,24 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
-    with run.workdir.lock():
-        if run.tiered:
-            d = _draw_tiered(run, T, seed, workers, progress)
-        else:  # one tier on the root-scope lattice: its order and parents from that lattice
-            d = _draw(run.tiers[0].lattice, T, seed, workers, progress)
+    specs = batch_specs(T, batch)
+    with run.workdir.lock() as owner:
+        folder = draws_folder(run, seed)
+        threads = threads_per_task(scheduler, workers, len(specs))
+        recs, parts = run_parts(folder, specs, BatchTask(run, seed, threads), owner=owner,
+                                scheduler=scheduler, workers=workers, progress=progress, stage="sample")
         log_px = run.log_px
         exact = run.posterior()
-    if progress is not None:
-        progress("sample", d.chunks, d.chunks)
+    d = _gather([recs[s.id] for s in specs], [parts[s.id] for s in specs])
     t_parents = time.perf_counter()
-    uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
-    lle = _log_linear_extensions(uniq, run.lays if run.tiered else None)[inv.reshape(-1)]
-    t_le = time.perf_counter()
+    lle = d.lle
     info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
             "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
-            "distinct_dags": int(len(uniq)),
+            "distinct_dags": int(len(np.unique(d.parents, axis=0))),
+            "batches": len(specs),
             "seconds": {"sweep": round(d.sweep_seconds, 3),
-                        "parents": round(t_parents - t0 - d.sweep_seconds, 3),
-                        "linear_extensions": round(t_le - t_parents, 3)}}
+                        "parents": round(d.parents_seconds, 3),
+                        "linear_extensions": round(d.le_seconds, 3)}}
     if run.tiered:
         info["tiers"] = [[run.names[v] for v in lay.nodes] for lay in run.lays]
     if prior == "order-modular":
@@ -350,40 +361,130 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     return out
 
 
+def batch_specs(T: int, batch: int) -> list[PartSpec]:
+    """The tasks of T samples in batches of ``batch``: ("batch", "START-END", (START, END))."""
+    return [PartSpec("batch", f"{a}-{min(a + batch, T)}", (a, min(a + batch, T))) for a in range(0, T, batch)]
+
+
+def draws_key(run: FinishedRun) -> str:
+    """What the draws of a seed depend on, hashed: the tables they read (β of every tier
+    and the CRCs of the forward chunks, as journaled) and the layout of a part."""
+    h = hashlib.blake2b(digest_size=6)
+    h.update(f"draws-{DRAWS_FORMAT}/{len(run.names)}/{run.log_px!r}".encode())
+    for tier in run.tiers:
+        h.update(np.ascontiguousarray(tier.beta).tobytes())
+        lat = tier.lattice
+        if lat is not None:
+            h.update(np.ascontiguousarray(lat.beta).tobytes())
+            fwd = sorted((t, r["crc"]) for t, r in lat.records.items() if r.get("stage") == "forward")
+            h.update(repr((lat.plan.c, fwd)).encode())
+    return h.hexdigest()
+
+
+def draws_folder(run: FinishedRun, seed: int) -> Path:
+    """WORKDIR/samples-seedS-KEY: the parts and journal of the draws of seed S."""
+    return Path(run.workdir.root) / f"samples-seed{seed}-{draws_key(run)}"
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """compute() of a batch task (`outtasks.PartTask`): the samples START .. END − 1 of
+    ``seed`` from the finished run, with ``threads`` threads inside the task."""
+
+    run: FinishedRun
+    seed: int
+    threads: int
+
+    def __call__(self, spec: PartSpec):
+        first, end = spec.args
+        d = _draw_batch(self.run, first, end - first, self.seed, self.threads)
+        arrays = {"orders": d.orders, "parents": d.parents, "log_score": d.log_score, "lle": d.lle,
+                  "attempt": d.attempt}
+        extras = {"redrawn": d.redrawn, "reads": d.reads, "chunks": d.chunks,
+                  "sweep_seconds": round(d.sweep_seconds, 4), "parents_seconds": round(d.parents_seconds, 4),
+                  "le_seconds": round(d.le_seconds, 4)}
+        return arrays, extras
+
+
 @dataclass
 class _Draws:
     """What a sweep drew: orders (T, n) first node first, parents (T, n) full masks
     ((T, n, W) words past 63 variables, as `Samples.parents`),
-    log_score (T,) Σ_v β_v(G_v), samples redrawn for rounding, chunks read of all chunks,
-    and the seconds the sweeps over the forward tables took."""
+    log_score (T,) Σ_v β_v(G_v), lle (T,) log #LE, attempt (T,) the attempt each sample
+    was drawn at, samples redrawn for rounding, chunks read of all chunks,
+    and the seconds the sweeps over the forward tables, the parents and #LE took."""
 
     orders: np.ndarray
     parents: np.ndarray
     log_score: np.ndarray
+    lle: np.ndarray
+    attempt: np.ndarray
     redrawn: int
     reads: int
     chunks: int
     sweep_seconds: float
+    parents_seconds: float = 0.0
+    le_seconds: float = 0.0
 
 
-def _draw(run: FinishedLattice, T: int, seed: int, workers: int, progress) -> _Draws:
+def _gather(recs: list[dict], parts: list[dict]) -> _Draws:
+    """The batches' draws, concatenated in sample order."""
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("orders", "parents", "log_score", "lle", "attempt")}
+    return _Draws(cat["orders"], cat["parents"], cat["log_score"], cat["lle"], cat["attempt"],
+                  sum(int(r.get("redrawn", 0)) for r in recs), sum(int(r.get("reads", 0)) for r in recs),
+                  int(recs[0].get("chunks", 0)), sum(float(r.get("sweep_seconds", 0)) for r in recs),
+                  sum(float(r.get("parents_seconds", 0)) for r in recs),
+                  sum(float(r.get("le_seconds", 0)) for r in recs))
+
+
+def _draw_batch(run: FinishedRun, first: int, T: int, seed: int, threads: int) -> _Draws:
+    """The samples first .. first + T − 1 of a finished run, with their log #LE."""
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        if run.tiered:
+            d = _draw_tiered(run, first, T, seed, pool, threads)
+        else:  # one tier on the root-scope lattice: its order and parents from that lattice
+            d = _draw(run.tiers[0].lattice, first, T, seed, pool, threads)
+        t1 = time.perf_counter()
+        uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
+        d.lle = _log_linear_extensions(uniq, run.lays if run.tiered else None)[inv.reshape(-1)]
+        d.le_seconds = time.perf_counter() - t1
+    return d
+
+
+def _split(T: int, parts: int) -> list[tuple[int, int]]:
+    """[0, T) in at most ``parts`` contiguous ranges."""
+    k = max(1, min(parts, T))
+    cuts = [T * i // k for i in range(k + 1)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _draw_parents(beta, fam, nodes, preds, seed: int, first: int, attempt, out, pool, threads: int) -> None:
+    """`sampling.draw_parents` over the rows, split in ranges across ``pool``'s threads."""
+    def one(r):
+        a, b = r
+        SK.draw_parents(beta, fam, nodes[a:b], preds[a:b], seed, first + a, attempt[a:b], out[a:b])
+    list(pool.map(one, _split(nodes.shape[0], threads)))
+
+
+def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
     """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
     plan, beta = run.plan, run.beta
     job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
-    nodes, preds, attempt, reads = _sweep(run, job, T, seed, workers, progress)
+    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool)
     t_sweep = time.perf_counter() - t1
     parents = np.zeros((T, plan.n), dtype=np.int64)
-    SK.draw_parents(beta, plan.families, nodes, preds, seed, attempt, parents)
+    _draw_parents(beta, plan.families, nodes, preds, seed, first, attempt, parents, pool, threads)
     log_score = np.zeros(T)
     for v in range(plan.n):
         sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
         log_score += beta[v, family_rank(plan.families, sq)]
-    return _Draws(np.ascontiguousarray(nodes[:, ::-1]), parents, log_score,
-                  int(np.count_nonzero(attempt)), reads, plan.n_chunks, t_sweep)
+    return _Draws(np.ascontiguousarray(nodes[:, ::-1]), parents, log_score, None, attempt,
+                  int(np.count_nonzero(attempt)), reads, plan.n_chunks, t_sweep,
+                  time.perf_counter() - t1 - t_sweep)
 
 
-def _draw_tiered(run: FinishedRun, T: int, seed: int, workers: int, progress) -> _Draws:
+def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
     """T (order, DAG) pairs of a run with tiers: per tier (with its own random stream), the
     order of its nodes and their within-tier parents G₂ from the tier's lattice (its "scores"
     A_v(G₂) summed over the earlier-tier parents), then each node's earlier-tier parents G₁
@@ -393,8 +494,9 @@ def _draw_tiered(run: FinishedRun, T: int, seed: int, workers: int, progress) ->
     orders = np.empty((T, n), dtype=np.int64)
     parents = np.zeros((T, n, W), dtype=np.int64)
     log_score = np.zeros(T)
+    attempts = np.zeros(T, dtype=np.int64)
     redrawn = reads = chunks = 0
-    t_sweep, pos = 0.0, 0
+    t_sweep, t_all, pos = 0.0, time.perf_counter(), 0
     for tier in run.tiers:
         lay, lat = tier.lay, tier.lattice
         tseed = _tier_seed(seed, lay.index)
@@ -403,18 +505,17 @@ def _draw_tiered(run: FinishedRun, T: int, seed: int, workers: int, progress) ->
             within = np.zeros((T, 1), dtype=np.int64)
             attempt = np.zeros(T, dtype=np.int64)
         else:
-            def tick(stage, done, total, _j=lay.index):
-                progress(f"tier {_j + 1}/{len(run.tiers)} {stage}", done, total)
-
             t1 = time.perf_counter()
             job = Job(lat.workdir, lat.plan_read, lat.beta)
-            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, workers, tick if progress else None)
+            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
-            SK.draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, attempt, within)
+            _draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, first, attempt, within, pool,
+                          threads)
             reads, chunks = reads + r, chunks + lat.plan.n_chunks
             redrawn += int(np.count_nonzero(attempt))
-        cols = _complete(tier.beta, lay, within, tseed, attempt)
+            attempts = np.maximum(attempts, attempt)
+        cols = _complete(tier.beta, lay, within, tseed, first, attempt)
         ids = np.array(lay.nodes, dtype=np.int64)
         orders[:, pos: pos + lay.m] = ids[nodes[:, ::-1]]
         pos += lay.m
@@ -426,8 +527,8 @@ def _draw_tiered(run: FinishedRun, T: int, seed: int, workers: int, progress) ->
                     words[r, u // SK.WORD_BITS] |= 1 << (u % SK.WORD_BITS)
             parents[:, v] = words[inv.reshape(-1)]
             log_score += tier.beta[b, cols[:, b]]
-    return _Draws(orders, parents[..., 0] if W == 1 else parents, log_score, redrawn, reads, chunks,
-                  t_sweep)
+    return _Draws(orders, parents[..., 0] if W == 1 else parents, log_score, None, attempts, redrawn, reads,
+                  chunks, t_sweep, time.perf_counter() - t_all - t_sweep)
 
 
 def _tier_seed(seed: int, j: int) -> int:
@@ -436,17 +537,18 @@ def _tier_seed(seed: int, j: int) -> int:
     return int.from_bytes(digest, "little") >> 1
 
 
-def _complete(beta: np.ndarray, lay, within: np.ndarray, seed: int, attempt: np.ndarray) -> np.ndarray:
+def _complete(beta: np.ndarray, lay, within: np.ndarray, seed: int, first: int,
+              attempt: np.ndarray) -> np.ndarray:
     """The column of each sample's family for every node of tier ``lay``, given its
     within-tier parents (tier-bit masks, (T, m)): a G₁ drawn from the node's segment of
     G₂ = its within-tier parents with probability ∝ exp β (one cumulative sum per distinct
-    (node, G₂), one uniform per sample). int64 (T, m)."""
+    (node, G₂), one uniform per sample; sample t's is sample first + t's). int64 (T, m)."""
     T, m = within.shape
     cols = np.empty((T, m), dtype=np.int64)
     for b in range(m):
         g = within[:, b]
         t = np.searchsorted(lay.tier_families, (g & ((1 << b) - 1)) | ((g >> (b + 1)) << b))
-        u = SK.uniforms(np.int64(seed), attempt, b, 2)
+        u = SK.uniforms(np.int64(seed), np.int64(first), attempt, b, 2)
         order = np.argsort(t, kind="stable")
         starts = np.flatnonzero(np.r_[True, np.diff(t[order]) != 0])
         for lo, hi in zip(starts, np.r_[starts[1:], T]):

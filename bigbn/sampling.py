@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 NEG_INF = -np.inf
 ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
@@ -61,11 +61,11 @@ def uniform(seed, t, attempt, step, kind):
 
 
 @njit(**_KW)
-def uniforms(seed, attempt, step, kind):
-    """``uniform(seed, t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
+def uniforms(seed, first, attempt, step, kind):
+    """``uniform(seed, first + t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
     out = np.empty(attempt.size)
     for t in range(attempt.size):
-        out[t] = uniform(seed, t, attempt[t], step, kind)
+        out[t] = uniform(seed, first + t, attempt[t], step, kind)
     return out
 
 
@@ -79,12 +79,13 @@ def _place(t, node, cur, step, nodes, preds):
 
 
 @njit(**_KW)
-def walk_chunk(H, c, L, alpha_low, seed, cur, step, attempt, status, key,
+def walk_chunk(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
                pu, pcum, plog, pbit, nodes, preds):
     """Advance every ACTIVE sample of chunk H as far as chunk H allows.
 
     L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
-    for the low nodes i < c (as the forward recursion reads it). A sample either reaches
+    for the low nodes i < c (as the forward recursion reads it); first: the global index
+    of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
     ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
     """
     lowmask = (np.int64(1) << c) - 1
@@ -99,7 +100,7 @@ def walk_chunk(H, c, L, alpha_low, seed, cur, step, attempt, status, key,
                 break
             o = S & lowmask
             logL = L[o]
-            u = uniform(seed, t, attempt[t], step[t], 0)
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
             cum = 0.0
             chosen = -1
             rest = o
@@ -164,38 +165,84 @@ def advance_pending(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, pl
             key[t] = hi - (np.int64(1) << nb)
 
 
-@njit(parallel=True, **_KW)
-def draw_parents(beta, fam, nodes, preds, seed, attempt, parents):
+@njit(**_KW)
+def draw_parents(beta, fam, nodes, preds, seed, first, attempt, parents):
     """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / Σ_{G' ⊆ S−i} β_i(G').
 
-    beta: (n, F) log scores, fam: (F,) squeezed family masks; nodes/preds: (T, n) the node
-    placed at each step and the set before it (its possible parents, a full mask).
+    beta: (n, F) log scores, fam: (F,) squeezed family masks in ascending order (so the
+    families within the lowest b bits are a prefix); nodes/preds: (T, n) the node placed
+    at each step and the set before it (its possible parents, a full mask); first: the
+    global index of row 0 (sample first + t's random numbers). Serial: callers split the
+    rows over threads (it releases the GIL).
     parents: int64 (T, n) output, full parent masks. A u beyond the total by rounding takes
     the last family of positive weight.
+
+    The weights exp(β_i(G) − max_G β_i(G)) are computed once per node, so a draw is two
+    passes of additions over the families within U's bits; where every family ⊆ U is
+    below the node's best by more than 640 nats (the sum would lose precision to
+    subnormals), that draw rescales by the best family ⊆ U instead.
     """
     T, n = nodes.shape
-    for t in prange(T):
+    F = fam.shape[0]
+    w = np.zeros((n, F))
+    for i in range(n):
+        gm = NEG_INF
+        for f in range(F):
+            if beta[i, f] > gm:
+                gm = beta[i, f]
+        if gm > NEG_INF:
+            for f in range(F):
+                if beta[i, f] > NEG_INF:
+                    w[i, f] = math.exp(beta[i, f] - gm)
+    lim = np.empty(64, dtype=np.int64)  # lim[b]: how many families lie within the lowest b bits
+    c = 0
+    for b in range(64):
+        while c < F and (b == 63 or fam[c] < (np.int64(1) << b)):
+            c += 1
+        lim[b] = c
+    for t in range(T):
         for j in range(n):
             i = nodes[t, j]
             P = preds[t, j]
             U = (P & ((np.int64(1) << i) - 1)) | ((P >> (i + 1)) << i)
-            mx = NEG_INF
-            for f in range(fam.shape[0]):
-                if fam[f] & ~U == 0 and beta[i, f] > mx:
-                    mx = beta[i, f]
+            hb = 0
+            x = U
+            while x:
+                hb += 1
+                x >>= 1
+            end = lim[hb]
             tot = 0.0
-            for f in range(fam.shape[0]):
-                if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
-                    tot += math.exp(beta[i, f] - mx)
-            u = uniform(seed, t, attempt[t], j, 1) * tot
-            cum = 0.0
+            for f in range(end):
+                if fam[f] & ~U == 0:
+                    tot += w[i, f]
+            u = uniform(seed, first + t, attempt[t], j, 1)
             pick = -1
-            for f in range(fam.shape[0]):
-                if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
-                    pick = f
-                    cum += math.exp(beta[i, f] - mx)
-                    if u < cum:
-                        break
+            if tot > 1e-278:
+                u *= tot
+                cum = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and w[i, f] > 0.0:
+                        pick = f
+                        cum += w[i, f]
+                        if u < cum:
+                            break
+            else:  # every family ⊆ U far below the node's best: rescale by the best of them
+                mx = NEG_INF
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > mx:
+                        mx = beta[i, f]
+                tot = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                        tot += math.exp(beta[i, f] - mx)
+                u *= tot
+                cum = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                        pick = f
+                        cum += math.exp(beta[i, f] - mx)
+                        if u < cum:
+                            break
             g = fam[pick]
             parents[t, i] = (g & ((np.int64(1) << i) - 1)) | ((g >> i) << (i + 1))
 

@@ -41,6 +41,7 @@ RUN_JSON = "run.json"
 LOCK = "lock"
 JOURNAL_GLOB = "journal*.jsonl"
 SAMPLES_GLOB = "samples-*"
+EFFECTS_GLOB = "effects-*"  # the journaled parts of `bigbn effects` (bigbn/outtasks.py)
 # What a run, `bigbn sample` and `bigbn effects` write next to run.json (``--fresh`` removes exactly these).
 OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv", "effects.csv")
 
@@ -507,5 +508,6 @@ class Workdir:
         self.task_journal.clear()
         for name in (RUN_JSON,) + OUTPUTS:
             (self.root / name).unlink(missing_ok=True)
-        for path in self.root.glob(SAMPLES_GLOB):
-            shutil.rmtree(path, ignore_errors=True)
+        for glob in (SAMPLES_GLOB, EFFECTS_GLOB):
+            for path in self.root.glob(glob):
+                shutil.rmtree(path, ignore_errors=True)

@@ -244,7 +244,7 @@ def test_rounding_gap_is_rejected_not_forced():
                  key=np.zeros(T, dtype=np.int64))
     pend = dict(pu=np.zeros(T), pcum=np.zeros(T), plog=np.zeros(T), pbit=np.zeros(T, dtype=np.int64))
     nodes, preds = np.zeros((T, 3), dtype=np.int64), np.zeros((T, 3), dtype=np.int64)
-    SK.walk_chunk(0, c, L_bad, alpha_low, 1, state["cur"], state["step"], state["attempt"],
+    SK.walk_chunk(0, c, L_bad, alpha_low, 1, 0, state["cur"], state["step"], state["attempt"],
                   state["status"], state["key"], pend["pu"], pend["pcum"], pend["plog"], pend["pbit"],
                   nodes, preds)
     u = np.array([SK.uniform(1, t, 0, 0, 0) for t in range(T)])
