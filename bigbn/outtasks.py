@@ -36,12 +36,13 @@ PARTS = "parts"
 class PartSpec:
     """One task: ``kind`` ("batch", "cause"), ``name`` (unique within the kind) and
     ``args`` (the numbers its compute function reads). What the executors need of a spec:
-    key, id, kind, deps."""
+    key, id, kind, deps, scope (one folder of parts is one scope: "")."""
 
     kind: str
     name: str
     args: tuple = ()
     deps: tuple = ()
+    scope: str = ""
 
     @property
     def key(self) -> tuple:
