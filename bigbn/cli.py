@@ -164,7 +164,8 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
 @click.option("--scheduler", default="threads", show_default=True,
-              help="threads, sync, or tcp://HOST:PORT of a dask.distributed scheduler.")
+              help="threads, dask (dask's threaded scheduler), sync, or tcp://HOST:PORT of a "
+                   "dask.distributed scheduler.")
 @click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
 @click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
               help="Recompute alpha chunks in forward/backward (peak disk 10–12·2^n bytes, "

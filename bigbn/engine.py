@@ -7,7 +7,7 @@ the work directory's zarr tables, calls one numba kernel per chunk and writes it
 data flows through zarr, so the scheduler never holds a table (DESIGN.md, "Scheduling").
 
 `execute` hands the pending specs and a `JournaledTask` to one of the executors in
-bigbn/executors/ (sync, threads, distributed); the plan is the same for all.
+bigbn/executors/ (sync, threads, dask_local, distributed); the plan is the same for all.
 """
 
 from __future__ import annotations
@@ -359,6 +359,7 @@ def execute(job: Job, *, scheduler="threads", workers: int | None = None, callba
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
     scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
+    "dask" (dask's local threaded scheduler, tasks started in the plan's order),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
@@ -376,6 +377,10 @@ def execute(job: Job, *, scheduler="threads", workers: int | None = None, callba
         from .executors import threads
 
         threads.run(specs, fn, workers=workers, callbacks=callbacks)
+    elif scheduler == "dask":
+        from .executors import dask_local
+
+        dask_local.run(specs, fn, workers=workers, callbacks=callbacks)
     elif scheduler == "processes":
         from .executors import distributed
 
@@ -393,7 +398,7 @@ def execute(job: Job, *, scheduler="threads", workers: int | None = None, callba
             if owned:
                 client.close()
     else:
-        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")
+        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, dask, sync, processes or tcp://HOST:PORT")
 
 
 def _tables_exist(path: str) -> bool:

@@ -428,9 +428,10 @@ def live_chunks(h: int, workers: int | None = None) -> int:
 
 def ordered_workers(scheduler, workers: int) -> int | None:
     """Tasks at once in the plan's order (`Plan.disk_bytes`): one for the sync executor,
-    ``workers`` for local threads; None for a dask cluster, which may start ready tasks in
-    another order than their priorities."""
-    if isinstance(scheduler, str) and scheduler in ("sync", "threads"):
+    ``workers`` for local threads (bigbn's or dask's threaded scheduler, given the plan's
+    order); None for a dask cluster, which may start ready tasks in another order than
+    their priorities."""
+    if isinstance(scheduler, str) and scheduler in ("sync", "threads", "dask"):
         return 1 if scheduler == "sync" else workers
     return None
 
