@@ -1,7 +1,8 @@
 """dask's local threaded scheduler (``dask.threaded.get``) on a private pool of ``workers``
 threads (numba kernels release the GIL).
 
-The specs become a dask graph, one task per spec, ``(call, dep, dep, ...)``: dask tracks
+The specs become a dask graph, one task per spec (``dask.task_spec.Task``) taking the
+keys of its pending dependencies: dask tracks
 the dependencies, starts a task when its inputs are done, at most ``workers`` at a time,
 and calls back on the calling thread before and after each task (its ``pretask`` and
 ``posttask`` callbacks, turned into our events).
@@ -35,13 +36,16 @@ from . import Callback, Ready, emit_end, emit_start
 
 
 def graph(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object]) -> dict:
-    """The dask graph of the specs: key -> (call, *keys of its pending dependencies).
+    """The dask graph of the specs: key -> Task(key, call, *refs to its pending dependencies).
 
     The callable holds the spec (dask does not look inside it); the dependencies' results
     (their journal records) are passed to it and ignored: they only order the tasks.
     """
+    from dask.task_spec import Task, TaskRef
+
     pending = {s.key for s in specs}
-    return {s.key: (partial(_call, fn, s), *(d for d in s.deps if d in pending)) for s in specs}
+    return {s.key: Task(s.key, partial(_call, fn, s), *(TaskRef(d) for d in s.deps if d in pending))
+            for s in specs}
 
 
 def _call(fn, spec, *_deps):
