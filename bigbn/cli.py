@@ -163,9 +163,9 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
-@click.option("--scheduler", default="threads", show_default=True,
-              help="threads, dask (dask's threaded scheduler), sync, or tcp://HOST:PORT of a "
-                   "dask.distributed scheduler.")
+@click.option("--scheduler", default="dask", show_default=True,
+              help="dask (dask's threaded scheduler), threads (bigbn's own thread pool), sync, "
+                   "or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
 @click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
               help="Recompute alpha chunks in forward/backward (peak disk 10–12·2^n bytes, "

@@ -354,12 +354,13 @@ class JournaledTask:
 
 
 
-def execute(job: Job, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
+def execute(job: Job, *, scheduler="dask", workers: int | None = None, callbacks: Sequence = (),
             done: set[str] | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
-    scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
-    "dask" (dask's local threaded scheduler, tasks started in the plan's order),
+    scheduler: "dask" (dask's local threaded scheduler, ready tasks started in the plan's
+    order; the default), "threads" (bigbn's own thread pool, the same order), "sync"
+    (plain loop, the specification),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).

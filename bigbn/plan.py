@@ -348,7 +348,7 @@ class Plan:
         """Peak bytes each stored table takes on disk (uncompressed float64).
 
         workers: how many tasks run at once when they start in the plan's order (the
-        sync and threads executors); None for any order the dependencies allow (a
+        sync, dask and threads executors); None for any order the dependencies allow (a
         cluster). B and the γ parts then hold at most `live_chunks` chunks at a time.
         """
         out = {"beta": BYTES * self.n * self.n_families}
