@@ -216,7 +216,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           score_options: dict | None = None, prior_kwargs: dict | None = None, workdir=None,
           fresh: bool = False,
           chunk_bits: int | None = None, memory: int | None = None, workers: int | None = None,
-          scheduler: str = "threads", alpha_mode: str | None = None, progress=None,
+          scheduler: str = "dask", alpha_mode: str | None = None, progress=None,
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
           intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,

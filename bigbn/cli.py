@@ -166,8 +166,9 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
-@click.option("--scheduler", default="threads", show_default=True,
-              help="threads, sync, or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--scheduler", default="dask", show_default=True,
+              help="dask (dask's threaded scheduler), threads (bigbn's own thread pool), sync, "
+                   "or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
 @click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
               help="Recompute alpha chunks in forward/backward (peak disk 10–12·2^n bytes, "
@@ -497,7 +498,7 @@ def status(workdir):
 @click.option("--workers", type=click.IntRange(1), default=None,
               help="Parallel tasks or threads (default: all cores).")
 @click.option("--scheduler", default="threads", show_default=True,
-              help="threads, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
+              help="threads, dask, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--batch", default=50_000, show_default=True, type=click.IntRange(1, 10**8),
               help="Samples per task (a killed draw resumes from its finished batches; the "
                    "samples do not depend on it).")
@@ -578,7 +579,7 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
 @click.option("--workers", type=click.IntRange(1), default=None,
               help="Parallel tasks (default: all cores).")
 @click.option("--scheduler", default="threads", show_default=True,
-              help="threads, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
+              help="threads, dask, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many effects to print.")
 def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):

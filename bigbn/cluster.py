@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .engine import Job, JournaledTask, _check_workdir_visible
+from .engine import Job, JournaledTask
 from .errors import OptionError
+from .executors.dispatch import check_visible
 from .executors.distributed import connect, local_cluster, run
 
 __all__ = ["local_cluster", "run_distributed"]
@@ -30,7 +31,7 @@ def run_distributed(job: Job, address_or_client, *, callbacks: Sequence = (), re
         raise OptionError(f"retries = {retries} must be 0 or more")
     client, owned = connect(address_or_client)
     try:
-        _check_workdir_visible(client, job)
+        check_visible(client, job.workdir.root)
         if done is None:
             done = set(job.workdir.journal())
         specs = [s for s in job.plan.tasks() if s.id not in done]

@@ -7,7 +7,7 @@ the work directory's zarr tables, calls one numba kernel per chunk and writes it
 data flows through zarr, so the scheduler never holds a table (DESIGN.md, "Scheduling").
 
 `execute` hands the pending specs and a `JournaledTask` to one of the executors in
-bigbn/executors/ (sync, threads, distributed); the plan is the same for all.
+bigbn/executors/ (sync, threads, dask_local, distributed); the plan is the same for all.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import kernels as K
-from .errors import EngineError, OptionError
+from .errors import EngineError
+from .executors.dispatch import run as run_specs
 from .plan import Plan, TaskSpec
 from .workdir import Workdir, checksum
 
@@ -368,7 +369,7 @@ class JournaledTasks:
 
 
 
-def execute(job: Job | Sequence[Job], *, scheduler="threads", workers: int | None = None,
+def execute(job: Job | Sequence[Job], *, scheduler="dask", workers: int | None = None,
             callbacks: Sequence = (), done: set[str] | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
@@ -379,7 +380,9 @@ def execute(job: Job | Sequence[Job], *, scheduler="threads", workers: int | Non
     (each within its disk bound, `Plan.disk_bytes`; the run within their sum), and a
     cluster runs the tiers side by side.
 
-    scheduler: "sync" (plain loop, the specification), "threads" (a local thread pool),
+    scheduler: "dask" (dask's local threaded scheduler, ready tasks started in the plan's
+    order; the default), "threads" (bigbn's own thread pool, the same order), "sync"
+    (plain loop, the specification),
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.executors).
@@ -393,46 +396,5 @@ def execute(job: Job | Sequence[Job], *, scheduler="threads", workers: int | Non
         done = set(job.workdir.journal())
     specs = [s for j in jobs for s in j.plan.tasks() if s.id not in done]
     fn = JournaledTask(job) if len(jobs) == 1 else JournaledTasks(jobs)
-    if scheduler == "sync":
-        from .executors import sync
-
-        sync.run(specs, fn, callbacks=callbacks)
-    elif scheduler == "threads":
-        from .executors import threads
-
-        threads.run(specs, fn, workers=workers, callbacks=callbacks)
-    elif scheduler == "processes":
-        from .executors import distributed
-
-        with distributed.local_cluster(workers or os.cpu_count() or 1) as client:
-            _check_workdir_visible(client, job)
-            distributed.run(specs, fn, client, callbacks=callbacks)
-    elif not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        from .executors import distributed
-
-        client, owned = distributed.connect(scheduler)
-        try:
-            _check_workdir_visible(client, job)
-            distributed.run(specs, fn, client, callbacks=callbacks)
-        finally:
-            if owned:
-                client.close()
-    else:
-        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")
-
-
-def _tables_exist(path: str) -> bool:
-    return os.path.isdir(path)
-
-
-def _check_workdir_visible(client, job: Job) -> None:
-    """Fail early, naming the worker, if a connected worker cannot see the tables."""
-    from .errors import WorkdirError
-
-    tables = str(job.workdir.tables.resolve())
-    seen = client.run(_tables_exist, tables)
-    blind = sorted(w for w, ok in seen.items() if not ok)
-    if blind:
-        raise WorkdirError(f"work directory {job.workdir.root} is not visible on worker(s) "
-                           f"{', '.join(blind)}: put it on a file system every worker mounts "
-                           "at the same path")
+    run_specs(specs, fn, scheduler=scheduler, workers=workers, callbacks=callbacks,
+              visible=job.workdir.root, where="work directory")

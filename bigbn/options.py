@@ -115,14 +115,14 @@ def alpha_mode(value) -> str | None:
 
 
 def scheduler(value):
-    """threads, sync, processes, a scheduler address (tcp://, tls://, inproc://) or a
+    """threads, dask, sync, processes, a scheduler address (tcp://, tls://, inproc://) or a
     dask.distributed Client."""
     if isinstance(value, str):
-        if value in ("threads", "sync", "processes") or value.startswith(("tcp://", "tls://", "inproc://")):
+        if value in ("threads", "dask", "sync", "processes") or value.startswith(("tcp://", "tls://", "inproc://")):
             return value
-        raise OptionError(f"unknown scheduler {value!r}: use threads, sync, processes or tcp://HOST:PORT")
+        raise OptionError(f"unknown scheduler {value!r}: use threads, dask, sync, processes or tcp://HOST:PORT")
     if value is None:
-        raise OptionError("scheduler must be threads, sync, processes, tcp://HOST:PORT or a Client")
+        raise OptionError("scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a Client")
     return value
 
 

@@ -25,8 +25,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import OptionError, WorkdirError
+from .errors import WorkdirError
 from .executors import Callback
+from .executors.dispatch import run as run_specs
 from .workdir import Journal, checksum, fsync_path
 
 PARTS = "parts"
@@ -155,8 +156,8 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
         callbacks.append(_Progress(progress, stage, len(specs), len(specs) - len(pending)))
         progress(stage, len(specs) - len(pending), len(specs))
     if pending:
-        dispatch(pending, PartTask(str(folder), owner, compute), scheduler=scheduler, workers=workers,
-                 callbacks=callbacks, root=folder)
+        run_specs(pending, PartTask(str(folder), owner, compute), scheduler=scheduler, workers=workers,
+                 callbacks=callbacks, visible=folder, where="folder")
         recs = journal.records()
     out: dict[str, dict] = {}
     for s in specs:
@@ -171,60 +172,12 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     return {s.id: recs[s.id] for s in specs}, out
 
 
-def dispatch(specs, fn, *, scheduler="threads", workers: int | None = None, callbacks: Sequence = (),
-             root: Path | None = None) -> None:
-    """Hand ``specs`` and the task function ``fn`` to one executor, as `engine.execute`
-    does for a run: "sync", "threads", "processes" (a local dask.distributed cluster of
-    ``workers`` processes), "tcp://HOST:PORT" (or tls://, inproc://) or a
-    ``distributed.Client``. root: a folder every cluster worker must see."""
-    if scheduler == "sync":
-        from .executors import sync
-
-        sync.run(specs, fn, callbacks=callbacks)
-    elif scheduler == "threads":
-        from .executors import threads
-
-        threads.run(specs, fn, workers=workers, callbacks=callbacks)
-    elif scheduler == "processes":
-        from .executors import distributed
-
-        with distributed.local_cluster(workers or os.cpu_count() or 1) as client:
-            _check_visible(client, root)
-            distributed.run(specs, fn, client, callbacks=callbacks)
-    elif not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        from .executors import distributed
-
-        client, owned = distributed.connect(scheduler)
-        try:
-            _check_visible(client, root)
-            distributed.run(specs, fn, client, callbacks=callbacks)
-        finally:
-            if owned:
-                client.close()
-    else:
-        raise OptionError(f"unknown scheduler {scheduler!r}: use threads, sync, processes or tcp://HOST:PORT")
-
-
-def _is_dir(path: str) -> bool:
-    return os.path.isdir(path)
-
-
-def _check_visible(client, root: Path | None) -> None:
-    """Fail early, naming the worker, if a connected worker cannot see ``root``."""
-    if root is None:
-        return
-    seen = client.run(_is_dir, str(Path(root).resolve()))
-    blind = sorted(w for w, ok in seen.items() if not ok)
-    if blind:
-        raise WorkdirError(f"{root} is not visible on worker(s) {', '.join(blind)}: put the work "
-                           "directory on a file system every worker mounts at the same path")
-
-
 def threads_per_task(scheduler, workers: int, tasks: int) -> int:
     """Threads a task may use inside itself: the cores left to it by the tasks running
-    beside it under the threads or sync executor; 1 on a cluster (a worker's own threads)."""
+    beside it under a local executor (threads, dask, sync); 1 on a cluster (a worker's own
+    threads)."""
     if scheduler == "sync":
         return max(1, workers)
-    if scheduler == "threads":
+    if scheduler in ("threads", "dask"):
         return max(1, workers // max(1, min(workers, tasks)))
     return 1

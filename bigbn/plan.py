@@ -348,7 +348,7 @@ class Plan:
         """Peak bytes each stored table takes on disk (uncompressed float64).
 
         workers: how many tasks run at once when they start in the plan's order (the
-        sync and threads executors); None for any order the dependencies allow (a
+        sync, dask and threads executors); None for any order the dependencies allow (a
         cluster). B and the γ parts then hold at most `live_chunks` chunks at a time.
         """
         out = {"beta": BYTES * self.n * self.n_families}
@@ -428,9 +428,10 @@ def live_chunks(h: int, workers: int | None = None) -> int:
 
 def ordered_workers(scheduler, workers: int) -> int | None:
     """Tasks at once in the plan's order (`Plan.disk_bytes`): one for the sync executor,
-    ``workers`` for local threads; None for a dask cluster, which may start ready tasks in
-    another order than their priorities."""
-    if isinstance(scheduler, str) and scheduler in ("sync", "threads"):
+    ``workers`` for local threads (bigbn's or dask's threaded scheduler, given the plan's
+    order); None for a dask cluster, which may start ready tasks in another order than
+    their priorities."""
+    if isinstance(scheduler, str) and scheduler in ("sync", "threads", "dask"):
         return 1 if scheduler == "sync" else workers
     return None
 

@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--memory", default=None)
     ap.add_argument("--chunk-bits", type=int, default=None)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--scheduler", default=None, help="bigbn run --scheduler (default: its default)")
     args = ap.parse_args()
 
     base = Path(args.workdir or tempfile.mkdtemp(prefix="bigbn-bench-"))
@@ -75,7 +76,8 @@ def main() -> None:
         cmd = bigbn + ["run", str(data), "--workdir", str(wd), "-k", str(args.k), "--score", "k2",
                        "--structure-prior", "koivisto-sood", "--fresh", "--quiet", "--top", "0"]
         for opt, val in (("--alpha", args.alpha), ("--memory", args.memory),
-                         ("--chunk-bits", args.chunk_bits), ("--workers", args.workers)):
+                         ("--chunk-bits", args.chunk_bits), ("--workers", args.workers),
+                         ("--scheduler", args.scheduler)):
             if val is not None:
                 cmd += [opt, str(val)]
         t0 = time.time()

@@ -12,7 +12,9 @@ no new task starts, the ones in flight are waited for, and the first error is ra
 task of a failed run may still be writing when a resume starts.
 
 - `sync`: a plain loop, one task at a time: the specification the others must match.
-- `threads`: a private thread pool (numba kernels release the GIL).
+- `dask_local`: dask's threaded scheduler on a private thread pool (the default; numba
+  kernels release the GIL), ready tasks started in the plan's order.
+- `threads`: bigbn's own thread pool, the same order without dask.
 - `distributed`: a dask.distributed cluster (imported only when used).
 
 Nothing here knows what a task computes; the engine (bigbn/engine.py) provides ``fn``.
@@ -122,3 +124,4 @@ def emit_end(callbacks: Iterable[Callback], key: tuple, result, start: float, sc
 
 
 __all__ = ["Callback", "Ready", "TaskEndEvent", "TaskStartEvent"]
+
