@@ -9,9 +9,6 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import os
 import shutil
 import time
@@ -19,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import engine, frames
+from . import engine
 from . import interventions as interventions_
 from . import options as opt
 from . import tiers as tiering
-from .data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
+from .data import Dataset
 from .engine import Job, log_offset
 from .errors import DataError, OptionError
 from .knowledge import Knowledge
@@ -38,150 +35,16 @@ from .result import Result, write_arcs
 from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
                      tiered_disk)
-from .scoring import Score, check_options, lookup, numerics_version, resolve
+from .scoring import Score, check_options, numerics_version, resolve
 from .tiers import MAX_TIERED_NODES
 from .workdir import Workdir
+
+from .inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
 __all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
            "numerics_fingerprint", "peak_rss_bytes", "default_memory", "default_workers"]
 
 PRIORS = ("uniform", "koivisto-sood")
-
-
-# --------------------------------------------------------------------------------- data
-
-def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
-                 max_nodes: int = MAX_NODES, intervention_column: str | None = None,
-                 interventions=None) -> tuple[Dataset, Score, str]:
-    """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
-    score: "auto", a score's name or a `bigbn.scoring.Score`. max_nodes: most variables
-    allowed (MAX_NODES; more with tiers, bigbn/tiers.py). intervention_column (a CSV file or
-    a DataFrame) or interventions (any data): the rows' intervention targets
-    (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
-    targets (``intervened``): intervention_column then only names the column they came from."""
-    wanted = lookup(score)  # an unknown name is refused before the data are read
-    sep = opt.sep(sep)
-    targets = None  # the intervention column's cells and how to name a row in messages
-    if intervention_column is not None:
-        if interventions is not None:
-            raise OptionError("give intervention_column or interventions, not both")
-        if not (isinstance(data, (str, os.PathLike, Dataset)) or frames.is_dataframe(data)):
-            raise OptionError("intervention_column names a column of a CSV file or a DataFrame; "
-                              "for an array give interventions= (a set of target names per row)")
-        intervention_column = str(intervention_column)
-    if isinstance(data, Dataset):
-        ds = data
-        digest = _hash_dataset(ds)
-    elif frames.is_dataframe(data):
-        if intervention_column is not None:
-            if intervention_column not in [str(c) for c in data.columns]:
-                raise no_column(frames.SOURCE, intervention_column, data.columns, "the intervention column")
-            j = [str(c) for c in data.columns].index(intervention_column)
-            index = data.index
-            cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
-            targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
-            data = data.drop(columns=data.columns[j])
-        table, categories = frames.table_from_frame(data)
-        if table.n > max_nodes:
-            raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
-                              + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes), categories)
-        digest = _hash_dataset(ds)
-    elif isinstance(data, (str, os.PathLike)):
-        path = os.fspath(data)
-        table = read_table(path, sep, may_be_empty=intervention_column)
-        if intervention_column is not None:
-            table, cells = interventions_.split_column(table, intervention_column)
-            targets = (cells, lambda r: f"{path}, row {table.line(r)}")
-        if table.n > max_nodes:
-            raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
-                              f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = _dataset_from_table(table, wanted, max_nodes)
-        digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
-    else:
-        if data is None or isinstance(data, (bytes, dict, int, float, bool)):
-            raise OptionError(f"data must be a CSV path, a pandas DataFrame, a Dataset or a 2-d "
-                              f"array, got {type(data).__name__}")
-        try:
-            arr = np.asarray(data)
-        except (ValueError, TypeError) as e:  # ragged nested lists and the like
-            raise OptionError(f"data cannot be read as a 2-d array ({e})") from None
-        if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
-            raise OptionError(f"data array must have shape (rows, ≥2 variables), got {arr.shape}")
-        nm = tuple(str(x) for x in names) if names is not None \
-            else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
-        if len(nm) != arr.shape[1]:
-            raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
-        _check_header("array", list(nm))
-        if np.ma.is_masked(data):  # a masked cell is a missing value, as an empty CSV cell
-            r, j = map(int, np.argwhere(np.ma.getmaskarray(data))[0])
-            raise DataError(f"data array, row index {r}, column '{nm[j]}': masked value (bigbn needs "
-                            "complete data)")
-        if arr.dtype.kind == "c":
-            raise DataError("complex numbers are not data bigbn can score")
-        if arr.dtype.kind in "fc":
-            cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
-        else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
-            if any(v is None for v in arr.ravel().tolist()):
-                raise DataError("data array: missing value (None); bigbn needs complete data")
-            cells = np.char.strip(arr.astype(str))
-        frames.check_complete(cells, nm, "data array")
-        # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes)
-        digest = _hash_dataset(ds)
-    if ds.n > max_nodes:
-        raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
-                          + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-    score = resolve(wanted or "auto", ds.kind)
-    if targets is not None or interventions is not None:
-        mask = interventions_.parse_cells(targets[0], ds.names, intervention_column, targets[1]) \
-            if targets is not None else interventions_.from_sets(interventions, ds.names, ds.m)
-        interventions_.check_identifiable(mask, ds.names, ds.path or "data")
-        # all rows observational: the observational dataset (the same hash and numbers)
-        ds = dataclasses.replace(ds, intervened=mask if mask.any() else None)
-        digest = _hash_dataset(ds)
-    return ds, score, digest
-
-
-_MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
-
-
-def _check_names_given(data, names) -> None:
-    """names= is for an array; data that carry their own names refuse other ones (they were
-    silently ignored). Not applied instead: intervention_column names a column of the data as
-    it is, and effects(result, data) compares the data's own names with the run's."""
-    if names is None:
-        return
-    if frames.is_dataframe(data):
-        raise OptionError("a DataFrame carries its column names; drop names= or rename the columns")
-    if isinstance(data, (str, os.PathLike)):
-        raise OptionError(f"{os.fspath(data)}: a CSV file carries its column names in its header; "
-                          "drop names= or edit the header")
-    if isinstance(data, Dataset) and tuple(str(x) for x in names) != tuple(data.names):
-        raise OptionError("a Dataset carries its names; drop names= or give the Dataset these names")
-
-
-def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
-    """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
-    the table looks it)."""
-    from .bge import continuous_dataset, looks_continuous
-
-    if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
-        return continuous_dataset(table)
-    return discrete_dataset(table, max_nodes=max_nodes)
-
-
-def _hash_dataset(ds: Dataset) -> str:
-    """Content hash of a dataset: everything a score depends on (the codes or values,
-    names, arities, levels, kind). The same data give the same hash whether they came
-    from a file, a pipe, a DataFrame or an array."""
-    h = hashlib.sha256(np.ascontiguousarray(ds.data).tobytes())
-    h.update(f"{ds.data.dtype}{ds.data.shape}{ds.kind}".encode())
-    h.update(np.ascontiguousarray(ds.arities, dtype=np.int64).tobytes())
-    h.update(json.dumps([list(ds.names), [list(lv) for lv in ds.levels]]).encode())
-    if ds.intervened is not None:
-        h.update(b"intervened" + np.packbits(ds.intervened).tobytes())
-    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------------- model

@@ -52,7 +52,7 @@ import numba
 import numpy as np
 
 from . import options as opt
-from .api import load_dataset
+from .inputs import load_dataset
 from .bits import popcounts
 from .data import csv_records
 from .errors import DataError, OptionError
