@@ -23,7 +23,7 @@ from ._version import __version__
 from .engine import Job, execute, intact, log_offset, verify
 from .errors import WorkdirError
 from .executors import Callback
-from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
+from .plan import STAGES, Plan, choose_chunk_bits, fit_disk, ordered_workers
 from . import tiers as tiering
 from .rundir import RunRecord, TieredPlan, check_is_ours, gib, read_record, write_record
 from .workdir import Workdir, checksum
@@ -33,8 +33,9 @@ def _kept_keys(plan: Plan) -> list[tuple]:
     """The tasks whose outputs a finished run keeps and later commands read: β, the edge
     posteriors and γ, the forward table (sampling), the MAP network."""
     keys = [("scores",)]
-    if plan.posterior:
-        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)]
+    if plan.posterior:  # a plan with a disk budget keeps L(V) alone
+        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)
+                                if plan.kept is None or H == plan.n_chunks - 1]
     return keys + ([("map_dag",)] if plan.map_dag else [])
 
 
@@ -77,14 +78,16 @@ def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
 
 def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode, map_dag: bool,
             posterior: bool, memory, workers, fresh: bool, check_disk: bool,
-            disk_workers: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
+            disk_workers: int | None = None, disk_budget: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
     fix the plans, write run.json and make the tables. ``lays``: the run's tiers
     (`tiers.TierLayout`); one tier of every variable is the run without tiers, whose one
     lattice is at the workdir's root and whose run.json holds its `Plan`; with more, each
     tier of two or more nodes has its lattice in its own scope and run.json a `TieredPlan`.
     Chunk bits and the alpha mode come from the workdir on resume (another value is
-    refused), else from ``chunk_bits`` / ``alpha_mode`` / the memory budget.
+    refused), else from ``chunk_bits`` / ``alpha_mode`` / the memory budget. A new run
+    without tiers fits its plan to ``disk_budget`` (`plan.fit_disk`); a resumed one keeps
+    its recorded plan.
 
     Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
     is not asked for or the tier has one node; the run without tiers has one plan for
@@ -121,7 +124,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             if plain else [None] * len(lays)
     if plain:
         plan = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior) if old is not None \
-            else Plan(n, k, int(bits[0]), mode, map_dag, posterior)
+            else fit_disk(Plan(n, k, int(bits[0]), mode, map_dag, posterior), disk_budget, disk_workers)
         plans = [(plan if posterior else None, plan if map_dag else None)]
     elif old is not None:
         plans = [(None, None) if c is None else
