@@ -659,42 +659,58 @@ def choose_kept(st: LatticeSteps, limit: float, workers: int | None = 1,
     if h == 0:
         peak = budget_peak(0, (0,), st, workers)
         return ((0,), peak, 0) if peak <= limit else None
-    # states at kept level j: (sum of the kept levels below j, work, peak, kept levels)
+    # every phase from kept level j to the next kept level j2 holds u·S + M[j][j2] bytes
+    # at most (S: the kept levels' chunks below j), and computes W[j][j2] chunks again
+    M = [[0] * (h + 1) for _ in range(h + 1)]
+    Wk = [[0] * (h + 1) for _ in range(h + 1)]
+    for j in range(h):
+        for j2 in range(j + 1, h + 1):
+            vals = [u * (N[j] + N[j + 1])] + [u * N[j] + P[i] for i in range(j + 2, j2 + 1)]
+            work = 0
+            for ell in range(j + 1, j2):
+                base = u * (N[j] + 1)
+                chain = max([u * N[j + 1]] + [P[i] for i in range(j + 2, ell + 1)])
+                vals += [base + (u + g) * N[ell + 1] + chain, base + st.B[ell]]
+                if workers is None:
+                    vals.append(base + u * sum(N[j + 1:ell + 2]) + (u + g) * (N[ell] + N[ell + 1]))
+                    vals.append(base + u * (N[ell] + N[ell + 1]) + (u + g) * (N[ell] + N[ell + 1]))
+                work += sum(N[j + 1:ell + 1])
+            vals.append(u * (N[j] + (j2 < h)) + st.B[j2])
+            if workers is None and j2 < h:
+                vals.append(u * (N[j] + 1) + u * (N[j2] + N[j2 + 1]) + (u + g) * (N[j2] + N[j2 + 1]))
+            M[j][j2], Wk[j][j2] = max(vals) + slack, work
+    # states at kept level j: (sum of the kept levels below j, work, peak, kept levels),
+    # none beaten by another in all three
     first = max(u, u * 1 + st.B[0]) + slack
     if workers is None:
         first = max(first, budget_peak(h, range(h + 1), st, None))
     states: dict[int, list] = {0: [(0, 0, first, (0,))]} if first <= limit else {}
+    # past h = 14 the fronts grow large: beaten in (S, the objective) alone is enough for
+    # the objective, and the other only breaks ties among what is left
+    x, y = (1, 2) if h <= 14 else (2, 2) if least else (1, 1)
     for j in range(h):
         for S, W, peak, kept in states.get(j, ()):
             for j2 in range(j + 1, h + 1):
-                S2 = S + N[j]
-                vals = [u * (S + N[j] + N[j + 1])] + [u * S2 + P[i] for i in range(j + 2, j2 + 1)]
-                work = 0
-                for ell in range(j + 1, j2):
-                    base = u * (S2 + 1)
-                    chain = max([u * N[j + 1]] + [P[i] for i in range(j + 2, ell + 1)])
-                    vals += [base + (u + g) * N[ell + 1] + chain, base + st.B[ell]]
-                    if workers is None:
-                        vals.append(base + u * sum(N[j + 1:ell + 2]) + (u + g) * (N[ell] + N[ell + 1]))
-                        vals.append(base + u * (N[ell] + N[ell + 1]) + (u + g) * (N[ell] + N[ell + 1]))
-                    work += sum(N[j + 1:ell + 1])
-                vals.append(u * (S2 + (j2 < h)) + st.B[j2])
-                if workers is None and j2 < h:
-                    vals.append(u * (S2 + 1) + u * (N[j2] + N[j2 + 1]) + (u + g) * (N[j2] + N[j2 + 1]))
-                p2 = max(peak, max(vals) + slack)
+                p2 = max(peak, u * S + M[j][j2])
                 if p2 > limit:
                     continue
-                new = (S2, W + work, p2, kept + (j2,))
+                new = (S + N[j], W + Wk[j][j2], p2, kept + (j2,))
                 front = states.setdefault(j2, [])
-                if any(a[0] <= new[0] and a[1] <= new[1] and a[2] <= new[2] for a in front):
+                s0, s1, s2 = new[0], new[x], new[y]
+                if any(a[0] <= s0 and a[x] <= s1 and a[y] <= s2 for a in front):
                     continue
-                front[:] = [a for a in front if not (new[0] <= a[0] and new[1] <= a[1] and new[2] <= a[2])]
+                front[:] = [a for a in front if not (s0 <= a[0] and s1 <= a[x] and s2 <= a[y])]
                 front.append(new)
     done = states.get(h, [])
     if not done:
         return None
     S, W, peak, kept = min(done, key=lambda a: (a[2], a[1]) if least else (a[1], a[2]))
     return kept, peak, W
+
+
+# Past 2^16 chunks (n = 36 with chunks of 2^20) choosing the kept levels exactly takes
+# seconds to minutes; such runs (512 GiB of L and more) are refused a disk budget.
+BUDGET_MAX_CHUNK_LEVELS = 16
 
 
 def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
@@ -709,12 +725,41 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     whole = dataclasses.replace(plan, kept=None)
     if sum(whole.disk_bytes(workers).values()) <= budget:
         return whole
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS:
+        raise OptionError(f"a disk budget needs at most 2^{BUDGET_MAX_CHUNK_LEVELS} chunks; n = {plan.n} with "
+                          f"chunk bits {plan.c} has 2^{plan.h}: give --chunk-bits {plan.n - BUDGET_MAX_CHUNK_LEVELS}")
     pick = choose_kept(whole._steps, budget - _other_disk(whole, workers), workers)
     if pick is None:
         raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits "
                           f"{plan.c}{'' if workers is not None else ', a dask cluster'}): "
                           f"the least any plan needs is {_size(least_disk(whole, workers), up=True)}")
     return dataclasses.replace(plan, kept=pick[0])
+
+
+def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]:
+    """The plans worth choosing between under a disk budget, fastest first: L kept whole,
+    then L deleted after its backward reader (no level computed again), then the plans of
+    least recomputation at lower and lower peaks, down to the least peak (at most
+    ``rows``, evenly spread over the peaks)."""
+    import dataclasses
+
+    whole = dataclasses.replace(plan, kept=None)
+    out, limit = [whole], sum(whole.disk_bytes(workers).values()) - 1
+    other = _other_disk(whole, workers)
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior:
+        return out
+    least = least_disk(whole, workers)
+    frontier = []
+    while limit >= least:
+        pick = choose_kept(whole._steps, limit - other, workers)
+        if pick is None:
+            break
+        frontier.append(dataclasses.replace(plan, kept=pick[0]))
+        limit = other + pick[1] - 1
+    if len(frontier) > rows - 1:
+        idx = sorted({round(i * (len(frontier) - 1) / (rows - 2)) for i in range(rows - 1)})
+        frontier = [frontier[i] for i in idx]
+    return out + frontier
 
 
 def _other_disk(plan: Plan, workers: int | None) -> int:
@@ -884,6 +929,8 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
         out["map"] = ((w["map"] * SECONDS_PER_MAX_TERM + w["map_alpha"] * SECONDS_PER_MAX_UPDATE) / max(workers, 1)
                       + disk["map"] / DISK_WRITE_BPS
                       + plan.n_chunks * per_task)
+    if plan.posterior and plan.kept is not None:  # rounds: forward tasks again, chunk for chunk
+        out["reforward"] = out["forward"] * plan.refwd_chunks() / plan.n_chunks
     if "alpha" in w:
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
         out["forward"] += disk["alpha"] / DISK_READ_BPS
