@@ -769,13 +769,17 @@ def _other_disk(plan: Plan, workers: int | None) -> int:
 
 
 def least_disk(plan: Plan, workers: int | None = 1) -> int:
-    """The least peak disk (bytes) of any plan of ``plan``'s lattice (kept levels chosen
-    for it alone)."""
+    """The least peak disk (bytes) of any plan of ``plan``'s lattice: L kept whole, or
+    kept levels chosen for the least peak (with tiny chunks, the γ parts and the chunks
+    in flight can make the plan without a budget the least)."""
     import dataclasses
 
     whole = dataclasses.replace(plan, kept=None)
+    total = sum(whole.disk_bytes(workers).values())
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior:
+        return total
     pick = choose_kept(whole._steps, math.inf, workers, least=True)
-    return _other_disk(whole, workers) + pick[1]
+    return min(total, _other_disk(whole, workers) + pick[1])
 
 
 def ordered_workers(scheduler, workers: int) -> int | None:

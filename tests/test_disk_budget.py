@@ -33,19 +33,21 @@ def budgets(plan: Plan, workers: int) -> list[int]:
     return [least, (least + sum(plan.disk_bytes(workers).values())) // 2]
 
 
-@pytest.mark.parametrize("n,k,c,map_dag", [(8, 2, 3, False), (9, 2, 3, True), (10, 3, 4, False),
-                                           (10, 2, 2, True)])
-def test_a_budget_changes_no_number(tmp_path, n, k, c, map_dag):
+@pytest.mark.parametrize("n,k,c,map_dag,workers", [(8, 2, 3, False, 1), (9, 2, 3, True, 1), (10, 3, 4, False, 1),
+                                                   (10, 2, 3, True, 1), (11, 1, 4, False, 2), (12, 1, 5, True, 2)])
+def test_a_budget_changes_no_number(tmp_path, n, k, c, map_dag, workers):
+    """One worker: the sync executor; two: threads (tasks of a round run side by side).
+    Tiny chunks: the in-flight slack of two workers costs more than a level of L."""
     data = write_data(tmp_path / "d.csv", n=n, m=200, seed=n)
     ref = learn(data, workdir=tmp_path / "ref", chunk_bits=c, max_parents=k, map_dag=map_dag, scheduler="sync")
     plan = Plan(n, k, c, map_dag=map_dag)
     seen = set()
-    for i, budget in enumerate(budgets(plan, 2)):
+    for i, budget in enumerate(budgets(plan, workers)):
         wd = tmp_path / f"b{i}"
-        res = learn(data, workdir=wd, chunk_bits=c, max_parents=k, map_dag=map_dag, workers=2,
-                    disk_budget=budget)
+        res = learn(data, workdir=wd, chunk_bits=c, max_parents=k, map_dag=map_dag, workers=workers,
+                    scheduler="sync" if workers == 1 else "threads", disk_budget=budget)
         kept = tuple(json.loads((wd / "run.json").read_text())["plan"]["kept"])
-        assert kept == fit_disk(plan, budget, 2).kept
+        assert kept == fit_disk(plan, budget, workers).kept
         seen.add(kept)
         assert crcs(wd) == crcs(tmp_path / "ref")
         assert np.array_equal(res.posterior, ref.posterior) and res.log_marginal == ref.log_marginal
@@ -61,14 +63,15 @@ def test_a_budget_changes_no_number(tmp_path, n, k, c, map_dag):
 def test_a_finished_budget_run_is_finished_and_cannot_be_sampled(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=200)
     plan = Plan(9, 2, 3)
-    budget = least_disk(plan, 2)
-    learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, workers=2, disk_budget=budget)
+    budget = least_disk(plan, 1)
+    learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=budget)
     count = Count()
     with wrapped(count):
-        again = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, workers=2)
+        again = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, scheduler="sync")
     assert count.keys == [] and again.summary["already_finished"]
-    r = h.cli("sample", tmp_path / "w", "-T", 10)
-    assert r.exit_code == 1 and "--disk-budget" in r.output and len(r.output.strip().splitlines()) == 1
+    r = h.cli("sample", "-w", tmp_path / "w", "--samples", 10)
+    error = [line for line in r.output.splitlines() if not line.startswith("[bigbn]")]
+    assert r.exit_code == 1 and len(error) == 1 and error[0].startswith("Error: ") and "--disk-budget" in error[0]
 
 
 def rounds_positions(plan: Plan) -> list[int]:
@@ -111,9 +114,11 @@ def test_a_run_killed_in_a_recomputed_level_resumes_to_the_same_bits(tmp_path, w
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)
+    assert least == sum(Plan(9, 2, 3).disk_bytes(2).values())  # tiny chunks: the plan without a budget
     with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 9 \(chunk bits 3\): "
                                           r"the least any plan needs is "):
         learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, workers=2, disk_budget=least - 1)
+    assert not (tmp_path / "w" / "run.json").exists()  # refused before the workdir is touched
     with pytest.raises(OptionError, match="disk budget: cannot read size 'lots'"):
         learn(data, workdir=tmp_path / "w", disk_budget="lots")
     with pytest.raises(OptionError, match="runs without tiers"):
@@ -126,10 +131,20 @@ def test_budgets_are_refused_in_one_line(tmp_path):
 
 
 def test_plan_prints_the_trade(tmp_path):
+    """n = 32 within 24 GiB: the chosen plan is the fastest row at or under the budget,
+    and the rows are ordered by peak, down, and by time, up; n = 33 fits 79 GB with no
+    level computed again."""
     r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "24G")
     assert r.exit_code == 0, r.output
-    assert "computes again" in r.output and "disk budget 24G" in r.output
-    r = h.cli("plan", "--n", 33, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "79G")
-    assert r.exit_code == 0 and "L kept whole" not in r.output.split("chosen")[-1], r.output
+    rows = [line for line in r.output.splitlines() if "GiB  " in line and "≈" in line]
+    peaks = [float(line.split()[0]) for line in rows]
+    assert peaks == sorted(peaks, reverse=True) and len(rows) >= 4
+    chosen = [i for i, line in enumerate(rows) if line.endswith("← chosen")]
+    assert len(chosen) == 1 and peaks[chosen[0]] <= 24 < peaks[chosen[0] - 1]
+    assert "computed again" in rows[chosen[0]] and "disk budget 24.0 GiB: L kept at levels" in r.output
+    assert "L kept whole" in rows[0] and "L deleted after its last reader" in rows[1]
+    r = h.cli("plan", "--n", 33, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", str(79 * 10**9))
+    chosen = [line for line in r.output.splitlines() if line.endswith("← chosen")]
+    assert r.exit_code == 0 and len(chosen) == 1 and "L deleted after its last reader;" in chosen[0], r.output
     r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "5G")
-    assert r.exit_code == 1 and "the least any plan needs is" in r.output
+    assert r.exit_code == 1 and "the least any plan needs is 15.1G" in r.output
