@@ -18,11 +18,15 @@ use these specs; nothing else says what a task touches.
   forward H; writes backward H and chunk H's part of γ
 - ``gamma``    ("gamma", level): sums the γ parts of a level
 - ``release``  ("release", H): deletes backward H and its γ part once nothing reads them
+- under a disk budget (`Plan.kept`, `fit_disk`): ``reforward`` ("reforward", H, ℓ)
+  computes L on chunk H again for the backward level ℓ, and ("release", H, "L"[, ℓ])
+  deletes a chunk of L after its last reader
 - ``edges``    ("edges",): reads the level sums, writes gamma and the posterior
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -718,8 +722,6 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least
     recomputation (`choose_kept`). A budget no plan fits is an OptionError naming the
     least that does (`least_disk`)."""
-    import dataclasses
-
     if budget is None or not plan.posterior:
         return plan
     whole = dataclasses.replace(plan, kept=None)
@@ -741,8 +743,6 @@ def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]
     then L deleted after its backward reader (no level computed again), then the plans of
     least recomputation at lower and lower peaks, down to the least peak (at most
     ``rows``, evenly spread over the peaks)."""
-    import dataclasses
-
     whole = dataclasses.replace(plan, kept=None)
     out, limit = [whole], sum(whole.disk_bytes(workers).values()) - 1
     other = _other_disk(whole, workers)
@@ -772,8 +772,6 @@ def least_disk(plan: Plan, workers: int | None = 1) -> int:
     """The least peak disk (bytes) of any plan of ``plan``'s lattice: L kept whole, or
     kept levels chosen for the least peak (with tiny chunks, the γ parts and the chunks
     in flight can make the plan without a budget the least)."""
-    import dataclasses
-
     whole = dataclasses.replace(plan, kept=None)
     total = sum(whole.disk_bytes(workers).values())
     if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior:
