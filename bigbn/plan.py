@@ -625,9 +625,13 @@ def refwd_chunks(h: int, kept) -> int:
 def budget_peak(h: int, kept, st: LatticeSteps, workers: int | None = 1) -> int:
     """Bytes of L, B and the γ parts on disk at once in the plan with kept levels
     ``kept``: in the plan's order, ``workers`` tasks at a time (None: any order a
-    cluster may choose, which may keep every chunk of L until the backward pass)."""
+    cluster may choose, in which a release may wait until the end: every chunk of L
+    ever written, and two levels of B)."""
     K = set(kept)
     N, u, g = st.N, st.u, st.g
+    if workers is None:  # a release may wait for ever: every chunk of L, two levels of B
+        pair = max(N[ell] + N[ell + 1] for ell in range(h)) if h else 1
+        return u * ((1 << h) + refwd_chunks(h, kept)) + (u + g) * pair
 
     def below(ell):
         return sum(N[x] for x in K if x < ell)
@@ -641,23 +645,19 @@ def budget_peak(h: int, kept, st: LatticeSteps, workers: int | None = 1) -> int:
             j = max(x for x in K if x < ell)
             for i in range(j + 1, ell + 1):
                 vals.append(base + (u + g) * N[ell + 1] + (u * N[i] if i == j + 1 else st.P[i]))
-            if workers is None:  # every chunk of the round and L(ℓ + 1) may wait for the γ sum
-                vals.append(base + u * (sum(N[j + 1:ell + 2])) + (u + g) * (N[ell] + N[ell + 1]))
         vals.append(base + st.B[ell])
-        if workers is None and ell < h:
-            vals.append(base + u * (N[ell] + N[ell + 1]) + (u + g) * (N[ell] + N[ell + 1]))
-    if workers is None:
-        vals.append(u << h)
     return max(vals) + _slack(st, workers)
 
 
-def choose_kept(st: LatticeSteps, limit: float, workers: int | None = 1,
+def choose_kept(st: LatticeSteps, limit: float, workers: int = 1,
                 least: bool = False) -> tuple[tuple[int, ...], int, int] | None:
     """The kept levels of least recomputation (`refwd_chunks`) whose `budget_peak` is at
     most ``limit`` bytes (ties: the lower peak), or with ``least`` those of the lowest
     peak (ties: less recomputation); (kept, peak, chunks computed again), or None if none
-    fits. Exact: dynamic programming over the kept levels, ascending, keeping at each
-    the sets no other beats in (size of the kept levels below, work, peak so far)."""
+    fits; ``workers`` tasks at a time in the plan's order (a cluster's any order gains
+    nothing from a budget: `budget_peak`). Exact: dynamic programming over the kept
+    levels, ascending, keeping at each the sets no other beats in (size of the kept
+    levels below, work, peak so far)."""
     h, N, u, g, P = st.h, st.N, st.u, st.g, st.P
     slack = _slack(st, workers)
     if h == 0:
@@ -675,19 +675,12 @@ def choose_kept(st: LatticeSteps, limit: float, workers: int | None = 1,
                 base = u * (N[j] + 1)
                 chain = max([u * N[j + 1]] + [P[i] for i in range(j + 2, ell + 1)])
                 vals += [base + (u + g) * N[ell + 1] + chain, base + st.B[ell]]
-                if workers is None:
-                    vals.append(base + u * sum(N[j + 1:ell + 2]) + (u + g) * (N[ell] + N[ell + 1]))
-                    vals.append(base + u * (N[ell] + N[ell + 1]) + (u + g) * (N[ell] + N[ell + 1]))
                 work += sum(N[j + 1:ell + 1])
             vals.append(u * (N[j] + (j2 < h)) + st.B[j2])
-            if workers is None and j2 < h:
-                vals.append(u * (N[j] + 1) + u * (N[j2] + N[j2 + 1]) + (u + g) * (N[j2] + N[j2 + 1]))
             M[j][j2], Wk[j][j2] = max(vals) + slack, work
     # states at kept level j: (sum of the kept levels below j, work, peak, kept levels),
     # none beaten by another in all three
     first = max(u, u * 1 + st.B[0]) + slack
-    if workers is None:
-        first = max(first, budget_peak(h, range(h + 1), st, None))
     states: dict[int, list] = {0: [(0, 0, first, (0,))]} if first <= limit else {}
     # past h = 14 the fronts grow large: beaten in (S, the objective) alone is enough for
     # the objective, and the other only breaks ties among what is left
@@ -727,6 +720,10 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     whole = dataclasses.replace(plan, kept=None)
     if sum(whole.disk_bytes(workers).values()) <= budget:
         return whole
+    if workers is None:
+        raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
+                          f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
+                          "of the plan without a budget (use the threads executor for a budget)")
     if plan.h > BUDGET_MAX_CHUNK_LEVELS:
         raise OptionError(f"a disk budget needs at most 2^{BUDGET_MAX_CHUNK_LEVELS} chunks; n = {plan.n} with "
                           f"chunk bits {plan.c} has 2^{plan.h}: give --chunk-bits {plan.n - BUDGET_MAX_CHUNK_LEVELS}")
@@ -746,7 +743,7 @@ def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]
     whole = dataclasses.replace(plan, kept=None)
     out, limit = [whole], sum(whole.disk_bytes(workers).values()) - 1
     other = _other_disk(whole, workers)
-    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior:
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
         return out
     least = least_disk(whole, workers)
     frontier = []
@@ -774,7 +771,7 @@ def least_disk(plan: Plan, workers: int | None = 1) -> int:
     in flight can make the plan without a budget the least)."""
     whole = dataclasses.replace(plan, kept=None)
     total = sum(whole.disk_bytes(workers).values())
-    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior:
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
         return total
     pick = choose_kept(whole._steps, math.inf, workers, least=True)
     return min(total, _other_disk(whole, workers) + pick[1])

@@ -372,7 +372,7 @@ def check_budget_plan(plan):
     assert rounds == set(plan.dropped)
 
 
-def run_lattice_bytes(plan, workers, rng):
+def run_lattice_bytes(plan, workers, rng, in_plan_order=True):
     """`run_backward_stage` for every chunk of L, B and the γ parts: the most bytes of
     them on disk at once, tasks started in the plan's order, ``workers`` at a time with
     random durations (a task's writes count from its start)."""
@@ -384,7 +384,13 @@ def run_lattice_bytes(plan, workers, rng):
     running, clock, seq, live, deleted, peak = [], 0.0, 0, set(), set(), 0
     while ready or running:
         while ready and len(running) < workers:
-            spec = ready.pop()
+            if in_plan_order:
+                spec = ready.pop()
+            else:  # any ready task (a cluster)
+                pool = [ready.pop() for _ in range(len(ready.heap))]
+                spec = pool.pop(rng.randrange(len(pool)))
+                for other in pool:
+                    heapq.heappush(ready.heap, ready.order[other.key])
             assert not {(r.table, cc) for r in spec.reads for cc in r.chunks} & deleted, spec.key
             live |= {(r.table, cc) for r in spec.writes if r.table in size for cc in r.chunks}
             peak = max(peak, sum(size[t] for t, _ in live))
@@ -414,3 +420,7 @@ def test_budget_plans_stay_within_their_disk_with_random_task_times(n, c, worker
         assert max(run_lattice_bytes(p, workers, rng) for _ in range(4)) <= bound, kept
         if workers == 1:
             assert run_lattice_bytes(p, 1, rng) == bound == naive.disk_peak_by_simulation(p)
+        anyhow = max(run_lattice_bytes(p, workers, rng, in_plan_order=False) for _ in range(4))
+        assert anyhow <= p.disk_bytes()["lattice"], kept
+    with pytest.raises(OptionError, match="a dask cluster may start tasks in any order"):
+        fit_disk(plan, sum(plan.disk_bytes().values()) - 1, None)
