@@ -83,7 +83,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
           intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,
-          forbidden=None, required=None) -> Result:
+          forbidden=None, required=None, disk_budget: int | str | None = None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -122,6 +122,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     checked for contradictions in one place; forbidden=[(parent, child), ...],
     required=[...] and tiers=... are its short forms (give either). prior_kwargs is the
     same in node indices, for code that has them.
+    disk_budget: bytes (or "24G") of disk the run may take at its peak: if the fastest
+    plan needs more, the forward table is kept at some levels only and the others are
+    computed again in the backward pass (same numbers, more time; `bigbn.plan.fit_disk`;
+    not with tiers). The finished run then keeps L(V) alone of the forward table, so
+    `bigbn sample` cannot use it.
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -134,6 +139,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     workdir = opt.workdir(workdir)
     map_dag, posterior = opt.flag(map_dag, "map_dag"), opt.flag(posterior, "posterior")
     fresh = opt.flag(fresh, "fresh")
+    disk_budget = opt.disk_budget(disk_budget)
     if not posterior and not map_dag:
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
                           "(map_dag=True), or keep the posterior")
@@ -188,6 +194,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         options["tiers"] = [[ds.names[v] for v in t] for t in tier_ids]
     lays = tiering.layouts(tier_ids, k)
     plain = len(lays) == 1
+    if disk_budget is not None and not plain:
+        raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far smaller)")
     for lay in lays:
         if lay.m > MAX_NODES:
             raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}" + _MORE_WITH_TIERS
@@ -218,7 +226,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         with Workdir(root).lock() as owner:
             disk_workers = ordered_workers(scheduler, workers)
             plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
-                            map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers)
+                            map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers,
+                            disk_budget=disk_budget)
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0

@@ -164,6 +164,10 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--edge-prob", type=click.Path(dir_okay=False),
               help="CSV parent,child,prob: prior probability of individual edges.")
 @click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--disk-budget", default=None,
+              help="Peak disk the run may take, e.g. 24G: levels of the forward table that do not "
+                   "fit are computed again in the backward pass (same numbers, more time; the "
+                   "run cannot be sampled). See `bigbn plan --disk-budget`.")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
 @click.option("--scheduler", default="dask", show_default=True,
@@ -200,7 +204,7 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
-        edge_prob, memory, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
+        edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
         parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
         **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
@@ -225,6 +229,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     max_parents = opt.max_parents(max_parents, "--max-parents")
     chunk_bits = opt.chunk_bits(chunk_bits, "--chunk-bits")
     memory = opt.memory(memory, "--memory")
+    disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
     workers = opt.workers(workers, "--workers")
     if scores_file is not None:
         from .jkl import FileScore, read_jkl
@@ -261,7 +266,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
                     score_options=score_options,
                     structure_prior=structure_prior, knowledge=knowledge or None, workdir=workdir, fresh=fresh,
-                    chunk_bits=chunk_bits, memory=memory, workers=workers,
+                    chunk_bits=chunk_bits, memory=memory, workers=workers, disk_budget=disk_budget,
                     scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
                     progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
                     posterior=not map_only)
@@ -387,6 +392,19 @@ def _nats(x: float) -> str:
     return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
 
 
+def _levels(levels) -> str:
+    """Levels as runs: '0, 1, 4, 6–12'."""
+    out, levels = [], list(levels)
+    i = 0
+    while i < len(levels):
+        j = i
+        while j + 1 < len(levels) and levels[j + 1] == levels[j] + 1:
+            j += 1
+        out.append(str(levels[i]) if i == j else f"{levels[i]}–{levels[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def _fmt_seconds(s: float) -> str:
     if s < 90:
         return f"{s:.1f} s"
@@ -412,8 +430,10 @@ def _fmt_seconds(s: float) -> str:
 @click.option("--map-only", is_flag=True, help="Only the MAP network (`bigbn run --map-only`).")
 @click.option("--workdir", type=click.Path(file_okay=False), default=None,
               help="Also compare the disk need with this folder's free space.")
+@click.option("--disk-budget", default=None,
+              help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir):
+             map_only, workdir, disk_budget):
     """Disk, memory and estimated time a run of N variables would need.
 
     \b
@@ -449,6 +469,24 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if c is None:
         c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
+    disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
+    if disk_budget is not None:
+        from .plan import disk_trade, fit_disk
+
+        p = fit_disk(p, disk_budget, workers)
+        click.echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
+        rows = disk_trade(p, workers)
+        rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))
+        for q in rows:
+            again = q.refwd_chunks()
+            what = ("L kept whole (can be sampled)" if q.kept is None else
+                    "L deleted after its last reader" if not again else
+                    f"levels {_levels(q.dropped)} computed again: {again} chunks ({again / q.n_chunks:.2f})")
+            click.echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers).values())):>9}  {what}; "
+                       f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}"
+                       + ("   ← chosen" if q == p else ""))
+        click.echo(f"disk budget {_fmt_bytes(disk_budget)}: "
+                   + ("L kept whole" if p.kept is None else f"L kept at levels {_levels(p.kept)} of 0–{p.h}"))
     disk = p.disk_bytes(workers)
     total_disk = sum(disk.values())
     anyhow = sum(p.disk_bytes().values())

@@ -108,6 +108,7 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
     writer, readers = job.plan.io_maps
     released = {(r.table, cc) for spec in specs if spec.id in records
                 for r in spec.deletes for cc in r.chunks}
+    deletable = {(r.table, cc) for spec in specs for r in spec.deletes for cc in r.chunks}
     rerun: set[tuple] = set()
     good, bad = set(), []
     for spec in reversed(specs):
@@ -120,10 +121,11 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
             continue
         out = [(r.table, cc) for r in spec.writes for cc in r.chunks]
         gone = bool(out) and all(c in released for c in out)
-        if spec.kind == "backward" and not any(t in rerun for c in out for t in readers.get(c, ())):
-            # B and the γ parts are read by later tasks of the plan only, none of which
-            # will run: deleted by a release (perhaps one killed half-way) or not, they
-            # are not needed
+        if ((spec.kind == "backward" or (out and all(c in deletable for c in out)))
+                and not any(t in rerun for c in out for t in readers.get(c, ()))):
+            # B and the γ parts (and under a disk budget L) are read by later tasks of the
+            # plan only, none of which will run: deleted by a release (perhaps one killed
+            # half-way) or not, they are not needed
             good.add(spec.id)
             continue
         rerun.add(spec.key)
@@ -178,19 +180,24 @@ def _task_recursion(job: Job, spec: TaskSpec) -> dict:
     """
     p, wd = job.plan, job.workdir
     backward = spec.kind == "backward"
+    # L's table: "forward", or under a disk budget the round's table it was computed into
+    # again ("reforward" tasks compute L, from the kept level's table or their round's)
+    ltable = next((r.table for r in spec.reads if r.table == "forward" or r.table.startswith("reforward")),
+                  "forward")
+    neighbours = "backward" if backward else ltable
     m, e = np.empty((2, p.chunk_size))  # the first high-bit term writes them whole
     if not spec.terms:
         m.fill(0.0)
         e.fill(NEG_INF)
     if backward:  # γ: L on the chunk, read by this task alone in the backward stage
         fm, fe = np.empty((2, p.chunk_size))
-        K._ext_from_log_into(wd.read("forward", _chunk_slice(p, spec.chunk), evict=True), fm, fe)
+        K._ext_from_log_into(wd.read(ltable, _chunk_slice(p, spec.chunk), evict=True), fm, fe)
         part = np.full((p.n, p.n_families), NEG_INF)
     recompute = p.alpha_mode == "recompute"
     y = None
     for t, (node, first, G) in enumerate(spec.terms):
         # the neighbour as logs: each kernel converts it a tile at a time, in the cache
-        y = wd.read(spec.kind, _chunk_slice(p, G))
+        y = wd.read(neighbours, _chunk_slice(p, G))
         if recompute:
             K._high_term(job.beta[node], p.families, p.small_masks, first >> 1, p.c, p.tile_bits, y, m, e, t > 0)
         else:
@@ -323,6 +330,7 @@ _TASKS: dict[str, Callable[[Job, TaskSpec], dict]] = {
     "scores": _task_scores,
     "alpha": _task_alpha,
     "forward": _task_recursion,
+    "reforward": _task_recursion,
     "backward": _task_recursion,
     "gamma": _task_gamma,
     "release": _task_release,

@@ -99,6 +99,11 @@ def memory(value, what: str = "memory budget") -> int:
     return size
 
 
+def disk_budget(value, what: str = "disk budget") -> int | None:
+    """Disk budget in bytes (None: none, the fastest plan), read as `memory` reads sizes."""
+    return None if value is None else memory(value, what)
+
+
 def chunk_bits(value, what: str = "chunk bits") -> int | None:
     if value is None:
         return None

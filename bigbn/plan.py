@@ -18,11 +18,15 @@ use these specs; nothing else says what a task touches.
   forward H; writes backward H and chunk H's part of γ
 - ``gamma``    ("gamma", level): sums the γ parts of a level
 - ``release``  ("release", H): deletes backward H and its γ part once nothing reads them
+- under a disk budget (`Plan.kept`, `fit_disk`): ``reforward`` ("reforward", H, ℓ)
+  computes L on chunk H again for the backward level ℓ, and ("release", H, "L"[, ℓ])
+  deletes a chunk of L after its last reader
 - ``edges``    ("edges",): reads the level sums, writes gamma and the posterior
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -41,7 +45,7 @@ MIN_CHUNK_BITS = 10
 # task holds a tile of α rather than the chunk's c·2^(c-1) values, and it stays in cache.
 TILE_BITS = 15
 ALPHA_MODES = ("recompute", "store")
-STAGES = ("scores", "alpha", "forward", "backward", "gamma", "release", "edges", "map", "map_dag")
+STAGES = ("scores", "alpha", "forward", "reforward", "backward", "gamma", "release", "edges", "map", "map_dag")
 BYTES = 8
 
 
@@ -58,8 +62,12 @@ class Region:
 class TaskSpec:
     """One task of the plan: what it is, what it reads, what it writes.
 
-    key: ("scores",), ("alpha", node, first_chunk), ("forward", H), ("backward", H),
-    ("gamma", level), ("release", level), ("edges",), ("map", H) or ("map_dag",).
+    key: ("scores",), ("alpha", node, first_chunk), ("forward", H), ("reforward", H, round)
+    (a plan with a disk budget: L on chunk H again, for the backward pass of level
+    ``round``), ("backward", H), ("gamma", level), ("release", S) (B and the γ part of
+    chunk S), ("release", S, "L") and ("release", S, "L", round) (L on chunk S, of the
+    forward pass or of a round; a plan with a disk budget), ("edges",), ("map", H) or
+    ("map_dag",).
     reads / writes: the regions it reads and writes (alpha chunks that are recomputed
     rather than stored are read as ``beta``). deletes: the regions a release task
     removes. deps: keys of the tasks that write what it reads, derived from the regions,
@@ -110,7 +118,11 @@ class Plan:
     forward, backward, gamma, edges); map_dag: the MAP stages (map, map_dag); one of the
     two at least. scope: "" for a whole run; a tiered run (bigbn/tiers.py) runs one plan
     per tier, each with its own scope, which names its tables' folder and prefixes its
-    task ids in the run's one journal.
+    task ids in the run's one journal. kept: None (L is kept whole to the end, for the
+    sampler) or the levels of L the forward pass keeps under a disk budget (0 and h
+    always): L chunks are then deleted after their last reader, and a level not kept is
+    computed again from the nearest kept level below, just before its backward level
+    (docs/design.md, "The disk budget"; `fit_disk`).
     """
 
     n: int
@@ -120,6 +132,7 @@ class Plan:
     map_dag: bool = False
     posterior: bool = True
     scope: str = ""
+    kept: tuple[int, ...] | None = None
 
     def __post_init__(self):
         if not 2 <= self.n <= MAX_NODES:
@@ -132,6 +145,17 @@ class Plan:
             raise OptionError(f"alpha mode {self.alpha_mode!r}: choose one of {', '.join(ALPHA_MODES)}")
         if not (self.posterior or self.map_dag):
             raise OptionError("a run computes the posterior, the MAP network or both")
+        if self.kept is not None:
+            kept = tuple(self.kept)
+            if (kept != tuple(sorted(set(kept))) or not kept or kept[0] != 0 or kept[-1] != self.h
+                    or not all(isinstance(x, int) for x in kept)):
+                raise OptionError(f"kept levels {kept}: ascending levels of 0..{self.h}, with 0 and {self.h}")
+            object.__setattr__(self, "kept", kept)
+
+    @property
+    def dropped(self) -> tuple[int, ...]:
+        """The levels of L a plan with a disk budget computes again in the backward pass."""
+        return () if self.kept is None else tuple(sorted(set(range(self.h + 1)) - set(self.kept)))
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -191,6 +215,8 @@ class Plan:
                 "gamma": ((n, F), (n, F)),
                 "posterior": ((n, n), (n, n)),
             })
+        if self.posterior:  # L on the levels a disk budget drops, one table per round
+            out.update({f"reforward{ell}": ((1 << n,), (size,)) for ell in self.dropped})
         if self.posterior and self.alpha_mode == "store":
             out["alpha"] = ((n, 1 << (n - 1)), (1, self.alpha_chunk_size))
         if self.map_dag:  # M(S), its best sink (int8), the MAP parent masks
@@ -286,6 +312,8 @@ class Plan:
         """
         n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
         beta = Region("beta", ((0, 0),))
+        if self.kept is not None:
+            return self._budget_drafts(drafts, alpha, chunk)
         if self.alpha_mode == "store":
             for i in range(n):
                 for first in range(0, self.n_chunks, self.alpha_run):
@@ -331,6 +359,93 @@ class Plan:
         drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
                        None, (), None))
 
+    def _budget_drafts(self, drafts: list, alpha, chunk) -> None:
+        """Drafts of the posterior stages under a disk budget (docs/design.md, "The disk
+        budget"): the stages of `_posterior_drafts`, and
+
+        - forward: each level's chunks in descending order, so that a chunk of a level
+          not kept is deleted right after its last reader (its superset S + its lowest
+          missing bit) early in the next level, as B's chunks are in the backward pass;
+        - before the backward tasks of a level ℓ not kept, round ℓ computes L again,
+          level by level from the nearest kept level j < ℓ up to ℓ, into table
+          ``reforward{ℓ}`` (the same bits: the same task function on the same inputs),
+          once the γ sum of level ℓ + 1 is done (so B holds one level, level ℓ + 1);
+        - every chunk of L (but L(V), which edges reads) is deleted right after its last
+          reader: the next level of its round, or the backward task of its chunk.
+        """
+        c, h, last = self.c, self.h, self.n_chunks - 1
+        beta = Region("beta", ((0, 0),))
+        kept = set(self.kept)
+        start = len(drafts)
+        if self.alpha_mode == "store":
+            for i in range(self.n):
+                for first in range(0, self.n_chunks, self.alpha_run):
+                    run = min(self.alpha_run, self.n_chunks - first)
+                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
+                                   ((i, first, run),), None))
+        levels = self.levels()
+
+        def forward_terms(H: int) -> tuple:
+            return tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(h) if H >> b & 1)
+
+        for lvl in levels:
+            for H in reversed(lvl):
+                drafts.append(self._recursion("forward", H, forward_terms(H), 0 if H == 0 else None, alpha, chunk))
+
+        def parts(level: int) -> Region:
+            return Region("gamma_parts", tuple((H, 0, 0) for H in levels[level]))
+
+        for ell in range(h, -1, -1):
+            source = "forward"
+            if ell not in kept:  # round ell: L from the kept level j below, up to level ell
+                j, source = max(x for x in kept if x < ell), f"reforward{ell}"
+                for i in range(j + 1, ell + 1):
+                    for H in reversed(levels[i]):
+                        terms = forward_terms(H)
+                        _, reads, _, _, _, _ = self._recursion("forward", H, terms, None, alpha, chunk)
+                        table = "forward" if i == j + 1 else source
+                        reads = tuple(Region(table, r.chunks) if r.table == "forward" else r for r in reads)
+                        drafts.append((("reforward", H, ell), reads, (chunk(source, H),), H, terms, None,
+                                       {"after": (("gamma", ell + 1),)} if i == j + 1 else {}))
+            for H in levels[ell]:
+                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+                origin = self.chunk_size - 1 if H == last else None
+                key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
+                gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+                after = (("gamma", ell + 1),) if ell < h else ()
+                drafts.append((key, reads + (chunk(source, H),),
+                               writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
+                               {"gamma_terms": gamma_terms, "after": after}))
+                for b in range(h if H == 0 else (H & -H).bit_length() - 1):
+                    S = H | 1 << b
+                    drafts.append((("release", S), (), (), S, (), None,
+                                   {"deletes": (chunk("backward", S), Region("gamma_parts", ((S, 0, 0),)))}))
+            after = tuple(("release", S) for S in levels[ell + 1]) if ell < h else ()
+            drafts.append((("gamma", ell), (parts(ell),), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
+                           (), None, {"after": after}))
+        reads = ((beta, Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
+                  chunk("forward", last), chunk("backward", 0)))
+        drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
+                       None, (), None))
+        # every chunk of L but L(V) deleted right after its last reader
+        lattice = [d for d in drafts[start:]]
+        last_reader: dict[int, list] = {}
+        for pos, d in enumerate(lattice):
+            for r in d[1]:
+                if r.table == "forward" or r.table.startswith("reforward"):
+                    for cc in r.chunks:
+                        if (r.table, cc) != ("forward", (last,)):
+                            last_reader[(r.table, cc)] = pos
+        after_pos: dict[int, list] = {}
+        for (table, cc), pos in last_reader.items():
+            after_pos.setdefault(pos, []).append((table, cc))
+        del drafts[start:]
+        for pos, d in enumerate(lattice):
+            drafts.append(d)
+            for table, cc in sorted(after_pos.get(pos, ()), key=lambda x: (x[1], x[0])):
+                key = ("release", cc[0], "L") if table == "forward" else ("release", cc[0], "L", int(table[9:]))
+                drafts.append((key, (), (), cc[0], (), None, {"deletes": (Region(table, (cc,)),)}))
+
     def _recursion(self, kind, H, terms, origin, alpha, chunk) -> tuple:
         """Draft of a forward/backward task on chunk H (one computation, mirrored)."""
         reads = tuple(alpha(i, j, 2) for i, j, _ in terms)
@@ -352,7 +467,10 @@ class Plan:
         cluster). B and the γ parts then hold at most `live_chunks` chunks at a time.
         """
         out = {"beta": BYTES * self.n * self.n_families}
-        if self.posterior:
+        if self.posterior and self.kept is not None:  # L, B and the γ parts at their joint peak
+            out.update({"lattice": budget_peak(self.h, self.kept, self._steps, workers),
+                        "gamma_levels": BYTES * (self.h + 1) * self.n * self.n_families})
+        elif self.posterior:
             live = self._live_chunks(workers)
             out.update({
                 "forward": BYTES << self.n,
@@ -377,6 +495,14 @@ class Plan:
     @cached_property
     def _live(self) -> dict[int | None, int]:
         return {}
+
+    @cached_property
+    def _steps(self) -> "LatticeSteps":
+        return lattice_steps(self.h, BYTES * self.chunk_size, BYTES * self.n * self.n_families)
+
+    def refwd_chunks(self) -> int:
+        """Chunk tasks of L computed again under a disk budget (0 without one)."""
+        return 0 if self.kept is None else refwd_chunks(self.h, self.kept)
 
     @property
     def tile_bits(self) -> int:
@@ -424,6 +550,231 @@ def live_chunks(h: int, workers: int | None = None) -> int:
         kept = np.minimum(released, workers * (h - ell))
         most = max(most, int((j + math.comb(h, ell + 1) - released + kept).max()))
     return min(pair, most)
+
+
+# -- the disk budget ---------------------------------------------------------------------
+# (docs/design.md, "The disk budget"). A plan with kept levels K (0 and h always) runs
+# in phases, each of which, in the plan's order, holds on disk (in chunks of u bytes for
+# L and B, plus g bytes per γ part of a B chunk):
+#   forward level i:  the kept levels below i − 1, and then N(i−1) + N(i) if i − 1 is
+#                     kept, else P(i) (level i − 1 deleted chunk by chunk: `_forward_step`);
+#   round ℓ ∉ K, its level i (j = the kept level below ℓ): the kept levels below ℓ, L(V),
+#                     B and the γ parts of level ℓ + 1 whole, and N(j+1) (i = j + 1) or P(i);
+#   backward level ℓ: the kept levels below ℓ, L(V) (ℓ < h), and `_backward_step` (L(ℓ)
+#                     whole and B(ℓ + 1) whole as it starts, then one chunk of L for one of B).
+# The peak is the largest of these; `choose_kept` finds the K of least recomputation
+# under a limit (exactly, by dynamic programming over the kept levels in ascending order:
+# every phase up to the next kept level depends only on the last kept level j and the
+# sum of the kept levels' sizes below it). tests/naive.py simulates the tasks instead.
+
+@dataclass(frozen=True)
+class LatticeSteps:
+    """Per-level figures of the disk-budget phases (bytes): N[l] chunks of level l,
+    P[i] bytes of levels i − 1 and i while level i is computed and level i − 1 deleted
+    chunk by chunk, B[l] bytes of L and B in the backward tasks of level l (beyond the
+    kept levels below l and L(V)); u bytes per chunk of L or B, g per γ part."""
+
+    h: int
+    u: int
+    g: int
+    N: tuple[int, ...]
+    P: tuple[int, ...]
+    B: tuple[int, ...]
+
+
+def lattice_steps(h: int, u: int, g: int) -> LatticeSteps:
+    H = np.arange(1 << h, dtype=np.int64)
+    level = popcounts(H)
+    N = tuple(math.comb(h, ell) for ell in range(h + 1))
+    # forward, level i in descending order: chunk T is the last reader of as many chunks
+    # of level i − 1 as T has trailing ones (S = T − b, every bit below b in T)
+    ones = np.log2((~H & (H + 1)).astype(np.float64)).astype(np.int64)
+    P = [0]
+    for i in range(1, h + 1):
+        rel = ones[level == i][::-1]
+        before = np.concatenate(([0], np.cumsum(rel)[:-1]))
+        m = np.arange(1, len(rel) + 1)
+        P.append(u * int((m + N[i - 1] - before).max()))
+    # backward, level l ascending: chunk H is the last reader of as many chunks of level
+    # l + 1 as it has trailing zeros (h for H = 0), and of its own L
+    zeros = np.where(H == 0, h, np.log2(np.maximum(H & -H, 1).astype(np.float64)).astype(np.int64))
+    B = []
+    for ell in range(h + 1):
+        up = N[ell + 1] if ell < h else 0
+        rel = zeros[level == ell]
+        before = np.concatenate(([0], np.cumsum(rel)[:-1]))
+        m = np.arange(1, len(rel) + 1)
+        B.append(int((u * (N[ell] + 1 + up - before) + g * (m + up - before)).max()))
+    return LatticeSteps(h, u, g, N, tuple(P), tuple(B))
+
+
+def _slack(st: LatticeSteps, workers: int | None) -> int:
+    """Bytes tasks in flight may hold beyond the plan's order, one at a time: each of the
+    other workers' tasks its output and the h + 1 chunks whose deletion waits for it."""
+    return max((workers or 1) - 1, 0) * (st.h + 2) * (st.u + st.g)
+
+
+def refwd_chunks(h: int, kept) -> int:
+    """Chunk tasks of the rounds: level ℓ ∉ K is computed from the kept level j below,
+    levels j + 1 .. ℓ."""
+    kept = sorted(kept)
+    N = [math.comb(h, ell) for ell in range(h + 1)]
+    return sum(sum(N[max(x for x in kept if x < ell) + 1:ell + 1]) for ell in range(h + 1) if ell not in kept)
+
+
+def budget_peak(h: int, kept, st: LatticeSteps, workers: int | None = 1) -> int:
+    """Bytes of L, B and the γ parts on disk at once in the plan with kept levels
+    ``kept``: in the plan's order, ``workers`` tasks at a time (None: any order a
+    cluster may choose, in which a release may wait until the end: every chunk of L
+    ever written, and two levels of B)."""
+    K = set(kept)
+    N, u, g = st.N, st.u, st.g
+    if workers is None:  # a release may wait for ever: every chunk of L, two levels of B
+        pair = max(N[ell] + N[ell + 1] for ell in range(h)) if h else 1
+        return u * ((1 << h) + refwd_chunks(h, kept)) + (u + g) * pair
+
+    def below(ell):
+        return sum(N[x] for x in K if x < ell)
+
+    vals = [u]
+    for i in range(1, h + 1):
+        vals.append(u * below(i - 1) + (u * (N[i - 1] + N[i]) if i - 1 in K else st.P[i]))
+    for ell in range(h, -1, -1):
+        base = u * (below(ell) + (ell < h))
+        if ell not in K:
+            j = max(x for x in K if x < ell)
+            for i in range(j + 1, ell + 1):
+                vals.append(base + (u + g) * N[ell + 1] + (u * N[i] if i == j + 1 else st.P[i]))
+        vals.append(base + st.B[ell])
+    return max(vals) + _slack(st, workers)
+
+
+def choose_kept(st: LatticeSteps, limit: float, workers: int = 1,
+                least: bool = False) -> tuple[tuple[int, ...], int, int] | None:
+    """The kept levels of least recomputation (`refwd_chunks`) whose `budget_peak` is at
+    most ``limit`` bytes (ties: the lower peak), or with ``least`` those of the lowest
+    peak (ties: less recomputation); (kept, peak, chunks computed again), or None if none
+    fits; ``workers`` tasks at a time in the plan's order (a cluster's any order gains
+    nothing from a budget: `budget_peak`). Exact: dynamic programming over the kept
+    levels, ascending, keeping at each the sets no other beats in (size of the kept
+    levels below, work, peak so far)."""
+    h, N, u, g, P = st.h, st.N, st.u, st.g, st.P
+    slack = _slack(st, workers)
+    if h == 0:
+        peak = budget_peak(0, (0,), st, workers)
+        return ((0,), peak, 0) if peak <= limit else None
+    # every phase from kept level j to the next kept level j2 holds u·S + M[j][j2] bytes
+    # at most (S: the kept levels' chunks below j), and computes W[j][j2] chunks again
+    M = [[0] * (h + 1) for _ in range(h + 1)]
+    Wk = [[0] * (h + 1) for _ in range(h + 1)]
+    for j in range(h):
+        for j2 in range(j + 1, h + 1):
+            vals = [u * (N[j] + N[j + 1])] + [u * N[j] + P[i] for i in range(j + 2, j2 + 1)]
+            work = 0
+            for ell in range(j + 1, j2):
+                base = u * (N[j] + 1)
+                chain = max([u * N[j + 1]] + [P[i] for i in range(j + 2, ell + 1)])
+                vals += [base + (u + g) * N[ell + 1] + chain, base + st.B[ell]]
+                work += sum(N[j + 1:ell + 1])
+            vals.append(u * (N[j] + (j2 < h)) + st.B[j2])
+            M[j][j2], Wk[j][j2] = max(vals) + slack, work
+    # states at kept level j: (sum of the kept levels below j, work, peak, kept levels),
+    # none beaten by another in all three
+    first = max(u, u * 1 + st.B[0]) + slack
+    states: dict[int, list] = {0: [(0, 0, first, (0,))]} if first <= limit else {}
+    # past h = 14 the fronts grow large: beaten in (S, the objective) alone is enough for
+    # the objective, and the other only breaks ties among what is left
+    x, y = (1, 2) if h <= 14 else (2, 2) if least else (1, 1)
+    for j in range(h):
+        for S, W, peak, kept in states.get(j, ()):
+            for j2 in range(j + 1, h + 1):
+                p2 = max(peak, u * S + M[j][j2])
+                if p2 > limit:
+                    continue
+                new = (S + N[j], W + Wk[j][j2], p2, kept + (j2,))
+                front = states.setdefault(j2, [])
+                s0, s1, s2 = new[0], new[x], new[y]
+                if any(a[0] <= s0 and a[x] <= s1 and a[y] <= s2 for a in front):
+                    continue
+                front[:] = [a for a in front if not (s0 <= a[0] and s1 <= a[x] and s2 <= a[y])]
+                front.append(new)
+    done = states.get(h, [])
+    if not done:
+        return None
+    S, W, peak, kept = min(done, key=lambda a: (a[2], a[1]) if least else (a[1], a[2]))
+    return kept, peak, W
+
+
+# Past 2^16 chunks (n = 36 with chunks of 2^20) choosing the kept levels exactly takes
+# seconds to minutes; such runs (512 GiB of L and more) are refused a disk budget.
+BUDGET_MAX_CHUNK_LEVELS = 16
+
+
+def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
+    """The fastest plan whose disk fits ``budget`` bytes (None: no budget, ``plan`` as it
+    is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least
+    recomputation (`choose_kept`). A budget no plan fits is an OptionError naming the
+    least that does (`least_disk`)."""
+    if budget is None or not plan.posterior:
+        return plan
+    whole = dataclasses.replace(plan, kept=None)
+    if sum(whole.disk_bytes(workers).values()) <= budget:
+        return whole
+    if workers is None:
+        raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
+                          f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
+                          "of the plan without a budget (use the threads executor for a budget)")
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS:
+        raise OptionError(f"a disk budget needs at most 2^{BUDGET_MAX_CHUNK_LEVELS} chunks; n = {plan.n} with "
+                          f"chunk bits {plan.c} has 2^{plan.h}: give --chunk-bits {plan.n - BUDGET_MAX_CHUNK_LEVELS}")
+    pick = choose_kept(whole._steps, budget - _other_disk(whole, workers), workers)
+    if pick is None:
+        raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits "
+                          f"{plan.c}{'' if workers is not None else ', a dask cluster'}): "
+                          f"the least any plan needs is {_size(least_disk(whole, workers), up=True)}")
+    return dataclasses.replace(plan, kept=pick[0])
+
+
+def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]:
+    """The plans worth choosing between under a disk budget, fastest first: L kept whole,
+    then L deleted after its backward reader (no level computed again), then the plans of
+    least recomputation at lower and lower peaks, down to the least peak (at most
+    ``rows``, evenly spread over the peaks)."""
+    whole = dataclasses.replace(plan, kept=None)
+    out, limit = [whole], sum(whole.disk_bytes(workers).values()) - 1
+    other = _other_disk(whole, workers)
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
+        return out
+    least = least_disk(whole, workers)
+    frontier = []
+    while limit >= least:
+        pick = choose_kept(whole._steps, limit - other, workers)
+        if pick is None:
+            break
+        frontier.append(dataclasses.replace(plan, kept=pick[0]))
+        limit = other + pick[1] - 1
+    if len(frontier) > rows - 1:
+        idx = sorted({round(i * (len(frontier) - 1) / (rows - 2)) for i in range(rows - 1)})
+        frontier = [frontier[i] for i in idx]
+    return out + frontier
+
+
+def _other_disk(plan: Plan, workers: int | None) -> int:
+    """Bytes of the tables a disk budget leaves as they are (β, the γ level sums, α, MAP)."""
+    return sum(b for t, b in plan.disk_bytes(workers).items()
+               if t not in ("forward", "backward", "gamma_parts", "lattice"))
+
+
+def least_disk(plan: Plan, workers: int | None = 1) -> int:
+    """The least peak disk (bytes) of any plan of ``plan``'s lattice: L kept whole, or
+    kept levels chosen for the least peak (with tiny chunks, the γ parts and the chunks
+    in flight can make the plan without a budget the least)."""
+    whole = dataclasses.replace(plan, kept=None)
+    total = sum(whole.disk_bytes(workers).values())
+    if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
+        return total
+    pick = choose_kept(whole._steps, math.inf, workers, least=True)
+    return min(total, _other_disk(whole, workers) + pick[1])
 
 
 def ordered_workers(scheduler, workers: int) -> int | None:
@@ -578,6 +929,8 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
         out["map"] = ((w["map"] * SECONDS_PER_MAX_TERM + w["map_alpha"] * SECONDS_PER_MAX_UPDATE) / max(workers, 1)
                       + disk["map"] / DISK_WRITE_BPS
                       + plan.n_chunks * per_task)
+    if plan.posterior and plan.kept is not None:  # rounds: forward tasks again, chunk for chunk
+        out["reforward"] = out["forward"] * plan.refwd_chunks() / plan.n_chunks
     if "alpha" in w:
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
         out["forward"] += disk["alpha"] / DISK_READ_BPS

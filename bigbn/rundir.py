@@ -367,6 +367,10 @@ class FinishedLattice:
     def chunk(self, table: str, H: int) -> np.ndarray:
         """Chunk H of a chunk table (forward), checked against its task's journal CRC."""
         size = self.plan.chunk_size
+        if table == "forward" and self.plan.kept is not None and H != self.plan.n_chunks - 1:
+            raise WorkdirError(f"{self.workdir.root} was run with --disk-budget, which keeps L(V) alone of the "
+                               f"forward table (chunk {H} is gone); {self.then} needs all of it: run the same "
+                               "`bigbn run` command without --disk-budget in another workdir")
         try:
             data = self.workdir.read(table, slice(H * size, (H + 1) * size))
         except Exception:  # noqa: BLE001 - a truncated or unreadable chunk

@@ -22,9 +22,9 @@ import numpy as np
 
 from ._version import __version__
 from .engine import Job, execute, intact, log_offset, verify
-from .errors import WorkdirError
+from .errors import OptionError, WorkdirError
 from .executors import Callback
-from .plan import STAGES, Plan, choose_chunk_bits, ordered_workers
+from .plan import STAGES, Plan, choose_chunk_bits, fit_disk, ordered_workers
 from .progress import report
 from . import tiers as tiering
 from .rundir import RunRecord, check_is_ours, gib, read_record, write_record
@@ -35,8 +35,9 @@ def _kept_keys(plan: Plan) -> list[tuple]:
     """The tasks whose outputs a finished run keeps and later commands read: β, the edge
     posteriors and γ, the forward table (sampling), the MAP network."""
     keys = [("scores",)]
-    if plan.posterior:
-        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)]
+    if plan.posterior:  # a plan with a disk budget keeps L(V) alone
+        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)
+                                if plan.kept is None or H == plan.n_chunks - 1]
     return keys + ([("map_dag",)] if plan.map_dag else [])
 
 
@@ -102,7 +103,7 @@ def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
 
 def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode, map_dag: bool,
             posterior: bool, memory, workers, fresh: bool, check_disk: bool,
-            disk_workers: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
+            disk_workers: int | None = None, disk_budget: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
     fix the run's plan (`tiers.RunPlan`: one or more tiers), write run.json and make the
     tables. ``lays``: the run's tiers (`tiers.TierLayout`); one tier of every variable is
@@ -110,6 +111,8 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     tier of two or more nodes has its lattices in its own scopes. Chunk bits and the alpha
     mode come from the workdir on resume (another value is refused), else from
     ``chunk_bits`` / ``alpha_mode`` / the memory budget.
+    A new run without tiers fits its plan to ``disk_budget`` (`plan.fit_disk`: the levels
+    of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan.
 
     Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
     is not asked for or the tier has one node; the run without tiers has one plan for
@@ -139,6 +142,13 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
         run = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior)
     else:
         run = tiering.run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+        if disk_budget is not None:
+            if run.tiered:
+                raise OptionError("--disk-budget applies to runs without tiers (each tier's disk is "
+                                  "already bounded by its own lattice: see bigbn plan --tier-sizes)")
+            post, _ = run.lattices(0)
+            if post is not None:
+                run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
     plans, lattices = run.plans(), run.distinct()
     need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers).items()
                if old is None or not (wd.tables / p.scope / t).exists())

@@ -476,6 +476,7 @@ class RunPlan:
     tiers: tuple[tuple[int, int | None], ...]
     map_dag: bool = False
     posterior: bool = True
+    kept: tuple[int, ...] | None = None  # a run without tiers under a disk budget: `Plan.kept`
 
     def __post_init__(self):
         ok = len(self.tiers) >= 1 and sum(m for m, _ in self.tiers) == self.n and all(
@@ -497,7 +498,7 @@ class RunPlan:
         if c is None:
             return None, None
         if not self.tiered:
-            plan = Plan(self.n, self.k, c, self.alpha_mode, self.map_dag, self.posterior)
+            plan = Plan(self.n, self.k, c, self.alpha_mode, self.map_dag, self.posterior, kept=self.kept)
             return (plan if self.posterior else None), (plan if self.map_dag else None)
         k, scope = min(self.k, m - 1), f"tier{j + 1}"  # `TierLayout.k_tier`, `TierLayout.scope`
         return (Plan(m, k, c, self.alpha_mode, False, True, scope=scope) if self.posterior else None,
@@ -514,7 +515,8 @@ class RunPlan:
     def to_json(self) -> dict:
         return {"n": self.n, "k": self.k, "alpha_mode": self.alpha_mode, "map_dag": self.map_dag,
                 "posterior": self.posterior,
-                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers]}
+                "tiers": [{"nodes": m, "chunk_bits": c} for m, c in self.tiers],
+                **({} if self.kept is None else {"kept": list(self.kept)})}
 
     @classmethod
     def from_json(cls, pl: dict) -> RunPlan:
@@ -530,15 +532,17 @@ class RunPlan:
         tiers = tuple((t["nodes"], t.get("chunk_bits")) for t in pl["tiers"])
         if pl["alpha_mode"] not in ("recompute", "store") or not isinstance(pl["k"], int):
             raise ValueError("run plan")
+        kept = pl.get("kept")
         out = cls(int(pl["n"]), int(pl["k"]), pl["alpha_mode"], tiers, bool(pl.get("map_dag", False)),
-                  bool(pl.get("posterior", True)))
+                  bool(pl.get("posterior", True)), None if kept is None else tuple(int(x) for x in kept))
         out.plans()  # every lattice plan valid (chunk bits within its tier, ...)
         return out
 
     @classmethod
     def of(cls, plan: Plan) -> RunPlan:
         """The run without tiers whose one lattice is ``plan``."""
-        return cls(plan.n, plan.k, plan.alpha_mode, ((plan.n, plan.chunk_bits),), plan.map_dag, plan.posterior)
+        return cls(plan.n, plan.k, plan.alpha_mode, ((plan.n, plan.chunk_bits),), plan.map_dag, plan.posterior,
+                   plan.kept)
 
 
 def run_plan(lays, chunk_bits, alpha_mode, map_dag: bool, posterior: bool, memory: int,

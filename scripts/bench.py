@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--chunk-bits", type=int, default=None)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--scheduler", default=None, help="bigbn run --scheduler (default: its default)")
+    ap.add_argument("--disk-budget", default=None, help="bigbn run --disk-budget (e.g. 24G)")
     args = ap.parse_args()
 
     base = Path(args.workdir or tempfile.mkdtemp(prefix="bigbn-bench-"))
@@ -77,7 +78,7 @@ def main() -> None:
                        "--structure-prior", "koivisto-sood", "--fresh", "--quiet", "--top", "0"]
         for opt, val in (("--alpha", args.alpha), ("--memory", args.memory),
                          ("--chunk-bits", args.chunk_bits), ("--workers", args.workers),
-                         ("--scheduler", args.scheduler)):
+                         ("--scheduler", args.scheduler), ("--disk-budget", args.disk_budget)):
             if val is not None:
                 cmd += [opt, str(val)]
         t0 = time.time()
@@ -107,9 +108,10 @@ def main() -> None:
         # counts from the plan: updates of the transforms, terms of the recursions) per
         # task-second, i.e. per busy core, and bytes written per wall second.
         plan = Plan(n, min(args.k, n - 1), s["plan"]["chunk_bits"], s["plan"]["alpha_mode"])
+        line["kept"] = json.loads((wd / "run.json").read_text())["plan"].get("kept")
         work = work_estimate(plan)
         disk_b = plan.disk_bytes()
-        for stage in ("alpha", "forward", "backward"):
+        for stage in ("alpha", "forward", "backward"):  # (reforward: forward's rate, see its task seconds)
             if stage not in st:
                 continue
             # the backward tasks also compute their chunk's part of γ

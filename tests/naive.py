@@ -1072,3 +1072,70 @@ def k2_beta(data, arities, k, prior="koivisto-sood"):
                 s -= math.log(math.comb(n - 1, len(parents)))
             beta[i, f] = s
     return beta
+
+
+# ------------------------------------------------------------ disk under a budget (bigbn/plan.py)
+
+def lattice_table(table):
+    """Whether a table is one of the lattice's chunk tables whose disk a budget bounds: L
+    (``forward`` and the rounds' ``reforward{ℓ}``), B and the γ parts."""
+    return table in ("forward", "backward", "gamma_parts") or table.startswith("reforward")
+
+
+def disk_peak_by_simulation(plan):
+    """Bytes of L, B and the γ parts on disk at once when the plan's tasks run one at a
+    time in its order (the sync executor): every chunk a task writes counts from the
+    write, every chunk a release deletes stops counting then. Also asserts that nothing
+    is read once deleted, nor written twice."""
+    size = {t: (8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
+            for t in plan.tables() if lattice_table(t)}
+    live, gone, written, now, peak = set(), set(), set(), 0, 0
+    for t in plan.tasks():
+        for r in t.reads:
+            for cc in r.chunks:
+                assert (r.table, cc) not in gone, f"{t.key} reads {r.table}{cc} after its deletion"
+        for r in t.writes:
+            for cc in r.chunks:
+                assert (r.table, cc) not in written, f"{r.table}{cc} written twice"
+                written.add((r.table, cc))
+                if r.table in size:
+                    live.add((r.table, cc))
+                    now += size[r.table]
+        peak = max(peak, now)
+        for r in t.deletes:
+            for cc in r.chunks:
+                if (r.table, cc) in live:
+                    live.discard((r.table, cc))
+                    now -= size[r.table]
+                gone.add((r.table, cc))
+    return peak
+
+
+def every_kept_set(plan):
+    """{kept levels: (simulated peak, chunk tasks of the rounds counted from the task
+    list)} for every set of kept levels (0 and h always, any of the others)."""
+    import dataclasses
+
+    h = plan.h
+    every = {}
+    for r in range(h):
+        for inner in itertools.combinations(range(1, h), r):
+            kept = (0,) + inner + (h,) if h else (0,)
+            p = dataclasses.replace(plan, kept=kept)
+            work = sum(1 for t in p.tasks() if t.kind == "reforward")
+            every[kept] = (disk_peak_by_simulation(p), work)
+        if h == 0:
+            break
+    return every
+
+
+def best_kept_by_brute_force(plan, limit, every=None):
+    """Among every set of kept levels (`every_kept_set`), the one of least recomputation
+    whose simulated peak is at most ``limit`` (ties: the lower peak): (kept, peak, work),
+    or None; and every set's (peak, work)."""
+    every = every_kept_set(plan) if every is None else every
+    fits = [(w, pk, kept) for kept, (pk, w) in every.items() if pk <= limit]
+    if not fits:
+        return None, every
+    w, pk, kept = min(fits)
+    return (kept, pk, w), every

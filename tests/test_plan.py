@@ -300,3 +300,164 @@ def test_unknown_stage_and_a_chunk_written_twice_are_refused():
              (("backward", 1), (), (Region("forward", ((1,),)),))]
     with pytest.raises(EngineError, match=r"chunk forward\(1,\) written by \('forward', 1\) and \('backward', 1\)"):
         _io_maps(twice)
+
+
+# ------------------------------------------------------------ the disk budget (#39)
+
+from bigbn.plan import budget_peak, choose_kept, fit_disk, least_disk, refwd_chunks  # noqa: E402
+import naive  # noqa: E402
+
+BUDGET_LATTICES = [(6, 2, 1), (8, 2, 3), (9, 2, 3), pytest.param(9, 3, 2, marks=pytest.mark.slow),
+                   pytest.param(10, 2, 3, marks=pytest.mark.slow), (11, 2, 4)]
+
+
+@pytest.mark.parametrize("n,k,c", BUDGET_LATTICES)
+def test_budget_peak_is_the_simulated_peak_of_every_kept_set(n, k, c):
+    """For every set of kept levels, the plan's peak (one task at a time, its order) is
+    exactly the sync order's simulated peak, and its recomputation the rounds' tasks."""
+    import dataclasses
+
+    plan = Plan(n, k, c)
+    every = naive.every_kept_set(plan)
+    assert len(every) == 2 ** max(plan.h - 1, 0)
+    for kept, (peak, work) in every.items():
+        p = dataclasses.replace(plan, kept=kept)
+        assert p.disk_bytes(1)["lattice"] == peak, kept
+        assert refwd_chunks(plan.h, kept) == p.refwd_chunks() == work, kept
+        check_budget_plan(p)
+
+
+@pytest.mark.parametrize("n,k,c", BUDGET_LATTICES)
+def test_the_chosen_kept_levels_are_the_best_of_every_subset(n, k, c):
+    """choose_kept (dynamic programming) against every subset of levels, simulated: at
+    every limit between the least peak and L kept whole, the same least recomputation
+    (and the same peak among the sets of that work); below the least peak, nothing."""
+    plan = Plan(n, k, c)
+    st = plan._steps
+    every = naive.every_kept_set(plan)
+    peaks = sorted({pk for pk, _ in every.values()})
+    least = choose_kept(st, math.inf, 1, least=True)
+    assert least[1] == peaks[0]
+    assert choose_kept(st, peaks[0] - 1, 1) is None
+    for limit in peaks:
+        want, _ = naive.best_kept_by_brute_force(plan, limit, every)
+        got = choose_kept(st, limit, 1)
+        assert (got[2], got[1]) == (want[2], want[1]), limit
+        assert every[got[0]] == (got[1], got[2])
+
+
+def test_no_budget_is_todays_plan_and_a_budget_that_fits_changes_nothing():
+    plan = Plan(12, 3, 4)
+    assert plan.kept is None and not [t for t in plan.tasks() if t.kind == "reforward"]
+    whole = sum(plan.disk_bytes(1).values())
+    assert fit_disk(plan, None, 1) is plan
+    assert fit_disk(plan, whole, 1) == plan
+    tight = fit_disk(plan, whole - 1, 1)
+    assert tight.kept is not None and sum(tight.disk_bytes(1).values()) <= whole - 1
+    least = least_disk(plan, 1)
+    assert sum(fit_disk(plan, least, 1).disk_bytes(1).values()) == least
+    with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 12 \(chunk bits 4\): "
+                                          r"the least any plan needs is [0-9.]+M$") as e:
+        fit_disk(plan, least - 1, 1)
+    assert "\n" not in str(e.value)
+    # a smaller budget never asks for less recomputation
+    works = [fit_disk(plan, b, 1).refwd_chunks() for b in range(least, whole, (whole - least) // 20)]
+    assert works == sorted(works, reverse=True) and works[0] > 0 == works[-1]
+
+
+def test_n32_under_24g_and_n33_on_79_gb():
+    """The figures docs/design.md quotes (c = 20, k = 3, two workers)."""
+    p32 = fit_disk(Plan(32, 3, 20), 24 * 2**30, 2)
+    assert sum(p32.disk_bytes(2).values()) <= 24 * 2**30 and 0 < p32.refwd_chunks() < 0.3 * p32.n_chunks
+    p33 = fit_disk(Plan(33, 3, 20), 79 * 10**9, 2)
+    assert p33.kept == tuple(range(14)) and p33.refwd_chunks() == 0
+    assert sum(p33.disk_bytes(2).values()) < 70 * 2**30 < sum(Plan(33, 3, 20).disk_bytes(2).values())
+
+
+def check_budget_plan(plan):
+    """A plan with a disk budget: every read written by a dependency (or kept), each
+    chunk written once, deps derived (plus the γ barriers), the sync order respecting
+    them; L(V) and B(∅) never deleted, every other chunk of L deleted, nothing read
+    after its deletion (naive.disk_peak_by_simulation asserts it)."""
+    specs = plan.tasks()
+    position = {t.key: i for i, t in enumerate(specs)}
+    assert len(position) == len(specs)
+    writer, readers = _io_maps((t.key, t.reads, t.writes) for t in specs)
+    deleted = {}
+    for t in specs:
+        for r in t.deletes:
+            for cc in r.chunks:
+                assert (r.table, cc) not in deleted
+                deleted[r.table, cc] = t.key
+    last = plan.n_chunks - 1
+    for t in specs:
+        derived = {writer[r.table, cc] for r in t.reads for cc in r.chunks}
+        derived |= {k for r in t.deletes for cc in r.chunks for k in readers.get((r.table, cc), ())}
+        derived |= {writer[r.table, cc] for r in t.deletes for cc in r.chunks}
+        extra = set(t.deps) - derived
+        assert all(k[0] in ("gamma", "release") for k in extra), (t.key, extra)
+        assert all(position[d] < position[t.key] for d in t.deps)
+        if t.kind == "reforward":  # the forward task's terms, from the kept level or the round
+            H, ell = t.chunk, t.key[2]
+            assert t.terms == plan.task(("forward", H)).terms and ell not in plan.kept
+            assert t.writes == (Region(f"reforward{ell}", ((H,),)),)
+    assert ("forward", (last,)) not in deleted and ("backward", (0,)) not in deleted
+    L = {(r.table, cc) for r in (w for t in specs for w in t.writes)
+         for cc in r.chunks if naive.lattice_table(r.table) and r.table != "backward" and r.table != "gamma_parts"}
+    assert L - set(deleted) == {("forward", (last,))}
+    rounds = {t.key[2] for t in specs if t.kind == "reforward"}
+    assert rounds == set(plan.dropped)
+
+
+def run_lattice_bytes(plan, workers, rng, in_plan_order=True):
+    """`run_backward_stage` for every chunk of L, B and the γ parts: the most bytes of
+    them on disk at once, tasks started in the plan's order, ``workers`` at a time with
+    random durations (a task's writes count from its start)."""
+    from bigbn.executors import Ready
+
+    size = {t: (8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
+            for t in plan.tables() if naive.lattice_table(t)}
+    ready = Ready(plan.tasks())
+    running, clock, seq, live, deleted, peak = [], 0.0, 0, set(), set(), 0
+    while ready or running:
+        while ready and len(running) < workers:
+            if in_plan_order:
+                spec = ready.pop()
+            else:  # any ready task (a cluster)
+                pool = [ready.pop() for _ in range(len(ready.heap))]
+                spec = pool.pop(rng.randrange(len(pool)))
+                for other in pool:
+                    heapq.heappush(ready.heap, ready.order[other.key])
+            assert not {(r.table, cc) for r in spec.reads for cc in r.chunks} & deleted, spec.key
+            live |= {(r.table, cc) for r in spec.writes if r.table in size for cc in r.chunks}
+            peak = max(peak, sum(size[t] for t, _ in live))
+            heapq.heappush(running, (clock + rng.choice([0.01, 1, 1, 2, 7]), seq, spec))
+            seq += 1
+        clock, _, spec = heapq.heappop(running)
+        for r in spec.deletes:
+            live -= {(r.table, cc) for cc in r.chunks}
+            deleted |= {(r.table, cc) for cc in r.chunks}
+        ready.finish(spec.key)
+    return peak
+
+
+@pytest.mark.parametrize("n,c", [(10, 3), (13, 5)])
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_budget_plans_stay_within_their_disk_with_random_task_times(n, c, workers):
+    """`Plan.disk_bytes(workers)` of a plan with a disk budget bounds L, B and the γ parts
+    for tasks started in the plan's order whatever they take (the threads executor)."""
+    import dataclasses
+
+    rng = random.Random(n * 10 + workers)
+    plan = Plan(n, 2, c)
+    least = choose_kept(plan._steps, math.inf, 1, least=True)[0]
+    for kept in {least, (0, plan.h), tuple(range(plan.h + 1)), (0, 2, plan.h - 1, plan.h)}:
+        p = dataclasses.replace(plan, kept=kept)
+        bound = p.disk_bytes(workers)["lattice"]
+        assert max(run_lattice_bytes(p, workers, rng) for _ in range(4)) <= bound, kept
+        if workers == 1:
+            assert run_lattice_bytes(p, 1, rng) == bound == naive.disk_peak_by_simulation(p)
+        anyhow = max(run_lattice_bytes(p, workers, rng, in_plan_order=False) for _ in range(4))
+        assert anyhow <= p.disk_bytes()["lattice"], kept
+    with pytest.raises(OptionError, match="a dask cluster may start tasks in any order"):
+        fit_disk(plan, sum(plan.disk_bytes().values()) - 1, None)

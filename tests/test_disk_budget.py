@@ -1,0 +1,150 @@
+"""Runs under a disk budget (#39): the forward table kept at some levels only, the
+others computed again in the backward pass. The numbers are those of the run without a
+budget, bit for bit (journal CRCs), with and without the MAP network; a run killed at
+any point of a recomputed level resumes to the same bits; the CLI plans the trade."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from bigbn import learn
+from bigbn.errors import BigBNError, OptionError
+from bigbn.plan import Plan, choose_kept, fit_disk, least_disk
+from bigbn.workdir import Workdir
+import helpers as h
+from test_resume import Count, FailOn, wrapped, write_data
+
+
+def crcs(wd) -> dict:
+    """The journal's CRC (and log p(x), MAP score) of every task whose output a finished
+    run keeps or sums: scores, the γ level sums, edges, map_dag."""
+    out = {}
+    for rec in Workdir(wd).journal().values():
+        if rec["task"].split(":")[0] in ("scores", "gamma", "edges", "map_dag"):
+            out[rec["task"]] = (rec.get("crc"), rec.get("log_px"), rec.get("log_score"))
+    return out
+
+
+def budgets(plan: Plan, workers: int) -> list[int]:
+    """The least disk any plan needs, and half way to the fastest plan's."""
+    least = least_disk(plan, workers)
+    return [least, (least + sum(plan.disk_bytes(workers).values())) // 2]
+
+
+@pytest.mark.parametrize("n,k,c,map_dag,workers", [(8, 2, 3, False, 1), (9, 2, 3, True, 1), (10, 3, 4, False, 1),
+                                                   (10, 2, 3, True, 1), (11, 1, 4, False, 2), (12, 1, 5, True, 2)])
+def test_a_budget_changes_no_number(tmp_path, n, k, c, map_dag, workers):
+    """One worker: the sync executor; two: threads (tasks of a round run side by side).
+    Tiny chunks: the in-flight slack of two workers costs more than a level of L."""
+    data = write_data(tmp_path / "d.csv", n=n, m=200, seed=n)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=c, max_parents=k, map_dag=map_dag, scheduler="sync")
+    plan = Plan(n, k, c, map_dag=map_dag)
+    seen = set()
+    for i, budget in enumerate(budgets(plan, workers)):
+        wd = tmp_path / f"b{i}"
+        res = learn(data, workdir=wd, chunk_bits=c, max_parents=k, map_dag=map_dag, workers=workers,
+                    scheduler="sync" if workers == 1 else "threads", disk_budget=budget)
+        kept = tuple(json.loads((wd / "run.json").read_text())["plan"]["kept"])
+        assert kept == fit_disk(plan, budget, workers).kept
+        seen.add(kept)
+        assert crcs(wd) == crcs(tmp_path / "ref")
+        assert np.array_equal(res.posterior, ref.posterior) and res.log_marginal == ref.log_marginal
+        summary = json.loads((wd / "summary.json").read_text())
+        assert sum(summary["disk_bytes"].values()) <= budget
+        # all of L but L(V) is gone
+        left = sorted(p.name for p in (wd / "tables.zarr" / "forward").rglob("*") if p.is_file()
+                      and p.name != "zarr.json")
+        assert left == [str(plan.n_chunks - 1)]
+    assert any(len(kept) < plan.h + 1 for kept in seen)  # some level was computed again
+
+
+def test_a_finished_budget_run_is_finished_and_cannot_be_sampled(tmp_path):
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    plan = Plan(9, 2, 3)
+    budget = least_disk(plan, 1)
+    learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=budget)
+    count = Count()
+    with wrapped(count):
+        again = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, scheduler="sync")
+    assert count.keys == [] and again.summary["already_finished"]
+    r = h.cli("sample", "-w", tmp_path / "w", "--samples", 10)
+    error = [line for line in r.output.splitlines() if not line.startswith("[bigbn]")]
+    assert r.exit_code == 1 and len(error) == 1 and error[0].startswith("Error: ") and "--disk-budget" in error[0]
+
+
+def rounds_positions(plan: Plan) -> list[int]:
+    """Positions (1-based, the sync order) of tasks at every point of a recomputed level:
+    a round's first and last task, its first deletion of a chunk of L, the first backward
+    task reading the round, and the deletion after it."""
+    specs = plan.tasks()
+    at = []
+    for ell in plan.dropped:
+        pos = [i for i, t in enumerate(specs) if t.key[0] == "reforward" and t.key[2] == ell]
+        rel = [i for i, t in enumerate(specs) if t.kind == "release" and t.key[-1] == ell and len(t.key) == 4]
+        back = [i for i, t in enumerate(specs) if t.kind == "backward" and bin(t.chunk).count("1") == ell]
+        at += [pos[0], pos[len(pos) // 2], pos[-1], rel[0], back[0], back[0] + 1, rel[-1]]
+    return sorted({p + 1 for p in at})
+
+
+@pytest.mark.parametrize("when", ["before", "after_write", "after_journal"])
+def test_a_run_killed_in_a_recomputed_level_resumes_to_the_same_bits(tmp_path, when):
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(9, 2, 3)
+    budget = least_disk(plan, 1)
+    budgeted = fit_disk(plan, budget, 1)
+    assert budgeted.dropped
+    ids = {t.id for t in budgeted.tasks()}
+    for fail_at in rounds_positions(budgeted):
+        wd = tmp_path / f"w{fail_at}"
+        with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(fail_at, when=when)):
+            learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=budget)
+        done = set(Workdir(wd).journal())
+        assert done < ids
+        count = Count()
+        with wrapped(count):  # resumed with no budget given: the recorded plan is kept
+            res = learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
+        assert set(count.keys) >= ids - done and len(count.keys) == len(set(count.keys))
+        assert crcs(wd) == crcs(tmp_path / "ref"), fail_at
+        assert set(Workdir(wd).journal()) == ids
+
+
+def test_budgets_are_refused_in_one_line(tmp_path):
+    data = write_data(tmp_path / "d.csv", n=9, m=100)
+    least = least_disk(Plan(9, 2, 3), 2)
+    assert least == sum(Plan(9, 2, 3).disk_bytes(2).values())  # tiny chunks: the plan without a budget
+    with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 9 \(chunk bits 3\): "
+                                          r"the least any plan needs is "):
+        learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, workers=2, disk_budget=least - 1)
+    assert not (tmp_path / "w" / "run.json").exists()  # refused before the workdir is touched
+    with pytest.raises(OptionError, match="disk budget: cannot read size 'lots'"):
+        learn(data, workdir=tmp_path / "w", disk_budget="lots")
+    with pytest.raises(OptionError, match="runs without tiers"):
+        learn(data, workdir=tmp_path / "w", tiers=[["V0", "V1"], [f"V{j}" for j in range(2, 9)]],
+              disk_budget="1G")
+    r = h.cli("run", data, "-w", tmp_path / "c", "-q", "--chunk-bits", 3, "-k", 2, "--workers", 2,
+              "--disk-budget", least - 1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "the least any plan needs is" in r.output
+    assert issubclass(OptionError, BigBNError)
+
+
+def test_plan_prints_the_trade(tmp_path):
+    """n = 32 within 24 GiB: the chosen plan is the fastest row at or under the budget,
+    and the rows are ordered by peak, down, and by time, up; n = 33 fits 79 GB with no
+    level computed again."""
+    r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "24G")
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if "GiB  " in line and "≈" in line]
+    peaks = [float(line.split()[0]) for line in rows]
+    assert peaks == sorted(peaks, reverse=True) and len(rows) >= 4
+    chosen = [i for i, line in enumerate(rows) if line.endswith("← chosen")]
+    assert len(chosen) == 1 and peaks[chosen[0]] <= 24 < peaks[chosen[0] - 1]
+    assert "computed again" in rows[chosen[0]] and "disk budget 24.0 GiB: L kept at levels" in r.output
+    assert "L kept whole" in rows[0] and "L deleted after its last reader" in rows[1]
+    r = h.cli("plan", "--n", 33, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", str(79 * 10**9))
+    chosen = [line for line in r.output.splitlines() if line.endswith("← chosen")]
+    assert r.exit_code == 0 and len(chosen) == 1 and "L deleted after its last reader;" in chosen[0], r.output
+    r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "5G")
+    assert r.exit_code == 1 and "the least any plan needs is 15.1G" in r.output
