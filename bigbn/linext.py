@@ -23,7 +23,11 @@ branching on sinks alone would visit 2^29 sets.
 Splitting again after every removal keeps trees, forests and sparse DAGs polynomial in
 practice; dense DAGs with wide antichains are exponential, so a DAG that needs more than
 MAX_SETS memoised sets is refused (NaN from the kernel, an error here) rather than
-exhausting memory. Counts are float64: exact integers up to 2^53 (n ≤ 18 always),
+exhausting memory. The memo is an open-addressing hash table in two numpy arrays (keys,
+values; linear probing), one per DAG, 2^14 slots at first and doubled, the count redone,
+whenever it fills to half: a numba typed Dict cost ≈ 20 % more CPU on the distinct DAGs of
+10 000 samples at n = 24, and the same recursion in the same order gives bit-identical
+counts. Counts are float64: exact integers up to 2^53 (n ≤ 18 always),
 relative error ≈ 1e-15 beyond (30! ≈ 2.7e32 still fits), which is all a log-weight needs.
 """
 
