@@ -23,15 +23,18 @@ branching on sinks alone would visit 2^29 sets.
 Splitting again after every removal keeps trees, forests and sparse DAGs polynomial in
 practice; dense DAGs with wide antichains are exponential, so a DAG that needs more than
 MAX_SETS memoised sets is refused (NaN from the kernel, an error here) rather than
-exhausting memory. Counts are float64: exact integers up to 2^53 (n ≤ 18 always),
+exhausting memory. The memo is an open-addressing hash table in two numpy arrays (keys,
+values; linear probing), one per DAG, 2^14 slots at first and doubled, the count redone,
+whenever it fills to half: a numba typed Dict cost ≈ 20 % more CPU on the distinct DAGs of
+10 000 samples at n = 24, and the same recursion in the same order gives bit-identical
+counts. Counts are float64: exact integers up to 2^53 (n ≤ 18 always),
 relative error ≈ 1e-15 beyond (30! ≈ 2.7e32 still fits), which is all a log-weight needs.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
-from numba.typed import Dict
+from numba import njit, prange
 
 from . import _numba  # noqa: F401  (first: numba's cache outside the package)
 from .bits import popcount as _popcount
@@ -70,12 +73,34 @@ def _binomial(a, b):
 
 
 @njit(**_KW)
-def _count(S, parents, children, adj, memo, max_sets):
+def _slot(keys, S):
+    """The slot of node set S in the open-addressing table ``keys`` (linear probing; a
+    power-of-two size; 0 marks an empty slot, and no memoised set is empty): S's own slot
+    if S is there, else the empty slot where it would go."""
+    mask = keys.shape[0] - 1
+    h = S * np.int64(-7046029254386353131)  # Fibonacci hashing (wraps mod 2^64)
+    i = (h ^ (h >> 29)) & mask
+    while keys[i] != 0 and keys[i] != S:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(**_KW)
+def _count(S, parents, children, adj, keys, vals, state, max_sets):
+    """#LE of the induced subgraph on S, memoised in (keys, vals). state[0] counts the
+    memoised sets; state[1] = 1 once the table is half full: then every call returns NaN
+    at once and the caller starts again with a table twice the size."""
     if S & (S - 1) == 0:
         return 1.0
-    if S in memo:
-        return memo[S]
-    if len(memo) >= max_sets:
+    if state[1]:
+        return np.nan
+    i = _slot(keys, S)
+    if keys[i] == S:
+        return vals[i]
+    if state[0] >= max_sets:
+        return np.nan
+    if 2 * (state[0] + 1) > keys.shape[0]:
+        state[1] = 1
         return np.nan
     low = S & -S
     comp = _component(S, adj, _popcount(low - 1))
@@ -88,7 +113,7 @@ def _count(S, parents, children, adj, memo, max_sets):
             cmp_ = _component(S, adj, _popcount(lo - 1))
             size = _popcount(cmp_)
             placed += size
-            res *= _count(cmp_, parents, children, adj, memo, max_sets) * _binomial(placed, size)
+            res *= _count(cmp_, parents, children, adj, keys, vals, state, max_sets) * _binomial(placed, size)
             rest &= ~cmp_
     else:
         sinks = np.int64(0)
@@ -107,10 +132,19 @@ def _count(S, parents, children, adj, memo, max_sets):
         res = 0.0
         while cand:
             lo = cand & -cand
-            res += _count(S & ~lo, parents, children, adj, memo, max_sets)
+            res += _count(S & ~lo, parents, children, adj, keys, vals, state, max_sets)
             cand ^= lo
-    memo[S] = res
+    if state[1]:
+        return np.nan
+    i = _slot(keys, S)  # the recursion may have filled S's slot of before
+    keys[i] = S
+    vals[i] = res
+    state[0] += 1
     return res
+
+
+#: slots of a DAG's first table (256 KiB); a table that fills to half is doubled and the count redone
+FIRST_SLOTS = 1 << 14
 
 
 @njit(**_KW)
@@ -124,9 +158,16 @@ def _count_one(parents, max_sets):
             children[_popcount(lo - 1)] |= np.int64(1) << v
             p ^= lo
     adj = parents | children
-    memo = Dict.empty(key_type=types.int64, value_type=types.float64)
     full = (np.int64(1) << n) - 1
-    return _count(full, parents, children, adj, memo, max_sets)
+    slots = FIRST_SLOTS
+    while True:
+        keys = np.zeros(slots, dtype=np.int64)
+        vals = np.empty(slots)
+        state = np.zeros(2, dtype=np.int64)
+        res = _count(full, parents, children, adj, keys, vals, state, max_sets)
+        if not state[1]:
+            return res
+        slots *= 2
 
 
 @njit(parallel=True, **_KW)

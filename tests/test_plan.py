@@ -427,7 +427,7 @@ def run_lattice_bytes(plan, workers, rng, in_plan_order=True):
                 pool = [ready.pop() for _ in range(len(ready.heap))]
                 spec = pool.pop(rng.randrange(len(pool)))
                 for other in pool:
-                    heapq.heappush(ready.heap, ready.order[other.key])
+                    heapq.heappush(ready.heap, ready.order[other.id])
             assert not {(r.table, cc) for r in spec.reads for cc in r.chunks} & deleted, spec.key
             live |= {(r.table, cc) for r in spec.writes if r.table in size for cc in r.chunks}
             peak = max(peak, sum(size[t] for t, _ in live))
@@ -437,7 +437,7 @@ def run_lattice_bytes(plan, workers, rng, in_plan_order=True):
         for r in spec.deletes:
             live -= {(r.table, cc) for cc in r.chunks}
             deleted |= {(r.table, cc) for cc in r.chunks}
-        ready.finish(spec.key)
+        ready.finish(spec.id)
     return peak
 
 
