@@ -116,7 +116,7 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
         if rec is None:
             rerun.add(spec.key)
             continue
-        if intact(job, spec, rec):
+        if job.workdir.intact(spec, rec):
             good.add(spec.id)
             continue
         out = [(r.table, cc) for r in spec.writes for cc in r.chunks]
@@ -135,18 +135,6 @@ def verify(job: Job, records: dict[str, dict]) -> tuple[set[str], list[str]]:
         if spec.deletes and any(writer[r.table, cc] in rerun for r in spec.deletes for cc in r.chunks):
             good.discard(spec.id)
     return good, bad[::-1]
-
-
-def intact(job: Job, spec: TaskSpec, rec: dict) -> bool:
-    """Whether the regions task ``spec`` wrote still have the CRC its journal record holds
-    (missing, truncated or unreadable chunks count as not intact)."""
-    try:
-        crc = 0
-        for region in spec.writes:
-            crc = checksum(job.workdir.read_region(region), crc)
-        return crc == rec.get("crc")
-    except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
-        return False
 
 
 def _task_scores(job: Job, spec: TaskSpec) -> dict:

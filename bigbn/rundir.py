@@ -40,8 +40,7 @@ import numpy as np
 
 from . import tiers as tiering
 from ._version import NUMERICS_VERSION, __version__
-from .engine import Job, intact
-from .errors import OptionError, WorkdirError
+from .errors import WorkdirError
 from .knowledge import Knowledge
 from .plan import STAGES, Plan, task_id
 from .workdir import LOCK, RUN_JSON, Workdir, checksum
@@ -343,10 +342,9 @@ class FinishedLattice:
         stages = dict(map_dag=need == "map" or plan.map_dag and map_rec is not None,
                       posterior=need == "posterior")
         self.plan_read = dataclasses.replace(plan, **stages)
-        job = Job(workdir, self.plan_read, self.beta)
         for key, rec, on in ((("edges",), edges, stages["posterior"]), (("map_dag",), map_rec, stages["map_dag"])):
             spec = self.plan_read.task(key) if on else None
-            if on and not intact(job, spec, rec):
+            if on and not workdir.intact(spec, rec):
                 tables = " or ".join(str(workdir.tables / r.table) for r in spec.writes)
                 raise _damaged(tables, then)
         self.log_px = None

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from ._version import __version__
-from .engine import Job, execute, intact, log_offset, verify
+from .engine import Job, execute, log_offset, verify
 from .errors import OptionError, WorkdirError
 from .executors import Callback
-from .plan import STAGES, Plan, choose_chunk_bits, fit_disk, ordered_workers
+from .plan import STAGES, Plan, fit_disk, ordered_workers
 from .progress import report
 from . import tiers as tiering
 from .rundir import RunRecord, check_is_ours, gib, read_record, write_record
@@ -44,7 +44,7 @@ def _kept_keys(plan: Plan) -> list[tuple]:
 def _finished(job: Job, journal: dict) -> bool:
     """Whether every kept output is journaled and intact (CRC) and the journal's log p(x)
     is the forward table's: then nothing needs to run or be checked further."""
-    return all(intact(job, job.plan.task(key), journal.get(job.plan.task(key).id, {}))
+    return all(job.workdir.intact(job.plan.task(key), journal.get(job.plan.task(key).id, {}))
                for key in _kept_keys(job.plan)) \
         and not _inconsistent_log_px(job, journal)
 

@@ -34,7 +34,7 @@ from numba import njit
 NEG_INF = -np.inf
 ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
 from . import _numba  # noqa: F401  (first: numba's cache outside the package)
-from .bits import lowest_bit as _lowest_bit, popcount as _popcount
+from .bits import lowest_bit as _lowest_bit
 
 _KW = dict(cache=True, nogil=True)
 

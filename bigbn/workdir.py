@@ -472,6 +472,18 @@ class Workdir:
     def region_index(self, region: Region) -> tuple[slice, ...]:
         return self.store.region_index(region)
 
+    def intact(self, spec, rec: dict) -> bool:
+        """Whether the regions task ``spec`` (a `plan.TaskSpec`) wrote still have the CRC
+        its journal record ``rec`` holds (missing, truncated or unreadable chunks count as
+        not intact)."""
+        try:
+            crc = 0
+            for region in spec.writes:
+                crc = checksum(self.read_region(region), crc)
+            return crc == rec.get("crc")
+        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
+            return False
+
     def read_region(self, region: Region) -> np.ndarray:
         return self.read(region.table, self.region_index(region))
 
