@@ -1,8 +1,8 @@
 """bigbn: exact Bayesian posterior probabilities of every directed edge of a Bayesian
 network (Koivisto 2006), with every 2^n-sized table on disk as a zarr chunk lattice."""
 
-from ._version import __version__
-from .knowledge import Knowledge
+from bigbn._version import __version__
+from bigbn.knowledge import Knowledge
 
 # numba's compile cache lives outside the package: bigbn/_numba.py, imported by every
 # module that compiles kernels (importing bigbn changes neither os.environ nor numba).
@@ -10,22 +10,22 @@ from .knowledge import Knowledge
 
 def learn(*args, **kwargs):
     """Exact edge posteriors; see `bigbn.api.learn`."""
-    from .api import learn as _learn
+    from bigbn.api import learn as _learn
 
     return _learn(*args, **kwargs)
 
 
 def sample(*args, **kwargs):
-    """Exact i.i.d. DAG samples from a finished run; see `bigbn.samples.sample`."""
-    from .samples import sample as _sample
+    """Exact i.i.d. DAG samples from a finished run; see `bigbn.outputs.samples.sample`."""
+    from bigbn.outputs.samples import sample as _sample
 
     return _sample(*args, **kwargs)
 
 
 def effects(*args, **kwargs):
     """Causal effects averaged over the exact parent-set posterior (Bayesian IDA); see
-    `bigbn.causal.effects`."""
-    from .causal import effects as _effects
+    `bigbn.outputs.effects.effects`."""
+    from bigbn.outputs.effects import effects as _effects
 
     return _effects(*args, **kwargs)
 

@@ -10,6 +10,6 @@ __version__ = "0.1.0"
 #: chunking, family order, priors, tiers, interventions, MAP, the offsets... Do not bump
 #: it for anything else (orchestration, messages, comments, layout of the code): a work
 #: directory of the previous commit then resumes. A score's own code has its own version
-#: (`bigbn.scoring.Score.numerics`). tests/test_numerics.py holds golden journal checksums
+#: (`bigbn.scores.base.Score.numerics`). tests/test_numerics.py holds golden journal checksums
 #: of small runs under this version and fails, saying what to bump, when they change.
 NUMERICS_VERSION = 1

@@ -16,30 +16,30 @@ from pathlib import Path
 
 import numpy as np
 
-from . import engine
-from . import interventions as interventions_
-from . import options as opt
-from . import tiers as tiering
-from .data import Dataset
-from .engine import Job, log_offset
-from .errors import DataError, OptionError
-from .knowledge import Knowledge
-from .offsets import centre
-from .offsets import total as total_offset
-from .options import default_memory, default_workers  # noqa: F401 - part of the API
-from .parentsets import parent_set_posteriors, ranked, write_parent_sets
-from .plan import MAX_NODES, ordered_workers, task_id
-from .priors import log_prior
-from .progress import listener, report
-from .result import Result, write_arcs
-from .rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from .runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
+from bigbn.engine import tasks as engine
+from bigbn.scores import interventions as interventions_
+from bigbn import options as opt
+from bigbn.plan import tiers as tiering
+from bigbn.io.data import Dataset
+from bigbn.engine.tasks import Job, log_offset
+from bigbn.errors import DataError, OptionError
+from bigbn.knowledge import Knowledge
+from bigbn.scores.offsets import centre
+from bigbn.scores.offsets import total as total_offset
+from bigbn.options import default_memory, default_workers  # noqa: F401 - part of the API
+from bigbn.outputs.parentsets import parent_set_posteriors, ranked, write_parent_sets
+from bigbn.plan.lattice import MAX_NODES, ordered_workers, task_id
+from bigbn.scores.priors import log_prior
+from bigbn.engine.progress import listener, report
+from bigbn.outputs.result import Result, write_arcs
+from bigbn.store.rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
+from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
                      tiered_disk)
-from .scoring import Score, check_options, numerics_version, resolve
-from .tiers import MAX_TIERED_NODES
-from .workdir import Workdir
+from bigbn.scores.base import Score, check_options, numerics_version, resolve
+from bigbn.plan.tiers import MAX_TIERED_NODES
+from bigbn.store.workdir import Workdir
 
-from .inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
+from bigbn.inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
 __all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
            "numerics_fingerprint", "peak_rss_bytes", "default_memory", "default_workers"]
@@ -54,7 +54,7 @@ def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
                    **score_options) -> np.ndarray:
     """beta = log ρ_i(G) + log p(x_i | x_G) for every family; float64 (n, F). score: a name
     or a `Score`; score_options: its options (ess=..., alpha_mu=...), checked by
-    `bigbn.scoring.check_options`."""
+    `bigbn.scores.base.check_options`."""
     score = resolve(score, ds.kind)
     options = check_options(score, score_options)
     if structure_prior not in PRIORS:
@@ -89,21 +89,21 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
     floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2", "bge", or a `bigbn.scoring.Score` object. ess (BDeu, default 1), alpha_mu
+    "bdeu", "k2", "bge", or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
     (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
     score's options) are the score's parameters; one the score does not take is refused
-    (`bigbn.scoring.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
+    (`bigbn.scores.base.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
     (ρ_i(G) = 1/C(n-1, |G|), the default); q_i ≡ 1. scores: instead of data, a .jkl file of
-    local scores (a path or a `bigbn.jkl.ScoreFile`; GOBNILP's format, `bigbn.jkl`): they
+    local scores (a path or a `bigbn.scores.jkl.ScoreFile`; GOBNILP's format, `bigbn.scores.jkl`): they
     are the whole β, bigbn adds no structure prior (ρ ≡ 1) but the constraints of
     prior_kwargs. intervention_column (a column of the CSV file or DataFrame: each cell the
     row's intervention targets joined by "|", empty = observational) or interventions (one
     set of target names per row): interventional data, node i scored from the rows where it
-    is not a target (`bigbn.interventions`). prior_kwargs: forbid, require, edge_prob,
+    is not a target (`bigbn.scores.interventions`). prior_kwargs: forbid, require, edge_prob,
     max_parents (per node) for `priors.log_prior`. workdir: where the tables live
     (a temporary directory, removed afterwards, if None); rerunning with the same
     workdir resumes. chunk_bits / memory / workers: the chunk lattice and parallelism
-    (chunk bits default from the memory budget). progress: a `bigbn.progress.Listener`
+    (chunk bits default from the memory budget). progress: a `bigbn.engine.progress.Listener`
     (every stage's `ProgressEvent` and the executors' task events), or a callable
     progress(stage, done, total), called with each ProgressEvent's fields.
     parent_set_mass: WORKDIR/parent_sets.csv lists each node's most probable parent sets
@@ -116,7 +116,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     tiers: a bucket order of the variables, {name: tier} (integers, lower = earlier) or a
     list of lists of names (earliest first): only the orders that list every earlier tier
     first have prior mass (docs/posterior.md, "Tiers"); up to MAX_TIERED_NODES variables,
-    each tier at most MAX_NODES (bigbn/tiers.py).
+    each tier at most MAX_NODES (bigbn/plan/tiers.py).
     knowledge: a `bigbn.Knowledge` — what is known of the structure by variable name
     (tiers, forbidden and required edges, edge probabilities, per-variable max parents),
     checked for contradictions in one place; forbidden=[(parent, child), ...],
@@ -124,7 +124,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     same in node indices, for code that has them.
     disk_budget: bytes (or "24G") of disk the run may take at its peak: if the fastest
     plan needs more, the forward table is kept at some levels only and the others are
-    computed again in the backward pass (same numbers, more time; `bigbn.plan.fit_disk`;
+    computed again in the backward pass (same numbers, more time; `bigbn.plan.lattice.fit_disk`;
     not with tiers). The finished run then keeps L(V) alone of the forward table, so
     `bigbn sample` cannot use it.
     """
@@ -320,7 +320,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
 
 def _scores(ds: Dataset, lays, score: Score, k: int, score_opts: dict, structure_prior: str,
             prior_kwargs) -> tuple[list[np.ndarray], list[np.ndarray | float]]:
-    """β of every tier's families in its layout, shifted (`bigbn.offsets.centre`), and what
+    """β of every tier's families in its layout, shifted (`bigbn.scores.offsets.centre`), and what
     was taken off: per tier, for one tier of every variable (the run without tiers) the
     per-variable shifts (n,), which the engine journals with β, else the tier's total Σ_v c_v."""
     read = _read_offsets(ds)
@@ -360,20 +360,20 @@ def _knowledge(knowledge, tiers, forbidden, required, prior_kwargs) -> Knowledge
 
 def _read_offsets(ds) -> np.ndarray:
     """The constants a score file's reader already took off each variable's scores
-    (`bigbn.jkl.ScoreFile.offsets`); zeros for data."""
+    (`bigbn.scores.jkl.ScoreFile.offsets`); zeros for data."""
     return ds.log_offsets() if ds.kind == "scores" else np.zeros(ds.n)
 
 
 def _load_scores(data, scores, score) -> tuple:
     """(the ScoreFile, its Score, its content hash) for learn(scores=...)."""
-    from .jkl import FileScore, ScoreFile, read_jkl
+    from bigbn.scores.jkl import FileScore, ScoreFile, read_jkl
 
     if data is not None:
         raise OptionError("give data or scores (a .jkl file), not both")
     if not (isinstance(score, str) and score.lower() == "auto"):
         raise OptionError("scores from a file replace the score: drop the score option")
     if not isinstance(scores, (str, os.PathLike, ScoreFile)):
-        raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.jkl.ScoreFile, got "
+        raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.scores.jkl.ScoreFile, got "
                           f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
     return sf, FileScore(), sf.digest()

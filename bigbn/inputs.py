@@ -11,24 +11,24 @@ import os
 
 import numpy as np
 
-from . import frames
-from . import interventions as interventions_
-from . import options as opt
-from .data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
-from .errors import DataError, OptionError
-from .plan import MAX_NODES
-from .scoring import Score, lookup, resolve
-from .tiers import MAX_TIERED_NODES
+from bigbn.io import frames
+from bigbn.scores import interventions as interventions_
+from bigbn import options as opt
+from bigbn.io.data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
+from bigbn.errors import DataError, OptionError
+from bigbn.plan.lattice import MAX_NODES
+from bigbn.scores.base import Score, lookup, resolve
+from bigbn.plan.tiers import MAX_TIERED_NODES
 
 
 def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
                  max_nodes: int = MAX_NODES, intervention_column: str | None = None,
                  interventions=None) -> tuple[Dataset, Score, str]:
     """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
-    score: "auto", a score's name or a `bigbn.scoring.Score`. max_nodes: most variables
-    allowed (MAX_NODES; more with tiers, bigbn/tiers.py). intervention_column (a CSV file or
+    score: "auto", a score's name or a `bigbn.scores.base.Score`. max_nodes: most variables
+    allowed (MAX_NODES; more with tiers, bigbn/plan/tiers.py). intervention_column (a CSV file or
     a DataFrame) or interventions (any data): the rows' intervention targets
-    (`bigbn.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
+    (`bigbn.scores.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
     targets (``intervened``): intervention_column then only names the column they came from."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
     sep = opt.sep(sep)
@@ -135,7 +135,7 @@ def _check_names_given(data, names) -> None:
 def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
     """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
     the table looks it)."""
-    from .bge import continuous_dataset, looks_continuous
+    from bigbn.scores.bge import continuous_dataset, looks_continuous
 
     if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
         return continuous_dataset(table)

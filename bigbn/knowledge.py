@@ -12,7 +12,7 @@
   it, p = 1 requires it);
 - ``max_parents``: {name: limit}, below the run's k.
 
-All of it is order-modular, so it stays in the exact DP (bigbn/priors.py, bigbn/tiers.py);
+All of it is order-modular, so it stays in the exact DP (bigbn/scores/priors.py, bigbn/plan/tiers.py);
 nothing is a filter after the fact. Contradictions are refused here, in one place, each
 with one line naming the culprit: a variable in two tiers, an edge both required and
 forbidden, a required edge into an earlier tier or within a no-edges tier, required edges
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import OptionError
+from bigbn.errors import OptionError
 
 __all__ = ["Knowledge"]
 
@@ -236,7 +236,7 @@ class Knowledge:
     def bind(self, names, k: int) -> tuple[tuple[tuple[int, ...], ...] | None, dict]:
         """The engine's form for data with variables ``names`` and max parents ``k``:
         (the tiers as node indices, `tier_ids`, or None; prior_kwargs of
-        `bigbn.priors.log_prior` with node indices: forbid, require, edge_prob, max_parents,
+        `bigbn.scores.priors.log_prior` with node indices: forbid, require, edge_prob, max_parents,
         each only when given). OptionError for a name that is not a variable, a limit above
         k, a variable in no tier."""
         names = [str(x) for x in names]
@@ -315,8 +315,8 @@ class Knowledge:
         variables ``names`` (an unknown name is a DataError naming file, line, column):
         tiers ``node,tier``; forbid and require ``parent,child``; edge_prob
         ``parent,child,prob``; max_parents ``node,max_parents`` or one integer for all."""
-        from .priors import read_edge_list, read_edge_prob, read_max_parents
-        from .tiers import read_tiers
+        from bigbn.scores.priors import read_edge_list, read_edge_prob, read_max_parents
+        from bigbn.plan.tiers import read_tiers
 
         names = [str(x) for x in names]
         kw: dict = {}
@@ -378,10 +378,10 @@ class Knowledge:
 
     @classmethod
     def from_indices(cls, names, k: int, prior_kwargs: dict, tiers=None, no_edges_within=()) -> "Knowledge":
-        """The knowledge in `bigbn.priors.log_prior`'s keyword arguments (node indices: forbid
+        """The knowledge in `bigbn.scores.priors.log_prior`'s keyword arguments (node indices: forbid
         and require pairs, an (n, n) edge_prob matrix with NaN for no opinion, a max_parents
         array), for data with variables ``names`` and max parents ``k``; tiers by name."""
-        from .priors import _as_pairs, _edge_prob_matrix
+        from bigbn.scores.priors import _as_pairs, _edge_prob_matrix
 
         names = [str(x) for x in names]
         n = len(names)
@@ -402,7 +402,7 @@ class Knowledge:
     @classmethod
     def from_record(cls, names, fingerprint: dict) -> "Knowledge":
         """The knowledge of a run's record (run.json's fingerprint: "tiers" as lists of
-        names, "constraints" as `bigbn.priors.log_prior`'s keyword arguments with node
+        names, "constraints" as `bigbn.scores.priors.log_prior`'s keyword arguments with node
         indices, as JSON), by name. A tier's no-edges-within reads back as its pairs."""
         c = dict(fingerprint.get("constraints") or {})
         if c.get("edge_prob") is not None:

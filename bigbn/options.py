@@ -13,8 +13,8 @@ import numbers
 import os
 import re
 
-from .errors import OptionError
-from .plan import ALPHA_MODES, MAX_NODES
+from bigbn.errors import OptionError
+from bigbn.plan.lattice import ALPHA_MODES, MAX_NODES
 
 MAX_SAMPLES = 10**8
 
@@ -171,7 +171,7 @@ def seed(value, what: str = "seed") -> int:
 
 def sep(value) -> str | None:
     """The CSV separator: None (detected) or text; its length and characters are checked
-    where the file is read (`bigbn.data`)."""
+    where the file is read (`bigbn.io.data`)."""
     if value is not None and not isinstance(value, str):
         raise OptionError(f"separator {value!r}: give one character (',', ';', tab) or 'tab'")
     return value

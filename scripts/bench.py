@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bigbn.plan import Plan, work_estimate
+from bigbn.plan.lattice import Plan, work_estimate
 
 
 def fs_used(path: Path) -> int:
@@ -137,7 +137,7 @@ def main() -> None:
               f"{r['peak_disk_MiB']:>13} "
               f"{r['planned_disk_MiB']:>9} {r['chunk_bits']:>3}  {stages}")
     print("\nMops/core/s: elementary operations (updates of the truncated transforms, terms of the\n"
-          "recursions; exact counts from bigbn.plan.work_estimate) per busy core-second. Where a\n"
+          "recursions; exact counts from bigbn.plan.lattice.work_estimate) per busy core-second. Where a\n"
           "task's time goes: scripts/bench_tasks.py on a workdir kept with --keep.")
 
 

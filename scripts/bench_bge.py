@@ -1,4 +1,4 @@
-"""Benchmark: the BGe local scores of every family (bigbn/bge.py), best of 5 after compiling.
+"""Benchmark: the BGe local scores of every family (bigbn/scores/bge.py), best of 5 after compiling.
 
 Prints milliseconds per table for n = 12, 16, 20 at m = 300, k = 3, and per family.
 (The test suite checks the values; how fast they come is measured here, not by a timed
@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from bigbn.bge import bge_scores
-from bigbn.families import n_families
+from bigbn.scores.bge import bge_scores
+from bigbn.kernels.families import n_families
 
 
 def main() -> None:

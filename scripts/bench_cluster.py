@@ -24,10 +24,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from bigbn.cluster import local_cluster, run_distributed  # noqa: E402
-from bigbn.engine import Job, execute  # noqa: E402
-from bigbn.plan import Plan  # noqa: E402
-from bigbn.workdir import Workdir  # noqa: E402
+from bigbn.engine.cluster import local_cluster, run_distributed  # noqa: E402
+from bigbn.engine.tasks import Job, execute  # noqa: E402
+from bigbn.plan.lattice import Plan  # noqa: E402
+from bigbn.store.workdir import Workdir  # noqa: E402
 from naive import random_beta  # noqa: E402
 
 K = 3

@@ -52,7 +52,7 @@ def total_effects(B: np.ndarray, sd: np.ndarray) -> np.ndarray:
 # the CLI in this process, then its peak RSS (KiB) as the last line of stderr
 MEASURED = """
 import resource, sys
-from bigbn.cli import main
+from bigbn.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit as e:

@@ -33,13 +33,13 @@ import numpy as np
 
 from bigbn import kernels
 from bigbn.api import score_families
-from bigbn.data import Dataset
-from bigbn.plan import Plan
-from bigbn.simulate import random_network, sample
+from bigbn.io.data import Dataset
+from bigbn.plan.lattice import Plan
+from bigbn.tools.simulate import random_network, sample
 
 
 def load_kernels(checkout: str):
-    """bigbn/kernels.py of another checkout, imported as package ``bigbn_other`` from a
+    """bigbn/kernels/ of another checkout, imported as package ``bigbn_other`` from a
     copy of its bigbn/ in a folder of its own (~/.cache/bigbn/bench-other/<hash of the
     checkout's path>; files copied with their times, so numba's cache there stays valid
     while they are unchanged). Imported from the checkout itself, its kernels would be

@@ -4,7 +4,7 @@
 With m rows the local scores of a node differ by O(m) nats, so at m ≥ 10^4 the values a
 transform or a recursion block sums span thousands of nats, far more than one float64
 scale holds (2^±1022). Such chunks and blocks ("wide") sum extended-exponent numbers
-(bigbn/fastmath.py) instead of plain float64, exact either way. This runs whole
+(bigbn/kernels/fastmath.py) instead of plain float64, exact either way. This runs whole
 posteriors in-process (sync scheduler: one core, so the per-stage task seconds are
 comparable) on paper §5.2 data (random binary network, k = 3, K2) with m rows, and
 prints how many α tiles, γ tiles and recursion blocks were wide, the task seconds per
@@ -28,7 +28,7 @@ import numpy as np
 
 import bigbn
 from bigbn import kernels as K
-from bigbn.simulate import random_network, sample
+from bigbn.tools.simulate import random_network, sample
 
 STAGES = ("forward", "backward", "gamma", "edges")
 

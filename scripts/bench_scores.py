@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The scores stage at many rows: `bigbn.scores.local_scores` timed on simulated data.
+"""The scores stage at many rows: `bigbn.scores.discrete.local_scores` timed on simulated data.
 
 Random network (k parents, r states), m rows, K2 (or --score bdeu); prints the wall and
 CPU seconds of local_scores (median of --repeat, 2 threads by default) and the peak RSS
@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from bigbn.data import Dataset
-from bigbn.scores import local_scores
-from bigbn.simulate import random_network, sample
+from bigbn.io.data import Dataset
+from bigbn.scores.discrete import local_scores
+from bigbn.tools.simulate import random_network, sample
 
 
 def main() -> None:

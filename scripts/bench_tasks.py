@@ -4,8 +4,8 @@ one at a time (one thread, plan order) with every kernel and table read/write ti
 
 Needs a workdir kept by `scripts/bench.py --keep` (the tasks rewrite its L and B chunks
 with the same values; B's released levels are written anew). Prints, per stage, the
-milliseconds per task of each kernel (bigbn/kernels.py) and of the chunk I/O
-(bigbn/workdir.py: reads; writes with their fsync).
+milliseconds per task of each kernel (bigbn/kernels/) and of the chunk I/O
+(bigbn/store/workdir.py: reads; writes with their fsync).
 
     python scripts/bench.py --n 28 --workdir /scratch/b --keep
     python scripts/bench_tasks.py /scratch/b/run-n28-m1000
@@ -18,10 +18,10 @@ import collections
 import time
 from pathlib import Path
 
-from bigbn import engine
+from bigbn.engine import tasks as engine
 from bigbn import kernels as K
-from bigbn.rundir import read_record
-from bigbn.workdir import TableStore, Workdir
+from bigbn.store.rundir import read_record
+from bigbn.store.workdir import TableStore, Workdir
 
 KERNELS = ("_recursion_tiles", "_high_term", "_gamma_low", "_gamma_high", "_ext_from_log_into", "_log_ext_into",
            "_ext_fma_log_into")

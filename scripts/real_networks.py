@@ -2,11 +2,11 @@
 """Edge recovery on real networks nobody on this project made (issue 5).
 
 For each bundled network (bnlearn repository: asia n=8, sachs n=11, child n=20) and each
-replicate: draw max(--rows) records by forward sampling (`bigbn.simulate.sample`), and
+replicate: draw max(--rows) records by forward sampling (`bigbn.tools.simulate.sample`), and
 for every m in --rows analyse the first m records (nested subsets, as in Koivisto 2006,
 section 5.2) with `bigbn.learn` (BDeu, ess 1, koivisto-sood structure prior, maximum
 indegree k, temporary workdir). Score the undirected-edge ROC against the network's true
-arcs (`bigbn.roc.edge_roc`, section 5.1). The states of every variable are the network's
+arcs (`bigbn.tools.roc.edge_roc`, section 5.1). The states of every variable are the network's
 (a state absent from a small prefix does not change r in the score).
 
 Writes, in --out:
@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from bigbn import learn
-from bigbn.bif import read_bif
-from bigbn.data import Dataset
-from bigbn.roc import edge_roc
-from bigbn.simulate import sample
+from bigbn.io.bif import read_bif
+from bigbn.io.data import Dataset
+from bigbn.tools.roc import edge_roc
+from bigbn.tools.simulate import sample
 
 COLUMNS = ("network", "n", "arcs", "k", "replicate", "m", "auc", "log_marginal", "seconds")
 
@@ -111,7 +111,7 @@ def write_markdown(summary, ms, replicates, path: Path) -> str:
 
 
 def write_figure(summary, ms, replicates, path: Path) -> None:
-    from bigbn.plot import figure, save_figure
+    from bigbn.outputs.plot import figure, save_figure
 
     fig, ax = figure(figsize=(5.2, 3.8))
     for (name, n, _, k), per_m in summary.items():

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import bigbn
-from bigbn.roc import edge_roc, roc_curve
+from bigbn.tools.roc import edge_roc, roc_curve
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bigbn.cli import main
+from bigbn.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"

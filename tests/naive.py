@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from bigbn.families import family_masks, n_families, unsqueeze
+from bigbn.kernels.families import family_masks, n_families, unsqueeze
 
 __all__ = [
     "crc32c",
@@ -384,7 +384,7 @@ def _log_alpha_full(beta, k):
 
 
 def log_alpha(beta, k):
-    """log α_i(U) in the *squeezed* layout of DESIGN.md; float64 (n, 2^(n-1)).
+    """log α_i(U) in the *squeezed* layout of docs/design.md; float64 (n, 2^(n-1)).
 
     ``out[i, s]`` = log Σ_{G ⊆ unsqueeze(s, i), |G| <= k} exp beta[i, G] (q_i = 1).
     """
@@ -439,7 +439,7 @@ def log_forward(alpha):
 
 
 def log_backward(alpha):
-    """Backward table stored by predecessors, B(S) = R(V − S), as in DESIGN.md.
+    """Backward table stored by predecessors, B(S) = R(V − S), as in docs/design.md.
 
     From squeezed log α (n, 2^(n-1)); returns float64 (2^n,) with B(V) = 0 (log 1) and
     B(S) = logsumexp_{i ∉ S} [α_i(S) + B(S ∪ {i})]. Paper section 3. Then for every v,
@@ -703,7 +703,7 @@ def sample_by_recursion(beta, k, T, seed, uniform):
 def interventional_dirichlet_scores(data, arities, intervened, k, score, ess=1.0):
     """BDeu(ess) or K2 local scores (n, F) with node i counted over the rows where
     intervened[t][i] is False only (Cooper & Yoo 1999): rows filtered and counted by plain
-    loops into dicts, the Dirichlet-multinomial formula of bigbn/scores.py written out;
+    loops into dicts, the Dirichlet-multinomial formula of bigbn/scores/discrete.py written out;
     q_i counts every configuration of the parents' full arities."""
     n = len(arities)
     masks = family_masks(n - 1, k).tolist()
@@ -902,8 +902,8 @@ def adjusted_table(data, arities, x, y, Z, score, ess):
 
 # ------------------------------------------------------------ 4. one twin per kernel
 #
-# Slow twins of the numba kernels of bigbn/kernels.py (and the edge fold of
-# bigbn/engine.py), written from their definitions, entry by entry, with no blocking,
+# Slow twins of the numba kernels of bigbn/kernels/ (and the edge fold of
+# bigbn/engine/tasks.py), written from their definitions, entry by entry, with no blocking,
 # truncation tricks or polynomial exp/log. tests/test_kernels.py calls each kernel
 # directly and compares it with its twin here.
 
@@ -1075,7 +1075,7 @@ def k2_beta(data, arities, k, prior="koivisto-sood"):
     return beta
 
 
-# ------------------------------------------------------------ disk under a budget (bigbn/plan.py)
+# ------------------------------------------------------------ disk under a budget (bigbn/plan/lattice.py)
 
 def lattice_table(table):
     """Whether a table is one of the lattice's chunk tables whose disk a budget bounds: L

@@ -31,7 +31,7 @@ import pytest
 
 import bigbn
 from bigbn.errors import DataError, OptionError, WorkdirError
-from bigbn.families import family_parent_matrix
+from bigbn.kernels.families import family_parent_matrix
 
 from naive import edges_by_dags, edges_by_orders
 import helpers as h
@@ -385,8 +385,8 @@ def test_edge_probabilities_and_per_node_limits_against_brute_force(tmp_path, pr
     """Per-edge prior probabilities (ρ factorises over parents) and per-node max parents
     through the whole pipeline, against the all-orders and all-DAGs references."""
     import naive
-    from bigbn.families import family_masks, unsqueeze
-    from bigbn.scores import local_scores
+    from bigbn.kernels.families import family_masks, unsqueeze
+    from bigbn.scores.discrete import local_scores
 
     rng = np.random.default_rng(8)
     x = rng.integers(0, 3, size=(60, 5))
@@ -427,7 +427,7 @@ def test_edge_probabilities_and_per_node_limits_against_brute_force(tmp_path, pr
 def test_dataset_fingerprint_includes_arities(tmp_path):
     """Review finding: the same codes declared with other arities score differently and
     must not resume each other's workdir."""
-    from bigbn.data import Dataset
+    from bigbn.io.data import Dataset
     from bigbn.errors import WorkdirError
 
     rng = np.random.default_rng(1)
@@ -461,11 +461,11 @@ def test_non_finite_scores_are_a_data_error_before_any_work(tmp_path):
 def test_relative_workdir_is_stored_absolute(tmp_path, monkeypatch):
     """Review finding: cluster workers resolve relative paths in their own directory, so
     the work directory the tasks get (and pickle to workers) must be absolute."""
-    import bigbn.runner
+    import bigbn.engine.runner
 
     seen = []
-    real = bigbn.runner.execute
-    monkeypatch.setattr(bigbn.runner, "execute",
+    real = bigbn.engine.runner.execute
+    monkeypatch.setattr(bigbn.engine.runner, "execute",
                         lambda jobs, **kw: (seen.extend(j.workdir for j in jobs), real(jobs, **kw)))
     monkeypatch.chdir(tmp_path)
     res = bigbn.learn(Path(__file__).resolve().parents[1] / "examples" / "asia.csv", workdir="rel", max_parents=1)
@@ -508,10 +508,10 @@ def test_progress_reports_the_scores_stage_first(tmp_path):
 
 
 def test_one_progress_protocol_a_listener_or_a_callable(tmp_path):
-    """One event protocol (`bigbn.progress`): a Listener gets every stage's ProgressEvent
+    """One event protocol (`bigbn.engine.progress`): a Listener gets every stage's ProgressEvent
     and the executors' task events; a callable(stage, done, total) is its documented
     adapter and gets the same events' fields; anything else is refused at once."""
-    from bigbn.progress import Listener, ProgressEvent
+    from bigbn.engine.progress import Listener, ProgressEvent
 
     class Seen(Listener):
         def __init__(self):
@@ -623,7 +623,7 @@ def test_a_separator_that_is_not_text_is_an_option_error():
 @pytest.mark.parametrize("scores", [123, ["a.jkl"], b"a.jkl"])
 def test_scores_must_be_a_path_or_a_score_file(scores):
     """learn(scores=123) raised TypeError from the .jkl reader."""
-    with pytest.raises(OptionError, match=r"^scores must be a \.jkl file \(a path\) or a bigbn\.jkl\.ScoreFile, got "):
+    with pytest.raises(OptionError, match=r"^scores must be a \.jkl file \(a path\) or a bigbn\.scores\.jkl\.ScoreFile, got "):
         bigbn.learn(scores=scores)
 
 

@@ -1,4 +1,4 @@
-"""The BGe score (bigbn/bge.py) against independent computations of the Gaussian marginal."""
+"""The BGe score (bigbn/scores/bge.py) against independent computations of the Gaussian marginal."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from scipy.special import multigammaln
 from scipy.stats import multivariate_t
 
-from bigbn.bge import bge_log_marginal, bge_scores, continuous_dataset, looks_continuous
-from bigbn.data import Table
+from bigbn.scores.bge import bge_log_marginal, bge_scores, continuous_dataset, looks_continuous
+from bigbn.io.data import Table
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, family_rank
+from bigbn.kernels.families import family_masks, family_rank
 import bigbn
 import helpers as h
 

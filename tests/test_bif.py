@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from bigbn.bif import (NETWORKS_DIR, Network, bundled_networks, format_bif, parse_bif,
+from bigbn.io.bif import (NETWORKS_DIR, Network, bundled_networks, format_bif, parse_bif,
                        read_bif, write_bif)
 from bigbn.errors import DataError
-from bigbn.simulate import random_network
+from bigbn.tools.simulate import random_network
 
 
 def readme_table():

@@ -1,4 +1,4 @@
-"""bigbn/bits.py, the one place bigbn counts bits: the scalar `popcount` (numba kernels and
+"""bigbn/kernels/bits.py, the one place bigbn counts bits: the scalar `popcount` (numba kernels and
 Python alike) and the vectorised `popcounts`, against tests/naive.py's bit-by-bit count."""
 
 import numpy as np
@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from numba import njit
 
 import naive
-from bigbn.bits import lowest_bit, popcount, popcounts
+from bigbn.kernels.bits import lowest_bit, popcount, popcounts
 
 EDGES = [0, 1, 2, 3, 255, 1 << 31, (1 << 32) - 1, 1 << 61, (1 << 62) | 1, (1 << 63) - 1]
 

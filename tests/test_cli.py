@@ -1,7 +1,7 @@
 """The command line (`bigbn run` and friends): success output, files, one-line errors, help.
 
 Most tests go through click's CliRunner; a few run the real console script / ``python -m
-bigbn.cli`` in a subprocess, so that the installed entry point, exit codes and the stderr
+bigbn.cli.main`` in a subprocess, so that the installed entry point, exit codes and the stderr
 a user actually sees are covered too. Every bad input must give a non-zero exit, exactly one
 line starting ``Error:`` on stderr naming the file (and row and column where they apply),
 and never a traceback.
@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 import bigbn
-from bigbn.cli import main
+from bigbn.cli.main import main
 import helpers as h
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -448,8 +448,8 @@ def test_subprocess_help():
 def test_terminal_progress_is_one_line_rewritten_in_place(capsys):
     """On a terminal every event rewrites one status line (no stacked bars to garble on
     Ctrl-C); close ends it with a single newline; each stage shows its own clock."""
-    from bigbn.cli import Progress
-    from bigbn.progress import report
+    from bigbn.cli.main import Progress
+    from bigbn.engine.progress import report
 
     p = Progress()
     p.tty = True

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bigbn.cluster import local_cluster, run_distributed
-from bigbn.engine import Job, JournaledTask, execute
-from bigbn.executors import Callback
+from bigbn.engine.cluster import local_cluster, run_distributed
+from bigbn.engine.tasks import Job, JournaledTask, execute
+from bigbn.engine.executors import Callback
 from bigbn.errors import OptionError, WorkdirError
-from bigbn.plan import Plan, task_id
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import Plan, task_id
+from bigbn.store.workdir import Workdir
 from naive import random_beta
 
 distributed = pytest.importorskip("distributed")
@@ -107,14 +107,14 @@ class Failing:
 def journaled_through(wrap):
     """run_distributed sends the workers ``wrap(job)`` instead of ``JournaledTask(job)``
     (it builds the task function by that name when it is called)."""
-    import bigbn.cluster
+    import bigbn.engine.cluster
 
-    assert bigbn.cluster.JournaledTask is JournaledTask
-    bigbn.cluster.JournaledTask = wrap
+    assert bigbn.engine.cluster.JournaledTask is JournaledTask
+    bigbn.engine.cluster.JournaledTask = wrap
     try:
         yield
     finally:
-        bigbn.cluster.JournaledTask = JournaledTask
+        bigbn.engine.cluster.JournaledTask = JournaledTask
 
 
 # ----------------------------------------------------------------------------- the cluster

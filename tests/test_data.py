@@ -1,4 +1,4 @@
-"""Reading CSV files (bigbn.data): good files code correctly, every bad file is refused
+"""Reading CSV files (bigbn.io.data): good files code correctly, every bad file is refused
 with a one-line DataError naming the file and the row/column."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from bigbn.data import Dataset, discrete_dataset, load_discrete, read_table
+from bigbn.io.data import Dataset, discrete_dataset, load_discrete, read_table
 from bigbn.errors import BigBNError, DataError
 from pathlib import Path
 import bigbn
@@ -297,7 +297,7 @@ def test_endless_input_on_a_pipe_ends_promptly(tmp_path, source):
 
 
 def test_header_line_bound(tmp_path):
-    from bigbn.data import MAX_HEADER_BYTES
+    from bigbn.io.data import MAX_HEADER_BYTES
 
     p = tmp_path / "long.csv"
     p.write_text("a," * (MAX_HEADER_BYTES // 2 + 100))  # a header that never ends
@@ -413,7 +413,7 @@ def test_plain_reader_matches_csv_reader(tmp_path, sep, crlf):
     same cells written so that only the CSV reader can take them (a quoted header, a blank
     line, a cell with space around it) give the same names, distinct cells, codes and
     cells; `discrete_dataset` of both is the same."""
-    from bigbn import data as d
+    from bigbn.io import data as d
 
     rng = np.random.default_rng(7)
     names, rows = _plain_rows(rng, 400)
@@ -455,7 +455,7 @@ def test_plain_reader_matches_csv_reader(tmp_path, sep, crlf):
 def test_plain_reader_leaves_every_other_file_to_the_csv_reader(tmp_path, text, message):
     """What the plain reader does not take, the CSV reader reads or refuses with its
     message naming the line (it is never refused or misread by the plain one)."""
-    from bigbn import data as d
+    from bigbn.io import data as d
 
     path = write(tmp_path, text)
     assert d._plain_table(str(path), d.read_text(str(path)), ",", None) is None
@@ -467,7 +467,7 @@ def test_plain_reader_leaves_every_other_file_to_the_csv_reader(tmp_path, text, 
 
 def test_cell_kernels_against_python_split():
     """_cell_words, _cell_bytes and _few_codes against str.split and np.unique."""
-    from bigbn import data as d
+    from bigbn.io import data as d
 
     rng = np.random.default_rng(3)
     alphabet = ["x", "yy", "abcdefgh", "abcdefghi", "é", "0123456789abcdef", "1"]

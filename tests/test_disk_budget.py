@@ -11,8 +11,8 @@ import pytest
 
 from bigbn import learn
 from bigbn.errors import BigBNError, OptionError
-from bigbn.plan import Plan, choose_kept, fit_disk, least_disk
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import Plan, choose_kept, fit_disk, least_disk
+from bigbn.store.workdir import Workdir
 import helpers as h
 from test_resume import Count, FailOn, wrapped, write_data
 

@@ -1,4 +1,4 @@
-"""Causal effects averaged over structures (Bayesian IDA, bigbn/causal.py).
+"""Causal effects averaged over structures (Bayesian IDA, bigbn/outputs/effects.py).
 
 References: tests/naive.py sums per-DAG effects over every DAG (n = 4), with the
 regression read from the precision matrix and the quantiles by bisection, and counts
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import bigbn
-from bigbn.bge import posterior_scatter
-from bigbn.causal import bge_effect_components, effects
+from bigbn.scores.bge import posterior_scatter
+from bigbn.outputs.effects import bge_effect_components, effects
 from bigbn.errors import DataError, OptionError
-from bigbn.workdir import Workdir
+from bigbn.store.workdir import Workdir
 
 import naive
 
@@ -131,7 +131,7 @@ def test_adjusted_table_with_many_configurations(score):
     """Σ_z p̂(y | a, z) p̂(z) over all q_Z = 1225 configurations of two 35-level parents, most
     of them unobserved: indexed by the mixed-radix code (as _configurations does up to
     q_Z ≤ max(4m, 1024)) and by rank among the observed ones (above), against the loops."""
-    from bigbn.causal import _adjusted, _configurations
+    from bigbn.outputs.effects import _adjusted, _configurations
 
     rng = np.random.default_rng(12)
     m = 60
@@ -211,7 +211,7 @@ def test_pairs_and_data_are_checked(small_continuous, tmp_path):
 def test_cli_effects(tmp_path):
     from click.testing import CliRunner
 
-    from bigbn.cli import main
+    from bigbn.cli.main import main
     from test_cli import assert_one_line_error
 
     rng = np.random.default_rng(9)
@@ -265,7 +265,7 @@ def test_the_run_data_file_is_found_from_another_folder(tmp_path, monkeypatch):
                                          (np.zeros((4, 2)), "ndarray (data go to learn)")])
 def test_effects_of_what_is_not_a_run_is_one_line(source, got):
     """Issue #37: effects(None) and effects(123) raised TypeError; they take a run (the same
-    check as sample's, bigbn.result.run_workdir)."""
+    check as sample's, bigbn.outputs.result.run_workdir)."""
     with pytest.raises(OptionError) as e:
         effects(source)
     assert str(e.value) == ("effects() takes a finished run: its work directory (a path) or the Result of "
@@ -281,7 +281,7 @@ def test_effects_on_a_run_in_progress_says_it_is_running(tmp_path):
 
     from click.testing import CliRunner
 
-    from bigbn.cli import main
+    from bigbn.cli.main import main
     from test_cli import assert_one_line_error
     from test_samples import HOLD_LOCK
 
@@ -313,7 +313,7 @@ def test_effects_refuse_a_run_on_a_jkl_file(tmp_path):
 
     from click.testing import CliRunner
 
-    from bigbn.cli import main
+    from bigbn.cli.main import main
     from test_cli import assert_one_line_error
 
     asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"

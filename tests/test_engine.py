@@ -1,5 +1,5 @@
 """The engine against the slow references of tests/naive.py, and against itself across
-chunk lattices, alpha modes and schedulers (DESIGN.md, "Correctness anchors")."""
+chunk lattices, alpha modes and schedulers (docs/design.md, "Correctness anchors")."""
 
 import itertools
 import os
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import naive
-from bigbn.engine import Job, compute, execute
-from bigbn.families import family_masks
-from bigbn.plan import MAX_DEFAULT_CHUNK_BITS, Plan, choose_chunk_bits
-from bigbn.workdir import Workdir
+from bigbn.engine.tasks import Job, compute, execute
+from bigbn.kernels.families import family_masks
+from bigbn.plan.lattice import MAX_DEFAULT_CHUNK_BITS, Plan, choose_chunk_bits
+from bigbn.store.workdir import Workdir
 
 
 def run_engine(beta, k, tmp_path, chunk_bits=None, alpha_mode="recompute", scheduler="sync", name="w"):
@@ -78,7 +78,7 @@ def test_against_per_edge_forward_sums_far_apart_scores(n, k, tmp_path):
 
 
 def test_log_domain_survives_mutual_dependence(tmp_path):
-    """DESIGN.md's example: a needs b and b needs a, so every order puts one of them
+    """docs/design.md's example: a needs b and b needs a, so every order puts one of them
     first with only terrible parent sets; per-node scaling would underflow L(V) to 0."""
     n, k = 4, 2
     masks = family_masks(n - 1, k)
@@ -135,9 +135,9 @@ _MEASURE = """
 import sys
 import numpy as np
 import naive
-from bigbn.engine import Job, execute
-from bigbn.plan import Plan
-from bigbn.workdir import Workdir
+from bigbn.engine.tasks import Job, execute
+from bigbn.plan.lattice import Plan
+from bigbn.store.workdir import Workdir
 
 def status(key):
     return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key))
@@ -234,8 +234,8 @@ def test_many_rows_against_enumeration(n, m, reference, tmp_path):
     tell get mid-range posteriors, checked to the same few ulps of |log p(x)|."""
     from bigbn import kernels as K
     from bigbn.api import score_families
-    from bigbn.data import Dataset
-    from bigbn.simulate import random_network, sample
+    from bigbn.io.data import Dataset
+    from bigbn.tools.simulate import random_network, sample
 
     k = 3
     net = random_network(n, k, 2, np.random.default_rng(n))

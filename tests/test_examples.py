@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bigbn
-from bigbn.roc import edge_roc
+from bigbn.tools.roc import edge_roc
 
 EX = Path(__file__).resolve().parent.parent / "examples"
 

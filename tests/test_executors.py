@@ -1,4 +1,4 @@
-"""The executors (bigbn/executors/) against the specification: on the task specs of real
+"""The executors (bigbn/engine/executors/) against the specification: on the task specs of real
 plans, with a recording task function instead of the engine, every task runs exactly once,
 only after everything it depends on, events come in start/end pairs on the calling thread,
 and a failing task ends the run only after the tasks in flight have finished. The local
@@ -15,9 +15,9 @@ import pytest
 import helpers as h
 from bigbn import learn
 from bigbn.errors import EngineError
-from bigbn.executors import Callback, dask_local, sync, threads
-from bigbn.plan import Plan, TaskSpec, live_chunks, ordered_workers
-from bigbn.workdir import Workdir
+from bigbn.engine.executors import Callback, dask_local, sync, threads
+from bigbn.plan.lattice import Plan, TaskSpec, live_chunks, ordered_workers
+from bigbn.store.workdir import Workdir
 from test_resume import Count, FailOn, wrapped, write_data
 
 PLANS = [Plan(7, 2, 3, "store"), Plan(9, 3, 4), Plan(6, 5, 6)]

@@ -1,4 +1,4 @@
-"""bigbn.fastmath against extended-precision references: the polynomial exp against
+"""bigbn.kernels.fastmath against extended-precision references: the polynomial exp against
 numpy's exp in np.longdouble (x87 80-bit, 64-bit mantissa), the extended-exponent
 numbers against exact rationals and mpmath."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from bigbn.fastmath import _exp_nonpos
+from bigbn.kernels.fastmath import _exp_nonpos
 
 NEG_INF = -np.inf
 
@@ -71,7 +71,7 @@ from fractions import Fraction  # noqa: E402
 
 import mpmath  # noqa: E402
 
-from bigbn.fastmath import _exp2_int, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _log_ext  # noqa: E402
+from bigbn.kernels.fastmath import _exp2_int, _ext_add, _ext_add_run, _ext_from_log, _ext_norm, _log_ext  # noqa: E402
 
 mpmath.mp.prec = 200
 

@@ -1,4 +1,4 @@
-"""Interventional data (bigbn.interventions): node i scored from the rows where it was not a
+"""Interventional data (bigbn.scores.interventions): node i scored from the rows where it was not a
 target, against slow references (tests/naive.py); targets read from a column or a list."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 import bigbn
 import naive
 from bigbn.api import load_dataset, score_families
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import BigBNError, DataError, OptionError
 from test_cli import assert_one_line_error
 

@@ -1,4 +1,4 @@
-"""Local scores from .jkl files (bigbn.jkl, `bigbn scores`, `bigbn run --scores`)."""
+"""Local scores from .jkl files (bigbn.scores.jkl, `bigbn scores`, `bigbn run --scores`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 import bigbn
 import naive
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, unsqueeze
-from bigbn.jkl import read_jkl, write_jkl
-from bigbn.workdir import Workdir
+from bigbn.kernels.families import family_masks, unsqueeze
+from bigbn.scores.jkl import read_jkl, write_jkl
+from bigbn.store.workdir import Workdir
 from test_cli import assert_one_line_error
 
 
@@ -306,7 +306,7 @@ def test_huge_scores_reach_the_finished_run_and_status(tmp_path):
     assert summary["log_marginal_likelihood"] == first.log_marginal
     # the samples of the run: their scores and log p(data) as the file's, their exact
     # posteriors (e^(log #LE + score − log p), formed before the constants are added) sane
-    from bigbn.samples import write_outputs
+    from bigbn.outputs.samples import write_outputs
 
     s = bigbn.sample(tmp_path / "w", 400, seed=3)
     dags = s.dags()

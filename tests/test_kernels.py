@@ -1,4 +1,4 @@
-"""Every kernel of bigbn/kernels.py called directly against its slow twin in naive.py
+"""Every kernel of bigbn/kernels/ called directly against its slow twin in naive.py
 (as STUMPY's tests compare each kernel with tests/naive.py), the forward/backward kernels
 proved mirrors of each other bit for bit, and property tests for the mask arithmetic the
 kernels and the plan rely on (squeeze/unsqueeze, family ranks, chunk ↔ alpha indexing)."""
@@ -11,11 +11,11 @@ from numba import njit
 
 import naive
 from bigbn import kernels as K
-from bigbn.engine import edge_posteriors
-from bigbn.fastmath import _ext_from_log, _log_ext
-from bigbn.bits import popcounts
-from bigbn.families import family_masks, family_rank, n_families, squeeze, unsqueeze
-from bigbn.plan import Plan
+from bigbn.engine.tasks import edge_posteriors
+from bigbn.kernels.fastmath import _ext_from_log, _log_ext
+from bigbn.kernels.bits import popcounts
+from bigbn.kernels.families import family_masks, family_rank, n_families, squeeze, unsqueeze
+from bigbn.plan.lattice import Plan
 
 # The kernels sum extended-exponent numbers (fastmath.py: polynomial exp in, log out, each
 # within a few ulps) in a different order than the twins, so compare to a few ulps of the
@@ -742,8 +742,8 @@ def test_kernels_use_the_current_fastmath_bit_for_bit():
     """numba's on-disk cache keys a kernel by its own file only, so a kernels.py compiled
     before an edit of fastmath.py (whose helpers it inlines) would silently keep the old
     arithmetic. fastmath's own functions are recompiled when it changes: the kernels must
-    agree with them bit for bit (clear bigbn/__pycache__ if this fails after an edit)."""
-    from bigbn.fastmath import _ext_add_run
+    agree with them bit for bit (clear bigbn/kernels/__pycache__ if this fails after an edit)."""
+    from bigbn.kernels.fastmath import _ext_add_run
 
     rng = np.random.default_rng(12)
     acc, x = (log_table(rng, 4096, 0.1, 3000.0) for _ in range(2))

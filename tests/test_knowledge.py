@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import bigbn
 from bigbn import Knowledge
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import OptionError
 from test_cli import assert_one_line_error
 

@@ -1,4 +1,4 @@
-"""#LE counting (bigbn/linext.py) against tests/naive.py on DAGs where the count is not
+"""#LE counting (bigbn/kernels/linext.py) against tests/naive.py on DAGs where the count is not
 trivial, including DAGs whose memo outgrows the first hash table (so it is doubled and
 the count redone)."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import naive
 from bigbn.errors import EngineError
-from bigbn.linext import FIRST_SLOTS, count_linear_extensions
+from bigbn.kernels.linext import FIRST_SLOTS, count_linear_extensions
 
 
 def random_dag(rng, n, density):

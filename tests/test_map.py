@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import naive
-from bigbn import maxplus as MP
-from bigbn.families import family_masks, unsqueeze
-from bigbn.mapdag import backtrack, dag_score, map_chunk
-from bigbn.plan import Plan
+from bigbn.kernels import maxplus as MP
+from bigbn.kernels.families import family_masks, unsqueeze
+from bigbn.kernels.mapdag import backtrack, dag_score, map_chunk
+from bigbn.plan.lattice import Plan
 
 
 def run_map(beta, k, c):
@@ -127,8 +127,8 @@ def test_best_parents_and_sinks_kernel():
 # ----------------------------------------------------------------------- through the engine
 
 def engine_map(beta, k, c, tmp_path, scheduler="threads"):
-    from bigbn.engine import Job, execute
-    from bigbn.workdir import Workdir
+    from bigbn.engine.tasks import Job, execute
+    from bigbn.store.workdir import Workdir
 
     n = beta.shape[0]
     plan = Plan(n, k, c, map_dag=True)
@@ -190,7 +190,7 @@ def test_map_only_plan():
     assert [t for t in full.tasks() if t.kind.startswith("map")] == \
         [t for t in p.tasks() if t.kind.startswith("map")]  # the same MAP tasks, the same I/O
     from bigbn.errors import OptionError
-    from bigbn.plan import work_estimate
+    from bigbn.plan.lattice import work_estimate
 
     assert set(work_estimate(p)) == {"map", "map_alpha"}
     with pytest.raises(OptionError, match="the posterior, the MAP network or both"):
@@ -228,7 +228,7 @@ def test_map_only_run_then_the_posterior_added(tmp_path):
 def test_cli_map_only(tmp_path):
     from click.testing import CliRunner
 
-    from bigbn.cli import main
+    from bigbn.cli.main import main
 
     asia = Path(__file__).resolve().parent.parent / "examples" / "asia.csv"
     w = tmp_path / "w"
@@ -244,7 +244,7 @@ def test_cli_map_only(tmp_path):
 
 def test_backtrack_and_dag_score_refuse_impossible_tables():
     from bigbn.errors import EngineError
-    from bigbn.mapdag import backtrack
+    from bigbn.kernels.mapdag import backtrack
 
     n, k = 4, 1
     fam = family_masks(n - 1, k)

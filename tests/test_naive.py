@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import naive
-from bigbn.families import family_masks, n_families, unsqueeze
+from bigbn.kernels.families import family_masks, n_families, unsqueeze
 
 ATOL = 1e-10
 

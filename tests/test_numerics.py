@@ -30,10 +30,10 @@ import pytest
 
 import bigbn
 from bigbn._version import NUMERICS_VERSION
-from bigbn.families import family_masks, unsqueeze
-from bigbn.jkl import FileScore
-from bigbn.scoring import BUILTIN, numerics_version
-from bigbn.workdir import Workdir
+from bigbn.kernels.families import family_masks, unsqueeze
+from bigbn.scores.jkl import FileScore
+from bigbn.scores.base import BUILTIN, numerics_version
+from bigbn.store.workdir import Workdir
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"

@@ -1,4 +1,4 @@
-"""The per-node shift of local scores (bigbn/offsets.py): what it leaves alone, what it
+"""The per-node shift of local scores (bigbn/scores/offsets.py): what it leaves alone, what it
 shifts, what it raises to a floor and what it refuses."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import bigbn
 import naive
 from bigbn.errors import DataError
-from bigbn.offsets import CLAMP, NEGLIGIBLE, SAFE, centre
-from bigbn.scoring import BDeu
+from bigbn.scores.offsets import CLAMP, NEGLIGIBLE, SAFE, centre
+from bigbn.scores.base import BDeu
 
 
 def test_scores_of_data_size_pass_untouched():
@@ -62,7 +62,7 @@ def test_a_score_object_with_huge_scores_against_exact_arithmetic(tmp_path):
     """The float path (a Score object, not a file): the exact posterior of the scores the
     object returns, summed over every DAG in 1300-bit arithmetic; 0f74746 put pairs above 1."""
     from bigbn.api import load_dataset, score_families
-    from bigbn.families import family_masks, unsqueeze
+    from bigbn.kernels.families import family_masks, unsqueeze
 
     rows = np.loadtxt("examples/asia.csv", delimiter=",", skiprows=1, dtype=str)[:400, :5]
     header = open("examples/asia.csv").readline().strip().split(",")[:5]

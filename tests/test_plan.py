@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bigbn.errors import EngineError, OptionError
-from bigbn.plan import STAGES, Plan, Region, _io_maps, live_chunks
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import STAGES, Plan, Region, _io_maps, live_chunks
+from bigbn.store.workdir import Workdir
 import helpers as h
 
 
@@ -141,7 +141,7 @@ def run_backward_stage(plan, workers, rng, in_plan_order=True):
     durations: the ready task first in the plan's order (the sync and threads executors),
     or a random ready one (any order a cluster may choose). Returns the most chunks of B
     and of the γ parts that existed at once; asserts nothing is read once deleted."""
-    from bigbn.executors import Ready
+    from bigbn.engine.executors import Ready
 
     ready = Ready(plan.tasks())
     running, clock, seq = [], 0.0, 0
@@ -196,7 +196,7 @@ def test_the_tiers_run_together_within_the_sum_of_their_disk_bounds(workers):
     at most each tier's own bound at once, and the run at most their sum (what `prepare`
     checks and summary.json reports), whatever the tasks take; and tasks of later tiers
     start while earlier ones run (so a cluster runs the tiers side by side)."""
-    from bigbn.executors import Ready
+    from bigbn.engine.executors import Ready
 
     rng = random.Random(workers)
     plans = [Plan(9, 2, 4, scope="tier1"), Plan(10, 2, 2, scope="tier2"), Plan(8, 2, 3, scope="tier3")]
@@ -304,7 +304,7 @@ def test_unknown_stage_and_a_chunk_written_twice_are_refused():
 
 # ------------------------------------------------------------ the disk budget (#39)
 
-from bigbn.plan import budget_peak, choose_kept, fit_disk, least_disk, refwd_chunks  # noqa: E402
+from bigbn.plan.lattice import budget_peak, choose_kept, fit_disk, least_disk, refwd_chunks  # noqa: E402
 import naive  # noqa: E402
 
 BUDGET_LATTICES = [(6, 2, 1), (8, 2, 3), (9, 2, 3), pytest.param(9, 3, 2, marks=pytest.mark.slow),
@@ -413,7 +413,7 @@ def run_lattice_bytes(plan, workers, rng, in_plan_order=True):
     """`run_backward_stage` for every chunk of L, B and the γ parts: the most bytes of
     them on disk at once, tasks started in the plan's order, ``workers`` at a time with
     random durations (a task's writes count from its start)."""
-    from bigbn.executors import Ready
+    from bigbn.engine.executors import Ready
 
     size = {t: (8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
             for t in plan.tables() if naive.lattice_table(t)}

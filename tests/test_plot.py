@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bigbn.cli_tools import plot
+from bigbn.cli.tools import plot
 from bigbn.errors import OptionError
-from bigbn.plot import (draw_graph, heatmap, thresholded_edges, to_dot, to_graphml,
+from bigbn.outputs.plot import (draw_graph, heatmap, thresholded_edges, to_dot, to_graphml,
                         write_graph)
 import helpers as h
 
@@ -57,7 +57,7 @@ def test_thresholded_edges_against_brute_force():
 def test_plot_and_to_networkx_draw_the_same_edges_at_a_tie():
     """Review finding: `plot` used > and `to_networkx` ≥ for the same threshold."""
     pytest.importorskip("networkx")
-    from bigbn.frames import to_digraph
+    from bigbn.io.frames import to_digraph
 
     names = list("abc")
     P = np.array([[0.0, 0.5, 0.25], [0.5, 0.0, 0.75], [0.0, 0.5 - 1e-12, 0.0]])

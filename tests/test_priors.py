@@ -1,4 +1,4 @@
-"""Structure priors and hard constraints (bigbn/priors.py) against direct enumeration."""
+"""Structure priors and hard constraints (bigbn/scores/priors.py) against direct enumeration."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from bigbn.errors import DataError, OptionError
-from bigbn.families import family_masks, mask_to_nodes, unsqueeze
-from bigbn.priors import log_prior, read_edge_list, read_edge_prob, read_max_parents
+from bigbn.kernels.families import family_masks, mask_to_nodes, unsqueeze
+from bigbn.scores.priors import log_prior, read_edge_list, read_edge_prob, read_max_parents
 
 import naive
 import helpers as h
 
 
 def families(n, k):
-    """[(i, f, parents as a set)] for every node and family, straight from bigbn.families."""
+    """[(i, f, parents as a set)] for every node and family, straight from bigbn.kernels.families."""
     masks = family_masks(n - 1, k).tolist()
     return [(i, f, set(mask_to_nodes(unsqueeze(m, i)))) for i in range(n) for f, m in enumerate(masks)]
 
@@ -286,7 +286,7 @@ _ROW = [np.nan, 0.5, 0.5, 0.5]
 @pytest.mark.parametrize("tiered", [False, True], ids=["untiered", "tiered"])
 def test_edge_prob_that_is_not_a_matrix_of_numbers(edge_prob, message, tiered):
     """Issue #37: edge_prob={(u, v): {...}}, or an entry that is not a number, raised
-    TypeError from float(), with and without tiers (bigbn/tiers.py uses the same check)."""
+    TypeError from float(), with and without tiers (bigbn/plan/tiers.py uses the same check)."""
     import bigbn
 
     with pytest.raises(OptionError) as e:

@@ -1,4 +1,4 @@
-"""`Result` on its own (bigbn/result.py): what its methods do with what a user hands them."""
+"""`Result` on its own (bigbn/outputs/result.py): what its methods do with what a user hands them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bigbn.errors import OptionError
-from bigbn.result import Result
+from bigbn.outputs.result import Result
 
 
 def _result() -> Result:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,11 +23,11 @@ from click.testing import CliRunner
 
 from bigbn import learn
 from bigbn.api import workdir_status
-from bigbn.cli import main
-from bigbn.engine import JournaledTask, compute
+from bigbn.cli.main import main
+from bigbn.engine.tasks import JournaledTask, compute
 from bigbn.errors import WorkdirError
-from bigbn.plan import Plan
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import Plan
+from bigbn.store.workdir import Workdir
 import bigbn
 import helpers as h
 
@@ -93,8 +94,8 @@ class Count:
 @contextlib.contextmanager
 def wrapped(wrapper):
     """learn() runs its tasks through ``wrapper.wrap(JournaledTask(job))``: the executors
-    run whatever `bigbn.engine.JournaledTask` makes of the job."""
-    import bigbn.engine as engine
+    run whatever `bigbn.engine.tasks.JournaledTask` makes of the job."""
+    import bigbn.engine.tasks as engine
 
     assert engine.JournaledTask is JournaledTask
     engine.JournaledTask = lambda job: wrapper.wrap(JournaledTask(job))
@@ -207,7 +208,7 @@ def test_other_chunk_bits_on_resume_is_refused(data, tmp_path):
 
 HOLD = """
 import sys, time
-from bigbn.workdir import Workdir
+from bigbn.store.workdir import Workdir
 with Workdir(sys.argv[1]).lock():
     print("locked", flush=True)
     time.sleep(120)
@@ -246,7 +247,7 @@ def test_second_concurrent_run_is_refused_naming_the_holder(data, tmp_path):
 RACE = """
 import os, sys, time
 from bigbn.errors import WorkdirError
-from bigbn.workdir import Workdir
+from bigbn.store.workdir import Workdir
 while time.time() < float(sys.argv[2]):
     time.sleep(0.001)
 try:
@@ -499,11 +500,11 @@ def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monk
     """The run fingerprint holds the hand-bumped numerics version (tests/test_numerics.py
     guards it with golden journal checksums), not a hash of the sources: a comment or an
     orchestration change anywhere leaves it alone; a bump of the version changes it."""
-    import bigbn.rundir as rundir
+    import bigbn.store.rundir as rundir
     from bigbn._version import NUMERICS_VERSION
 
     pkg, env = _package_copy(tmp_path)
-    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; from bigbn.scoring "
+    probe = [sys.executable, "-c", "from bigbn.api import numerics_fingerprint as f; from bigbn.scores.base "
              "import BUILTIN, numerics_version as g; print(f(), *(g(s) for s in BUILTIN.values()))"]
 
     def fingerprint():
@@ -512,7 +513,7 @@ def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monk
 
     here = " ".join(str(v) for v in (rundir.numerics_fingerprint(), "bdeu-1", "k2-1", "bge-1"))
     assert rundir.numerics_fingerprint() == NUMERICS_VERSION and fingerprint() == here
-    for f in pkg.glob("*.py"):
+    for f in pkg.rglob("*.py"):
         f.write_text(f.read_text() + "\n# edited\n")
     assert fingerprint() == here  # no number changed: resume still allowed
     version = pkg / "_version.py"
@@ -540,9 +541,11 @@ def _numba_cache_for(pkg, folder):
     except ImportError:  # another numba: the copy compiles its kernels (slower, as right)
         return str(folder)
     subpath = _CacheLocator.get_suitable_cache_subpath
-    real = os.path.join(numba.config.CACHE_DIR, subpath(os.path.join(os.path.dirname(bigbn.__file__), "x.py")))
-    if os.path.isdir(real):
-        shutil.copytree(real, folder / subpath(str(pkg / "x.py")))
+    here = Path(bigbn.__file__).parent
+    for sub in [here, *(d for d in here.iterdir() if d.is_dir())]:  # numba keys by folder
+        real = os.path.join(numba.config.CACHE_DIR, subpath(str(sub / "x.py")))
+        if os.path.isdir(real):
+            shutil.copytree(real, folder / subpath(str(pkg / sub.relative_to(here) / "x.py")))
     return str(folder)
 
 
@@ -553,14 +556,14 @@ def _change_no_number(pkg):
     (numba hashes each file's text: an edit of kernels.py would cost a minute of
     compiling, to the same machine code; `test_fingerprint_is_the_numerics_version_not_the_source`
     edits them all)."""
-    for f in sorted(pkg.glob("*.py")):
+    for f in sorted(pkg.rglob("*.py")):
         text = f.read_text()
         if "cache=True" in text and f.name != "fastmath.py":
             continue
         doc = text.index('"""') + 3
         f.write_text(text[:doc] + "Edited by a later commit. " + text[doc:]
                      + "\n\n# a comment of a later commit\ndef _layout_of_a_later_commit():\n    return None\n")
-    runner = pkg / "runner.py"
+    runner = pkg / "engine" / "runner.py"
     runner.write_text(runner.read_text() + "\n\n_execute_before = execute\n\n\n"
                       "def execute(*args, **kw):  # orchestration of a later commit\n"
                       "    return _execute_before(*args, **kw)\n")
@@ -626,7 +629,7 @@ def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
     """#38: bcf7076, the last commit that fingerprinted by a hash of the sources, computes
     the numbers of numerics version 1 (its journal numbers of tests/test_numerics.py's
     cases are the golden ones), so its half-done workdir resumes, keeping its tasks."""
-    import bigbn.rundir as rundir
+    import bigbn.store.rundir as rundir
 
     assert rundir.LEGACY_NUMERICS == {"76440e467093c924": 1}
     with pytest.raises(RuntimeError), wrapped(FailOn(30)):

@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bigbn.cli_tools import roc
+from bigbn.cli.tools import roc
 from bigbn.errors import DataError, OptionError
-from bigbn.roc import (edge_roc, read_edges, roc_curve, undirected_labels,
+from bigbn.tools.roc import (edge_roc, read_edges, roc_curve, undirected_labels,
                        undirected_scores)
 
 

@@ -1,4 +1,4 @@
-"""The run directory as data (bigbn/rundir.py): whose folder it is, the run record in
+"""The run directory as data (bigbn/store/rundir.py): whose folder it is, the run record in
 run.json, and a finished run read back — with every kind of damage a one-line error that
 names the file and says what to do, and `bigbn run` recomputing what it can."""
 
@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 import bigbn
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import OptionError, WorkdirError
-from bigbn.plan import Plan
-from bigbn.rundir import FinishedRun, RunRecord, fingerprint, finished_run, read_record, status_lines, write_record
-from bigbn.tiers import RunPlan
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import Plan
+from bigbn.store.rundir import FinishedRun, RunRecord, fingerprint, finished_run, read_record, status_lines, write_record
+from bigbn.plan.tiers import RunPlan
+from bigbn.store.workdir import Workdir
 import helpers as h
 import os
 
@@ -268,7 +268,7 @@ def test_rerunning_a_finished_tiered_run_reads_its_family_beta_and_does_not_scor
     family β (`runner.finished_beta`) instead of scoring the data again, with the same
     results; a family β that fails its CRC is scored again and rewritten."""
     import bigbn.api
-    import bigbn.tiers
+    import bigbn.plan.tiers
 
     kw = dict(LEGACY_KW["tiered"], map_dag=map_dag)
     first = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
@@ -279,7 +279,7 @@ def test_rerunning_a_finished_tiered_run_reads_its_family_beta_and_does_not_scor
     tiers = tmp_path / "tiers.csv"
     tiers.write_text("node,tier\n" + "".join(f"{v},{j}\n" for j, t in enumerate(kw["tiers"]) for v in t))
     with monkeypatch.context() as m:
-        m.setattr(bigbn.tiers, "tier_scores", no_scores)
+        m.setattr(bigbn.plan.tiers, "tier_scores", no_scores)
         again = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
         r = invoke("run", ASIA, "-k", "2", "--chunk-bits", "2", "-w", tmp_path / "w", "--tiers", tiers,
                    *(["--map"] if map_dag else []))
@@ -290,8 +290,8 @@ def test_rerunning_a_finished_tiered_run_reads_its_family_beta_and_does_not_scor
     chunk = next(f for f in sorted(table.rglob("*")) if f.is_file() and f.name != "zarr.json")
     chunk.write_bytes(b"\0" * len(chunk.read_bytes()))  # damaged: scored again, and rewritten
     scored = []
-    real = bigbn.tiers.tier_scores
-    monkeypatch.setattr(bigbn.tiers, "tier_scores", lambda *a, **k: scored.append(1) or real(*a, **k))
+    real = bigbn.plan.tiers.tier_scores
+    monkeypatch.setattr(bigbn.plan.tiers, "tier_scores", lambda *a, **k: scored.append(1) or real(*a, **k))
     third = bigbn.learn(ASIA, workdir=tmp_path / "w", **kw)
     assert scored == [1] and third.posterior.tobytes() == first.posterior.tobytes()
     assert FinishedRun(tmp_path / "w").posterior().tobytes() == first.posterior.tobytes()

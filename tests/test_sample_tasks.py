@@ -1,4 +1,4 @@
-"""`bigbn sample` and `bigbn effects` as planned, journaled tasks (bigbn/outtasks.py).
+"""`bigbn sample` and `bigbn effects` as planned, journaled tasks (bigbn/outputs/tasks.py).
 
 A batch of samples and a cause's effects are tasks run through the engine's executors,
 each writing its part (fsynced) and a journal line of its own folder: the same seed gives
@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 
 import bigbn
-import bigbn.causal as C
-import bigbn.samples as S
-from bigbn.cli import main
+import bigbn.outputs.effects as C
+import bigbn.outputs.samples as S
+from bigbn.cli.main import main
 from bigbn.errors import OptionError
-from bigbn.outtasks import PartSpec, part_path, read_part
-from bigbn.workdir import Journal
+from bigbn.outputs.tasks import PartSpec, part_path, read_part
+from bigbn.store.workdir import Journal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -209,8 +209,8 @@ def test_effects_per_cause_tasks_resume_and_match_one_call(wd, monkeypatch):
 
 SLOW = """
 import sys, time
-import bigbn.samples as S, bigbn.causal as C
-from bigbn.cli import main
+import bigbn.outputs.samples as S, bigbn.outputs.effects as C
+from bigbn.cli.main import main
 for cls in (S.BatchTask, C.CauseTask):
     def slow(self, spec, _real=cls.__call__):
         out = _real(self, spec)

@@ -20,17 +20,17 @@ from click.testing import CliRunner
 
 import bigbn
 import naive
-from bigbn import sampling as SK
-from bigbn.cli import main
-from bigbn.engine import Job, execute
+from bigbn.kernels import sampling as SK
+from bigbn.cli.main import main
+from bigbn.engine.tasks import Job, execute
 from bigbn.errors import EngineError, OptionError, WorkdirError
-from bigbn.families import family_masks
-from bigbn.linext import count_linear_extensions, log_linear_extensions
-from bigbn.parentsets import parent_set_posteriors
-from bigbn.plan import Plan
-from bigbn.rundir import RunRecord, fingerprint, write_record
-from bigbn.tiers import RunPlan
-from bigbn.workdir import Workdir
+from bigbn.kernels.families import family_masks
+from bigbn.kernels.linext import count_linear_extensions, log_linear_extensions
+from bigbn.outputs.parentsets import parent_set_posteriors
+from bigbn.plan.lattice import Plan
+from bigbn.store.rundir import RunRecord, fingerprint, write_record
+from bigbn.plan.tiers import RunPlan
+from bigbn.store.workdir import Workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"
@@ -273,7 +273,7 @@ def test_pending_samples_without_a_taker_are_rejected():
 def inflate_log_px(path: Path, by: float) -> None:
     """Raise L(V) (the last entry of the last forward chunk) and journal the new chunk's
     CRC and log p(x), as if the tables had been computed that way."""
-    from bigbn.workdir import checksum
+    from bigbn.store.workdir import checksum
 
     wd = Workdir(path)
     n = wd.read("beta", slice(None)).shape[0]
@@ -411,7 +411,7 @@ def test_edge_self_check_and_determinism(tmp_path):
 
 
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
-    from bigbn.priors import read_edge_list
+    from bigbn.scores.priors import read_edge_list
 
     names = ["asia", "tub", "smoke", "lung", "bronc", "either", "xray", "dysp"]
     req, forbid = tmp_path / "req.csv", tmp_path / "forbid.csv"
@@ -574,7 +574,7 @@ def test_sample_of_what_is_not_a_run_is_one_line(source, got):
 
 HOLD_LOCK = """
 import sys, time
-from bigbn.workdir import Workdir
+from bigbn.store.workdir import Workdir
 with Workdir(sys.argv[1]).lock():
     print("locked", flush=True)
     time.sleep(120)

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from bigbn import learn
 from bigbn import options
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import OptionError
-from bigbn.plan import Plan, choose_chunk_bits, time_estimate
+from bigbn.plan.lattice import Plan, choose_chunk_bits, time_estimate
 
 
 def _data(path, n, m=200, seed=0):
@@ -44,7 +44,9 @@ def test_memory_budget_bounds_peak_rss(tmp_path):
     assert 12 < c < 20
     assert rss - base <= budget, f"tables used {(rss - base) / 2**20:.0f} MiB over a 32 MiB budget"
     big, c_big = _peak_rss(data, tmp_path / "big", "--chunk-bits", "20")
-    assert c_big == 20 and big - base > budget  # the budget is what made the difference
+    # the budget is what made the difference: 2^20-entry chunks take clearly more than it allowed
+    # (by half the budget: the fixed footprint, dask's scheduler included, moves by a few MiB)
+    assert c_big == 20 and big - rss > budget // 2, (big - rss) / 2**20
 
 
 def test_plan_command_reports_disk_memory_time(tmp_path):
@@ -71,7 +73,7 @@ def test_time_estimate_grows_like_n_2_to_the_n():
 def test_run_refuses_when_disk_is_too_small(tmp_path, monkeypatch):
     import shutil
 
-    import bigbn.runner as runner
+    import bigbn.engine.runner as runner
 
     data = _data(tmp_path / "d.csv", 12)
     real = shutil.disk_usage

@@ -1,4 +1,4 @@
-"""Local scores (bigbn.scores): closed forms by hand, a slow counting reference, pgmpy's
+"""Local scores (bigbn.scores.discrete): closed forms by hand, a slow counting reference, pgmpy's
 BDeu and K2, the two counting paths, and invariances."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bigbn.data import Dataset
+from bigbn.io.data import Dataset
 from bigbn.errors import OptionError
-from bigbn.families import family_masks, family_parent_matrix, family_rank, n_families, squeeze
-from bigbn.scores import _parent_configs, _rank, _rank_table, local_scores, parent_set_index
+from bigbn.kernels.families import family_masks, family_parent_matrix, family_rank, n_families, squeeze
+from bigbn.scores.discrete import _parent_configs, _rank, _rank_table, local_scores, parent_set_index
 import bigbn
 import helpers as h
 
@@ -133,7 +133,7 @@ def test_lgamma_tables_with_more_hyperparameters_than_slots(score):
     """Families with q·r > 64 read log-gammas from a small cache of tables lgamma(a + v);
     seven different arities give more distinct a (BDeu: ess/q, ess/(q r)) than the cache
     has slots, so rows are evicted and refilled while one thread scores every family."""
-    from bigbn import scores as S
+    from bigbn.scores import discrete as S
 
     ds = random_dataset(11, 7, 120, [2, 3, 4, 5, 6, 7, 8])
     P = family_parent_matrix(ds.n, 3)
@@ -147,7 +147,7 @@ def test_lgamma_tables_with_more_hyperparameters_than_slots(score):
 
 
 def test_lgamma_row_cache():
-    from bigbn.scores import _lgamma_row
+    from bigbn.scores.discrete import _lgamma_row
 
     keys, tables, clock = np.full(3, np.nan), np.empty((3, 6)), np.zeros(1, np.int64)
     rows = [_lgamma_row(keys, tables, clock, a) for a in (0.5, 2.0, 0.5, 7.25)]
@@ -184,7 +184,7 @@ def test_joint_table_path_against_naive_and_per_family_path(score, seed, n, m, a
     array; per row from the prefix's configurations, or by bit sets when the prefixes
     have few cells) against the formula from the counts and against the per-family
     kernel (dense_limit=0 forces it: every family counted by sorting)."""
-    from bigbn.scores import _BIT_CELLS
+    from bigbn.scores.discrete import _BIT_CELLS
 
     top = sorted(np.broadcast_to(arities, n).tolist(), reverse=True)
     by_bits = int(np.prod(top[:k])) * (top[0] - 1) <= _BIT_CELLS
@@ -202,7 +202,7 @@ def test_joint_table_path_with_more_arities_than_cached_tables(score):
     """K2 needs a Phi per distinct arity: 33 arities (2..34) need more log-gamma rows at
     once than the cache holds, so a set's rows evict each other; the kernel must notice
     and take math.lgamma for that set (the same numbers), not read an evicted row."""
-    from bigbn import scores as S
+    from bigbn.scores import discrete as S
 
     arities = list(range(2, 35))
     assert len(set(arities)) + 1 > S._TABLE_SLOTS
@@ -390,9 +390,9 @@ def _bdeu_mpmath(X, r, i, parents, ess):
 @pytest.mark.parametrize("ess", [1e-3, 1.0, 1e4, 1e8])
 def test_bdeu_against_high_precision_up_to_the_bound(ess):
     from bigbn.api import load_dataset
-    from bigbn.data import Dataset
-    from bigbn.families import family_masks, unsqueeze
-    from bigbn.scores import local_scores
+    from bigbn.io.data import Dataset
+    from bigbn.kernels.families import family_masks, unsqueeze
+    from bigbn.scores.discrete import local_scores
 
     ds, _, _ = load_dataset(h.ASIA)
     X = ds.data[:400]

@@ -1,4 +1,4 @@
-"""The score interface (bigbn.scoring): one validation for the API and the CLI, and a score
+"""The score interface (bigbn.scores.base): one validation for the API and the CLI, and a score
 defined outside bigbn running through the whole engine."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 import bigbn
 import naive
-from bigbn import scoring
-from bigbn.cli import main
+from bigbn.scores import base as scoring
+from bigbn.cli.main import main
 from bigbn.errors import BigBNError, OptionError
-from bigbn.families import family_masks, unsqueeze
+from bigbn.kernels.families import family_masks, unsqueeze
 
 
 def _discrete(tmp_path):

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from bigbn.bif import Network, read_bif
-from bigbn.cli_tools import simulate
+from bigbn.io.bif import Network, read_bif
+from bigbn.cli.tools import simulate
 from bigbn.errors import DataError, OptionError
-from bigbn.simulate import (random_network, random_structure, read_truth, sample, truth_path,
+from bigbn.tools.simulate import (random_network, random_structure, read_truth, sample, truth_path,
                             write_truth)
 import helpers as h
 

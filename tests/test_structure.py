@@ -69,7 +69,7 @@ def cycles(graph):
 
 def test_no_import_cycles():
     graph = import_graph()
-    assert {"bigbn.engine", "bigbn.executors", "bigbn.cluster", "bigbn.workdir"} <= graph.keys()
+    assert {"bigbn.engine.tasks", "bigbn.engine.executors", "bigbn.engine.cluster", "bigbn.store.workdir"} <= graph.keys()
     assert cycles(graph) == []
 
 
@@ -80,6 +80,6 @@ def test_cycle_finder_finds_cycles():
 def test_executors_do_not_import_the_engine():
     graph = import_graph()
     for name, deps in graph.items():
-        if name.startswith("bigbn.executors"):
-            assert all(d.startswith("bigbn.executors") or d in {"bigbn.plan", "bigbn.errors"}
+        if name.startswith("bigbn.engine.executors"):
+            assert all(d.startswith("bigbn.engine.executors") or d in {"bigbn.plan.lattice", "bigbn.errors"}
                        for d in deps), (name, deps)

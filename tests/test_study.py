@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bigbn.cli import main
-from bigbn.cli_tools import plot, roc, simulate, study
+from bigbn.cli.main import main
+from bigbn.cli.tools import plot, roc, simulate, study
 from bigbn.errors import OptionError
-from bigbn.roc import edge_roc, read_edges
-from bigbn.simulate import read_truth
-from bigbn.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
+from bigbn.tools.roc import edge_roc, read_edges
+from bigbn.tools.simulate import read_truth
+from bigbn.tools.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
 import helpers as h
 
 
@@ -235,7 +235,7 @@ def test_smaller_later_grid_keeps_every_finished_cell_in_the_table(tmp_path):
 
 def test_two_studies_cannot_share_a_folder(tmp_path):
     from bigbn.errors import WorkdirError
-    from bigbn.workdir import Workdir
+    from bigbn.store.workdir import Workdir
 
     plan = StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(20,), replicates=1, seed=0)
     with Workdir(tmp_path).lock():

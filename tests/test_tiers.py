@@ -1,4 +1,4 @@
-"""Tiers (bigbn/tiers.py): the tiered run against sums over tier-consistent orders and over
+"""Tiers (bigbn/plan/tiers.py): the tiered run against sums over tier-consistent orders and over
 DAGs weighted by their tier-consistent linear extensions (tests/naive.py), the layout, the
 scores and prior in it, the input files and the CLI."""
 
@@ -15,16 +15,16 @@ from click.testing import CliRunner
 import bigbn
 import naive
 from bigbn.api import load_dataset, score_families
-from bigbn.cli import main
+from bigbn.cli.main import main
 from bigbn.errors import DataError, OptionError, WorkdirError
-from bigbn.families import family_masks, squeeze
-from bigbn.priors import log_prior
-from bigbn import sampling as SK
-from bigbn.samples import sample
-from bigbn.scoring import BUILTIN
-from bigbn.scores import parent_sets_of
+from bigbn.kernels.families import family_masks, squeeze
+from bigbn.scores.priors import log_prior
+from bigbn.kernels import sampling as SK
+from bigbn.outputs.samples import sample
+from bigbn.scores.base import BUILTIN
+from bigbn.scores.discrete import parent_sets_of
 from bigbn.knowledge import Knowledge
-from bigbn.tiers import TierLayout, _tier_prior, layouts, read_tiers, tier_scores, tier_sizes_from_file
+from bigbn.plan.tiers import TierLayout, _tier_prior, layouts, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:
@@ -146,7 +146,7 @@ def test_a_short_row_of_a_headerless_tiers_file_names_that_file_and_line(tmp_pat
 def test_a_tier_label_must_be_a_plain_ascii_integer(tmp_path, label):
     """int() takes "1_0" (as 10) and other scripts' digits ("١" as 1); str.isdigit() takes
     "²". A tier label is ASCII digits, optionally signed."""
-    from bigbn.tiers import tier_sizes_option
+    from bigbn.plan.tiers import tier_sizes_option
 
     path = tmp_path / "t.csv"
     path.write_text(f"node,tier\na,1\nb,{label}\nc,-2\n", encoding="utf-8")
@@ -458,7 +458,7 @@ def test_one_tier_of_every_variable_is_the_untiered_run_bit_for_bit(tmp_path):
     assert one.log_marginal == plain.log_marginal and one.map_log_score == plain.map_log_score
     assert one.map_parents.tolist() == plain.map_parents.tolist()
     assert one.parent_sets("V3") == plain.parent_sets("V3") and one.tiered is None
-    crcs = {w: {t: r["crc"] for t, r in bigbn.workdir.Workdir(tmp_path / w).journal().items()}
+    crcs = {w: {t: r["crc"] for t, r in bigbn.store.workdir.Workdir(tmp_path / w).journal().items()}
             for w in ("plain", "one")}
     assert crcs["one"] == crcs["plain"] and not any("/" in t for t in crcs["one"])
     plans = [json.loads((tmp_path / w / "run.json").read_text())["plan"] for w in ("plain", "one")]
@@ -473,7 +473,7 @@ def test_a_tiered_run_calls_the_executor_once_over_every_tier(tmp_path, monkeypa
     """One executor call over the union of the tiers' tasks (their ids scoped), posterior
     and MAP lattices alike, so a cluster runs the tiers side by side; a resumed run calls it
     once over what is left; progress names each tier's stages."""
-    import bigbn.runner as runner
+    import bigbn.engine.runner as runner
 
     calls = []
 
@@ -491,7 +491,7 @@ def test_a_tiered_run_calls_the_executor_once_over_every_tier(tmp_path, monkeypa
     assert calls == [["tier1", "tier1-map", "tier3", "tier3-map"]]
     assert {e[0] for e in events} >= {"scores", "tier 1/3 forward", "tier 3/3 map", "tier 1/3 edges"}
     assert events[-1][1] == events[-1][2]
-    journal = bigbn.workdir.Workdir(tmp_path / "w").journal()
+    journal = bigbn.store.workdir.Workdir(tmp_path / "w").journal()
     assert {t.split("/")[0] for t in journal if not t.endswith("/family_beta")} == {
         "tier1", "tier1-map", "tier3", "tier3-map"}
     lines = (tmp_path / "w" / "journal.jsonl").read_text().splitlines()
@@ -506,7 +506,7 @@ def test_a_tiered_run_calls_the_executor_once_over_every_tier(tmp_path, monkeypa
 def test_one_finished_run_reader_for_runs_with_and_without_tiers(tmp_path):
     """`FinishedRun` reads every finished run as a list of tiers: without tiers one tier
     (no earlier tiers) on the root-scope lattice with the plain β; with tiers one per tier."""
-    from bigbn.rundir import FinishedRun, finished_run
+    from bigbn.store.rundir import FinishedRun, finished_run
 
     data = random_table(12, 5, 200)
     plain = bigbn.learn(data, names=names_of(5), max_parents=2, workdir=tmp_path / "plain")
@@ -647,8 +647,8 @@ def test_samples_of_70_variables_in_tiers(tmp_path):
 
 @pytest.mark.slow
 def test_plots_of_a_tiered_run_show_the_tiers(tmp_path):
-    from bigbn.cli_tools import _run_tiers
-    from bigbn.plot import _tier_order
+    from bigbn.cli.tools import _run_tiers
+    from bigbn.outputs.plot import _tier_order
 
     assert _tier_order(["a", "b", "c", "d", "e"], [["d", "b"], ["e"], ["c", "a"]]) == ([1, 3, 4, 0, 2], [2, 3])
     data = random_table(7, 5, 200)
@@ -689,8 +689,8 @@ def test_effects_under_tiers_against_all_dags(tmp_path):
 # ----------------------------------------------------------------------------- other scores
 
 def test_bge_family_scores_are_bge_scores_bit_for_bit():
-    from bigbn.bge import bge_family_scores, bge_scores
-    from bigbn.scores import parent_set_index
+    from bigbn.scores.bge import bge_family_scores, bge_scores
+    from bigbn.scores.discrete import parent_set_index
 
     from test_interventions import continuous_experiments
 
@@ -743,7 +743,7 @@ def test_one_tier_of_bge_is_the_untiered_run():
 
 
 def test_scores_from_a_jkl_file_under_tiers(tmp_path):
-    from bigbn.jkl import write_jkl
+    from bigbn.scores.jkl import write_jkl
 
     n, k = 6, 2
     data = random_table(12, n, 200)

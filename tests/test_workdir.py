@@ -6,8 +6,8 @@ import pytest
 import zarr
 
 from bigbn.errors import WorkdirError
-from bigbn.plan import Plan, Region
-from bigbn.workdir import Workdir
+from bigbn.plan.lattice import Plan, Region
+from bigbn.store.workdir import Workdir
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_checksum_is_crc32c_of_the_bytes_chained_and_leaves_the_array_writable()
     naive.py: the standard check value, arrays of every shape and layout the tasks
     write, chaining over several arrays as a task's record does."""
     import naive
-    from bigbn.workdir import checksum
+    from bigbn.store.workdir import checksum
 
     assert naive.crc32c(b"123456789") == 0xE3069283  # the reference's own check value
     assert checksum(np.frombuffer(b"123456789", dtype=np.uint8)) == 0xE3069283
@@ -133,7 +133,7 @@ def test_tables_zarr_a_file_is_a_one_line_error_and_fresh_clears_it(tmp_path):
     from click.testing import CliRunner
 
     import helpers as h
-    from bigbn.cli import main
+    from bigbn.cli.main import main
     from test_cli import assert_one_line_error
 
     wd = tmp_path / "w"

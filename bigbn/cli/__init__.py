@@ -1,0 +1,1 @@
+"""The command line: `bigbn run`, `plan`, `status`, `sample`, `effects` and the tools."""

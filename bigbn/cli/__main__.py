@@ -1,0 +1,5 @@
+"""python -m bigbn.cli"""
+
+from bigbn.cli.main import main
+
+main()

@@ -1,0 +1,682 @@
+"""Command line: a thin click layer over the library (errors become one-line messages here)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from bigbn.scores import base as scoring
+from bigbn._version import __version__
+from bigbn.cli.tools import CONTEXT
+from bigbn import options as opt
+from bigbn.errors import BigBNError, OptionError
+from bigbn.engine.progress import Listener, ProgressEvent
+from bigbn.store.rundir import gib as _fmt_bytes
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (what batch schedulers send at the wall-time limit), unwound like Ctrl-C."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
+class BigBNGroup(click.Group):
+    """Turns library errors into `Error: ...` + exit 1 (never a traceback), Ctrl-C into 130
+    and SIGTERM into 143, both with the line that says how to resume."""
+
+    def invoke(self, ctx):
+        import signal
+        import threading
+
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        try:
+            return super().invoke(ctx)
+        except BigBNError as e:
+            raise click.ClickException(str(e)) from None
+        except _Terminated:
+            click.echo("terminated (SIGTERM): finished tasks are kept; run the same command again "
+                       "to resume", err=True)
+            sys.exit(143)
+        except KeyboardInterrupt:
+            click.echo("interrupted: finished tasks are kept; run the same command again to resume",
+                       err=True)
+            sys.exit(130)
+        except OSError as e:
+            if e.errno == errno.EPIPE:  # output piped into `head` and the like: not an error
+                sys.exit(141)
+            if e.errno == errno.ENOSPC:
+                raise click.ClickException(
+                    f"disk full ({e.filename or 'workdir'}): finished tasks are kept in the journal; "
+                    "free space and run the same command again to resume") from None
+            where = f": {e.filename}" if e.filename else ""
+            raise click.ClickException(f"{e.strerror or e}{where}") from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+@click.group(cls=BigBNGroup, context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="bigbn")
+def main():
+    """Exact Bayesian edge posteriors for Bayesian networks (Koivisto 2006).
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia
+    """
+
+
+class Progress(Listener):
+    """The one place progress is shown: every `bigbn.engine.progress.ProgressEvent` of `run`,
+    `sample` and `effects` (passed as their ``progress=``) -> one status line on a
+    terminal, rewritten in place (every stage's tasks done and each stage's own elapsed
+    time, from its first event with work done); plain log lines otherwise. One line
+    cannot be garbled by Ctrl-C, resizing or other output, as stacked per-stage bars were."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.state: dict[str, tuple[int, int]] = {}
+        self.begun: dict[str, float] = {}
+        self.ended: dict[str, float] = {}
+        self.last_line = 0.0
+        self.shown = False
+
+    def on_progress(self, event: ProgressEvent) -> None:
+        stage, done, total = event.stage, event.done, event.total
+        if self.quiet:
+            return
+        now = time.monotonic()
+        first = self.state.get(stage, (done, total))[0]
+        self.state[stage] = (done, total)
+        if stage not in self.begun and (done > first or stage == "scores"):
+            self.begun[stage] = now  # the stage's own clock (gamma waits for forward, backward)
+        if done == total and stage in self.begun:
+            self.ended.setdefault(stage, now)
+        if self.tty:
+            if done == total or now - self.last_line > 0.1:
+                self.last_line = now
+                sys.stderr.write("\r[bigbn] " + "  ".join(self._stage_text(s, now) for s in self.state)
+                                 + "\x1b[K")
+                sys.stderr.flush()
+                self.shown = True
+            return
+        if done == total or done == 0 or now - self.last_line > 5:
+            self.last_line = now
+            click.echo(f"[bigbn] {stage}: {done}/{total} tasks", err=True)
+
+    def _stage_text(self, stage: str, now: float) -> str:
+        done, total = self.state[stage]
+        text = f"{stage} {done}/{total}"
+        if stage in self.begun:
+            text += f" {self.ended.get(stage, now) - self.begun[stage]:.1f}s"
+        return text
+
+    def close(self):
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def _score_option_flags(f):
+    """One flag per option of the built-in scores (--ess, --alpha-mu, ...); their values reach
+    the command as keyword arguments and `scoring.check_options` validates them, as for the API."""
+    for opt in reversed(scoring.all_options()):
+        f = click.option(opt.flag, opt.name, default=None, type=float, help=opt.help)(f)
+    return f
+
+
+_STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
+
+
+@main.command()
+@click.argument("data", type=click.Path(dir_okay=False), required=False)
+@click.option("--workdir", "-w", type=click.Path(file_okay=False),
+              help="Where tables, journal and results go (default: ./bigbn-<data name>). "
+                   "Run the same command again to resume an interrupted run.")
+@click.option("--scores", "scores_file", type=click.Path(dir_okay=False),
+              help="Local scores from a .jkl file (GOBNILP / aps format, natural logs) instead "
+                   "of DATA: each is the whole local score, no structure prior is added; parent "
+                   "sets absent from the file or with more than -k parents are impossible.")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--max-parents-file", type=click.Path(dir_okay=False),
+              help="CSV node,max_parents: per-node limits (≤ -k).")
+@click.option("--score", type=click.Choice(scoring.names()), default="auto",
+              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+@_score_option_flags
+@click.option("--structure-prior", type=_STRUCTURE_PRIOR, default=None,
+              help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1)  [default: koivisto-sood; with "
+                   "--scores none is added]")
+@click.option("--forbid", type=click.Path(dir_okay=False), help="CSV parent,child: edges that may not appear.")
+@click.option("--require", type=click.Path(dir_okay=False), help="CSV parent,child: edges that must appear.")
+@click.option("--edge-prob", type=click.Path(dir_okay=False),
+              help="CSV parent,child,prob: prior probability of individual edges.")
+@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--disk-budget", default=None,
+              help="Peak disk the run may take, e.g. 24G: levels of the forward table that do not "
+                   "fit are computed again in the backward pass (same numbers, more time; the "
+                   "run cannot be sampled). See `bigbn plan --disk-budget`.")
+@click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
+@click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
+@click.option("--scheduler", default="dask", show_default=True,
+              help="dask (dask's threaded scheduler), threads (bigbn's own thread pool), sync, "
+                   "or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--processes", is_flag=True, help="Run --workers local worker processes (dask.distributed).")
+@click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default=None,
+              help="Recompute alpha chunks in forward/backward (peak disk 10–12·2^n bytes, "
+                   "default) or store all n·2^(n-1) of them once.")
+@click.option("--fresh", is_flag=True, help="Discard what the workdir holds and start over.")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of DATA: ',', ';' or 'tab' (default: detected from the "
+                   "header line; constraint files are always detected).")
+@click.option("--parent-sets", "parent_set_mass", default=0.999, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True),
+              help="parent_sets.csv lists each node's most probable parent sets until they "
+                   "carry this much of its posterior (1: every one of nonzero posterior).")
+@click.option("--map", "map_dag", is_flag=True,
+              help="Also find the MAP network (the DAG of highest score Σ β_i(G_i)): "
+                   "WORKDIR/map_dag.csv. Adds 9·2^n bytes of disk and about one forward pass.")
+@click.option("--map-only", is_flag=True,
+              help="Only the MAP network, no posterior: 9·2^n bytes of disk and about a third "
+                   "of the work of a posterior run (the same command without it adds the posterior).")
+@click.option("--intervention-column", default=None, metavar="NAME",
+              help="A column of DATA that is not a variable: each cell lists the variables "
+                   "intervened on in its row, joined by '|' (empty: an observational row). Each "
+                   "variable is scored from the rows where it was not intervened on.")
+@click.option("--tiers", "tiers_file", type=click.Path(dir_okay=False),
+              help="CSV node,tier (header optional; an integer per node, lower = earlier): only "
+                   "orders that list every earlier tier first have prior mass, so parents come "
+                   "from earlier tiers or the node's own. Every variable needs a tier. Up to "
+                   "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0),
+              help="How many edges to print.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
+        edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
+        **score_options):
+    """Exact posterior of every directed edge of DATA (CSV with a header row).
+
+    Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
+    WORKDIR/parent_sets.csv (child,parents,posterior; parents a JSON list of names) and
+    WORKDIR/summary.json (log p(data), options, timings, peak memory). Then
+    `bigbn sample --workdir WORKDIR` draws whole DAGs from the exact posterior.
+
+    \b
+    Examples:
+      bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
+      bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
+      bigbn run --scores asia.jkl -w /tmp/asia-jkl -k 2
+    """
+    from bigbn.api import learn, load_dataset
+    from bigbn.plan.lattice import MAX_NODES
+    from bigbn.knowledge import Knowledge
+    from bigbn.plan.tiers import MAX_TIERED_NODES
+
+    # the options first (the data may be large, or a pipe that can be read only once)
+    max_parents = opt.max_parents(max_parents, "--max-parents")
+    chunk_bits = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    memory = opt.memory(memory, "--memory")
+    disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
+    workers = opt.workers(workers, "--workers")
+    if scores_file is not None:
+        from bigbn.scores.jkl import FileScore, read_jkl
+
+        if data is not None:
+            raise OptionError("give DATA or --scores FILE.jkl, not both")
+        if score != "auto":
+            raise OptionError("--score does not apply to --scores (the file's scores are used)")
+        if intervention_column is not None:
+            raise OptionError("--intervention-column needs DATA; scores from a file have no rows")
+        ds, resolved = read_jkl(scores_file), FileScore()
+        source = {"scores": ds}
+    else:
+        if data is None:
+            raise click.UsageError("give DATA (a CSV file) or --scores FILE.jkl")
+        if not os.path.exists(data):
+            raise OptionError(f"{data}: no such file")
+        ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                       max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
+                                       intervention_column=intervention_column)
+        source = {"data": ds, "intervention_column": intervention_column}
+    if workdir is None:
+        workdir = f"bigbn-{Path(data or scores_file).stem}"
+    score_options = scoring.check_options(resolved, score_options)  # before any warning
+    knowledge = Knowledge.from_files(ds.names, min(max_parents, ds.n - 1), tiers=tiers_file, forbid=forbid,
+                                     require=require, edge_prob=edge_prob, max_parents=max_parents_file)
+    for line in data_warnings(ds):
+        click.echo(f"Warning: {line}", err=True)
+    if not quiet and not kernels_compiled():
+        click.echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
+                   err=True)
+    progress = Progress(quiet)
+    try:
+        res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
+                    score_options=score_options,
+                    structure_prior=structure_prior, knowledge=knowledge or None, workdir=workdir, fresh=fresh,
+                    chunk_bits=chunk_bits, memory=memory, workers=workers, disk_budget=disk_budget,
+                    scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
+                    progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
+                    posterior=not map_only)
+    finally:
+        progress.close()
+    s = res.summary
+    if s.get("already_finished"):
+        click.echo(f"{workdir}: this run was already finished; its results are read back, "
+                   "nothing was recomputed")
+    rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
+    click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
+               f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
+    if "tiers" in s:
+        click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
+                   + "); only tier-consistent orders")
+    if map_only:
+        _echo_map(res, workdir)
+        click.echo(f"summary: {Path(workdir) / 'summary.json'}")
+        return
+    click.echo(f"log p(data) = {_nats(res.log_marginal)}")
+    click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
+    for parent, child, p in res.edges()[:top]:
+        click.echo(f"  {p:8.4f}  {parent} -> {child}")
+    click.echo("most probable parent set of each node:")
+    for name in res.names:
+        [(parents, p)] = res.parent_sets(name, top=1)
+        click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
+    if map_dag:
+        _echo_map(res, workdir)
+    click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
+               f"{Path(workdir) / 'parent_sets.csv'}   summary: {Path(workdir) / 'summary.json'}")
+
+
+@main.command("scores")
+@click.argument("data", type=click.Path(dir_okay=False))
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The .jkl file to write.")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--score", type=click.Choice(scoring.names()), default="auto",
+              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+@_score_option_flags
+@click.option("--structure-prior", type=_STRUCTURE_PRIOR, default="koivisto-sood",
+              show_default=True, help="log ρ_i(G) added to each score, so that `bigbn run --scores "
+                                      "OUT` gives the posterior of `bigbn run DATA` with this prior.")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of DATA: ',', ';' or 'tab' (default: detected).")
+@click.option("--intervention-column", default=None, metavar="NAME",
+              help="A column of DATA listing each row's intervention targets (as for run).")
+def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, **score_options):
+    """Write the local scores of DATA as a .jkl file (GOBNILP / aps format).
+
+    One block per variable, one line per parent set of at most -k parents:
+    β_i(G) = log ρ_i(G) + log p(x_i | x_G), natural logs, 17 significant digits.
+    `bigbn run --scores OUT` then gives the same posterior as `bigbn run DATA`, bit for
+    bit; other programs (GOBNILP, aps) read the file too.
+
+    \b
+    Example:
+      bigbn scores examples/asia.csv -k 2 --out asia.jkl
+    """
+    from bigbn.api import load_dataset, score_families
+    from bigbn.scores.jkl import write_jkl
+
+    if not os.path.exists(data):
+        raise OptionError(f"{data}: no such file")
+    max_parents = opt.max_parents(max_parents, "--max-parents")
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column)
+    options = scoring.check_options(resolved, score_options)
+    k = min(max_parents, ds.n - 1)
+    beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
+    write_jkl(out, ds.names, beta, k)
+    click.echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
+               f"score {resolved.name}, structure prior {structure_prior}")
+
+
+def _echo_map(res, workdir) -> None:
+    arcs = ", ".join(f"{a}->{b}" for a, b in res.map_arcs()) or "(no arcs)"
+    click.echo(f"MAP network (log score {_nats(res.map_log_score)}, {len(res.map_arcs())} arcs; "
+               f"{Path(workdir) / 'map_dag.csv'}):")
+    click.echo(f"  {arcs}")
+
+
+def kernels_compiled() -> bool:
+    """Whether numba's cache (a per-user folder, bigbn/_numba.py) holds compiled engine
+    kernels of this installation, i.e. a run starts without compiling them."""
+    import hashlib
+
+    from bigbn._numba import cache_dir
+    from bigbn.kernels import recursion as kernels
+
+    cache = cache_dir()
+    if not cache:
+        return False
+    # numba's cache sub-folder for a module: its folder's name, "_", sha1 of the folder path
+    folder = os.path.dirname(os.path.abspath(kernels.__file__))
+    sub = Path(cache) / f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
+    return sub.is_dir() and any(sub.glob(f"{Path(kernels.__file__).stem}.*.nbi"))
+
+
+def data_warnings(ds) -> list[str]:
+    """Columns that are legal but suspicious under a discrete score, one line each."""
+    out = []
+    if ds.kind != "discrete":
+        return out
+    for name, r in zip(ds.names, ds.arities.tolist()):
+        if r == 1:
+            out.append(f"{ds.path}, column '{name}': a single value in every row; it carries no "
+                       "information, so its edges' posteriors only restate the prior")
+        elif r > ds.m / 2:
+            out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows; with so few rows "
+                       "per level a discrete score finds confident spurious parents")
+    return out
+
+
+def _set_text(names) -> str:
+    return "{" + ", ".join(names) + "}"
+
+
+def _nats(x: float) -> str:
+    """A log score for the terminal: six decimals, or 17 significant digits where the
+    number is too large for decimals to mean anything (scores read from a file)."""
+    return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
+
+
+def _levels(levels) -> str:
+    """Levels as runs: '0, 1, 4, 6–12'."""
+    out, levels = [], list(levels)
+    i = 0
+    while i < len(levels):
+        j = i
+        while j + 1 < len(levels) and levels[j + 1] == levels[j] + 1:
+            j += 1
+        out.append(str(levels[i]) if i == j else f"{levels[i]}–{levels[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _fmt_seconds(s: float) -> str:
+    if s < 90:
+        return f"{s:.1f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+@main.command("plan")
+@click.option("--n", "n", type=int, default=None, help="Number of variables (without tiers).")
+@click.option("--max-parents", "-k", default=3, show_default=True, type=int,
+              help="Maximum number of parents of every node.")
+@click.option("--tiers", "tiers_file", type=click.Path(dir_okay=False), default=None,
+              help="CSV node,tier as for `bigbn run --tiers`: plan each tier.")
+@click.option("--tier-sizes", default=None, metavar="S1,S2,...",
+              help="Tier sizes, earliest first (e.g. 25,25,25,25): plan a tiered run without a file.")
+@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
+@click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
+@click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default="recompute",
+              show_default=True)
+@click.option("--map", "map_dag", is_flag=True, help="With the MAP network (`bigbn run --map`).")
+@click.option("--map-only", is_flag=True, help="Only the MAP network (`bigbn run --map-only`).")
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="Also compare the disk need with this folder's free space.")
+@click.option("--disk-budget", default=None,
+              help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
+def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
+             map_only, workdir, disk_budget):
+    """Disk, memory and estimated time a run of N variables would need.
+
+    \b
+    Examples:
+      bigbn plan --n 28 -k 3 --memory 4G
+      bigbn plan --tier-sizes 25,25,25,25 -k 3
+    """
+    import shutil
+
+    from bigbn.plan.lattice import Plan, choose_chunk_bits, time_estimate
+
+    if workdir is not None and not os.path.isdir(workdir):
+        raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
+    workers = opt.workers(workers, "--workers")
+    budget = opt.memory(memory, "--memory")
+    c = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    if tiers_file is not None or tier_sizes is not None:
+        from bigbn.plan.tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
+
+        if tiers_file is not None and tier_sizes is not None:
+            raise OptionError("give --tiers or --tier-sizes, not both")
+        sizes = tier_sizes_from_file(tiers_file) if tiers_file else tier_sizes_option(tier_sizes)
+        if n is not None and n != sum(sizes):
+            raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
+        for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
+                               alpha_mode, map_dag or map_only, not map_only, c, workdir):
+            click.echo(line)
+        return
+    if n is None:
+        raise OptionError("give --n (number of variables), or --tiers / --tier-sizes")
+    n = opt.n_nodes(n, "--n")
+    k = min(opt.max_parents(max_parents, "--max-parents"), n - 1)
+    if c is None:
+        c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
+    p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
+    disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
+    if disk_budget is not None:
+        from bigbn.plan.lattice import disk_trade, fit_disk
+
+        p = fit_disk(p, disk_budget, workers)
+        click.echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
+        rows = disk_trade(p, workers)
+        rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))
+        for q in rows:
+            again = q.refwd_chunks()
+            what = ("L kept whole (can be sampled)" if q.kept is None else
+                    "L deleted after its last reader" if not again else
+                    f"levels {_levels(q.dropped)} computed again: {again} chunks ({again / q.n_chunks:.2f})")
+            click.echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers).values())):>9}  {what}; "
+                       f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}"
+                       + ("   ← chosen" if q == p else ""))
+        click.echo(f"disk budget {_fmt_bytes(disk_budget)}: "
+                   + ("L kept whole" if p.kept is None else f"L kept at levels {_levels(p.kept)} of 0–{p.h}"))
+    disk = p.disk_bytes(workers)
+    total_disk = sum(disk.values())
+    anyhow = sum(p.disk_bytes().values())
+    t = time_estimate(p, workers)
+    click.echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
+               f"({p.n_chunks} chunks of {_fmt_bytes(8 * p.chunk_size)}), alpha {alpha_mode}")
+    click.echo(f"disk:   {_fmt_bytes(total_disk)}  (" + ", ".join(
+        f"{name} {_fmt_bytes(b)}" for name, b in disk.items()) + ")"
+        + (f"; up to {_fmt_bytes(anyhow)} on a dask cluster" if anyhow > total_disk else ""))
+    click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
+               f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
+               f"(budget {_fmt_bytes(budget)})")
+    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of the reference machine ("
+               + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
+    if workdir is not None:
+        free = shutil.disk_usage(workdir).free
+        verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
+        click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
+
+
+@main.command()
+@click.option("--workdir", "-w", type=click.Path(file_okay=False), required=True)
+def status(workdir):
+    """What a work directory holds: what was asked, progress per stage, disk, activity.
+
+    \b
+    Example:
+      bigbn status --workdir /scratch/run28
+    """
+    from bigbn.api import workdir_status
+
+    for line in workdir_status(workdir):
+        click.echo(line)
+
+
+@main.command("sample", short_help="Exact i.i.d. DAG samples from the posterior of a finished run.")
+@click.option("--workdir", "-w", type=click.Path(file_okay=False), required=True,
+              help="The work directory of a finished `bigbn run`.")
+@click.option("--samples", "-T", "n_samples", default=10_000, show_default=True,
+              type=click.IntRange(1, 10**8), help="Number of DAGs to draw.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
+              help="Random seed: the same seed gives the same samples.")
+@click.option("--prior", type=click.Choice(["order-modular", "dag-modular"]),
+              default="order-modular", show_default=True,
+              help="order-modular: the run's model; dag-modular: every DAG equally likely a "
+                   "priori (given the same ρ), by reweighting each sample with 1/#LE(G).")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Parallel tasks or threads (default: all cores).")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="threads, dask, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--batch", default=50_000, show_default=True, type=click.IntRange(1, 10**8),
+              help="Samples per task (a killed draw resumes from its finished batches; the "
+                   "samples do not depend on it).")
+@click.option("--memory", default=None,
+              help="Memory budget the samples must fit in, e.g. 4G (default: RAM/4, ≤ 8G).")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(0),
+              help="How many DAGs and ancestor relations to print.")
+def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memory, top):
+    """Exact i.i.d. DAG samples from the posterior of a finished run.
+
+    Draws whole networks from the exact posterior (no MCMC: every sample is independent),
+    then estimates from them, each with its Monte Carlo standard error: edge, ancestor
+    (directed path) and Markov-blanket probabilities, and the distinct DAGs with their
+    exact posterior probability. Writes WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv,
+    markov_blanket.csv, dags.csv, samples.npz and summary.json. A run with tiers is
+    sampled under its tiers (each tier's order and parents from its own lattice; no arc
+    into an earlier tier), at any number of variables. The samples are drawn in batches,
+    each a journaled task (WORKDIR/samples-seedS-KEY/): a killed draw resumes when the
+    same command is run again, and the same seed gives the same samples on any scheduler.
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia
+      bigbn sample --workdir /tmp/asia --samples 10000 --seed 1
+    """
+    from bigbn.outputs.samples import sample, write_outputs
+
+    progress = Progress()
+    try:
+        s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
+                   memory=opt.memory(memory, "--memory"), progress=progress,
+                   scheduler=opt.scheduler(scheduler), batch=batch)
+    finally:
+        progress.close()
+    write_outputs(s, workdir)
+    out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
+    check = s.info["edge_check"]
+    click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
+               f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
+    if "tiers" in s.info:
+        click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
+                   "into an earlier tier")
+    click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
+               f"{check['max_abs_z']:.2f} ({check['edge'][0]} -> {check['edge'][1]})")
+    if prior == "order-modular":
+        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): exact posterior, "
+                   "sampled frequency ± se, arcs")
+    else:
+        rel = s.info["log_z_dag_modular_rel_se"]
+        spread = f"± {100 * rel:.1f} %" if rel is not None else "unknown spread"
+        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): posterior "
+                   f"({spread} from the estimated normaliser), weighted frequency ± se, arcs")
+    exact = "exact_order_modular" if prior == "order-modular" else "estimated_dag_modular"
+    for d in s.dags(top):
+        arcs = ", ".join(f"{a}->{b}" for a, b in s.arcs(d["parents"])) or "(no arcs)"
+        click.echo(f"  {d[exact]:.4f}  {d['probability']:.4f} ± {d['se']:.4f}  {arcs}")
+    anc, se = s.ancestor_probabilities(with_se=True)
+    pairs = sorted(((anc[u, v], u, v) for u in range(s.n) for v in range(s.n) if u != v),
+                   key=lambda x: -x[0])[:top]
+    click.echo("most probable ancestor relations (u ⇝ v: a directed path from u to v):")
+    for p, u, v in pairs:
+        click.echo(f"  {p:8.4f} ± {se[u, v]:.4f}  {s.names[u]} ⇝ {s.names[v]}")
+    click.echo(f"all results: {out}")
+
+
+@main.command("effects")
+@click.option("--workdir", "-w", type=click.Path(file_okay=False), required=True,
+              help="The work directory of a finished `bigbn run`.")
+@click.option("--data", type=click.Path(dir_okay=False), default=None,
+              help="The run's data (default: the file the run read; checked by content hash).")
+@click.option("--pairs", type=click.Path(dir_okay=False), default=None,
+              help="CSV cause,effect: the pairs to compute (default: every ordered pair).")
+@click.option("--level", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
+                                                                                 max_open=True),
+              help="Credible level of the intervals (continuous data).")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of --data: ',', ';' or 'tab' (default: detected).")
+@click.option("--workers", type=click.IntRange(1), default=None,
+              help="Parallel tasks (default: all cores).")
+@click.option("--scheduler", default="threads", show_default=True,
+              help="threads, dask, sync, processes, or tcp://HOST:PORT of a dask.distributed scheduler.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0),
+              help="How many effects to print.")
+def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
+    """Causal effects averaged over the exact parent-set posterior (Bayesian IDA).
+
+    For each pair (cause x, effect y), the effect of an intervention on x on y by
+    adjusting for the parents of x, averaged over p(Pa(x) | data); zero when y is a parent
+    of x. Continuous data (BGe): the linear effect's posterior mean, P(effect = 0) and an
+    equal-tailed credible interval. Discrete data: p(y | do(x = a)) for every level.
+    Assumes no hidden common causes. Writes WORKDIR/effects.csv. Each cause's pairs are
+    a journaled task (WORKDIR/effects-KEY/): a killed command resumes when run again.
+
+    \b
+    Example:
+      bigbn run examples/sachs.csv --workdir /tmp/sachs
+      bigbn effects --workdir /tmp/sachs
+    """
+    from bigbn.outputs.effects import effects
+
+    progress = Progress()
+    try:
+        e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress,
+                    scheduler=opt.scheduler(scheduler), workers=workers)
+    finally:
+        progress.close()
+    out = Path(workdir) / "effects.csv"
+    e.to_csv(out)
+    if e.kind == "continuous":
+        click.echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
+                   "parent-set posterior of each cause;")
+        click.echo("largest |mean| first (P(zero): the effect is a parent of the cause):")
+        click.echo(f"  {'mean':>9}  {'P(zero)':>7}  {f'{100 * level:g}% interval':>21}")
+        for i in sorted(range(len(e.pairs)), key=lambda i: -abs(e.mean[i]))[:top]:
+            x, y = e.pairs[i]
+            click.echo(f"  {e.mean[i]:9.4f}  {e.p_zero[i]:7.4f}  [{e.lower[i]:9.4f}, {e.upper[i]:9.4f}]  "
+                       f"{e.names[x]} -> {e.names[y]}")
+    else:
+        import numpy as np
+
+        click.echo(f"p(effect | do(cause)) for {len(e.pairs)} ordered pairs, averaged over the exact "
+                   "parent-set posterior of each cause;")
+        click.echo("largest change first (total variation distance between two levels of the cause):")
+        tv = [0.5 * float(np.max(np.abs(t[:, None, :] - t[None, :, :]).sum(axis=2))) for t in e.table]
+        for i in sorted(range(len(e.pairs)), key=lambda i: -tv[i])[:top]:
+            x, y = e.pairs[i]
+            click.echo(f"  {tv[i]:7.4f}  P(zero) {e.p_zero[i]:.4f}  {e.names[x]} -> {e.names[y]}")
+    click.echo(f"all pairs: {out}")
+
+
+def _register_tools() -> None:
+    from bigbn.cli import tools as cli_tools
+
+    for name in ("simulate", "roc", "plot", "study"):
+        cmd = getattr(cli_tools, name, None)
+        if cmd is not None:
+            main.add_command(cmd)
+
+
+_register_tools()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,298 @@
+"""Click commands for the simulation-study tools: simulate, roc, plot, study.
+
+Thin layer over `bigbn.tools.simulate`, `bigbn.tools.roc`, `bigbn.outputs.plot` and `bigbn.tools.study`; the
+main group (`bigbn.cli.main`) registers them with ``main.add_command(...)`` and turns a
+`BigBNError` into a one-line ``Error: ...`` and exit status 1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from bigbn import options as opt
+from bigbn.errors import OptionError
+
+
+# The same help options as the `bigbn` group, also when a command is invoked on its own
+# (click caches a command's help option at its first invocation).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+def _alias(new, old, new_name: str, old_name: str):
+    """The value of an option given under its current name or its old (hidden) spelling."""
+    if new is not None and old is not None:
+        raise OptionError(f"{old_name} is the old spelling of {new_name}: give one of them")
+    return old if new is None else new
+
+
+def _int_list(text: str, option: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise OptionError(f"{option}: expected comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise OptionError(f"{option}: expected at least one integer")
+    return vals
+
+
+@click.command("simulate", context_settings=CONTEXT)
+@click.argument("out", type=click.Path(dir_okay=False, writable=True))
+@click.option("--n", "n", type=int, default=None,
+              help="Number of nodes of a random network (1 to 10000).")
+@click.option("--max-parents", "-k", "k", type=int, default=None,
+              help="Maximum number of parents of a node of the random network (default 3).")
+@click.option("--k", "k_old", type=int, default=None, hidden=True)
+@click.option("--states", "r", type=int, default=None,
+              help="States per variable of a random network (default 2).")
+@click.option("--rows", "m", type=int, required=True, help="Number of records to draw (at least 1).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--network", default=None, metavar="NAME|FILE.bif[.gz]",
+              help="Sample from this network instead of a random one: a bundled name "
+                   "(asia, sachs, child, alarm, survey, cancer, earthquake) or a BIF file.")
+@click.option("--save-network", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE.bif[.gz]", help="Also write the network (with its CPTs) as BIF.")
+@click.option("--tier-sizes", default=None, metavar="S1,S2,...",
+              help="A layered random network: its order lists the first S1 nodes (tier 1) "
+                   "first, then the next S2, ...; writes the tiers to OUT.tiers.csv (node,tier) "
+                   "for `bigbn run --tiers`. --n defaults to the sum.")
+@click.option("--force", is_flag=True,
+              help="Replace OUT and the other files it writes if they exist (without it, an "
+                   "existing file is an error and nothing is written).")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
+    """Draw data from a random network (paper, section 5.2) or a known one.
+
+    A random network: uniform random node order; each node gets a number of parents
+    uniform in 0..K (capped by its number of predecessors), chosen uniformly among its
+    predecessors; each parent configuration's distribution over the R states is
+    Dirichlet(1). Writes OUT (header X1..Xn, states 0..R-1) and the true arcs to
+    OUT.truth.csv (header parent,child). Existing files are replaced only with --force.
+
+    \b
+    Examples:
+      bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
+      bigbn simulate --network asia --rows 1000 asia.csv
+      bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
+    """
+    from bigbn.io.bif import write_bif
+    from bigbn.tools.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
+                                tiers_path, truth_path, write_data, write_tiers, write_truth)
+
+    k = _alias(k, k_old, "--max-parents", "--k")
+    if m < 1:
+        raise OptionError(f"--rows must be at least 1, got {m}")
+    if n is not None and not 1 <= n <= MAX_RANDOM_NODES:
+        raise OptionError(f"--n must be between 1 and {MAX_RANDOM_NODES}, got {n}")
+    truth = truth_path(out)
+    if Path(truth).resolve() == Path(out).resolve():
+        raise OptionError(f"{out}: the data file name must not end in .truth.csv")
+    outputs = [out, truth, tiers_path(out) if tier_sizes is not None and network is None else None]
+    if save_network is not None:
+        if any(p is not None and Path(save_network).resolve() == Path(p).resolve() for p in outputs):
+            raise OptionError(f"--save-network {save_network} is also a file of the data it writes")
+        outputs.append(save_network)
+    refuse_overwrite(outputs, force)  # before anything is drawn or written
+    rng = np.random.default_rng(opt.seed(seed, "--seed"))
+    if network is not None:
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+        if given:
+            raise OptionError(f"{', '.join(given)} cannot be combined with --network")
+        net = load_network(network)
+    else:
+        sizes = None
+        if tier_sizes is not None:
+            from bigbn.plan.tiers import tier_sizes_option
+
+            sizes = tier_sizes_option(tier_sizes)
+            if n is None and sum(sizes) > MAX_RANDOM_NODES:
+                raise OptionError(f"--tier-sizes {tier_sizes}: {sum(sizes)} nodes in all, more than "
+                                  f"{MAX_RANDOM_NODES}")
+            n = sum(sizes) if n is None else n
+        if n is None:
+            raise OptionError("give --n (number of nodes) or --network")
+        net = random_network(n, 3 if k is None else k, 2 if r is None else r, rng, sizes)
+    data = sample(net, m, rng)
+    write_data(net, data, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
+    if save_network:
+        write_bif(net, save_network)
+    click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
+    if network is None and sizes is not None:
+        write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
+        click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+
+
+def _run_tiers(edges: str, names) -> list[list[str]] | None:
+    """The tiers of the run whose edges.csv this is (its summary.json beside it), if any
+    and if they name these variables; else None (plots then show no tiers)."""
+    import json
+
+    try:
+        tiers = [t["nodes"] for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return tiers if sorted(x for t in tiers for x in t) == sorted(names) else None
+
+
+def _edges_file(edges: str) -> str:
+    """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
+    p = Path(edges)
+    if p.is_dir():
+        if not (p / "edges.csv").is_file():
+            raise OptionError(f"{edges}: a folder without edges.csv (not a finished bigbn run)")
+        return str(p / "edges.csv")
+    return edges
+
+
+@click.command("roc", context_settings=CONTEXT)
+@click.argument("edges", type=click.Path(exists=True))
+@click.argument("truth", type=click.Path(exists=True, dir_okay=False))
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the ROC curve as a picture (.png, .svg or .pdf).")
+@click.option("--curve", "curve_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the curve's points as CSV (fpr,tpr,threshold).")
+def roc(edges, truth, plot_path, curve_path):
+    """ROC curve and AUC of undirected edge discovery (paper, section 5.1).
+
+    EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs (or the work
+    directory of a finished run); TRUTH is a parent,child CSV of the true arcs. The pair {u,v} is claimed iff
+    p(u->v) + p(v->u) exceeds the threshold; sensitivity is plotted against
+    1 - specificity over all thresholds. Prints the AUC.
+
+    \b
+    Example:
+      bigbn roc run/edges.csv data.truth.csv --plot roc.png
+    """
+    from bigbn.tools.roc import edge_roc, plot_roc, read_edges
+    from bigbn.tools.simulate import read_truth
+
+    edges = _edges_file(edges)
+    names, P = read_edges(edges)
+    curve = edge_roc(P, read_truth(truth, names))
+    click.echo(f"AUC {curve.auc:.6f}")
+    if plot_path:
+        plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],
+                 title=f"Undirected-edge ROC: {edges} against {truth}")
+        click.echo(f"wrote {plot_path}")
+    if curve_path:
+        with open(curve_path, "w", encoding="utf-8") as fh:
+            fh.write("fpr,tpr,threshold\n")
+            for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
+                fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")
+        click.echo(f"wrote {curve_path}")
+
+
+@click.command("plot", context_settings=CONTEXT)
+@click.argument("edges", type=click.Path(exists=True))
+@click.option("--out", "heatmap_path", type=click.Path(dir_okay=False), default=None,
+              help="Heatmap of the posterior matrix (.png, .svg or .pdf). Default when "
+                   "--graph is not given: EDGES with suffix .heatmap.png.")
+@click.option("--graph", "graph_path", type=click.Path(dir_okay=False), default=None,
+              help="The graph of edges above --threshold: a picture, or DOT / GraphML text.")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="Draw/export the directed edges whose posterior is ≥ this (as "
+                   "Result.to_networkx(threshold=...)).")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf", "dot", "graphml"]),
+              default=None, help="Format of --graph (default: from its suffix).")
+@click.option("--truth", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="parent,child CSV of the true network: colours drawn arcs right/reversed/wrong "
+                   "and shows missed ones dashed.")
+def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
+    """Pictures of an edge-posterior file (or a finished run's work directory): heatmap
+    and the graph of the edges with posterior ≥ --threshold.
+
+    \b
+    Examples:
+      bigbn plot run/edges.csv --out heatmap.png --graph graph.png --threshold 0.5
+      bigbn plot run/edges.csv --graph graph.dot
+      bigbn plot run/edges.csv --graph graph.xml --format graphml
+    """
+    from bigbn.outputs.plot import heatmap, thresholded_edges, write_graph
+    from bigbn.tools.roc import read_edges
+    from bigbn.tools.simulate import read_truth
+
+    edges = _edges_file(edges)
+    names, P = read_edges(edges)
+    adj = read_truth(truth, names) if truth else None
+    tiers = _run_tiers(edges, names)
+    if heatmap_path is None and graph_path is None:
+        p = Path(edges)
+        heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
+    if graph_path:
+        thresholded_edges(names, P, threshold)  # validates the threshold first
+    if heatmap_path:
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
+        click.echo(f"wrote {heatmap_path}")
+    if graph_path:
+        used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
+                           title=f"{edges}: arcs with posterior ≥ {threshold:g}"
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
+        count = len(thresholded_edges(names, P, threshold))
+        click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
+
+
+@click.command("study", context_settings=CONTEXT)
+@click.argument("out", type=click.Path(file_okay=False))
+@click.option("--n", "ns", default="5,10,15,20,25", show_default=True,
+              help="Numbers of nodes (comma-separated).")
+@click.option("--max-parents", "-k", "ks", default=None,
+              help="Maximum numbers of parents, of the generating networks and of the "
+                   "analysis (comma-separated)  [default: 2,3,4,5]")
+@click.option("--k", "ks_old", default=None, hidden=True)
+@click.option("--states", "rs", default="2,4", show_default=True,
+              help="States per variable (comma-separated).")
+@click.option("--rows", "ms", default="20,100,500,2000,10000", show_default=True,
+              help="Nested data-set sizes m (comma-separated); the first m records are used.")
+@click.option("--replicates", type=int, default=10, show_default=True,
+              help="Random networks (and data sets) per configuration (n, k, r).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Base random seed.")
+@click.option("--score", type=click.Choice(["k2", "bdeu"]), default="k2", show_default=True,
+              help="Local score used in the analysis (the generating model's is k2).")
+@click.option("--structure-prior", "structure_prior", type=click.Choice(["koivisto-sood", "uniform"]),
+              default=None, help="Structure prior used in the analysis  [default: koivisto-sood]")
+@click.option("--prior", "prior_old", type=click.Choice(["koivisto-sood", "uniform"]), default=None,
+              hidden=True)
+@click.option("--figures/--no-figures", default=True, show_default=True,
+              help="Draw ROC figures in the style of the paper's figures 1-4.")
+@click.option("--figure-replicate", type=int, default=0, show_default=True,
+              help="Replicate shown in the per-m figures (by_k_*, by_n_*).")
+def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior, prior_old,
+          figures, figure_replicate):
+    """The paper's simulation study (section 5), resumable.
+
+    For every (n, k, r) and replicate: a random network, max(--rows) records from it,
+    and for every m the exact edge posteriors from the first m records, scored by the
+    undirected-edge ROC. Writes OUT/auc.csv and OUT/figures/*.png; cells already in
+    OUT/cells/ are skipped, so an interrupted study continues where it stopped. The
+    defaults are the paper's full grid (400 networks x 5 data sizes).
+
+    \b
+    Example (small):
+      bigbn study --n 5,8 -k 2,3 --states 2,4 --rows 20,100,500 --replicates 3 study_out
+    """
+    from bigbn.tools.study import StudyPlan, run_study, write_figures
+
+    ks = _alias(ks, ks_old, "--max-parents", "--k") or "2,3,4,5"
+    structure_prior = _alias(structure_prior, prior_old, "--structure-prior", "--prior") or "koivisto-sood"
+    plan = StudyPlan(ns=_int_list(ns, "--n"), ks=_int_list(ks, "--max-parents"), rs=_int_list(rs, "--states"),
+                     ms=_int_list(ms, "--rows"), replicates=replicates, seed=seed, score=score,
+                     structure_prior=structure_prior)
+    if not 0 <= figure_replicate < plan.replicates:
+        raise OptionError(f"--figure-replicate must be in 0..{plan.replicates - 1}")
+    total = len(plan.cells())
+    counter = {"i": 0}
+
+    def progress(event, cell, info):
+        if event == "start":
+            return
+        counter["i"] += 1  # one "skip" or "done" per cell
+        if event == "done":
+            click.echo(f"[{counter['i']}/{total}] {cell.key}  AUC {info['auc']:.4f}  "
+                       f"({info['seconds']:.1f} s)")
+
+    rows = run_study(plan, out, progress=progress, figures=False)
+    if figures:
+        for path in write_figures(plan, out, replicate=figure_replicate):
+            click.echo(f"wrote {path}")
+    click.echo(f"{len(rows)} of {total} cells done; table in {Path(out) / 'auc.csv'}")

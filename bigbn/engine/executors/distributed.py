@@ -1,0 +1,148 @@
+"""A dask.distributed cluster (docs/design.md, "Scheduling"; docs/cluster.md).
+
+The client submits a task as soon as every task it depends on has finished, and it
+releases each future the moment it finishes:
+
+- Tasks pass only specs. The task function (it holds beta, ≈ 1 MB at n = 32, k = 3) is
+  scattered once to every worker; each task is ``fn(spec)``, and its result is small (the
+  journal record). Tables flow through zarr in the shared work directory.
+- No finished result is kept on a worker longer than the client takes to read it. Had
+  the whole graph been submitted at once, the tiny result of every finished task on a
+  worker that dies would count as lost data, and the scheduler would run those finished
+  tasks again. Here a lost worker costs only the tasks it was running, plus a task that
+  finished in the moment before the client read its result (its future turns "lost"; it
+  is awaited again). The scheduler reschedules them (up to
+  ``distributed.scheduler.allowed-failures`` deaths per task, default 3) and, being
+  idempotent, they overwrite their chunks and append their journal line again.
+- ``retries`` covers exceptions raised inside a task (e.g. a transient I/O error on a
+  network file system); it does not count worker deaths.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from bigbn.errors import EngineError, OptionError
+from bigbn.plan.lattice import TaskSpec
+from bigbn.engine.executors import Callback, Ready, emit_end, emit_start
+
+
+def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, retries: int = 3,
+        callbacks: Sequence[Callback] = ()) -> None:
+    """Run ``fn(spec)`` for every spec on the cluster of ``client`` (a distributed.Client).
+
+    Ready tasks are submitted with decreasing priority in the plan's order, so lower chunk
+    levels run first. If a task fails for good (or the caller is interrupted), the pending
+    tasks are cancelled and this returns (raising) only once no task of this run is still
+    executing on a worker, so a resume never races a straggler's writes.
+    """
+    from distributed import as_completed
+
+    if retries < 0:
+        raise OptionError(f"retries = {retries} must be 0 or more")
+    ready = Ready(specs)
+    token = uuid.uuid4().hex[:8]
+    [fn_future] = client.scatter([fn], broadcast=True, hash=False)
+    running: dict = {}  # future -> (spec, start)
+    ac = as_completed(loop=client.loop)
+    try:
+        while ready or running:
+            while ready:
+                spec = ready.pop()
+                # dask-style key ("forward-<token>", "tier2", 5): the dashboard groups by stage
+                fut = client.submit(_call, fn_future, spec,
+                                    key=(f"{spec.kind}-{token}", spec.scope, *spec.key[1:]),
+                                    retries=retries, priority=-ready.order[spec.id])
+                running[fut] = (spec, emit_start(callbacks, spec.key, spec.scope))
+                ac.add(fut)
+            if not running:
+                break
+            fut = next(ac)
+            spec, start = running.pop(fut)
+            if fut.status == "error":
+                raise fut.exception()
+            if fut.status == "lost":
+                # it finished, but its worker died before we took the result: the
+                # scheduler runs it again (the task is idempotent); wait for that run
+                running[fut] = (spec, start)
+                ac.add(fut)
+                continue
+            if fut.status != "finished":
+                raise EngineError(f"task {spec.id} was {fut.status} on the cluster (every worker lost? "
+                                  "run again to resume from the journal)")
+            result = fut.result()
+            fut.release()
+            ready.finish(spec.id)
+            emit_end(callbacks, spec.key, result, start, spec.scope)
+    finally:
+        for fut in running:
+            fut.cancel()
+        ac.clear()
+        fn_future.release()
+        if running:  # leaving early: cancelled tasks that already started keep running
+            _wait_until_stopped(client, token)
+    ready.check_done()
+
+
+def _call(fn, spec):
+    return fn(spec)
+
+
+def connect(address_or_client):
+    """(client, whether we opened it) for a scheduler address or a distributed.Client."""
+    from distributed import Client
+
+    if isinstance(address_or_client, Client):
+        return address_or_client, False
+    if not isinstance(address_or_client, str) or not address_or_client:
+        raise OptionError(f"scheduler {address_or_client!r}: give an address like tcp://host:8786 "
+                          "or a distributed.Client")
+    try:
+        return Client(address_or_client, timeout="30s"), True
+    except OSError as e:
+        raise OptionError(f"cannot reach the dask scheduler at {address_or_client}: {e}") from None
+
+
+@contextmanager
+def local_cluster(workers: int, threads_per_worker: int = 1,
+                  memory_limit: str | int | None = "auto") -> Iterator:
+    """A ``distributed.Client`` on a LocalCluster of ``workers`` processes (closed on exit).
+
+    memory_limit: per worker process, bytes or a string like "4GiB"; "auto" shares the
+    machine's memory equally; None means no limit.
+    """
+    from distributed import Client, LocalCluster
+
+    if workers < 1:
+        raise OptionError(f"workers = {workers} must be at least 1")
+    if threads_per_worker < 1:
+        raise OptionError(f"threads per worker = {threads_per_worker} must be at least 1")
+    with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
+                      memory_limit=memory_limit, dashboard_address=None,
+                      # the scheduler's HTTP endpoints (health, metrics) on a free port
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}) as cluster:
+        with Client(cluster) as client:
+            yield client
+
+
+def _executing_keys(client, token: str) -> list:
+    """Keys of this run still executing on some worker (a cancelled task runs to its end;
+    the scheduler forgets it at once, so ask the workers). ``Client.call_stack()`` with no
+    keys asks every worker for the call stack of each task its threads are running."""
+    stacks = client.call_stack()
+    return [key for per_worker in stacks.values() for key in per_worker
+            if isinstance(key, (tuple, list)) and str(key[0]).endswith(token)]
+
+
+def _wait_until_stopped(client, token: str, poll: float = 0.2) -> None:
+    while True:
+        try:
+            busy = _executing_keys(client, token)
+        except Exception:  # scheduler gone: nothing more can be learned or done
+            return
+        if not busy:
+            return
+        time.sleep(poll)

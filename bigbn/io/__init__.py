@@ -1,0 +1,1 @@
+"""Tables and networks in and out: CSV files and data frames, BIF networks."""

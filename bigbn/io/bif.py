@@ -1,0 +1,423 @@
+"""Discrete Bayesian networks and the BIF file format (bnlearn repository dialect).
+
+A `Network` holds, for every node i, its name, its state names, its parents (node
+indices) and its conditional probability table ``cpts[i]`` of shape
+``(r_p1, ..., r_pq, r_i)`` (float64): ``cpts[i][s_p1, ..., s_pq, :]`` is the
+distribution of node i given that its parents p1..pq (in the order of ``parents[i]``)
+are in states s_p1..s_pq. It is what `bigbn.tools.simulate` samples data from.
+
+`read_bif` reads the BIF text used by the bnlearn Bayesian Network Repository::
+
+    network unknown {
+    }
+    variable X {
+      type discrete [ 2 ] { a, b };
+    }
+    probability ( X | P1, P2 ) {
+      (p1state, p2state) 0.1, 0.9;
+      default 0.5, 0.5;
+    }
+    probability ( R ) {
+      table 0.3, 0.7;
+    }
+
+``property`` lines and ``//`` / ``/* */`` comments are ignored. A ``table`` line is
+accepted for nodes without parents only (its order for conditional tables differs
+between tools). The networks bundled in ``bigbn/networks/`` (see its README.md for
+their provenance) can be named instead of a path: ``read_bif("asia")``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.errors import DataError
+
+NETWORKS_DIR = Path(__file__).parent.parent / "networks"
+
+#: Largest deviation of a CPT row sum from 1 that is accepted (then renormalised);
+#: the repository files are written with a few decimals.
+ROW_SUM_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A discrete Bayesian network: structure plus conditional probability tables.
+
+    Attributes
+    ----------
+    names : tuple of str, length n
+    states : tuple of tuple of str; ``states[i]`` are node i's r_i state names
+    parents : tuple of tuple of int; ``parents[i]`` are node i's parents (node indices)
+    cpts : tuple of float64 arrays; ``cpts[i]`` has shape
+        ``tuple(r[p] for p in parents[i]) + (r[i],)`` and sums to 1 over the last axis.
+    """
+
+    names: tuple
+    states: tuple
+    parents: tuple
+    cpts: tuple
+
+    def __post_init__(self):
+        n = len(self.names)
+        if not (len(self.states) == len(self.parents) == len(self.cpts) == n):
+            raise DataError("network: names, states, parents and cpts differ in length")
+        if len(set(self.names)) != n:
+            raise DataError("network: duplicate node names")
+        for i in range(n):
+            ps = self.parents[i]
+            if len(set(ps)) != len(ps) or any(not 0 <= p < n or p == i for p in ps):
+                raise DataError(f"network: bad parent list for node {self.names[i]!r}")
+            shape = tuple(len(self.states[p]) for p in ps) + (len(self.states[i]),)
+            cpt = self.cpts[i]
+            if cpt.shape != shape:
+                raise DataError(
+                    f"network: CPT of {self.names[i]!r} has shape {cpt.shape}, "
+                    f"expected {shape}"
+                )
+            if np.any(cpt < 0) or not np.allclose(cpt.sum(axis=-1), 1.0, atol=1e-9):
+                raise DataError(
+                    f"network: CPT rows of {self.names[i]!r} are not distributions"
+                )
+        self.topological_order()  # raises on a cycle
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    @property
+    def cardinalities(self) -> np.ndarray:
+        """Number of states of each node; int64, shape (n,)."""
+        return np.array([len(s) for s in self.states], dtype=np.int64)
+
+    def arcs(self) -> list[tuple[int, int]]:
+        """All arcs (parent, child) as node-index pairs, by child then parent order."""
+        return [(p, i) for i in range(self.n) for p in self.parents[i]]
+
+    def adjacency(self) -> np.ndarray:
+        """Boolean (n, n) matrix, ``[u, v]`` true iff u is a parent of v."""
+        adj = np.zeros((self.n, self.n), dtype=bool)
+        for p, c in self.arcs():
+            adj[p, c] = True
+        return adj
+
+    def topological_order(self) -> list[int]:
+        """Node indices, every parent before its children (Kahn; smallest index first)."""
+        n = self.n
+        indeg = [len(ps) for ps in self.parents]
+        children = [[] for _ in range(n)]
+        for p, c in self.arcs():
+            children[p].append(c)
+        ready = sorted(i for i in range(n) if indeg[i] == 0)
+        order = []
+        while ready:
+            i = ready.pop(0)
+            order.append(i)
+            for c in children[i]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    ready.append(c)
+            ready.sort()
+        if len(order) != n:
+            raise DataError("network: the parent relation has a cycle")
+        return order
+
+
+def bundled_networks() -> list[str]:
+    """Names of the networks shipped in ``bigbn/networks/`` (e.g. 'asia', 'alarm')."""
+    return sorted(p.name[: -len(".bif.gz")] for p in NETWORKS_DIR.glob("*.bif.gz"))
+
+
+def resolve_network_path(path_or_name) -> Path:
+    """The file a network argument names: an existing path, else a bundled network."""
+    p = Path(path_or_name)
+    if p.is_file():
+        return p
+    name = str(path_or_name)
+    if name in bundled_networks():
+        return NETWORKS_DIR / f"{name}.bif.gz"
+    raise DataError(
+        f"{name}: no such file and not a bundled network "
+        f"(bundled: {', '.join(bundled_networks())})"
+    )
+
+
+_PUNCT = frozenset("{}()[];,|")
+_TOKEN = re.compile(r"\s+|//[^\n]*|/\*.*?\*/|[{}()\[\];,|]|[^\s{}()\[\];,|]+", re.S)
+
+
+def _tokenize(text: str, source: str) -> list[tuple[str, int]]:
+    """(token, 1-based line) pairs; whitespace and comments dropped."""
+    out = []
+    line = 1
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        tok = m.group(0)
+        if tok.startswith("/*") and (len(tok) < 4 or not tok.endswith("*/")):
+            raise DataError(f"{source}, line {line}: unterminated comment")
+        if not (tok.isspace() or tok.startswith("//") or tok.startswith("/*")):
+            out.append((tok, line))
+        line += tok.count("\n")
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, tokens, source):
+        self.toks = tokens
+        self.pos = 0
+        self.source = source
+
+    def error(self, msg, line=None):
+        if line is None:
+            line = self.line()
+        return DataError(f"{self.source}, line {line}: {msg}")
+
+    def line(self):
+        """Line of the next token (of the last one at the end of the file)."""
+        return self.toks[min(self.pos, len(self.toks) - 1)][1] if self.toks else 1
+
+    def peek(self):
+        return self.toks[self.pos][0] if self.pos < len(self.toks) else None
+
+    def next(self):
+        if self.pos >= len(self.toks):
+            raise self.error("unexpected end of file")
+        tok = self.toks[self.pos][0]
+        self.pos += 1
+        return tok
+
+    def expect(self, want):
+        tok = self.next()
+        if tok != want:
+            self.pos -= 1
+            raise self.error(f"expected {want!r}, found {tok!r}")
+        return tok
+
+    def word(self):
+        tok = self.next()
+        if tok in _PUNCT:
+            self.pos -= 1
+            raise self.error(f"expected a name, found {tok!r}")
+        return tok
+
+    def skip_statement(self):
+        """Skip to and including the next ';' (a property line)."""
+        while self.next() != ";":
+            pass
+
+    def skip_block(self):
+        """Skip a balanced {...} block (the opening brace is next)."""
+        self.expect("{")
+        depth = 1
+        while depth:
+            tok = self.next()
+            depth += tok == "{"
+            depth -= tok == "}"
+
+    def name_list(self, close):
+        """Comma-separated names up to the closing token (consumed)."""
+        out = [self.word()]
+        while self.peek() == ",":
+            self.next()
+            out.append(self.word())
+        self.expect(close)
+        return out
+
+    def numbers(self):
+        """Comma-separated floats up to ';' (consumed)."""
+        out = []
+        while True:
+            tok = self.word()
+            try:
+                out.append(float(tok))
+            except ValueError:
+                self.pos -= 1
+                raise self.error(f"expected a probability, found {tok!r}") from None
+            tok = self.next()
+            if tok == ";":
+                return out
+            if tok != ",":
+                self.pos -= 1
+                raise self.error(f"expected ',' or ';', found {tok!r}")
+
+
+def parse_bif(text: str, source: str = "<bif>") -> Network:
+    """Parse BIF text (see module docstring) into a Network; DataError names the line."""
+    ps = _Parser(_tokenize(text, source), source)
+    states: dict[str, list[str]] = {}
+    var_line: dict[str, int] = {}
+    probs: dict[str, tuple] = {}  # child -> (parent names, {key: row}, default, line)
+    while ps.peek() is not None:
+        kw = ps.word()
+        if kw == "network":
+            ps.word()
+            ps.skip_block()
+        elif kw == "variable":
+            line = ps.line()
+            name = ps.word()
+            if name in states:
+                raise ps.error(f"variable {name!r} declared twice")
+            ps.expect("{")
+            sts = None
+            while ps.peek() != "}":
+                sub_line = ps.line()
+                sub = ps.word()
+                if sub == "type":
+                    if ps.word() != "discrete":
+                        raise ps.error(f"variable {name!r}: only discrete variables are supported")
+                    ps.expect("[")
+                    count = ps.word()
+                    ps.expect("]")
+                    ps.expect("{")
+                    sts = ps.name_list("}")
+                    ps.expect(";")
+                    if not count.isdigit() or int(count) != len(sts):
+                        raise ps.error(f"variable {name!r}: [ {count} ] but {len(sts)} states",
+                                       sub_line)
+                    if len(set(sts)) != len(sts):
+                        raise ps.error(f"variable {name!r}: duplicate state names", sub_line)
+                else:
+                    ps.skip_statement()
+            ps.expect("}")
+            if sts is None:
+                raise ps.error(f"variable {name!r} has no 'type discrete' line")
+            states[name] = sts
+            var_line[name] = line
+        elif kw == "probability":
+            line = ps.toks[ps.pos - 1][1]
+            ps.expect("(")
+            child = ps.word()
+            parents = []
+            if ps.peek() == "|":
+                ps.next()
+                parents = ps.name_list(")")
+            else:
+                ps.expect(")")
+            if child in probs:
+                raise ps.error(f"second probability block for {child!r}")
+            for v in [child, *parents]:
+                if v not in states:
+                    raise ps.error(f"probability block uses undeclared variable {v!r}")
+            ps.expect("{")
+            rows: dict[tuple, list[float]] = {}
+            default = None
+            while ps.peek() != "}":
+                tok = ps.peek()
+                row_line = ps.line()
+                if tok == "(":
+                    ps.next()
+                    key = tuple(ps.name_list(")"))
+                    if len(key) != len(parents):
+                        raise ps.error(f"{child!r}: row {key} names {len(key)} parent states, "
+                                       f"expected {len(parents)}")
+                    for p, s in zip(parents, key):
+                        if s not in states[p]:
+                            raise ps.error(f"{child!r}: {s!r} is not a state of {p!r}")
+                    if key in rows:
+                        raise ps.error(f"{child!r}: row {key} given twice")
+                    rows[key] = (ps.numbers(), row_line)
+                elif tok == "table":
+                    ps.next()
+                    if parents:
+                        raise ps.error(f"{child!r}: 'table' with parents is not supported; "
+                                       "give one '(states) p1, p2, ...;' row per configuration")
+                    rows[()] = (ps.numbers(), row_line)
+                elif tok == "default":
+                    ps.next()
+                    default = (ps.numbers(), row_line)
+                else:
+                    ps.skip_statement()
+            ps.expect("}")
+            probs[child] = (parents, rows, default, line)
+        else:
+            ps.pos -= 1
+            raise ps.error(f"expected 'network', 'variable' or 'probability', found {kw!r}")
+
+    names = list(states)
+    index = {v: i for i, v in enumerate(names)}
+    parents_out, cpts = [], []
+    for v in names:
+        if v not in probs:
+            raise DataError(f"{source}, line {var_line[v]}: variable {v!r} has no probability block")
+        pnames, rows, default, line = probs[v]
+        r = len(states[v])
+        shape = tuple(len(states[p]) for p in pnames) + (r,)
+        cpt = np.full(shape, np.nan)
+        for key, (row, row_line) in rows.items():
+            idx = tuple(states[p].index(s) for p, s in zip(pnames, key))
+            cpt[idx] = _check_row(row, r, v, key, source, row_line)
+        if default is not None:
+            fill = _check_row(default[0], r, v, "default", source, default[1])
+            missing = np.isnan(cpt[..., 0])
+            cpt[missing] = fill
+        if np.isnan(cpt).any():
+            raise DataError(f"{source}, line {line}: {v!r} lacks rows for some parent configurations")
+        parents_out.append(tuple(index[p] for p in pnames))
+        cpts.append(cpt)
+    return Network(tuple(names), tuple(tuple(states[v]) for v in names),
+                   tuple(parents_out), tuple(cpts))
+
+
+def _check_row(row, r, child, key, source, line) -> np.ndarray:
+    a = np.asarray(row, dtype=np.float64)
+    where = f"{source}, line {line}: {child!r} row {key}"
+    if a.size != r:
+        raise DataError(f"{where} has {a.size} probabilities, expected {r}")
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise DataError(f"{where} has a negative or non-finite probability")
+    total = a.sum()
+    if abs(total - 1.0) > ROW_SUM_TOLERANCE:
+        raise DataError(f"{where} sums to {total:.6g}, not 1")
+    return a / total
+
+
+def read_bif(path_or_name) -> Network:
+    """Read a BIF file (``.bif`` or gzipped ``.bif.gz``) or a bundled network by name.
+
+    >>> read_bif("asia").n
+    8
+    """
+    path = resolve_network_path(path_or_name)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read BIF file ({exc})") from None
+    return parse_bif(text, str(path))
+
+
+def format_bif(network: Network, name: str = "unknown") -> str:
+    """BIF text of a network (the dialect `parse_bif` reads; floats written exactly)."""
+    lines = [f"network {name} {{", "}"]
+    for v, sts in zip(network.names, network.states):
+        lines += [f"variable {v} {{",
+                  f"  type discrete [ {len(sts)} ] {{ {', '.join(sts)} }};", "}"]
+    for i, v in enumerate(network.names):
+        ps = network.parents[i]
+        cpt = network.cpts[i]
+        if not ps:
+            lines += [f"probability ( {v} ) {{",
+                      f"  table {', '.join(repr(float(x)) for x in cpt)};", "}"]
+            continue
+        lines.append(f"probability ( {v} | {', '.join(network.names[p] for p in ps)} ) {{")
+        for idx in np.ndindex(*cpt.shape[:-1]):
+            key = ", ".join(network.states[p][s] for p, s in zip(ps, idx))
+            lines.append(f"  ({key}) {', '.join(repr(float(x)) for x in cpt[idx])};")
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_bif(network: Network, path, name: str = "unknown") -> None:
+    """Write a network as BIF; gzipped if the path ends in ``.gz``."""
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as fh:
+        fh.write(format_bif(network, name))

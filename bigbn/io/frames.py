@@ -1,0 +1,140 @@
+"""pandas and networkx at the edges of the API (both optional imports).
+
+In: a DataFrame becomes the `Table` a CSV file would give (each cell the text the CSV
+would hold), so the same rules pick discrete or continuous columns and the numbers are
+those of writing the frame to CSV and running on the file. Category columns keep their
+declared level order (observed levels only, as in a CSV file, so the arities agree).
+
+Out: `to_frame` / `to_digraph` helpers behind `Result.to_pandas()`, `Result.to_networkx()`
+and the same methods of `Samples`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bigbn.io.data import _MISSING, Dataset, Table, _check_header
+from bigbn.errors import DataError, OptionError
+
+SOURCE = "DataFrame"
+
+
+def require(module: str, what: str):
+    """Import an optional dependency or say which package to install (OptionError)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise OptionError(f"{what} needs {module}: pip install {module}") from None
+
+
+def is_dataframe(obj) -> bool:
+    return type(obj).__module__.split(".")[0] == "pandas" and hasattr(obj, "columns") \
+        and hasattr(obj, "dtypes")
+
+
+def check_complete(cells: np.ndarray, names, where: str) -> None:
+    """Refuse a cell a CSV file would read as missing ("", "?", "NA", "NaN", any case),
+    naming the 0-based row index and the column."""
+    bad = np.isin(cells, list(_MISSING))
+    if bad.any():
+        r, j = map(int, np.argwhere(bad)[0])
+        raise DataError(f"{where}, row index {r}, column '{names[j]}': missing value '{cells[r, j]}' "
+                        "(bigbn needs complete data)")
+
+
+def _cell_text(col) -> np.ndarray:
+    import pandas as pd
+
+    if pd.api.types.is_float_dtype(col.dtype):  # shortest round-trip text, as a CSV writer
+        native = getattr(col.dtype, "numpy_dtype", col.dtype)  # float32 stays float32
+        return col.to_numpy(dtype=native).astype(str)
+    return np.array([str(v) for v in col.tolist()], dtype=str)
+
+
+def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
+    """The Table a CSV file of ``df`` would give, and the declared level order (as text) of
+    every category column. Missing values are refused like empty CSV cells."""
+    import pandas as pd
+
+    names = _check_header(SOURCE, [str(c) for c in df.columns])
+    if len(df) < 1 or len(names) < 2:
+        raise DataError(f"{SOURCE}: need at least one row and two columns, got shape {df.shape}")
+    na = df.isna().to_numpy()
+    if na.any():
+        r, j = map(int, np.argwhere(na)[0])
+        raise DataError(f"{SOURCE}, row {df.index[r]!r}, column '{names[j]}': missing value "
+                        "(bigbn needs complete data)")
+    cells = np.empty((len(df), len(names)), dtype=object)
+    categories = {}
+    for j, c in enumerate(df.columns):
+        col = df.iloc[:, j]
+        if pd.api.types.is_complex_dtype(col.dtype) or (
+                col.dtype == object and any(isinstance(v, (complex, np.complexfloating)) for v in col.tolist())):
+            raise DataError(f"{SOURCE}, column '{names[j]}': complex numbers are not data bigbn can score")
+        cells[:, j] = _cell_text(col)
+        if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text
+            categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))
+    cells = np.char.strip(cells.astype(str))
+    check_complete(cells, names, SOURCE)
+    return Table.from_cells(SOURCE, names, cells), categories
+
+
+def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:
+    """Recode the category columns of a discrete dataset so that their levels follow the
+    declared category order (observed levels only); other columns are unchanged."""
+    if not categories or ds.kind != "discrete":
+        return ds
+    data = ds.data.copy()
+    levels = list(ds.levels)
+    for j, order in categories.items():
+        observed = set(ds.levels[j])
+        new = [lv for lv in order if lv in observed]
+        code = {lv: i for i, lv in enumerate(new)}
+        remap = np.array([code[lv] for lv in ds.levels[j]], dtype=data.dtype)
+        data[:, j] = remap[ds.data[:, j]]
+        levels[j] = tuple(new)
+    return Dataset(names=ds.names, data=np.ascontiguousarray(data), arities=ds.arities,
+                   levels=tuple(levels), kind=ds.kind, path=ds.path)
+
+
+def to_frame(columns: dict):
+    pd = require("pandas", "to_pandas()")
+    return pd.DataFrame(columns)
+
+
+def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
+    """A networkx DiGraph with every node and an arc u → v carrying ``attr`` = P[u, v] for
+    every pair (or only those with P[u, v] ≥ threshold)."""
+    nx = require("networkx", "to_networkx()")
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    n = len(names)
+    for u in range(n):
+        for v in range(n):
+            if u != v and (threshold is None or P[u, v] >= threshold):
+                g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
+    return g
+
+
+def arcs(names, parents) -> list[tuple[str, str]]:
+    """The arcs (parent name, child name) of a DAG given as parent masks (bit u of
+    parents[v] ⟺ u → v), by child then parent in data order."""
+    out = []
+    for v in range(len(names)):
+        p = int(parents[v])
+        while p:  # the set bits only, lowest first
+            low = p & -p
+            out.append((names[low.bit_length() - 1], names[v]))
+            p ^= low
+    return out
+
+
+def arcs_digraph(names, arc_list, what: str):
+    """A networkx DiGraph with every variable as a node and the given arcs."""
+    nx = require("networkx", what)
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    g.add_edges_from(arc_list)
+    return g

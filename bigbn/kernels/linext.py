@@ -1,0 +1,207 @@
+"""Number of linear extensions (topological orders) of a DAG.
+
+Under the order-modular prior a DAG G is weighted by #LE(G), the number of linear orders
+it is consistent with; reweighting samples by 1/#LE(G) gives the DAG-modular
+("uniform over DAGs") prior (Friedman & Koller 2003; Ellis & Wong 2008).
+
+Counting is #P-complete in general, but the DAGs of a posterior are sparse. The count is
+a memoised recursion over node sets S of the induced subgraph:
+
+- a set of one node has one order;
+- a set whose induced subgraph is not weakly connected splits into its components C_j:
+  #LE(S) = |S|! / Π |C_j|! · Π #LE(C_j)  (the components' orders interleave freely);
+- a connected set: the last node of an order is a sink of S (no child in S), so
+  #LE(S) = Σ_{sinks x} #LE(S − x); when S has a single source, it is first in every
+  order and is removed instead (no branching).
+
+Branching on sinks keeps most memoised sets down-sets of the DAG's components. Choosing
+per set whichever of sources and sinks is fewer visits sets of both kinds: on posterior
+samples at n = 24 it made 4× more sets and took 4× longer. The single-source rule keeps
+out-stars cheap (a root with 29 children: one removal, then 29 singletons), where
+branching on sinks alone would visit 2^29 sets.
+
+Splitting again after every removal keeps trees, forests and sparse DAGs polynomial in
+practice; dense DAGs with wide antichains are exponential, so a DAG that needs more than
+MAX_SETS memoised sets is refused (NaN from the kernel, an error here) rather than
+exhausting memory. The memo is an open-addressing hash table in two numpy arrays (keys,
+values; linear probing), one per DAG, 2^14 slots at first and doubled, the count redone,
+whenever it fills to half: a numba typed Dict cost ≈ 20 % more CPU on the distinct DAGs of
+10 000 samples at n = 24, and the same recursion in the same order gives bit-identical
+counts. Counts are float64: exact integers up to 2^53 (n ≤ 18 always),
+relative error ≈ 1e-15 beyond (30! ≈ 2.7e32 still fits), which is all a log-weight needs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
+from bigbn.kernels.bits import popcount as _popcount
+from bigbn.errors import EngineError, OptionError
+
+_KW = dict(cache=True, nogil=True)
+MAX_SETS = 1 << 23
+
+
+@njit(**_KW)
+def _component(S, adj, start):
+    """The weakly connected component of node ``start`` within the node set S (a mask)."""
+    comp = np.int64(1) << start
+    frontier = comp
+    while frontier:
+        grow = np.int64(0)
+        f = frontier
+        while f:
+            low = f & -f
+            j = _popcount(low - 1)
+            grow |= adj[j]
+            f ^= low
+        grow &= S & ~comp
+        comp |= grow
+        frontier = grow
+    return comp
+
+
+@njit(**_KW)
+def _binomial(a, b):
+    """C(a, b) as a float64 (exact while it is below 2^53)."""
+    r = 1.0
+    for j in range(1, b + 1):
+        r = r * (a - b + j) / j
+    return r
+
+
+@njit(**_KW)
+def _slot(keys, S):
+    """The slot of node set S in the open-addressing table ``keys`` (linear probing; a
+    power-of-two size; 0 marks an empty slot, and no memoised set is empty): S's own slot
+    if S is there, else the empty slot where it would go."""
+    mask = keys.shape[0] - 1
+    h = S * np.int64(-7046029254386353131)  # Fibonacci hashing (wraps mod 2^64)
+    i = (h ^ (h >> 29)) & mask
+    while keys[i] != 0 and keys[i] != S:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(**_KW)
+def _count(S, parents, children, adj, keys, vals, state, max_sets):
+    """#LE of the induced subgraph on S, memoised in (keys, vals). state[0] counts the
+    memoised sets; state[1] = 1 once the table is half full: then every call returns NaN
+    at once and the caller starts again with a table twice the size."""
+    if S & (S - 1) == 0:
+        return 1.0
+    if state[1]:
+        return np.nan
+    i = _slot(keys, S)
+    if keys[i] == S:
+        return vals[i]
+    if state[0] >= max_sets:
+        return np.nan
+    if 2 * (state[0] + 1) > keys.shape[0]:
+        state[1] = 1
+        return np.nan
+    low = S & -S
+    comp = _component(S, adj, _popcount(low - 1))
+    if comp != S:
+        res = 1.0
+        rest = S
+        placed = 0
+        while rest:
+            lo = rest & -rest
+            cmp_ = _component(S, adj, _popcount(lo - 1))
+            size = _popcount(cmp_)
+            placed += size
+            res *= _count(cmp_, parents, children, adj, keys, vals, state, max_sets) * _binomial(placed, size)
+            rest &= ~cmp_
+    else:
+        sinks = np.int64(0)
+        sources = np.int64(0)
+        f = S
+        while f:
+            lo = f & -f
+            j = _popcount(lo - 1)
+            if children[j] & S == 0:
+                sinks |= lo
+            if parents[j] & S == 0:
+                sources |= lo
+            f ^= lo
+        # A unique source (sink) must come first (last): no branching. Else branch on sinks.
+        cand = sources if _popcount(sources) == 1 and _popcount(sinks) > 1 else sinks
+        res = 0.0
+        while cand:
+            lo = cand & -cand
+            res += _count(S & ~lo, parents, children, adj, keys, vals, state, max_sets)
+            cand ^= lo
+    if state[1]:
+        return np.nan
+    i = _slot(keys, S)  # the recursion may have filled S's slot of before
+    keys[i] = S
+    vals[i] = res
+    state[0] += 1
+    return res
+
+
+#: slots of a DAG's first table (256 KiB); a table that fills to half is doubled and the count redone
+FIRST_SLOTS = 1 << 14
+
+
+@njit(**_KW)
+def _count_one(parents, max_sets):
+    n = parents.shape[0]
+    children = np.zeros(n, dtype=np.int64)
+    for v in range(n):
+        p = parents[v]
+        while p:
+            lo = p & -p
+            children[_popcount(lo - 1)] |= np.int64(1) << v
+            p ^= lo
+    adj = parents | children
+    full = (np.int64(1) << n) - 1
+    slots = FIRST_SLOTS
+    while True:
+        keys = np.zeros(slots, dtype=np.int64)
+        vals = np.empty(slots)
+        state = np.zeros(2, dtype=np.int64)
+        res = _count(full, parents, children, adj, keys, vals, state, max_sets)
+        if not state[1]:
+            return res
+        slots *= 2
+
+
+@njit(parallel=True, **_KW)
+def _count_many(parents, max_sets, out):
+    for d in prange(parents.shape[0]):
+        out[d] = _count_one(parents[d], max_sets)
+
+
+def count_linear_extensions(parents, max_sets: int = MAX_SETS) -> np.ndarray:
+    """#LE of each DAG. parents: int64 (D, n) or (n,), bit u of parents[.., v] set ⟺ u → v.
+
+    Returns float64 (D,) (or a float for one DAG); 0 if a row has a directed cycle.
+    max_sets: the most memoised node sets one DAG may need (memory ≈ 40 bytes each);
+    EngineError beyond.
+    """
+    pm = np.ascontiguousarray(parents, dtype=np.int64)
+    one = pm.ndim == 1
+    pm = pm.reshape(-1, pm.shape[-1])
+    if pm.shape[1] > 62:
+        raise OptionError(f"linear extensions of a DAG on {pm.shape[1]} nodes: at most 62")
+    out = np.empty(pm.shape[0])
+    _count_many(pm, int(max_sets), out)
+    loops = np.any((pm >> np.arange(pm.shape[1])) & 1, axis=1)  # u → u is a cycle too
+    out[loops] = 0.0
+    if np.isnan(out).any():
+        d = int(np.flatnonzero(np.isnan(out))[0])
+        raise EngineError(f"counting the linear extensions of DAG {d} needs more than {max_sets} "
+                          "memoised node sets (a dense DAG with wide antichains)")
+    return float(out[0]) if one else out
+
+
+def log_linear_extensions(parents, max_sets: int = MAX_SETS) -> np.ndarray:
+    """log #LE of each DAG (see count_linear_extensions); -inf for a cyclic graph."""
+    c = np.atleast_1d(count_linear_extensions(parents, max_sets))
+    with np.errstate(divide="ignore"):
+        return np.log(c)
+

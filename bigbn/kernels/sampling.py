@@ -1,0 +1,341 @@
+"""Numba kernels of the exact DAG sampler (`bigbn.sample`); pure arithmetic, no I/O.
+
+A sample is drawn backwards from S = V (He, Tian & Wu 2016; Friedman & Koller 2003 for the
+parents given the order): the last node i of S is drawn with probability
+α_i(S−i) L(S−i) / L(S), its parent set G ⊆ S−i with probability β_i(G) / α_i(S−i), and
+S ← S − i, until S = ∅. This draws (order, DAG) from the exact joint posterior of the
+order-modular model, so the DAGs are i.i.d. from p(G | x).
+
+Out of core: a step only moves to a smaller subset, so all samples advance together in one
+descending sweep over the chunks of L. A sample in chunk H at offset o chooses among the
+nodes of S in ascending node order with one uniform u: the low nodes i < c (S − i is in the
+same chunk, read now) and then the high nodes c + b, b ∈ H (S − (c+b) is at the same offset
+of chunk H − 2^b, a later chunk of the sweep). If u falls beyond the low nodes, the sample
+waits ("pending") with u and its running cumulative sum, and each candidate chunk H − 2^b
+adds its term when the sweep reaches it (in ascending b, which is descending chunk id:
+the sweep order). The arithmetic is the same sequence of additions whatever the chunk
+bits, so a seed gives the same samples for every lattice (up to decisions within a few
+ulps of a boundary, where tables of different lattices differ in their last bits).
+
+A u at or beyond the computed total (possible only by rounding: the exact total is 1) is
+rejected and the sample is drawn again from S = V with the next attempt's random numbers.
+
+Random numbers are a counter-based hash (splitmix64) of (seed, sample, attempt, step,
+purpose), so they do not depend on the processing order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+NEG_INF = -np.inf
+ACTIVE, PENDING, DONE, REJECTED = 0, 1, 2, 3
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
+from bigbn.kernels.bits import lowest_bit as _lowest_bit
+
+_KW = dict(cache=True, nogil=True)
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(**_KW)
+def _mix(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(**_KW)
+def uniform(seed, t, attempt, step, kind):
+    """A uniform double in [0, 1) determined by (seed, t, attempt, step, kind) only."""
+    z = _mix(np.uint64(seed) + _GOLDEN)
+    z = _mix(z ^ (np.uint64(t) * _GOLDEN))
+    z = _mix(z ^ ((np.uint64(attempt) << np.uint64(16)) | (np.uint64(step) << np.uint64(2))
+                  | np.uint64(kind)))
+    return np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(**_KW)
+def uniforms(seed, first, attempt, step, kind):
+    """``uniform(seed, first + t, attempt[t], step, kind)`` for every sample t: float64 (T,)."""
+    out = np.empty(attempt.size)
+    for t in range(attempt.size):
+        out[t] = uniform(seed, first + t, attempt[t], step, kind)
+    return out
+
+
+@njit(**_KW)
+def _place(t, node, cur, step, nodes, preds):
+    j = step[t]
+    nodes[t, j] = node
+    cur[t] = cur[t] & ~(np.int64(1) << node)
+    preds[t, j] = cur[t]
+    step[t] = j + 1
+
+
+@njit(**_KW)
+def walk_chunk(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
+               pu, pcum, plog, pbit, nodes, preds):
+    """Advance every ACTIVE sample of chunk H as far as chunk H allows.
+
+    L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
+    for the low nodes i < c (as the forward recursion reads it); first: the global index
+    of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
+    ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != ACTIVE or key[t] != H:
+            continue
+        while True:
+            S = cur[t]
+            if S == 0:
+                status[t] = DONE
+                key[t] = -1
+                break
+            o = S & lowmask
+            logL = L[o]
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
+            cum = 0.0
+            chosen = -1
+            rest = o
+            while rest:
+                i = _lowest_bit(rest)
+                rest &= rest - 1
+                pp = o - (np.int64(1) << i)
+                w = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)] + L[pp]
+                if w > NEG_INF:
+                    cum += math.exp(w - logL)
+                    if u < cum:
+                        chosen = i
+                        break
+            if chosen >= 0:
+                _place(t, chosen, cur, step, nodes, preds)
+                continue
+            if H == 0:
+                status[t] = REJECTED  # u beyond the total by rounding
+                key[t] = -1
+                break
+            b = _lowest_bit(H)
+            status[t] = PENDING
+            pu[t] = u
+            pcum[t] = cum
+            plog[t] = logL
+            pbit[t] = b
+            key[t] = H - (np.int64(1) << b)
+            break
+
+
+@njit(**_KW)
+def advance_pending(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
+                    nodes, preds):
+    """Offer high node c + b to every PENDING sample waiting for chunk H = (its chunk) − 2^b.
+
+    L: forward chunk H; alpha_span: float64 (2^c,) α_{c+b} on the squeezed chunk pair of
+    chunk H (offset o of the span is S − (c+b) at offset o). A sample takes node c + b if its
+    u falls in this term; otherwise it waits for its next high bit, or is REJECTED when
+    there is none (u beyond the total by rounding).
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != PENDING or key[t] != H or pbit[t] != b:
+            continue
+        o = cur[t] & lowmask
+        w = alpha_span[o] + L[o]
+        if w > NEG_INF:
+            pcum[t] += math.exp(w - plog[t])
+            if pu[t] < pcum[t]:
+                _place(t, c + b, cur, step, nodes, preds)
+                status[t] = ACTIVE
+                key[t] = H
+                continue
+        hi = cur[t] >> c
+        above = hi & ~((np.int64(2) << b) - 1)
+        if above == 0:
+            status[t] = REJECTED
+            key[t] = -1
+        else:
+            nb = _lowest_bit(above)
+            pbit[t] = nb
+            key[t] = hi - (np.int64(1) << nb)
+
+
+@njit(**_KW)
+def draw_parents(beta, fam, nodes, preds, seed, first, attempt, parents):
+    """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / Σ_{G' ⊆ S−i} β_i(G').
+
+    beta: (n, F) log scores, fam: (F,) squeezed family masks in ascending order (so the
+    families within the lowest b bits are a prefix); nodes/preds: (T, n) the node placed
+    at each step and the set before it (its possible parents, a full mask); first: the
+    global index of row 0 (sample first + t's random numbers). Serial: callers split the
+    rows over threads (it releases the GIL).
+    parents: int64 (T, n) output, full parent masks. A u beyond the total by rounding takes
+    the last family of positive weight.
+
+    The weights exp(β_i(G) − max_G β_i(G)) are computed once per node, so a draw is two
+    passes of additions over the families within U's bits; where every family ⊆ U is
+    below the node's best by more than 640 nats (the sum would lose precision to
+    subnormals), that draw rescales by the best family ⊆ U instead.
+    """
+    T, n = nodes.shape
+    F = fam.shape[0]
+    w = np.zeros((n, F))
+    for i in range(n):
+        gm = NEG_INF
+        for f in range(F):
+            if beta[i, f] > gm:
+                gm = beta[i, f]
+        if gm > NEG_INF:
+            for f in range(F):
+                if beta[i, f] > NEG_INF:
+                    w[i, f] = math.exp(beta[i, f] - gm)
+    lim = np.empty(64, dtype=np.int64)  # lim[b]: how many families lie within the lowest b bits
+    c = 0
+    for b in range(64):
+        while c < F and (b == 63 or fam[c] < (np.int64(1) << b)):
+            c += 1
+        lim[b] = c
+    for t in range(T):
+        for j in range(n):
+            i = nodes[t, j]
+            P = preds[t, j]
+            U = (P & ((np.int64(1) << i) - 1)) | ((P >> (i + 1)) << i)
+            hb = 0
+            x = U
+            while x:
+                hb += 1
+                x >>= 1
+            end = lim[hb]
+            tot = 0.0
+            for f in range(end):
+                if fam[f] & ~U == 0:
+                    tot += w[i, f]
+            u = uniform(seed, first + t, attempt[t], j, 1)
+            pick = -1
+            if tot > 1e-278:
+                u *= tot
+                cum = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and w[i, f] > 0.0:
+                        pick = f
+                        cum += w[i, f]
+                        if u < cum:
+                            break
+            else:  # every family ⊆ U far below the node's best: rescale by the best of them
+                mx = NEG_INF
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > mx:
+                        mx = beta[i, f]
+                tot = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                        tot += math.exp(beta[i, f] - mx)
+                u *= tot
+                cum = 0.0
+                for f in range(end):
+                    if fam[f] & ~U == 0 and beta[i, f] > NEG_INF:
+                        pick = f
+                        cum += math.exp(beta[i, f] - mx)
+                        if u < cum:
+                            break
+            g = fam[pick]
+            parents[t, i] = (g & ((np.int64(1) << i) - 1)) | ((g >> i) << (i + 1))
+
+
+#: Bits per word of a parent set of more than 63 variables (`as_words`): the sign bit of
+#: an int64 is never used, so a parent set of ≤ 63 variables is one word, its plain mask.
+WORD_BITS = 63
+
+
+def n_words(n: int) -> int:
+    """Words per parent set of n variables."""
+    return max(1, -(-n // WORD_BITS))
+
+
+def as_words(masks: np.ndarray) -> np.ndarray:
+    """Parent sets as words, int64 (T, n, W): a (T, n) array of masks is (T, n, 1)."""
+    return masks[..., None] if masks.ndim == 2 else masks
+
+
+def _like(masks: np.ndarray, words: np.ndarray) -> np.ndarray:
+    return words[..., 0] if masks.ndim == 2 else words
+
+
+def ancestors(parents, nodes):
+    """Ancestor masks: out[t, v] holds u ⟺ u ⇝ v (a directed path) in sample t; parents
+    as (T, n) masks or (T, n, W) words (bit u % 63 of word u // 63), and out alike.
+
+    nodes[t, j] is the node placed at step j (the last one of the remaining set), so
+    reversed steps are a topological order."""
+    return _like(parents, _ancestors(as_words(parents), nodes))
+
+
+@njit(**_KW)
+def _ancestors(parents, nodes):
+    T, n, W = parents.shape
+    out = np.zeros((T, n, W), dtype=np.int64)
+    for t in range(T):
+        for j in range(n - 1, -1, -1):
+            v = nodes[t, j]
+            for w in range(W):
+                p = parents[t, v, w]
+                while p:
+                    b = _lowest_bit(p)
+                    p &= p - 1
+                    u = w * WORD_BITS + b
+                    for x in range(W):
+                        out[t, v, x] |= out[t, u, x]
+                    out[t, v, w] |= np.int64(1) << b
+    return out
+
+
+def markov_blankets(parents):
+    """out[t, v] holds u ⟺ u is a parent, a child or a co-parent of a child of v; parents
+    and out as for `ancestors`."""
+    return _like(parents, _markov_blankets(as_words(parents)))
+
+
+@njit(**_KW)
+def _markov_blankets(parents):
+    T, n, W = parents.shape
+    out = np.zeros((T, n, W), dtype=np.int64)
+    for t in range(T):
+        for v in range(n):
+            for x in range(W):
+                out[t, v, x] = parents[t, v, x]
+            for w in range(n):
+                if parents[t, w, v // WORD_BITS] >> (v % WORD_BITS) & 1:
+                    out[t, v, w // WORD_BITS] |= np.int64(1) << (w % WORD_BITS)
+                    for x in range(W):
+                        out[t, v, x] |= parents[t, w, x]
+            out[t, v, v // WORD_BITS] &= ~(np.int64(1) << (v % WORD_BITS))
+    return out
+
+
+def weighted_bit_sums(masks, w):
+    """S1[u, v] = Σ_t w_t [u ∈ masks[t, v]], S2 likewise with w_t²; masks as for
+    `ancestors`."""
+    return _weighted_bit_sums(as_words(masks), w)
+
+
+@njit(**_KW)
+def _weighted_bit_sums(masks, w):
+    T, n, W = masks.shape
+    s1 = np.zeros((n, n))
+    s2 = np.zeros((n, n))
+    for t in range(T):
+        wt = w[t]
+        for v in range(n):
+            for x in range(W):
+                m = masks[t, v, x]
+                while m:
+                    u = x * WORD_BITS + _lowest_bit(m)
+                    m &= m - 1
+                    s1[u, v] += wt
+                    s2[u, v] += wt * wt
+    return s1, s2

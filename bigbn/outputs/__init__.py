@@ -1,0 +1,1 @@
+"""What a finished run gives: results, parent sets, samples, causal effects, figures."""

@@ -1,0 +1,624 @@
+"""Causal effects averaged over structures: Bayesian IDA with exact parent-set posteriors.
+
+The effect of an intervention on x on another variable y, in a DAG G without hidden
+confounders, is identified by back-door adjustment for the parents of x (IDA: Maathuis,
+Kalisch and Bühlmann 2009). Under structure uncertainty it is averaged over the posterior
+of Pa(x) (Bayesian IDA: Pensar, Talvitie, Hyttinen and Koivisto, AAAI 2020); bigbn has
+that posterior exactly for every node (`bigbn.outputs.parentsets`, Koivisto 2006 section 3):
+
+    p(effect of x on y | data) = Σ_Z p(Pa(x) = Z | data) p(effect | Pa(x) = Z, data)
+
+with the effect zero when y ∈ Z (y is then a cause of x, not an effect).
+
+Continuous data (BGe). Given Z, the effect is the coefficient of x in the regression of
+y on X = (x, Z). Under the normal-Wishart model of the BGe score (`bigbn.scores.bge`) the
+posterior covariance is Σ ~ IW(R, α_w + m) with R the posterior scatter matrix. Its block
+on A = X ∪ {y} is IW(R_AA, d) with d = α_w + m − n + |A| (the BGe score's own
+marginalisation), and then Σ_y·X ~ IW₁(R_y·X, d) and
+(Σ_XX⁻¹ Σ_Xy) | Σ_y·X ~ N(R_XX⁻¹ R_Xy, Σ_y·X R_XX⁻¹) (the Schur complement keeps the
+degrees of freedom). So the coefficient of x is a Student t with d = α_w + m − n + |Z| + 2
+degrees of freedom, location (R_XX⁻¹ R_Xy)_x and squared scale R_y·X (R_XX⁻¹)_xx / d. The effect's posterior
+is the mixture of these t's and an atom at 0 of mass p_zero = p(y ∈ Pa(x) | data). Its
+mean and p_zero sum over every parent set of nonzero posterior; the equal-tailed credible
+interval solves F(t) = (1 ∓ level)/2 for the mixture's CDF F by Brent's method, with the
+parent sets of smallest posterior left out of F while their total stays below TAIL = 1e−14
+(so the endpoints solve the equations to |ΔF| ≤ 1e−14).
+
+Discrete data (BDeu, K2). For each level a of x and b of y,
+
+    p(y = b | do(x = a)) = Σ_Z p(Z | data) Σ_z p̂(y = b | x = a, Z = z) p̂(Z = z)
+
+with the posterior-mean tables of the score's Dirichlet model: BDeu(ess) puts
+ess/(r_y r_x q_Z) on each cell of y's table given (x, Z) and ess/q_Z on each cell of the
+joint of Z; K2 puts 1 on every cell. When y ∈ Z the intervention leaves y at its
+posterior-mean marginal p̂(y). The sum over Z leaves out the least probable parent sets
+while their total stays below TAIL (so each probability is within 1e−14 of the full sum,
+at a fraction of the work: most of the C(n−1, ≤k) sets have posteriors far below that).
+
+What this assumes: no hidden common causes (causal sufficiency), the run's structure
+prior and maximum in-degree, and for BGe linear effects with Gaussian noise.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from bigbn import options as opt
+from bigbn.inputs import load_dataset
+from bigbn.kernels.bits import popcounts
+from bigbn.io.data import csv_records
+from bigbn.errors import DataError, OptionError
+from bigbn.kernels.families import unsqueeze
+from bigbn.io.frames import SOURCE
+from bigbn.outputs.tasks import PartSpec, run_parts
+from bigbn.outputs.parentsets import parent_set_posteriors
+from bigbn.engine.progress import reporter
+from bigbn.outputs.result import Result, run_workdir
+from bigbn.store.rundir import finished_run
+from bigbn.scores.base import BUILTIN, check_options
+
+__all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", "discrete_effects",
+           "mixture_quantile"]
+
+#: the least probable parent sets of a cause, while their posteriors add up to less than
+#: this, are left out of the credible interval's CDF and of the discrete tables
+TAIL = 1e-14
+#: the version of what an effects task's part holds
+EFFECTS_FORMAT = 1
+
+
+def _tail(w: np.ndarray) -> np.ndarray:
+    """Mask of the weights kept: all but the smallest ones whose sum stays below TAIL."""
+    order = np.argsort(w, kind="stable")
+    cut = np.searchsorted(np.cumsum(w[order]), TAIL, side="right")
+    kept = np.zeros(w.size, dtype=bool)
+    kept[order[cut:]] = True
+    return kept
+
+
+@dataclass
+class Effects:
+    """Posterior causal effects of a finished run.
+
+    names: the variable names; kind: "continuous" (BGe) or "discrete"; pairs: the
+    (cause, effect) index pairs, in order; level: the credible level of the intervals.
+
+    Continuous: ``mean``, ``p_zero``, ``lower``, ``upper``: float64 arrays with one value
+    per pair (the posterior mean of the linear effect, the probability that it is exactly 0,
+    and the equal-tailed credible interval).
+
+    Discrete: ``table[i]`` is float64 (r_cause, r_effect) with p(effect = b | do(cause = a))
+    for pair i, ``p_zero[i]`` the probability that the effect is a parent of the cause;
+    ``levels`` the level labels of each variable.
+    """
+
+    names: tuple[str, ...]
+    kind: str
+    pairs: list[tuple[int, int]]
+    level: float
+    p_zero: np.ndarray
+    mean: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    table: list[np.ndarray] | None = field(default=None, repr=False)
+    levels: tuple[tuple[str, ...], ...] | None = field(default=None, repr=False)
+
+    @property
+    def header(self) -> list[str]:
+        if self.kind == "continuous":
+            return ["cause", "effect", "mean", "p_zero", "lower", "upper"]
+        return ["cause", "cause_level", "effect", "effect_level", "probability", "p_zero"]
+
+    def rows(self) -> list[list]:
+        """The rows of effects.csv (values as Python floats and strings)."""
+        out = []
+        for i, (x, y) in enumerate(self.pairs):
+            if self.kind == "continuous":
+                out.append([self.names[x], self.names[y], float(self.mean[i]), float(self.p_zero[i]),
+                            float(self.lower[i]), float(self.upper[i])])
+            else:
+                tab = self.table[i]
+                for a in range(tab.shape[0]):
+                    for b in range(tab.shape[1]):
+                        out.append([self.names[x], self.levels[x][a], self.names[y], self.levels[y][b],
+                                    float(tab[a, b]), float(self.p_zero[i])])
+        return out
+
+    def to_csv(self, path) -> None:
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.header)
+            for r in self.rows():
+                w.writerow([f"{v:.17g}" if isinstance(v, float) else v for v in r])
+
+    def to_pandas(self):
+        """A DataFrame with the columns of effects.csv (pandas is optional)."""
+        from bigbn.io import frames
+
+        rows = self.rows()
+        return frames.to_frame({h: [r[j] for r in rows] for j, h in enumerate(self.header)})
+
+
+# ------------------------------------------------------------------------- continuous
+
+def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray):
+    """Per parent set Z of x (full n-bit masks, int64 (P,)) and effect y: the Student t of
+    the coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
+    scale float64 (P, n), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z| where
+    d0 = α_w + m − n + 2."""
+    n = R.shape[0]
+    P = parent_sets.size
+    loc = np.full((P, n), np.nan)
+    scale = np.full((P, n), np.nan)
+    sizes = popcounts(parent_sets)
+    df = d0 + sizes.astype(np.float64)
+    bits = np.arange(n, dtype=np.int64)
+    for s in np.unique(sizes):
+        sel = np.flatnonzero(sizes == s)
+        members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
+        Z = np.nonzero(members)[1].reshape(sel.size, s)
+        X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
+        A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
+        rhs = R[X]  # (S, q, n): R_Xy for every y
+        B = np.linalg.solve(A, rhs)  # R_XX⁻¹ R_Xy
+        resid = np.diag(R)[None, :] - np.einsum("sqy,sqy->sy", rhs, B)  # R_y·X
+        e0 = np.zeros((sel.size, s + 1, 1))
+        e0[:, 0, 0] = 1.0
+        c = np.linalg.solve(A, e0)[:, 0, 0]  # (R_XX⁻¹)_xx
+        loc[sel] = B[:, 0, :]
+        scale[sel] = np.sqrt(np.maximum(resid, 0.0) * c[:, None] / (d0 + s))
+        inside = members.copy()
+        inside[:, x] = True
+        loc[sel] = np.where(inside, np.nan, loc[sel])
+        scale[sel] = np.where(inside, np.nan, scale[sel])
+    return loc, scale, df
+
+
+def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.ndarray,
+                     df: np.ndarray, atom: float) -> float:
+    """inf{t : F(t) ≥ p} for F = atom·[t ≥ 0] + Σ_j weights_j T_{df_j}((t − loc_j)/scale_j).
+
+    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p)."""
+    from scipy.optimize import brentq
+    from scipy.special import stdtr, stdtrit
+
+    if weights.size == 0:
+        return 0.0
+
+    def F(t: float) -> float:  # without the atom
+        return float(np.dot(weights, stdtr(df, (t - loc) / scale)))
+
+    below = F(0.0)  # F(0−); F(0) = below + atom
+    if below < p <= below + atom:
+        return 0.0
+    q = stdtrit(df, p)
+    lo = min(float(np.min(loc + scale * q)), 0.0)
+    hi = max(float(np.max(loc + scale * q)), 0.0)
+    span = max(hi - lo, float(np.max(scale)), 1e-300)
+    if p <= below:  # the root is below 0, where F has no atom
+        lo, hi, shift = lo - 1e-3 * span, 0.0, 0.0
+    else:
+        lo, hi, shift = 0.0, hi + 1e-3 * span, atom
+    g = (lambda t: F(t) + shift - p)
+    if g(hi) < 0:  # only the left-out tail can cause this
+        return hi
+    if g(lo) >= 0:
+        return lo
+    return brentq(g, lo, hi, xtol=1e-15 * span, rtol=4 * np.finfo(float).eps, maxiter=500)
+
+
+def table_parent_sets(ps: np.ndarray, families: np.ndarray):
+    """``parent_sets(x)`` of a run without tiers, from its parent-set posteriors ps (n, F)
+    over the squeezed family masks ``families``: (the posteriors of x's parent sets of
+    nonzero posterior, those sets as full n-bit int64 masks)."""
+    def parent_sets(x: int):
+        keep = np.flatnonzero(ps[x] > 0)
+        return ps[x, keep], np.array([unsqueeze(int(f), x) for f in families[keep]], dtype=np.int64)
+    return parent_sets
+
+
+def tiered_parent_sets(tiered, n: int):
+    """``parent_sets(x)`` of a run with tiers (a `tiers.TieredFamilies`); the masks are
+    Python ints (an object array) when n > 62 variables do not fit an int64."""
+    def parent_sets(x: int):
+        rows = tiered.ranked(x)
+        masks = [sum(1 << u for u in ps) for ps, _ in rows]
+        return (np.array([p for _, p in rows], dtype=np.float64),
+                np.array(masks, dtype=np.int64 if n <= 62 else object))
+    return parent_sets
+
+
+def _by_cause(parent_sets, pairs, progress=None):
+    """Per cause x of ``pairs``: (x, the indices of its pairs, the posteriors of its parent
+    sets of nonzero posterior, those sets as full n-bit masks), from ``parent_sets(x)``
+    (`table_parent_sets`, `tiered_parent_sets`). progress("effects", causes done, causes)
+    as each cause's work is done."""
+    idx: dict[int, list[int]] = {}
+    for i, (x, _) in enumerate(pairs):
+        idx.setdefault(x, []).append(i)
+    for done, (x, ii) in enumerate(idx.items()):
+        yield x, ii, *parent_sets(x)
+        if progress is not None:
+            progress("effects", done + 1, len(idx))
+
+
+def _holds(masks: np.ndarray, y: int) -> np.ndarray:
+    """Which parent sets (full masks) hold y: then the effect of x on y is zero."""
+    return ((masks >> y) & 1 == 1).astype(bool)
+
+
+def continuous_effects(ds, parent_sets, pairs, level: float, *,
+                       alpha_mu: float, alpha_w: float | None, progress=None) -> dict:
+    """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
+    `Effects`, one value per pair. parent_sets, progress: as for `_by_cause`."""
+    from bigbn.scores.bge import _check_params, posterior_scatter
+
+    data = np.asarray(ds.data, dtype=np.float64)
+    m, n = data.shape
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, None, data)
+    _, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+    d0 = alpha_w + m - n + 2
+    P = len(pairs)
+    mean, p_zero = np.empty(P), np.empty(P)
+    lower, upper = np.empty(P), np.empty(P)
+    tails = ((1 - level) / 2, (1 + level) / 2)
+    for x, idx, w, masks in _by_cause(parent_sets, pairs, progress):
+        loc, scale, df = bge_effect_components(R, d0, x, masks)
+        in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
+        for i in idx:
+            y = pairs[i][1]
+            has_y = _holds(masks, y)
+            p_zero[i] = float(np.sum(w[has_y]))
+            mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
+            comp = in_cdf & ~has_y
+            atom = float(np.sum(w[in_cdf & has_y]))
+            lower[i], upper[i] = (mixture_quantile(t, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
+                                  for t in tails)
+    return dict(mean=mean, p_zero=p_zero, lower=lower, upper=upper)
+
+
+# --------------------------------------------------------------------------- discrete
+
+def discrete_effects(ds, parent_sets, pairs, *, k2: bool, ess: float,
+                     progress=None) -> dict:
+    """The Dirichlet scores' effects (module docstring; K2 if ``k2``, else BDeu(ess)): the
+    fields table and p_zero of `Effects`. parent_sets, progress: as for `_by_cause`."""
+    data = np.asarray(ds.data, dtype=np.int64)
+    n = data.shape[1]
+    r = np.asarray(ds.arities, dtype=np.int64)
+    data_t = np.ascontiguousarray(data.T)
+    marginals = {y: _marginal(data[:, y], r[y], k2, ess) for y in {y for _, y in pairs}}
+    tables = [np.zeros((r[x], r[y])) for x, y in pairs]
+    p_zero = np.zeros(len(pairs))
+    for x, idx, w_all, masks in _by_cause(parent_sets, pairs, progress):
+        for i in idx:  # p_zero from every set
+            p_zero[i] = float(np.sum(w_all[_holds(masks, pairs[i][1])]))
+        in_table = _tail(w_all)  # the tables leave out the least probable sets (< TAIL in all)
+        for zmask, w in zip(masks[in_table].tolist(), w_all[in_table].tolist()):
+            Z = [j for j in range(n) if zmask >> j & 1]
+            z, qz = _configurations(data, r, Z)
+            outside = [i for i in idx if not zmask >> pairs[i][1] & 1]
+            for i in idx:
+                if zmask >> pairs[i][1] & 1:  # y is a parent of x: y keeps its marginal
+                    tables[i] += w * marginals[pairs[i][1]][None, :]
+            adjusted = _adjusted(data_t, r, x, [pairs[i][1] for i in outside], z, qz, k2, ess)
+            for i, tab in zip(outside, adjusted):
+                tables[i] += w * tab
+    return dict(table=tables, p_zero=p_zero)
+
+
+def _configurations(data, r, Z: list[int]) -> tuple[np.ndarray, int]:
+    """(an index of each record's configuration of Z, q_Z = the number of configurations,
+    observed or not): the mixed-radix code when q_Z is small, else the rank among the
+    observed configurations. q_Z is a Python int (it may exceed int64)."""
+    m = data.shape[0]
+    qz = math.prod(int(r[j]) for j in Z)
+    if qz <= max(4 * m, 1024):  # the mixed-radix code itself is a small enough index
+        z = np.zeros(m, dtype=np.int64)
+        for j in Z:
+            z = z * r[j] + data[:, j]
+        return z, qz
+    _, inverse = np.unique(data[:, Z], axis=0, return_inverse=True)
+    return inverse.reshape(m).astype(np.int64), qz
+
+
+def _marginal(col: np.ndarray, r: int, k2: bool, ess: float) -> np.ndarray:
+    a = 1.0 if k2 else ess / r
+    counts = np.bincount(col, minlength=r).astype(np.float64)
+    return (counts + a) / (col.size + r * a)
+
+
+def _adjusted(data_t, r, x: int, ys: list[int], z: np.ndarray, qz: int, k2: bool,
+              ess: float) -> list[np.ndarray]:
+    """Σ_z p̂(y = b | x = a, z) p̂(z) for every a, b and every y in ys: float64 (r_x, r_y)
+    each. data_t: int64 (n, m), the data's columns; z: each record's configuration index
+    of Z (`_configurations`), q_Z the number of configurations."""
+    rx = int(r[x])
+    sizes = [rx * int(r[y]) for y in ys]
+    out = np.zeros(sum(sizes))
+    _adjusted_kernel(data_t, r, x, np.asarray(ys, dtype=np.int64), z, int(z.max()) + 1, float(qz),
+                     k2, ess, out)
+    offsets = np.cumsum([0] + sizes)
+    return [out[offsets[t]:offsets[t + 1]].reshape(rx, int(r[y])) for t, y in enumerate(ys)]
+
+
+@numba.njit(cache=True, nogil=True)
+def _adjusted_kernel(data_t, r, x, ys, z, Q, qz, k2, ess, out):
+    """The tables of `_adjusted`, one block after another in ``out`` (zeros on entry).
+
+    Every configuration z of Z counts, observed or not: an unobserved (a, z) has the
+    uniform p̂(y | a, z) = 1/r_y, and Σ_z p̂(z) = 1, so each entry is 1/r_y plus the
+    departures from uniform of the observed (a, z), weighted by p̂(z): O(m) work however
+    large q_Z is. BDeu(ess): ess/(r_y r_x q_Z) on each cell of y's table, ess/q_Z on each
+    cell of Z's joint; K2: 1 on every cell."""
+    m = z.size
+    rx = r[x]
+    xv = data_t[x]
+    n_z = np.zeros(Q)
+    n_az = np.zeros(Q * rx)
+    for t in range(m):
+        n_z[z[t]] += 1.0
+        n_az[z[t] * rx + xv[t]] += 1.0
+    a_z = 1.0 if k2 else ess / qz
+    off = 0
+    for y in ys:
+        ry = r[y]
+        yv = data_t[y]
+        a_y = 1.0 if k2 else ess / (ry * rx * qz)
+        counts = np.zeros(Q * rx * ry)
+        for t in range(m):
+            counts[(z[t] * rx + xv[t]) * ry + yv[t]] += 1.0
+        for zi in range(Q):
+            if n_z[zi] == 0.0:
+                continue
+            pz = (n_z[zi] + a_z) / (m + qz * a_z)
+            for a in range(rx):
+                nax = n_az[zi * rx + a]
+                if nax == 0.0:
+                    continue
+                for b in range(ry):
+                    cond = (counts[(zi * rx + a) * ry + b] + a_y) / (nax + ry * a_y)
+                    out[off + a * ry + b] += pz * (cond - 1.0 / ry)
+        for c in range(rx * ry):
+            out[off + c] += 1.0 / ry
+        off += rx * ry
+
+
+# ------------------------------------------------------------------------------ entry
+
+def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | None = None,
+            score=None, interventions=None, progress=None, scheduler="threads",
+            workers: int | None = None) -> Effects:
+    """Posterior causal effects (Bayesian IDA) from a finished run.
+
+    source: a work directory of a finished `bigbn run` (or `learn(..., workdir=...)`), or
+    the `Result` of `learn`. data: the run's data (a path, DataFrame, array or Dataset; the
+    same as the run's, which is checked by content hash). For a work directory it may be
+    left out: then the file the run read is read again. pairs: (cause, effect) names or
+    indices, or a CSV path with header cause,effect; default every ordered pair. level:
+    of the equal-tailed credible intervals (continuous data). score: the `bigbn.scores.base.Score`
+    object of a run whose score bigbn does not ship (the built-in ones are found by name).
+    interventions: the run's targets per row if it was given them as a list (a run's
+    intervention column is read again from the data). With interventional data each
+    effect's parameters come from the rows where the effect variable was not intervened on.
+    progress: a `bigbn.engine.progress.Listener` or a callable(stage, done, total), as for
+    `learn`: ("effects", causes done, causes).
+    scheduler, workers: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
+    distributed.Client). Each cause's pairs are one task; in a work directory its part is
+    written to WORKDIR/effects-KEY/ and journaled there, so a killed call resumes where it
+    stopped when made again (KEY: a hash of everything the numbers depend on).
+    """
+    progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise OptionError(f"credible level must be in (0, 1), got {level!r}")
+    scheduler = opt.scheduler(scheduler)
+    workers = opt.workers(workers)
+    workdir = None
+    if isinstance(source, Result):
+        names = tuple(source.names)
+        if source.tiered is not None:
+            parent_sets = tiered_parent_sets(source.tiered, len(names))
+        elif source.parent_set_posterior is not None:
+            parent_sets = table_parent_sets(source.parent_set_posterior, source.families)
+        else:
+            raise OptionError("this result has no parent-set posteriors")
+        options = dict(source.summary.get("options", {}))
+        digest_run = source.summary.get("data_sha256")
+        if data is None:
+            raise OptionError("give the run's data: effects(result, data)")
+    else:
+        run = finished_run(run_workdir(source, "effects"), then="compute the effects")
+        options = dict(run.record.fingerprint)
+        digest_run = options.get("data_sha256")
+        names = run.names
+        workdir = run.workdir
+        if run.tiered:
+            parent_sets = tiered_parent_sets(run.families(), len(names))
+        else:  # one tier on the root-scope lattice: its parent-set table, as the run wrote it
+            lat = run.tiers[0].lattice
+            parent_sets = table_parent_sets(parent_set_posteriors(lat.beta, lat.gamma(), lat.log_px),
+                                            lat.plan.families)
+        if data is None:
+            data = run.record.source
+            if data in (None, "", "array", SOURCE):  # a run on data in memory
+                raise OptionError(f"{run.root}: the run's data came from memory (a DataFrame or an "
+                                  "array), not a file; give the data (effects(workdir, data))")
+            if not os.path.isfile(data):
+                raise OptionError(f"{run.root}: the run's data file {data} is not there; give the "
+                                  "data (--data FILE)")
+    used = options.get("score") or "auto"
+    if score is not None and score.name != used:
+        raise OptionError(f"the run used the {used} score, not {score.name}")
+    if used == "jkl":
+        raise OptionError("this run's local scores came from a .jkl file: causal effects need the "
+                          "data (run on the data to estimate them)")
+    if score is None and used not in BUILTIN:
+        raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
+                          "object, effects(..., score=...)")
+    ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
+                                    intervention_column=options.get("intervention_column"),  # an array,
+                                    interventions=interventions)  # the run's
+    score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
+    if digest_run is not None and digest != digest_run:
+        raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
+                          f"(content hash {digest[:12]} vs the run's {str(digest_run)[:12]})")
+    if tuple(ds.names) != names:
+        raise OptionError("the data's column names differ from the run's")
+    pair_list = _pairs(pairs, names)
+    prior = score.parameter_prior(score_opts)
+    if prior is None:
+        raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "
+                          "estimate causal effects under it")
+    causes = list(dict.fromkeys(x for x, _ in pair_list))
+    sets = {x: parent_sets(x) for x in causes}
+    task = CauseTask(ds, sets, tuple(pair_list), float(level), prior)
+    specs = [PartSpec("cause", str(x), (x,)) for x in causes]
+    key = _effects_key(task, digest, score.name, score_opts, interventions)
+    if workdir is None:  # a Result: its tasks in a temporary folder
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="bigbn-effects-") as tmp:
+            _, parts = run_parts(Path(tmp) / "effects", specs, task, scheduler=scheduler, workers=workers,
+                                 progress=progress, stage="effects")
+    else:
+        with workdir.lock() as owner:
+            _, parts = run_parts(Path(workdir.root) / f"effects-{key}", specs, task, owner=owner,
+                                 scheduler=scheduler, workers=workers, progress=progress, stage="effects")
+    out = task.assemble([parts[s.id] for s in specs])
+    if ds.kind == "continuous":
+        return Effects(names, "continuous", pair_list, float(level), **out)
+    return Effects(names, "discrete", pair_list, float(level), levels=tuple(ds.levels), **out)
+
+
+@dataclass(frozen=True)
+class CauseTask:
+    """compute() of an effects task (`outtasks.PartTask`): the effects of one cause x on
+    its effects in ``pairs``, from x's parent-set posterior (``sets[x]``: weights, full
+    masks). The numbers are those of one call over all pairs: each pair's depends only on
+    its cause's parent sets, the data and its effect's rows."""
+
+    ds: object
+    sets: dict
+    pairs: tuple
+    level: float
+    prior: dict
+
+    def of(self, x: int) -> list[int]:
+        return [i for i, (c, _) in enumerate(self.pairs) if c == x]
+
+    def __call__(self, spec: PartSpec):
+        (x,) = spec.args
+        some = [self.pairs[i] for i in self.of(x)]
+        ps = self.sets.__getitem__
+        out = _by_effect_rows(self.ds, some, lambda sub, prs: (
+            continuous_effects(sub, ps, prs, self.level, **self.prior) if self.ds.kind == "continuous"
+            else discrete_effects(sub, ps, prs, **self.prior)))
+        if "table" in out:
+            flat = [np.asarray(t, dtype=np.float64).reshape(-1) for t in out["table"]]
+            return {"p_zero": np.asarray(out["p_zero"], dtype=np.float64),
+                    "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
+        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
+
+    def assemble(self, parts: list[dict]) -> dict:
+        """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
+        P = len(self.pairs)
+        causes = list(dict.fromkeys(x for x, _ in self.pairs))
+        if self.ds.kind == "continuous":
+            out = {k: np.empty(P) for k in ("mean", "p_zero", "lower", "upper")}
+            for x, part in zip(causes, parts):
+                for k in out:
+                    out[k][self.of(x)] = part[k]
+            return out
+        r = np.asarray(self.ds.arities, dtype=np.int64)
+        p_zero, tables = np.empty(P), [None] * P
+        for x, part in zip(causes, parts):
+            pos = 0
+            for j, i in enumerate(self.of(x)):
+                y = self.pairs[i][1]
+                size = int(r[x]) * int(r[y])
+                tables[i] = part["table"][pos: pos + size].reshape(int(r[x]), int(r[y])).copy()
+                pos += size
+                p_zero[i] = part["p_zero"][j]
+        return dict(table=tables, p_zero=p_zero)
+
+
+def _effects_key(task: CauseTask, digest, score_name: str, score_opts, interventions) -> str:
+    """What the effects tasks' parts depend on, hashed: the parent-set posteriors, the data
+    (its content hash), the pairs, the level, the score and its options, the interventions."""
+    h = hashlib.blake2b(digest_size=6)
+    h.update(repr((EFFECTS_FORMAT, digest, task.pairs, task.level, score_name, sorted(score_opts.items()),
+                   sorted(task.prior.items()), None if interventions is None else list(interventions))).encode())
+    for x, (w, masks) in sorted(task.sets.items()):
+        h.update(repr((x, masks.tolist())).encode())
+        h.update(np.ascontiguousarray(w, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def _by_effect_rows(ds, pairs, estimate) -> dict:
+    """``estimate(dataset, pairs)`` (a dict of per-pair arrays or lists), with each pair's
+    parameters from the rows where its effect variable was not intervened on: one call per
+    distinct set of rows, the results put back in the order of ``pairs``."""
+    if ds.intervened is None:
+        return estimate(ds, pairs)
+    from bigbn.scores.interventions import by_rows
+
+    out: dict = {}
+    for keep, ys in by_rows(ds, sorted({y for _, y in pairs})):
+        idx = [i for i, (_, y) in enumerate(pairs) if y in ys]
+        part = estimate(ds.rows(keep), [pairs[i] for i in idx])
+        for key, values in part.items():
+            slot = out.setdefault(key, [None] * len(pairs))
+            for i, v in zip(idx, values):
+                slot[i] = v
+    return {key: (v if key == "table" else np.array(v, dtype=np.float64)) for key, v in out.items()}
+
+
+def _pairs(pairs, names) -> list[tuple[int, int]]:
+    n = len(names)
+    if pairs is None:
+        return [(x, y) for x in range(n) for y in range(n) if x != y]
+    index = {s: j for j, s in enumerate(names)}
+    if isinstance(pairs, (str, os.PathLike)):
+        out = []
+        for line, (c, e) in csv_records(pairs, ("cause", "effect")):
+            for col, nm in (("cause", c), ("effect", e)):
+                if nm not in index:
+                    raise DataError(f"{pairs}, line {line}, column {col}: unknown variable {nm!r} "
+                                    "(not a column of the data)")
+            if c == e:
+                raise DataError(f"{pairs}, line {line}: cause and effect are both {c!r}")
+            out.append((index[c], index[e]))
+        if not out:
+            raise DataError(f"{pairs}: no pairs (expected rows cause,effect after the header)")
+        return out
+
+    def one(v) -> int:
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            if 0 <= v < n:
+                return int(v)
+            raise OptionError(f"variable index {v} out of range 0..{n - 1}")
+        if isinstance(v, str) and v in index:
+            return index[v]
+        raise OptionError(f"no variable named {v!r}")
+
+    out = []
+    for p in pairs:
+        try:
+            c, e = p
+        except (TypeError, ValueError):
+            raise OptionError(f"a pair is (cause, effect), got {p!r}") from None
+        c, e = one(c), one(e)
+        if c == e:
+            raise OptionError(f"cause and effect are both {names[c]!r}")
+        out.append((c, e))
+    if not out:
+        raise OptionError("no pairs given")
+    return out

@@ -1,0 +1,170 @@
+"""`Result`: the exact edge posteriors (and MAP network) of one run, as `learn` returns them."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.io import frames
+from bigbn import options as opt
+from bigbn.errors import OptionError
+from bigbn.outputs.parentsets import ranked
+from bigbn.plan.tiers import TieredFamilies
+
+
+@dataclass
+class Result:
+    """Exact edge posteriors of one run.
+
+    posterior: float64 (n, n), posterior[u, v] = p(u → v | data), zero diagonal;
+    names: the n variable names; log_marginal: log p(data) under the model (natural log,
+    up to the prior's normalising constant, as in the paper); summary: what was run.
+    A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
+    log_marginal None, and only the map_* methods. workdir: the run's work directory
+    (learn(..., workdir=...); None when learn ran in a temporary folder, removed when it
+    returned): `bigbn.sample` takes the Result in its place.
+    """
+
+    posterior: np.ndarray | None
+    names: tuple[str, ...]
+    log_marginal: float | None
+    summary: dict = field(default_factory=dict)
+    parent_set_posterior: np.ndarray | None = field(default=None, repr=False)
+    families: np.ndarray | None = field(default=None, repr=False)
+    map_parents: np.ndarray | None = field(default=None, repr=False)
+    map_log_score: float | None = None
+    tiered: "TieredFamilies | None" = field(default=None, repr=False)
+    workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
+
+    def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
+        """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
+        (parent names in data order, p(G_child = G | data)), highest first; they sum to 1.
+        top: only the ``top`` most probable."""
+        self._need_posterior()
+        v = self._node(child)
+        if self.tiered is not None:
+            rows = self.tiered.ranked(v, top=top)
+        elif self.parent_set_posterior is None:
+            raise OptionError("this result has no parent-set posteriors")
+        else:
+            rows = ranked(self.parent_set_posterior[v], self.families, v, top=top)
+        return [(tuple(self.names[u] for u in ps), p) for ps, p in rows]
+
+    def _need_posterior(self) -> None:
+        if self.posterior is None:
+            raise OptionError("this result holds only the MAP network (posterior=False); run "
+                              "learn again with posterior=True on the same workdir to add the posterior")
+
+    def _node(self, node) -> int:
+        if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
+            if 0 <= node < len(self.names):
+                return int(node)
+            raise OptionError(f"node index {node} out of range 0..{len(self.names) - 1}")
+        if node in self.names:
+            return self.names.index(node)
+        raise OptionError(f"no variable named {node!r}")
+
+    def edges(self) -> list[tuple[str, str, float]]:
+        """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        self._need_posterior()
+        n = len(self.names)
+        out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
+               for u in range(n) for v in range(n) if u != v]
+        return sorted(out, key=lambda e: -e[2])
+
+    def map_arcs(self) -> list[tuple[str, str]]:
+        """The arcs (parent, child) of the MAP network (learn(..., map_dag=True)): the DAG
+        with the highest Σ_i β_i(G_i), i.e. the highest posterior under a DAG-modular prior."""
+        if self.map_parents is None:
+            raise OptionError("no MAP network in this result: learn(..., map_dag=True)")
+        return frames.arcs(self.names, self.map_parents)
+
+    def map_to_pandas(self):
+        """The MAP network's arcs as a DataFrame with columns parent, child."""
+        arcs = self.map_arcs()
+        return frames.to_frame({"parent": [a for a, _ in arcs], "child": [b for _, b in arcs]})
+
+    def map_to_networkx(self):
+        """The MAP network as a networkx DiGraph with every variable as a node."""
+        return frames.arcs_digraph(self.names, self.map_arcs(), "map_to_networkx()")
+
+    def to_pandas(self):
+        """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
+        edges in node order (pandas is an optional dependency)."""
+        self._need_posterior()
+        n = len(self.names)
+        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
+                                "child": [self.names[v] for _, v in pairs],
+                                "posterior": [float(self.posterior[u, v]) for u, v in pairs]})
+
+    def to_networkx(self, threshold: float | None = None):
+        """A networkx DiGraph with every variable as a node and an arc u → v with attribute
+        ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        self._need_posterior()
+        return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
+
+    def parent_sets_to_pandas(self):
+        """A DataFrame with columns child, parents (a tuple of names), posterior: every
+        parent set of nonzero posterior, per node in data order, highest first."""
+        rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
+        return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
+                                "posterior": [r[2] for r in rows]})
+
+    def to_csv(self, path) -> None:
+        """Write parent,child,posterior rows (all n(n-1), in node order)."""
+        self._need_posterior()
+        n = len(self.names)
+        with open_for_writing(path, "to_csv()") as fh:
+            fh.write("parent,child,posterior\n")
+            for u in range(n):
+                for v in range(n):
+                    if u != v:
+                        fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                                 f"{self.posterior[u, v]:.17g}\n")
+
+
+def run_workdir(source, caller: str) -> str | Path:
+    """The work directory of a finished run as `sample` and `effects` take it: a path, or
+    the `Result` of learn(..., workdir=...); OptionError (one line) for anything else.
+    caller: the function's name in messages."""
+    if isinstance(source, Result):
+        if source.workdir is None:
+            raise OptionError(f"this result's run was in a temporary folder, removed when learn returned: "
+                              f"run learn(..., workdir=DIR) to keep it for {caller}()")
+        return source.workdir
+    if isinstance(source, (str, os.PathLike)):
+        return opt.workdir(source)
+    data = " (data go to learn)" if frames.is_dataframe(source) or isinstance(source, np.ndarray) else ""
+    raise OptionError(f"{caller}() takes a finished run: its work directory (a path) or the Result of "
+                      f"learn, got {type(source).__name__}{data}")
+
+
+def open_for_writing(path, what: str):
+    """``open(path, "w")`` for a file a user names, with one line (OptionError) for what is
+    not a path, a folder, or a file that cannot be written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise OptionError(f"{what} needs a file path, got {type(path).__name__}")
+    if os.path.isdir(path):
+        raise OptionError(f"{os.fspath(path)}: is a folder, not a file; give a file name "
+                          f"(e.g. {os.path.join(path, 'edges.csv')})")
+    try:
+        return open(path, "w", newline="")
+    except OSError as e:
+        raise OptionError(f"cannot write {os.fspath(path)}: {e.strerror}") from None
+
+
+def write_arcs(path, arcs) -> None:
+    with open(path, "w", newline="") as fh:
+        fh.write("parent,child\n")
+        for u, v in arcs:
+            fh.write(f"{_csv_field(u)},{_csv_field(v)}\n")
+
+
+def _csv_field(s: str) -> str:
+    if any(ch in s for ch in ',"\n\r'):
+        return '"' + s.replace('"', '""') + '"'
+    return s

@@ -1,0 +1,646 @@
+"""Exact i.i.d. DAG samples from a finished run, and features estimated from them.
+
+``sample(workdir, samples=T, seed=S, prior=...)`` reads the tables a finished `bigbn run`
+leaves (β, the forward sums L and the exact edge posteriors) and draws T DAGs from the
+exact posterior of the order-modular model in one descending sweep over the chunks of L
+per batch of samples (`bigbn/kernels/sampling.py`): no MCMC, no burn-in, no mixing. Each batch is a
+journaled task run through the executors (bigbn/outputs/tasks.py), so a killed draw resumes.
+
+Priors:
+- ``"order-modular"`` (the run's model): p(G | x) ∝ #LE(G) Π_i β_i(G_i); the samples have
+  equal weights 1/T.
+- ``"dag-modular"`` (uniform over DAGs given the same ρ_i): p(G | x) ∝ Π_i β_i(G_i). Each
+  sample is reweighted by 1/#LE(G) (importance sampling, self-normalised); the effective
+  sample size and standard errors say what that costs.
+
+Features (edges, ancestor relations, Markov-blanket membership) are weighted means of
+0/1 indicators; standard errors by the delta method for self-normalised weights,
+se² = Σ_t w_t² (f_t − p̂)², which is p̂(1 − p̂)/T for equal weights. Distinct DAGs are
+listed with their exact posterior under the order-modular prior,
+#LE(G) Π_i β_i(G_i) / L(V), and under the DAG-modular prior with Π_i β_i(G_i) / Z where
+Z = L(V) E[1/#LE] is estimated from the same samples (its relative standard error is
+reported).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bigbn import options as opt
+from bigbn.kernels import sampling as SK
+from bigbn.engine.tasks import Job, alpha_span
+from bigbn.errors import EngineError, OptionError
+from bigbn.kernels.families import family_rank, squeeze
+from bigbn.kernels.linext import log_linear_extensions
+from bigbn.outputs.result import run_workdir
+from bigbn.engine.progress import reporter
+from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
+from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
+from bigbn.engine.runner import peak_rss_bytes
+
+PRIORS = ("order-modular", "dag-modular")
+# A draw is rejected only when rounding puts its uniform beyond the computed total
+# (probability ~1e-12); this many rejections of one sample mean inconsistent tables.
+MAX_ATTEMPTS = 20
+
+
+@dataclass
+class Samples:
+    """T DAGs drawn i.i.d. from the exact order-modular posterior, with weights for a prior.
+
+    names: the n variable names (data column order); parents: int64 (T, n), bit u of
+    parents[t, v] set ⟺ u → v in sample t (past 63 variables, a run with tiers: int64
+    (T, n, W), u → v ⟺ bit u % 63 of parents[t, v, u // 63]: `sampling.as_words`);
+    weights: float64 (T,), summing to 1 (equal for
+    the order-modular prior, ∝ 1/#LE(G) for the DAG-modular one); prior; seed;
+    log_linear_extensions: float64 (T,) log #LE of each sample; log_score: float64 (T,)
+    Σ_i β_i(G_i) of each sample and log_marginal: log L(V) of the run, both less
+    log_offset, the constant the run took off its scores (bigbn/scores/offsets.py; 0 unless a
+    score was beyond ±2^20), which the outputs add back; orders: int64 (T, n), the node
+    order drawn with each DAG (orders[t, 0] first). info["log_z_dag_modular"] is less
+    log_offset too.
+    """
+
+    names: tuple[str, ...]
+    parents: np.ndarray
+    weights: np.ndarray
+    prior: str
+    seed: int
+    log_linear_extensions: np.ndarray = field(repr=False)
+    log_score: np.ndarray = field(repr=False)
+    log_marginal: float = 0.0
+    orders: np.ndarray = field(default=None, repr=False)
+    exact_edges: np.ndarray | None = field(default=None, repr=False)
+    info: dict = field(default_factory=dict)
+    log_offset: float = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def __len__(self) -> int:
+        return self.parents.shape[0]
+
+    @property
+    def ess(self) -> float:
+        """Effective sample size 1 / Σ w_t² (T for equal weights)."""
+        return float(1.0 / np.sum(self.weights ** 2))
+
+    def _feature(self, masks: np.ndarray, with_se: bool):
+        if self.prior == "order-modular":  # equal weights: counts / T, exact to rounding once
+            T = len(self)
+            counts, _ = SK.weighted_bit_sums(masks, np.ones(T))
+            p = counts / T
+            return (p, np.sqrt(p * (1.0 - p) / T)) if with_se else p
+        s1, s2 = SK.weighted_bit_sums(masks, self.weights)
+        p = np.clip(s1, 0.0, 1.0)
+        if not with_se:
+            return p
+        w2 = float(np.sum(self.weights ** 2))
+        var = s2 * (1.0 - 2.0 * p) + p * p * w2
+        return p, np.sqrt(np.maximum(var, 0.0))
+
+    def edge_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u → v | x) under the samples' prior (and its standard
+        error if with_se)."""
+        return self._feature(self.parents, with_se)
+
+    def ancestor_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u ⇝ v | x): a directed path from u to v."""
+        return self._feature(SK.ancestors(self.parents, self._nodes()), with_se)
+
+    def markov_blanket_probabilities(self, with_se: bool = False):
+        """(n, n) [u, v] = estimated p(u ∈ MB(v) | x) (parent, child or co-parent); symmetric."""
+        return self._feature(SK.markov_blankets(self.parents), with_se)
+
+    def _nodes(self) -> np.ndarray:
+        """The node placed at each backward step (orders reversed)."""
+        return np.ascontiguousarray(self.orders[:, ::-1])
+
+    def edge_check(self) -> dict:
+        """Sampled edge frequencies (equal weights) against the exact edge posteriors of the
+        run: the largest |z| = |f̂ − p| / sqrt(p(1 − p)/T) over the edges where the normal
+        approximation holds (T p (1 − p) ≥ 10; rarer edges have Poisson tails that make
+        large |z| common), and whether every edge of posterior 0 or 1 was sampled as such."""
+        if self.exact_edges is None:
+            raise OptionError("no exact edge posteriors to compare with")
+        T = len(self)
+        counts, _ = SK.weighted_bit_sums(self.parents, np.ones(T))
+        f = counts / T
+        P = self.exact_edges
+        np.fill_diagonal(f, 0.0)
+        inner = (P > 0) & (P < 1)
+        normal = inner & (T * P * (1 - P) >= 10)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(normal, (f - P) / np.sqrt(P * (1 - P) / T), 0.0)
+        u, v = np.unravel_index(int(np.argmax(np.abs(z))), z.shape)
+        hard = ~inner & ~np.eye(self.n, dtype=bool)
+        return {"max_abs_z": float(abs(z[u, v])), "edge": [self.names[u], self.names[v]],
+                "frequency": float(f[u, v]), "exact": float(P[u, v]),
+                "edges_compared": int(normal.sum()),
+                "hard_edges_ok": bool(np.all(counts[hard] == T * P[hard]))}
+
+    def dags(self, top: int | None = None) -> list[dict]:
+        """Distinct sampled DAGs, highest estimated probability (sum of weights) first:
+        parents (n,) int64, count, estimated
+        probability (sum of weights) with its standard error, log #LE, log score, and the
+        exact posterior under the order-modular prior; under the DAG-modular prior also the
+        posterior Π β / Ẑ with Ẑ estimated from the samples."""
+        uniq, inv, counts = np.unique(self.parents, axis=0, return_inverse=True, return_counts=True)
+        inv = inv.reshape(-1)
+        wsum = np.bincount(inv, weights=self.weights, minlength=len(uniq))
+        if self.prior == "order-modular":  # equal weights: counts / T, exact to one rounding
+            wsum = counts / len(inv)
+        w2 = float(np.sum(self.weights ** 2))
+        w2sum = np.bincount(inv, weights=self.weights ** 2, minlength=len(uniq))
+        first = np.full(len(uniq), len(inv))
+        np.minimum.at(first, inv, np.arange(len(inv)))
+        lle = self.log_linear_extensions[first]
+        lsc = self.log_score[first]
+        log_z_dag = self.info.get("log_z_dag_modular")
+        order = np.lexsort((first, -wsum))
+        if top is not None:
+            order = order[:top]
+        out = []
+        for d in order.tolist():
+            p = float(wsum[d])
+            rec = {"parents": uniq[d].copy(), "count": int(counts[d]), "probability": p,
+                   "se": math.sqrt(max(w2sum[d] * (1 - 2 * p) + p * p * w2, 0.0)),
+                   "log_linear_extensions": float(lle[d]), "log_score": float(lsc[d]) + self.log_offset,
+                   "exact_order_modular": math.exp(lle[d] + lsc[d] - self.log_marginal)}
+            if log_z_dag is not None:
+                rec["estimated_dag_modular"] = math.exp(lsc[d] - log_z_dag)
+            out.append(rec)
+        return out
+
+    def to_pandas(self):
+        """A pandas DataFrame with one row per ordered pair (u, v), u ≠ v: columns u, v,
+        edge, edge_se (u → v), ancestor, ancestor_se (u ⇝ v), markov_blanket,
+        markov_blanket_se (u ∈ MB(v)), estimated under the samples' prior."""
+        from bigbn.io.frames import to_frame
+
+        n = self.n
+        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        cols = {"u": [self.names[u] for u, _ in pairs], "v": [self.names[v] for _, v in pairs]}
+        for name, (p, se) in (("edge", self.edge_probabilities(True)),
+                              ("ancestor", self.ancestor_probabilities(True)),
+                              ("markov_blanket", self.markov_blanket_probabilities(True))):
+            cols[name] = [float(p[u, v]) for u, v in pairs]
+            cols[name + "_se"] = [float(se[u, v]) for u, v in pairs]
+        return to_frame(cols)
+
+    def to_networkx(self, t: int = 0):
+        """Sample t as a networkx DiGraph (every variable a node)."""
+        from bigbn.io.frames import arcs_digraph
+
+        return arcs_digraph(self.names, self.arcs(self.parents[t]), "to_networkx()")
+
+    def arcs(self, parents_row) -> list[tuple[str, str]]:
+        """The arcs (parent name, child name) of one DAG given as a parents row."""
+        from bigbn.io.frames import arcs
+
+        return arcs(self.names, _as_ints(parents_row))
+
+
+# ------------------------------------------------------------------------------ sampling
+
+def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
+           pool: ThreadPoolExecutor) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Draw T (order, predecessor sets), the samples first .. first + T − 1, by the
+    descending chunk sweep; rejected draws (rounding) are drawn again. Each forward chunk
+    is checked against its journal record as it is read (`FinishedLattice.chunk`); α is
+    built on ``pool``'s threads. Returns (nodes, preds, attempt, chunks read)."""
+    p, wd = job.plan, job.workdir
+    n, c = p.n, p.c
+    size = p.chunk_size
+    top = p.n_chunks - 1
+    cur = np.full(T, (1 << n) - 1, dtype=np.int64)
+    step = np.zeros(T, dtype=np.int64)
+    attempt = np.zeros(T, dtype=np.int64)
+    status = np.full(T, SK.ACTIVE, dtype=np.int8)
+    key = np.full(T, top, dtype=np.int64)
+    pu, pcum, plog = np.zeros(T), np.zeros(T), np.zeros(T)
+    pbit = np.zeros(T, dtype=np.int64)
+    nodes = np.zeros((T, n), dtype=np.int64)
+    preds = np.zeros((T, n), dtype=np.int64)
+    reads = 0
+    while True:
+        H = int(key.max())
+        if H < 0:
+            rej = status == SK.REJECTED
+            if not rej.any():
+                break
+            if attempt[rej].max() >= MAX_ATTEMPTS - 1:
+                raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
+                                  "the tables are inconsistent (L(S) is not the sum of its terms)")
+            cur[rej] = (1 << n) - 1
+            step[rej] = 0
+            attempt[rej] += 1
+            status[rej] = SK.ACTIVE
+            key[rej] = top
+            continue
+        L = run.chunk("forward", H)  # CRC-checked: costs no extra read
+        reads += 1
+        waiting = (status == SK.PENDING) & (key == H)
+        bits = np.unique(pbit[waiting]).tolist()
+        spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+        for b, span in zip(bits, spans):
+            SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
+                               nodes, preds)
+        if np.any((status == SK.ACTIVE) & (key == H)):
+            low = np.empty((c, p.alpha_chunk_size))
+            list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+            SK.walk_chunk(H, c, L, low, seed, first, cur, step, attempt, status, key,
+                          pu, pcum, plog, pbit, nodes, preds)
+    return nodes, preds, attempt, reads
+
+
+def sample_memory_bytes(n: int, T: int) -> int:
+    """Memory that drawing T samples of n variables needs, at most: the sweep's per-sample
+    state (8 int64/float64 arrays and the (T, n) orders and predecessor sets), the parents
+    (T, n, W words), their sorted copies for the distinct DAGs, the orders returned, and
+    the per-sample scores, weights and linear-extension counts."""
+    return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
+
+
+#: Samples per task by default: a task sweeps the forward tables once for its samples, so
+#: fewer, larger batches read less; more, smaller ones resume at a finer grain.
+BATCH = 50_000
+#: the version of the draws' folder layout and of what a batch part holds
+DRAWS_FORMAT = 1
+
+
+def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
+           workers: int | None = None, memory: int | str | None = None, progress=None,
+           scheduler="threads", batch: int = BATCH) -> Samples:
+    """T DAGs drawn i.i.d. from the exact posterior of a finished run in ``workdir`` (a path,
+    or the `Result` of learn(..., workdir=...)).
+
+    prior: "order-modular" (the run's model; equal weights) or "dag-modular" (each sample
+    weighted ∝ 1/#LE(G): the posterior under a prior uniform over DAGs, given the same
+    ρ_i). The same seed gives the same samples whatever the chunk bits, workers,
+    scheduler or batch size, and whether the draw was killed and resumed: sample t's
+    random numbers depend on (seed, t) only.
+    With tiers (a run with ``tiers=``), each tier's order and within-tier parents are drawn
+    from its own lattice and each node's parents in earlier tiers given those (the tiers
+    are independent given the data); #LE counts the tier-consistent orders only, so
+    "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
+    memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
+    T samples must fit in, checked before anything is allocated.
+    scheduler: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
+    distributed.Client); workers: its threads or processes. batch: samples per task. The
+    samples are drawn in batches, each a task that writes its draws to
+    WORKDIR/samples-seedS-KEY/parts/ and is journaled there, so a killed draw resumes
+    where it stopped when called again (with any T: batches already drawn are reused).
+    progress: a `bigbn.engine.progress.Listener` or a callable(stage, done, total), as for
+    `learn`: ("sample", batches done, batches) after each batch (with tiers too).
+    """
+    progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
+    if prior not in PRIORS:
+        raise OptionError(f"unknown prior '{prior}' (choose one of: {', '.join(PRIORS)})")
+    T = opt.samples(samples)
+    seed = opt.seed(seed)
+    workers = opt.workers(workers)
+    memory = opt.memory(memory)
+    scheduler = opt.scheduler(scheduler)
+    batch = opt.samples(batch, "batch")
+    t0 = time.perf_counter()
+    run = finished_run(run_workdir(workdir, "sample"), then="sample")
+    n = len(run.names)
+    need = sample_memory_bytes(n, T)
+    if need > memory:
+        raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
+                          f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
+                          "larger --memory")
+    specs = batch_specs(T, batch)
+    with run.workdir.lock() as owner:
+        folder = draws_folder(run, seed)
+        threads = threads_per_task(scheduler, workers, len(specs))
+        recs, parts = run_parts(folder, specs, BatchTask(run, seed, threads), owner=owner,
+                                scheduler=scheduler, workers=workers, progress=progress, stage="sample")
+        log_px = run.log_px
+        exact = run.posterior()
+    d = _gather([recs[s.id] for s in specs], [parts[s.id] for s in specs])
+    t_parents = time.perf_counter()
+    lle = d.lle
+    info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
+            "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
+            "distinct_dags": int(len(np.unique(d.parents, axis=0))),
+            "batches": len(specs),
+            "seconds": {"sweep": round(d.sweep_seconds, 3),
+                        "parents": round(d.parents_seconds, 3),
+                        "linear_extensions": round(d.le_seconds, 3)}}
+    if run.tiered:
+        info["tiers"] = [[run.names[v] for v in lay.nodes] for lay in run.lays]
+    if prior == "order-modular":
+        weights = np.full(T, 1.0 / T)
+    else:
+        r = -lle - np.max(-lle)
+        weights = np.exp(r) / np.sum(np.exp(r))
+    # Z_dag / L(V) = E_order-modular[1/#LE]; estimated with its relative standard error.
+    shift = float(np.max(-lle))
+    inv_le = np.exp(-lle - shift)
+    mean = float(np.mean(inv_le))
+    info["log_z_dag_modular"] = log_px + math.log(mean) + shift
+    info["log_z_dag_modular_rel_se"] = float(np.std(inv_le) / mean / math.sqrt(T)) if T > 1 else None
+    out = Samples(run.names, d.parents, weights, prior, seed, lle, d.log_score, log_px,
+                  d.orders, exact, info, run.log_offset)
+    info["ess"] = out.ess
+    info["edge_check"] = out.edge_check()
+    info["seconds"]["total"] = round(time.perf_counter() - t0, 3)
+    info["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
+def batch_specs(T: int, batch: int) -> list[PartSpec]:
+    """The tasks of T samples in batches of ``batch``: ("batch", "START-END", (START, END))."""
+    return [PartSpec("batch", f"{a}-{min(a + batch, T)}", (a, min(a + batch, T))) for a in range(0, T, batch)]
+
+
+def draws_key(run: FinishedRun) -> str:
+    """What the draws of a seed depend on, hashed: the tables they read (β of every tier
+    and the CRCs of the forward chunks, as journaled) and the layout of a part."""
+    h = hashlib.blake2b(digest_size=6)
+    h.update(f"draws-{DRAWS_FORMAT}/{len(run.names)}/{run.log_px!r}".encode())
+    for tier in run.tiers:
+        h.update(np.ascontiguousarray(tier.beta).tobytes())
+        lat = tier.lattice
+        if lat is not None:
+            h.update(np.ascontiguousarray(lat.beta).tobytes())
+            fwd = sorted((t, r["crc"]) for t, r in lat.records.items() if r.get("stage") == "forward")
+            h.update(repr((lat.plan.c, fwd)).encode())
+    return h.hexdigest()
+
+
+def draws_folder(run: FinishedRun, seed: int) -> Path:
+    """WORKDIR/samples-seedS-KEY: the parts and journal of the draws of seed S."""
+    return Path(run.workdir.root) / f"samples-seed{seed}-{draws_key(run)}"
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """compute() of a batch task (`outtasks.PartTask`): the samples START .. END − 1 of
+    ``seed`` from the finished run, with ``threads`` threads inside the task."""
+
+    run: FinishedRun
+    seed: int
+    threads: int
+
+    def __call__(self, spec: PartSpec):
+        first, end = spec.args
+        d = _draw_batch(self.run, first, end - first, self.seed, self.threads)
+        arrays = {"orders": d.orders, "parents": d.parents, "log_score": d.log_score, "lle": d.lle,
+                  "attempt": d.attempt}
+        extras = {"redrawn": d.redrawn, "reads": d.reads, "chunks": d.chunks,
+                  "sweep_seconds": round(d.sweep_seconds, 4), "parents_seconds": round(d.parents_seconds, 4),
+                  "le_seconds": round(d.le_seconds, 4)}
+        return arrays, extras
+
+
+@dataclass
+class _Draws:
+    """What a sweep drew: orders (T, n) first node first, parents (T, n) full masks
+    ((T, n, W) words past 63 variables, as `Samples.parents`),
+    log_score (T,) Σ_v β_v(G_v), lle (T,) log #LE, attempt (T,) the attempt each sample
+    was drawn at, samples redrawn for rounding, chunks read of all chunks,
+    and the seconds the sweeps over the forward tables, the parents and #LE took."""
+
+    orders: np.ndarray
+    parents: np.ndarray
+    log_score: np.ndarray
+    lle: np.ndarray
+    attempt: np.ndarray
+    redrawn: int
+    reads: int
+    chunks: int
+    sweep_seconds: float
+    parents_seconds: float = 0.0
+    le_seconds: float = 0.0
+
+
+def _gather(recs: list[dict], parts: list[dict]) -> _Draws:
+    """The batches' draws, concatenated in sample order."""
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in ("orders", "parents", "log_score", "lle", "attempt")}
+    return _Draws(cat["orders"], cat["parents"], cat["log_score"], cat["lle"], cat["attempt"],
+                  sum(int(r.get("redrawn", 0)) for r in recs), sum(int(r.get("reads", 0)) for r in recs),
+                  int(recs[0].get("chunks", 0)), sum(float(r.get("sweep_seconds", 0)) for r in recs),
+                  sum(float(r.get("parents_seconds", 0)) for r in recs),
+                  sum(float(r.get("le_seconds", 0)) for r in recs))
+
+
+def _draw_batch(run: FinishedRun, first: int, T: int, seed: int, threads: int) -> _Draws:
+    """The samples first .. first + T − 1 of a finished run, with their log #LE."""
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        if run.tiered:
+            d = _draw_tiered(run, first, T, seed, pool, threads)
+        else:  # one tier on the root-scope lattice: its order and parents from that lattice
+            d = _draw(run.tiers[0].lattice, first, T, seed, pool, threads)
+        t1 = time.perf_counter()
+        uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
+        d.lle = _log_linear_extensions(uniq, run.lays if run.tiered else None)[inv.reshape(-1)]
+        d.le_seconds = time.perf_counter() - t1
+    return d
+
+
+def _split(T: int, parts: int) -> list[tuple[int, int]]:
+    """[0, T) in at most ``parts`` contiguous ranges."""
+    k = max(1, min(parts, T))
+    cuts = [T * i // k for i in range(k + 1)]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def _draw_parents(beta, fam, nodes, preds, seed: int, first: int, attempt, out, pool, threads: int) -> None:
+    """`sampling.draw_parents` over the rows, split in ranges across ``pool``'s threads."""
+    def one(r):
+        a, b = r
+        SK.draw_parents(beta, fam, nodes[a:b], preds[a:b], seed, first + a, attempt[a:b], out[a:b])
+    list(pool.map(one, _split(nodes.shape[0], threads)))
+
+
+def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
+    """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
+    plan, beta = run.plan, run.beta
+    job = Job(run.workdir, plan, beta)
+    t1 = time.perf_counter()
+    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool)
+    t_sweep = time.perf_counter() - t1
+    parents = np.zeros((T, plan.n), dtype=np.int64)
+    _draw_parents(beta, plan.families, nodes, preds, seed, first, attempt, parents, pool, threads)
+    log_score = np.zeros(T)
+    for v in range(plan.n):
+        sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
+        log_score += beta[v, family_rank(plan.families, sq)]
+    return _Draws(np.ascontiguousarray(nodes[:, ::-1]), parents, log_score, None, attempt,
+                  int(np.count_nonzero(attempt)), reads, plan.n_chunks, t_sweep,
+                  time.perf_counter() - t1 - t_sweep)
+
+
+def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
+    """T (order, DAG) pairs of a run with tiers: per tier (with its own random stream), the
+    order of its nodes and their within-tier parents G₂ from the tier's lattice (its "scores"
+    A_v(G₂) summed over the earlier-tier parents), then each node's earlier-tier parents G₁
+    with probability β_v(G₁ ∪ G₂) / A_v(G₂) (`_complete`)."""
+    n = len(run.names)
+    W = SK.n_words(n)
+    orders = np.empty((T, n), dtype=np.int64)
+    parents = np.zeros((T, n, W), dtype=np.int64)
+    log_score = np.zeros(T)
+    attempts = np.zeros(T, dtype=np.int64)
+    redrawn = reads = chunks = 0
+    t_sweep, t_all, pos = 0.0, time.perf_counter(), 0
+    for tier in run.tiers:
+        lay, lat = tier.lay, tier.lattice
+        tseed = _tier_seed(seed, lay.index)
+        if lat is None:  # one node: first in its tier, no within-tier parents
+            nodes = np.zeros((T, 1), dtype=np.int64)
+            within = np.zeros((T, 1), dtype=np.int64)
+            attempt = np.zeros(T, dtype=np.int64)
+        else:
+            t1 = time.perf_counter()
+            job = Job(lat.workdir, lat.plan_read, lat.beta)
+            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool)
+            t_sweep += time.perf_counter() - t1
+            within = np.zeros((T, lay.m), dtype=np.int64)
+            _draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, first, attempt, within, pool,
+                          threads)
+            reads, chunks = reads + r, chunks + lat.plan.n_chunks
+            redrawn += int(np.count_nonzero(attempt))
+            attempts = np.maximum(attempts, attempt)
+        cols = _complete(tier.beta, lay, within, tseed, first, attempt)
+        ids = np.array(lay.nodes, dtype=np.int64)
+        orders[:, pos: pos + lay.m] = ids[nodes[:, ::-1]]
+        pos += lay.m
+        for b, v in enumerate(lay.nodes):
+            picked, inv = np.unique(cols[:, b], return_inverse=True)
+            words = np.zeros((picked.size, W), dtype=np.int64)
+            for r, c in enumerate(picked.tolist()):
+                for u in lay.parents(b, c):
+                    words[r, u // SK.WORD_BITS] |= 1 << (u % SK.WORD_BITS)
+            parents[:, v] = words[inv.reshape(-1)]
+            log_score += tier.beta[b, cols[:, b]]
+    return _Draws(orders, parents[..., 0] if W == 1 else parents, log_score, None, attempts, redrawn, reads,
+                  chunks, t_sweep, time.perf_counter() - t_all - t_sweep)
+
+
+def _tier_seed(seed: int, j: int) -> int:
+    """Tier j's own random stream (a seed in [0, 2^63)), so that tiers draw independently."""
+    digest = hashlib.blake2b(f"{seed}/{j}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def _complete(beta: np.ndarray, lay, within: np.ndarray, seed: int, first: int,
+              attempt: np.ndarray) -> np.ndarray:
+    """The column of each sample's family for every node of tier ``lay``, given its
+    within-tier parents (tier-bit masks, (T, m)): a G₁ drawn from the node's segment of
+    G₂ = its within-tier parents with probability ∝ exp β (one cumulative sum per distinct
+    (node, G₂), one uniform per sample; sample t's is sample first + t's). int64 (T, m)."""
+    T, m = within.shape
+    cols = np.empty((T, m), dtype=np.int64)
+    for b in range(m):
+        g = within[:, b]
+        t = np.searchsorted(lay.tier_families, (g & ((1 << b) - 1)) | ((g >> (b + 1)) << b))
+        u = SK.uniforms(np.int64(seed), np.int64(first), attempt, b, 2)
+        order = np.argsort(t, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(t[order]) != 0])
+        for lo, hi in zip(starts, np.r_[starts[1:], T]):
+            idx = order[lo:hi]
+            f = int(t[idx[0]])
+            seg = beta[b, lay.offsets[f]: lay.offsets[f + 1]]
+            w = np.exp(seg - seg.max())
+            cum = np.cumsum(w)
+            pick = np.searchsorted(cum, u[idx] * cum[-1], side="right")
+            cols[idx, b] = lay.offsets[f] + np.minimum(pick, int(np.flatnonzero(w > 0)[-1]))
+    return cols
+
+
+def _log_linear_extensions(parents: np.ndarray, lays) -> np.ndarray:
+    """log #LE of each DAG (rows of full parent masks); with tiers, of the tier-consistent
+    orders only: Π_j #LE(G restricted to T_j), since an edge between tiers always points
+    forward and so never constrains the order within a tier."""
+    if lays is None:
+        return log_linear_extensions(parents)
+    words = SK.as_words(parents)
+    out = np.zeros(parents.shape[0])
+    for lay in lays:
+        if lay.m < 2:
+            continue
+        sub = np.zeros((parents.shape[0], lay.m), dtype=np.int64)
+        for b, v in enumerate(lay.nodes):
+            for bb, u in enumerate(lay.nodes):
+                sub[:, b] |= ((words[:, v, u // SK.WORD_BITS] >> (u % SK.WORD_BITS)) & 1) << bb
+        out += log_linear_extensions(sub)
+    return out
+
+
+def _as_ints(parents_row) -> list[int]:
+    """One DAG's parent sets as Python ints (bit u ⟺ u is a parent), from a row of masks
+    (n,) or of words (n, W)."""
+    row = np.asarray(parents_row)
+    if row.ndim == 1:
+        return [int(x) for x in row]
+    return [sum(int(x) << (SK.WORD_BITS * w) for w, x in enumerate(r)) for r in row.tolist()]
+
+
+# ------------------------------------------------------------------------------ outputs
+
+def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
+    n = len(names)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        for u in range(n):
+            for v in range(n):
+                if u != v:
+                    row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
+                    if extra is not None:
+                        row.append(f"{extra[u, v]:.17g}")
+                    w.writerow(row)
+
+
+def write_outputs(s: Samples, workdir) -> Path:
+    """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
+    with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
+    [parent, child] names), samples.npz (the samples themselves) and summary.json."""
+    out = Path(workdir).resolve() / f"samples-{s.prior}"
+    out.mkdir(exist_ok=True)
+    names = list(s.names)
+    p, se = s.edge_probabilities(with_se=True)
+    if s.prior == "order-modular":
+        _pairs_csv(out / "edges.csv", ["parent", "child", "probability", "se", "exact"], names, p, se,
+                   s.exact_edges)
+    else:
+        _pairs_csv(out / "edges.csv", ["parent", "child", "probability", "se"], names, p, se)
+    _pairs_csv(out / "ancestors.csv", ["ancestor", "descendant", "probability", "se"], names,
+               *s.ancestor_probabilities(with_se=True))
+    _pairs_csv(out / "markov_blanket.csv", ["node", "member", "probability", "se"], names,
+               *(m.T for m in s.markov_blanket_probabilities(with_se=True)))
+    with open(out / "dags.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
+        w.writerow(["rank", "count", "probability", "se", post, "log_linear_extensions",
+                    "log_score", "arcs"])
+        for r, d in enumerate(s.dags(), 1):
+            exact = d["exact_order_modular"] if s.prior == "order-modular" else d["estimated_dag_modular"]
+            w.writerow([r, d["count"], f"{d['probability']:.17g}", f"{d['se']:.6g}", f"{exact:.17g}",
+                        f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}",
+                        json.dumps([list(a) for a in s.arcs(d["parents"])], ensure_ascii=False)])
+    np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
+             orders=s.orders, log_linear_extensions=s.log_linear_extensions,
+             log_score=s.log_score + s.log_offset)
+    info = dict(s.info)
+    if "log_z_dag_modular" in info:
+        info["log_z_dag_modular"] += s.log_offset
+    with open(out / "summary.json", "w") as fh:
+        json.dump({**info, "names": names, "log_marginal_likelihood": s.log_marginal + s.log_offset}, fh,
+                  indent=2)
+        fh.write("\n")
+    return out

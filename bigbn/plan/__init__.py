@@ -1,0 +1,1 @@
+"""Lattice arithmetic: the chunk lattice, every task's reads and writes, tiers."""

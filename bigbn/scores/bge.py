@@ -1,0 +1,246 @@
+"""The BGe score: linear Gaussian networks with a normal-Wishart parameter prior.
+
+Geiger and Heckerman (2002), "Parameter priors for directed acyclic graphical models and
+the characterization of several probability distributions", Ann. Statist. 30(5), with the
+corrections of Kuipers, Moffa and Heckerman (2014), "Addendum on the scoring of Gaussian
+directed acyclic graphical models", Ann. Statist. 42(4).
+
+Model: the m records are i.i.d. N(μ, W⁻¹) with μ | W ~ N(ν, (α_μ W)⁻¹) and
+W ~ Wishart(α_w, T⁻¹) (so E[W] = α_w T⁻¹), T = t·I with
+t = α_μ (α_w − n − 1) / (α_μ + 1): then the prior expected covariance of a record is I.
+Because T is a scaled identity, the data should be on a unit scale (standardise columns
+if their variances differ by orders of magnitude).
+
+With the posterior scatter matrix (Kuipers et al. 2014)
+
+    R = T + S_m + (α_μ m / (α_μ + m)) (ν − x̄)(ν − x̄)ᵀ,    S_m = Σ_t (x_t − x̄)(x_t − x̄)ᵀ,
+
+the marginal likelihood of the columns Y (|Y| = l) is (Kuipers et al. 2014, their corrected formula)
+
+    p(D_Y) = π^(−lm/2) (α_μ / (m + α_μ))^(l/2)
+             Γ_l((m + α_w − n + l)/2) / Γ_l((α_w − n + l)/2)
+             det(T_YY)^((α_w − n + l)/2) det(R_YY)^(−(m + α_w − n + l)/2),
+
+Γ_l the multivariate gamma function, and the local score of node i with parents Π is
+p(D_{Π∪{i}}) / p(D_Π) (natural logs here). The score is score-equivalent: Markov
+equivalent DAGs get the same product of local scores.
+
+Scores carry no structure prior: add `bigbn.scores.priors.log_prior` to get β.
+"""
+
+from __future__ import annotations
+
+from math import lgamma, log, pi
+
+import numpy as np
+
+from bigbn.io.data import Dataset, Table
+from bigbn.errors import DataError, OptionError
+from bigbn.kernels.bits import popcounts
+from bigbn.kernels.families import family_masks, family_rank
+
+__all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores",
+           "bge_family_scores"]
+
+
+def continuous_dataset(table: Table) -> Dataset:
+    """Read every column of ``table`` as a real number: a Dataset with kind="continuous".
+
+    ``data`` is float64 (m, n), ``arities`` zeros (n,), ``levels`` n empty tuples.
+    Raises DataError naming file, row and column for the first cell that is not a finite
+    decimal number (so a mix of numeric and categorical columns is refused: BGe needs
+    every column numeric).
+    """
+    m, n = table.m, table.n
+    data = np.empty((m, n), dtype=np.float64)
+    for j in range(n):
+        distinct, codes = table.columns[j]
+        try:
+            with np.errstate(invalid="ignore", over="ignore"):
+                numbers = distinct.astype(np.float64)
+            ok = np.isfinite(numbers)
+        except ValueError:
+            numbers = None
+        if numbers is None or not ok.all():
+            for r, cell in enumerate(table.column(j).tolist()):
+                try:
+                    good = np.isfinite(float(cell))
+                except ValueError:
+                    good = False
+                if not good:
+                    raise DataError(
+                        f"{table.path}, row {table.line(r)}, column '{table.names[j]}': "
+                        f"'{cell}' is not a finite number (the BGe score needs every column "
+                        "numeric; use a discrete score for categorical data)")
+        values = numbers[codes]
+        data[:, j] = values
+    return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
+                   levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
+
+
+def looks_continuous(table: Table) -> bool:
+    """True if every cell is a number and some column has > 10 distinct values that are
+    not all integers (or are integers too large to be category codes, |x| ≥ 2^53), or if
+    every cell is a number and some are inf/nan (then `continuous_dataset` names the bad
+    cell, instead of a discrete reading blaming another column).
+
+    Used to pick a default score (BGe vs a discrete one); it never raises.
+    """
+    seen_continuous = False
+    for j in range(table.n):
+        try:
+            with np.errstate(invalid="ignore", over="ignore"):
+                values = table.columns[j][0].astype(np.float64)  # the distinct cells
+        except ValueError:
+            return False
+        finite = np.isfinite(values)
+        if not finite.all():
+            seen_continuous = True
+            continue
+        distinct = np.unique(values)
+        if distinct.size > 10 and (np.any(distinct != np.round(distinct))
+                                   or np.any(np.abs(distinct) >= 2.0**53)):
+            seen_continuous = True
+    return seen_continuous
+
+
+def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
+    from bigbn.scores.discrete import MAX_HYPER
+
+    alpha_mu = float(alpha_mu)
+    if not (np.isfinite(alpha_mu) and alpha_mu > 0):
+        raise OptionError(f"BGe alpha_mu must be a positive number, got {alpha_mu}")
+    alpha_w = float(n + alpha_mu + 1 if alpha_w is None else alpha_w)
+    if not (np.isfinite(alpha_w) and alpha_w > n + 1):
+        raise OptionError(f"BGe alpha_w must exceed n + 1 = {n + 1}, got {alpha_w}")
+    for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
+        if value > MAX_HYPER:
+            raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
+                              "differences lose the precision the posteriors need")
+    if nu is None:
+        nu = data.mean(axis=0)
+    nu = np.asarray(nu, dtype=np.float64)
+    if nu.shape != (n,) or not np.isfinite(nu).all():
+        raise OptionError(f"BGe nu must be {n} finite numbers (one prior mean per column)")
+    return alpha_mu, alpha_w, nu
+
+
+def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.ndarray):
+    """(t, R): the prior scale t of T = t·I and the posterior scatter matrix R, float64 (n, n).
+
+    Kuipers, Moffa and Heckerman (2014) (see module docstring).
+    """
+    m, n = data.shape
+    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
+    mean = data.mean(axis=0)
+    centred = data - mean
+    d = (nu - mean)[:, None]
+    R = t * np.eye(n) + centred.T @ centred + (alpha_mu * m / (alpha_mu + m)) * (d @ d.T)
+    return t, (R + R.T) / 2
+
+
+def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
+                   alpha_mu: float, alpha_w: float) -> np.ndarray:
+    """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,)."""
+    sizes = popcounts(sets)
+    out = np.zeros(sets.size, dtype=np.float64)
+    bits = np.arange(n, dtype=np.int64)
+    for l in range(1, int(sizes.max(initial=0)) + 1):
+        sel = np.flatnonzero(sizes == l)
+        members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
+        idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
+        out[sel] = _log_marginals_of(R, idx, m, n, t, alpha_mu, alpha_w)
+    return out
+
+
+def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
+                      alpha_mu: float, alpha_w: float) -> np.ndarray:
+    """log p(D_Y) for sets Y of one size l ≥ 1 given as node indices, ascending, int64
+    (S, l): the module docstring's formula with batched log-determinants; float64 (S,)."""
+    l = idx.shape[1]
+    sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
+    sign, logdet = np.linalg.slogdet(sub)
+    if np.any(sign <= 0):
+        raise DataError("BGe: posterior scatter matrix is not positive definite (bug or overflow)")
+    a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
+    a1 = (m + alpha_w - n + l) / 2
+    log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
+    const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
+             + log_gamma_ratio + a0 * l * log(t))
+    return const - a1 * logdet
+
+
+def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> float:
+    """log p(D_Y) of the column set Y (indices); the empty set gives 0."""
+    data = np.asarray(ds.data, dtype=np.float64)
+    m, n = data.shape
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+    mask = 0
+    for j in columns:
+        mask |= 1 << int(j)
+    return float(_log_marginals(R, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w)[0])
+
+
+def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> np.ndarray:
+    """BGe local log scores of the families named by ``sets`` = (parent_sets, family_index,
+    width) as for `bigbn.scores.discrete.local_scores`: parent sets as node ids ascending, −1 padded
+    (P, kk); family_index (P, n) the column of (child i, parent set g), or −1. Returns
+    float64 (n, width), NaN where no family was named (the tiers' layouts, bigbn/plan/tiers.py).
+
+    Each log p(D_Y) is the same batched log-determinant as `bge_scores`'s, of the same
+    submatrix in the same (ascending) order, so a family scores the same bits either way;
+    no bit mask is formed, so n is not bounded by 64."""
+    parent_sets, family_index, width = sets
+    data = np.ascontiguousarray(ds.data, dtype=np.float64)
+    if data.ndim != 2 or data.shape[0] < 1:
+        raise DataError(f"{ds.path or 'dataset'}: BGe needs at least one record")
+    m, n = data.shape
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    out = np.full((n, width), np.nan)
+    sizes = (parent_sets >= 0).sum(axis=1)
+    batch = 1 << 14
+    with np.errstate(all="ignore"):
+        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        for l in range(int(sizes.max(initial=0)) + 1):
+            for lo in range(0, int((sizes == l).sum()), batch):
+                sel = np.flatnonzero(sizes == l)[lo: lo + batch]
+                G = parent_sets[sel, :l]
+                base = _log_marginals_of(R, G, m, n, t, alpha_mu, alpha_w) if l else np.zeros(sel.size)
+                rows, child = np.nonzero(family_index[sel] >= 0)
+                union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
+                fam = _log_marginals_of(R, union, m, n, t, alpha_mu, alpha_w)
+                out[child, family_index[sel][rows, child]] = fam - base[rows]
+    return out
+
+
+def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> np.ndarray:
+    """BGe local log scores log p(x_i | x_G) for every node and family; float64 (n, F).
+
+    ``out[i, f]`` = log p(D_{G∪{i}}) − log p(D_G) with G = unsqueeze(family_masks(n-1, k)[f], i)
+    and k = ``max_parents``. Defaults follow Kuipers et al. (2014): α_w = n + α_μ + 1,
+    ν = the column means. Every log p(D_Y) with |Y| <= k+1 is computed once (batched
+    log-determinants of submatrices of R), then differenced.
+    """
+    data = np.ascontiguousarray(ds.data, dtype=np.float64)
+    if data.ndim != 2 or data.shape[0] < 1:
+        raise DataError(f"{ds.path or 'dataset'}: BGe needs at least one record")
+    m, n = data.shape
+    k = int(max_parents)
+    if not 0 <= k <= n - 1:
+        raise OptionError(f"max parents k={k} must be in 0..n-1={n - 1}")
+    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    # Overflow (values near 1e154 and beyond) shows as non-finite scores, which the
+    # caller turns into one error line naming the column: no numpy warnings on the way.
+    with np.errstate(all="ignore"):
+        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
+        logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w)
+    masks = family_masks(n - 1, k)
+    out = np.empty((n, masks.size), dtype=np.float64)
+    for i in range(n):
+        low = masks & ((1 << i) - 1)
+        parents = low | ((masks >> i) << (i + 1))  # unsqueeze, vectorised
+        with np.errstate(invalid="ignore"):
+            out[i] = logml[family_rank(sets, parents | (1 << i))] - logml[family_rank(sets, parents)]
+    return out

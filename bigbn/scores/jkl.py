@@ -1,0 +1,288 @@
+"""Local scores from files: the ``.jkl`` format of GOBNILP, aps and modular-dag-sampling.
+
+A user can bring any local score (BIC, a custom likelihood, another program's BDeu) to
+the exact engine. The format, natural-log scores, whitespace separated:
+
+    3                      the number of variables n
+    A 2                    a block per variable: its name (or index 0..n-1) and how many
+    -12.5 0                  parent sets follow, one per line: the score, the number of
+    -10.25 1 B               parents, the parents (names, or indices)
+    B 1
+    -8.0 0
+    C 3
+    ...
+
+Either every block names its variable by an index 0..n-1 (the variables are then called
+"0", "1", …) or by a name (variables in block order); parents are written the same way.
+Families absent from the file, and families with more than k parents, are impossible
+(β = −inf). Every line is checked; a problem is a `DataError` naming file and line.
+
+A jkl score is the whole local score β_i(G): bigbn adds no structure prior to it (ρ ≡ 1),
+only the hard constraints and edge probabilities asked for (forbid, require, edge_prob,
+max_parents). `bigbn scores` writes β = log ρ_i(G) + log p(x_i | x_G) under the structure
+prior it is given, so running on that file gives the posterior of the run on the data, bit
+for bit (scores are written with 17 significant digits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from decimal import Decimal
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.kernels.bits import popcount
+from bigbn.io.data import read_text
+from bigbn.errors import DataError, OptionError
+from bigbn.kernels.families import family_masks, family_rank, squeeze, unsqueeze
+from bigbn.scores.offsets import SAFE
+from bigbn.scores.base import Score
+
+__all__ = ["ScoreFile", "FileScore", "read_jkl", "write_jkl"]
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreFile:
+    """The local scores of a jkl file. names: the n variables; families[i]: {full n-bit
+    parent mask: score − offsets[i]}; offsets[i]: 0, or, for a variable with a score beyond
+    ±`bigbn.scores.offsets.SAFE`, its largest score, subtracted in exact decimal arithmetic from
+    the file's text (a per-variable constant leaves the posterior unchanged, and float64
+    then holds every difference that can matter however large the scores: `read_jkl`);
+    path: the file. Stands in for a Dataset in `learn` (kind "scores", no rows)."""
+
+    path: str
+    names: tuple[str, ...]
+    families: tuple[dict[int, float], ...]
+    offsets: tuple[float, ...] = ()
+    kind = "scores"
+    m = None
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def digest(self) -> str:
+        """SHA-256 of the scores: the run fingerprint's data hash."""
+        h = hashlib.sha256("\0".join(self.names).encode())
+        for fam in self.families:
+            masks = np.array(sorted(fam), dtype=np.int64)
+            h.update(masks.tobytes() + np.array([fam[int(g)] for g in masks]).tobytes() + b"\1")
+        if any(self.offsets):
+            h.update(b"offsets" + np.array(self.offsets, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+    def log_offsets(self) -> np.ndarray:
+        """c_i subtracted from variable i's scores, float64 (n,): log p(x) = L(V) + Σ c_i."""
+        return np.array(self.offsets, dtype=np.float64) if self.offsets else np.zeros(self.n)
+
+    def local(self, k: int) -> np.ndarray:
+        """β_i(G) in the layout of `bigbn.kernels.families`, float64 (n, F): the file's score, −inf
+        for a family not in the file or with more than k parents. OptionError if a variable
+        is left without any family of at most k parents."""
+        n = self.n
+        masks = family_masks(n - 1, k)
+        out = np.full((n, masks.size), -np.inf)
+        for i, fam in enumerate(self.families):
+            sq = [(squeeze(g, i), s) for g, s in fam.items() if popcount(g) <= k]
+            if not sq:
+                raise OptionError(f"{self.path}: variable '{self.names[i]}' has no parent set of at "
+                                  f"most {k} parents in the file (raise max parents)")
+            out[i, family_rank(masks, np.array([g for g, _ in sq], dtype=np.int64))] = [s for _, s in sq]
+        return out
+
+
+class FileScore(Score):
+    """The score of a run on a `ScoreFile`: the file's scores (and −inf for the families it
+    leaves out)."""
+
+    name = "jkl"
+    data_kind = "scores"
+    modules = ("bigbn.scores.jkl",)
+    numerics = "jkl-1"  # bump on any change of how a file's scores become a run's (bigbn.scores.base)
+    description = "local scores read from a .jkl file"
+    impossible_families = True
+
+    def local_scores(self, ds, k, options):
+        return ds.local(k)
+
+    def family_scores(self, ds, k, options, sets):
+        """The file's scores in the families named by ``sets`` (`Score.family_scores`): −inf
+        for a named family the file leaves out, NaN where none is named."""
+        parent_sets, index, width = sets
+        row = {tuple(int(u) for u in ps if u >= 0): r for r, ps in enumerate(parent_sets.tolist())}
+        out = np.full((ds.n, width), np.nan)
+        for i in range(ds.n):
+            named = index[:, i] >= 0
+            out[i, index[named, i]] = -np.inf
+            for g, s in ds.families[i].items():
+                r = row.get(tuple(u for u in range(ds.n) if g >> u & 1))
+                if r is not None and index[r, i] >= 0:
+                    out[i, index[r, i]] = s
+        return out
+
+
+def _lines(path: str):
+    """(line number, whitespace-separated tokens) of every non-blank line."""
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        tokens = line.split()
+        if tokens:
+            yield number, tokens
+
+
+def read_jkl(path) -> ScoreFile:
+    """Read and check a jkl file (module docstring). DataError "FILE, line L: ..." for: a
+    missing or bad variable count; a block header that is not "name count" or a count that
+    is not a positive integer; a score line with a non-number or non-finite score (NaN,
+    inf), a parent count that does not match the parents listed, an unknown parent, the
+    variable itself or a parent listed twice; a parent set listed twice in a block; a
+    variable with two blocks; fewer blocks than variables (a block's count too large) or
+    text after the last block."""
+    p = os.fspath(path)
+    lines = _lines(p)
+    first = next(lines, None)
+    if first is None:
+        raise DataError(f"{p}: empty file (a jkl file starts with the number of variables)")
+    line, tokens = first
+    if len(tokens) != 1 or not _count(tokens[0]) or int(tokens[0]) < 2:
+        raise DataError(f"{p}, line {line}: expected the number of variables (an integer ≥ 2), "
+                        f"got {' '.join(tokens)!r}")
+    n = int(tokens[0])
+    blocks = []  # (line, name, [(line, score, parent tokens)])
+    for _ in range(n):
+        head = next(lines, None)
+        if head is None:
+            raise DataError(f"{p}: {len(blocks)} blocks, but line {first[0]} says {n} variables")
+        line, tokens = head
+        if len(tokens) != 2 or not _count(tokens[1]):
+            raise DataError(f"{p}, line {line}: expected a block header 'variable count' (count ≥ 1), "
+                            f"got {' '.join(tokens)!r}" + _hint(blocks))
+        if int(tokens[1]) == 0:
+            raise DataError(f"{p}, line {line}: the block of '{tokens[0]}' declares 0 parent sets; every "
+                            "variable needs at least one (list its empty parent set, '<score> 0')")
+        rows = []
+        for j in range(int(tokens[1])):
+            row = next(lines, None)
+            if row is None:
+                raise DataError(f"{p}: the block of '{tokens[0]}' (line {line}) declares {tokens[1]} "
+                                f"parent sets, the file ends after {j}")
+            rows.append(_score_line(p, row, tokens[0], line, tokens[1], j))
+        blocks.append((line, tokens[0], rows))
+    extra = next(lines, None)
+    if extra is not None:
+        raise DataError(f"{p}, line {extra[0]}: text after the last of the {n} blocks"
+                        + _hint(blocks))
+    ids = [b[1] for b in blocks]
+    by_index = all(_count(t) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
+    if by_index:
+        names = tuple(str(i) for i in range(n))
+        index = {t: int(t) for t in ids}
+    else:
+        names = tuple(ids)
+        index = {}
+        for line, t, _ in blocks:
+            if t in index:
+                raise DataError(f"{p}, line {line}: a second block for variable '{t}'")
+            index[t] = len(index)
+    families: list[dict[int, float]] = [{} for _ in range(n)]
+    texts: list[dict[int, str]] = [{} for _ in range(n)]
+    for line_h, t, rows in blocks:
+        i = index[t]
+        fam = families[i]
+        for line, score, parents, text in rows:
+            mask = 0
+            for q in parents:
+                if q not in index:
+                    raise DataError(f"{p}, line {line}: unknown parent {q!r} (not a variable of the file"
+                                    + (": variables are indices 0.." + str(n - 1) if by_index else "")
+                                    + ")")
+                b = index[q]
+                if b == i:
+                    raise DataError(f"{p}, line {line}: variable '{t}' listed as its own parent")
+                if mask >> b & 1:
+                    raise DataError(f"{p}, line {line}: parent {q!r} listed twice")
+                mask |= 1 << b
+            if mask in fam:
+                raise DataError(f"{p}, line {line}: this parent set of '{t}' is listed twice in its block")
+            fam[mask] = score
+            texts[i][mask] = text
+    offsets = [0.0] * n
+    for i, fam in enumerate(families):
+        if max(abs(v) for v in fam.values()) > SAFE:
+            # the file's decimals less their largest, exactly: the differences that decide
+            # the posterior survive whatever the scores' magnitude (bigbn/scores/offsets.py)
+            exact = {g: Decimal(x) for g, x in texts[i].items()}
+            top = max(exact.values())
+            families[i] = {g: float(x - top) for g, x in exact.items()}
+            offsets[i] = float(top)
+    return ScoreFile(p, names, tuple(families), tuple(offsets) if any(offsets) else ())
+
+
+def _count(token: str) -> bool:
+    """Whether ``token`` is a count as the format writes it: ASCII digits only (str.isdigit
+    also takes '²' and other scripts' digits, which int() then refuses or misreads)."""
+    return token.isascii() and token.isdigit()
+
+
+#: a score as the format writes it: ASCII digits, optional sign, point and exponent
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _hint(blocks) -> str:
+    if not blocks:
+        return ""
+    line, name, rows = blocks[-1]
+    return f" (does the block of '{name}' on line {line} declare the right count, {len(rows)}?)"
+
+
+def _score_line(p, row, name, head_line, count, j):
+    line, tokens = row
+    what = f"score line {j + 1} of {count} of the block of '{name}' (line {head_line})"
+    try:
+        score = float(tokens[0])
+    except ValueError:
+        raise DataError(f"{p}, line {line}: expected {what}: 'score size parents...', got "
+                        f"{' '.join(tokens)!r}") from None
+    if not math.isfinite(score):
+        raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a finite number (leave an "
+                        "impossible parent set out of the file)")
+    if not _NUMBER.fullmatch(tokens[0]):  # float() also reads '1_0' as 10 and other scripts' digits
+        raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a decimal number (digits 0-9, "
+                        "a point, an exponent)")
+    if len(tokens) < 2 or not _count(tokens[1]):
+        raise DataError(f"{p}, line {line}: expected {what}: 'score size parents...', got "
+                        f"{' '.join(tokens)!r}")
+    if int(tokens[1]) != len(tokens) - 2:
+        raise DataError(f"{p}, line {line}: says {tokens[1]} parents but lists {len(tokens) - 2}")
+    return line, score, tokens[2:], tokens[0]
+
+
+def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
+    """Write β (n, F), the layout of `bigbn.kernels.families` with at most k parents, as a jkl
+    file: names as given, every family with a finite β (17 significant digits: read back,
+    the same float64). Written to a temporary file first, then moved into place."""
+    n = len(names)
+    for nm in names:
+        if not nm or any(ch.isspace() for ch in nm):
+            raise OptionError(f"variable name {nm!r} holds whitespace, which a jkl file cannot: "
+                              "rename the column")
+    masks = family_masks(n - 1, k)
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(f"{n}\n")
+            for i in range(n):
+                keep = np.flatnonzero(np.isfinite(beta[i]))
+                fh.write(f"{names[i]} {keep.size}\n")
+                for f in keep.tolist():
+                    full = unsqueeze(int(masks[f]), i)
+                    ps = [names[b] for b in range(n) if full >> b & 1]
+                    fh.write(" ".join([repr(float(beta[i, f])), str(len(ps)), *ps]) + "\n")
+        os.replace(tmp, out)
+    except OSError as e:
+        raise OptionError(f"cannot write {out}: {e.strerror}") from None

@@ -1,0 +1,1 @@
+"""The work directory: zarr tables, the journal, the run record and finished runs."""

@@ -1,0 +1,628 @@
+"""A run directory read as data: what was asked (``run.json``) and what a finished run holds.
+
+- `RunRecord`: the frozen record of one run: its fingerprint (everything that decides a
+  number it stores: the data's content hash, n, m, the numerics version and the model
+  options), the data's source and names, and the run's plan, one form for every run
+  (`tiers.RunPlan`: one or more tiers with their chunk bits, the alpha mode, which
+  stages: posterior, MAP; a run without tiers is one tier). ``run.json`` is written
+  (`write_record`) and read (`read_record`) here and nowhere else; a run.json of format
+  version 1 (a run without tiers recorded as its plain `Plan`) reads as its one tier.
+- `check_is_ours`: a folder is bigbn's only when it is empty or holds a ``run.json`` that
+  bigbn wrote (it carries ``"format": "bigbn-run"`` and a format version); anything else is
+  refused before a single file in it is touched.
+- `RunDir`: an existing work directory (its record, plan and journal), for `bigbn status`.
+- `FinishedRun`: a finished run's results, with or without tiers, as a list of tiers
+  (`FinishedTier`: layout, family β, its checked lattice `FinishedLattice` with γ and
+  CRC-checked chunk reads, log Z); a run without tiers is the one tier of every variable
+  on the root-scope lattice. Names, log p(x), the edge posteriors. Every problem is a `WorkdirError` naming the
+  file and saying what to do. A feature computed from a finished run (sampling, causal
+  effects) opens one of these and needs nothing private of any other module.
+
+Adding a field to a run (see also docs/design.md, "The run record"):
+- a model option that changes the numbers (e.g. tiers, interventions): add it to the
+  ``options`` dict that `learn` passes to `fingerprint`; it is stored in run.json, compared
+  on resume (a record without it reads as None) and shown by `bigbn status`;
+- a field of the plan: add it to `tiers.RunPlan` (a JSON value) and to its ``to_json`` /
+  ``from_json``, a record without it read at its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.plan import tiers as tiering
+from bigbn._version import NUMERICS_VERSION, __version__
+from bigbn.errors import WorkdirError
+from bigbn.knowledge import Knowledge
+from bigbn.plan.lattice import STAGES, Plan, task_id
+from bigbn.store.workdir import LOCK, RUN_JSON, Workdir, checksum
+
+RUN_FORMAT = "bigbn-run"
+#: 2: the plan is a `tiers.RunPlan` (one or more tiers) for every run. Version 1 (up to
+#: e83beef) recorded a run without tiers as its plain `Plan`; it is read as its one tier.
+RUN_FORMAT_VERSION = 2
+READ_FORMAT_VERSIONS = (1, 2)
+
+def numerics_fingerprint() -> int:
+    """The numerics version of this code (`bigbn._version.NUMERICS_VERSION`, bumped by hand
+    whenever a stored number changes; tests/test_numerics.py checks it): part of the run
+    fingerprint, so a workdir is never resumed by code that computes differently, and
+    resumes after a change of anything else (orchestration, comments). The score's own
+    version enters it as "score_numerics" (`bigbn.scores.base.numerics_version`)."""
+    return NUMERICS_VERSION
+
+
+#: The fingerprints of bcf7076, the last commit that hashed the numerical code's sources
+#: (#38), as the numerics versions they are (its journal numbers are those of
+#: tests/golden_numerics.json): its workdirs read as of these versions and resume. Any
+#: other hash is another bigbn's, and its workdir is refused.
+LEGACY_NUMERICS = {"76440e467093c924": 1}
+LEGACY_SCORE_NUMERICS = {"d9af01c7347a91fb": "bdeu-1", "1aad660f67c833fe": "k2-1",
+                         "df457e0e2490d042": "bge-1", "9f26e8a12a810a2d": "jkl-1"}
+
+
+def _legacy(fp: dict) -> dict:
+    """A fingerprint with bcf7076's source hashes as the versions they are."""
+    numerics, score = fp.get("numerics"), fp.get("score_numerics")
+    if isinstance(numerics, str) and numerics in LEGACY_NUMERICS:
+        fp = {**fp, "numerics": LEGACY_NUMERICS[numerics]}
+        if isinstance(score, str) and score in LEGACY_SCORE_NUMERICS:
+            fp["score_numerics"] = LEGACY_SCORE_NUMERICS[score]
+    return fp
+
+
+def jsonable(obj):
+    """obj with tuples as lists, sets sorted, numpy scalars and arrays as Python values and
+    non-finite floats as strings: what run.json and summary.json can hold."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in sorted(obj.items())}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in (sorted(obj) if isinstance(obj, (set, frozenset)) else obj)]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (np.integer, np.floating)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+def fingerprint(data_sha256: str, n: int, m: int, options: dict) -> dict:
+    """What decides every number a run stores: the data (content hash, shape), this
+    code's numerics and the model ``options`` (score, its parameters, max parents, the
+    structure prior, constraints, ...): a dict of JSON values, compared key by key."""
+    return {"data_sha256": data_sha256, "n": int(n), "m": None if m is None else int(m),
+            "numerics": numerics_fingerprint(), **jsonable(options)}
+
+
+_PLAIN = {"data_sha256": "the data differ from the run's (content hash {old:.12} vs {new:.12})",
+          "numerics": "the workdir was computed by another bigbn version (numerics version {old}, now {new})",
+          "score_numerics": "the workdir was computed by other code of the score (its numerics {old}, now {new})",
+          "m": "the data have {new} rows, the run's {old}",
+          "n": "the data have {new} columns, the run's {old}"}
+
+
+def gib(b: float) -> str:
+    """A size in bytes as text: '512 B', '3.5 KiB', '12.0 MiB', '1.5 GiB'."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{int(b)} B"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run was asked and how it is planned: the content of ``run.json``.
+
+    fingerprint: see `fingerprint`; plan: the run's `tiers.RunPlan`, one or more tiers (a
+    run without tiers is one tier of every variable; its posterior / map_dag flags say
+    every stage any invocation on this workdir has asked for); names: the data's
+    variable names; source: the data file's absolute path, or "" / "array" for data in
+    memory; version: the bigbn version that created the run; created: when.
+    """
+
+    fingerprint: dict
+    plan: tiering.RunPlan
+    names: tuple[str, ...]
+    source: str = ""
+    version: str = __version__
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
+
+    @property
+    def options(self) -> dict:
+        """The model options (the fingerprint without data hash, shape and numerics)."""
+        return {k: v for k, v in self.fingerprint.items() if k not in ("data_sha256", "n", "m", "numerics")}
+
+    def differences(self, other: dict) -> list[str]:
+        """How fingerprint ``other`` differs from this run's, in plain words (a key one of
+        them lacks counts as None, so a record older than an option reads as without it)."""
+        out = []
+        for key in sorted(set(self.fingerprint) | set(other)):
+            old, new = self.fingerprint.get(key), other.get(key)
+            if old != new:
+                out.append(_PLAIN[key].format(old=str(old), new=str(new)) if key in _PLAIN
+                           else f"{key}: workdir has {old!r}, this run {new!r}")
+        return out
+
+    def with_stages(self, map_dag: bool, posterior: bool) -> RunRecord:
+        """This record with the stages of another invocation added to the plan."""
+        plan = dataclasses.replace(self.plan, map_dag=self.plan.map_dag or map_dag,
+                                   posterior=self.plan.posterior or posterior)
+        return dataclasses.replace(self, plan=plan)
+
+    def to_json(self) -> dict:
+        return {"format": RUN_FORMAT, "format_version": RUN_FORMAT_VERSION,
+                "fingerprint": jsonable(self.fingerprint),
+                "plan": self.plan.to_json(),
+                "stages": list(STAGES), "names": list(self.names), "source": self.source,
+                "version": self.version, "created": self.created}
+
+    @classmethod
+    def from_json(cls, obj: dict, path: Path) -> RunRecord:
+        """The record in a parsed run.json that carries bigbn's format marker; WorkdirError
+        if it is damaged."""
+        damaged = f"{path} is damaged; use --fresh to start over (this removes the run's files)"
+        if obj.get("format_version") not in READ_FORMAT_VERSIONS:
+            raise WorkdirError(f"{path} has run format version {obj.get('format_version')!r}, this "
+                               f"bigbn reads version {RUN_FORMAT_VERSION}; use --fresh to start over")
+        try:
+            fp, pl, names = obj["fingerprint"], obj["plan"], obj["names"]
+            ok = isinstance(fp, dict) and isinstance(fp.get("data_sha256"), str) \
+                and isinstance(fp.get("n"), int) and isinstance(fp.get("m", 0), (int, type(None))) \
+                and isinstance(pl, dict) \
+                and isinstance(names, list) and all(isinstance(s, str) for s in names)
+            plan = tiering.RunPlan.from_json(pl) if ok else None
+            source = obj.get("source") or ""
+            ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
+        except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
+            ok = False
+        if not ok:
+            raise WorkdirError(damaged)
+        return cls(_legacy(fp), plan, tuple(names), source, str(obj.get("version", "")), str(obj.get("created", "")))
+
+
+def _not_ours(path: Path, why: str) -> WorkdirError:
+    return WorkdirError(f"{path} {why}, so {path.parent} is not a bigbn work directory (or its "
+                        "run.json was damaged): bigbn leaves it untouched; give --workdir a new or "
+                        "empty folder (or remove the folder yourself)")
+
+
+def _marked(path: Path) -> dict | None:
+    """run.json parsed, if it carries bigbn's format marker; None if there is none;
+    WorkdirError if it is unreadable or not bigbn's."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise _not_ours(path, "is a folder") from None
+    except OSError as e:
+        raise WorkdirError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _not_ours(path, "is not JSON text") from None
+    if not (isinstance(obj, dict) and obj.get("format") == RUN_FORMAT):
+        raise _not_ours(path, f"has no \"format\": \"{RUN_FORMAT}\" marker")
+    return obj
+
+
+def read_record(root: Path) -> RunRecord | None:
+    """The run record of work directory ``root``; None when there is no run.json.
+    WorkdirError when run.json is unreadable, was not written by bigbn, or is damaged."""
+    path = Path(root) / RUN_JSON
+    obj = _marked(path)
+    return None if obj is None else RunRecord.from_json(obj, path)
+
+
+def write_record(root: Path, record: RunRecord) -> None:
+    """Replace run.json atomically (write a temporary file, fsync, rename)."""
+    path = Path(root) / RUN_JSON
+    write_json_atomic(path, record.to_json())
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def check_is_ours(root: Path, fresh: bool = False) -> None:
+    """Whether bigbn may write into ``root``: it does not exist, is empty (a ``lock`` file
+    left by a refused run aside), or holds a run.json bigbn wrote (with ``fresh``, one
+    whose content is damaged will do: it is removed). Anything else is somebody else's
+    folder and raises WorkdirError before a single file in it is touched, with or without
+    --fresh."""
+    root = Path(root)
+    if not root.exists():
+        return None
+    if not root.is_dir():
+        raise WorkdirError(f"{root} is a file, not a folder; give --workdir a folder")
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError as e:
+        raise WorkdirError(f"{root}: cannot list the folder ({e.strerror})") from None
+    if RUN_JSON in entries:
+        if not fresh:
+            read_record(root)
+        elif _marked(root / RUN_JSON) is None:
+            raise _not_ours(root / RUN_JSON, "vanished")
+        return
+    if all(e == LOCK and (root / e).is_file() for e in entries):
+        return
+    shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+    raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown} "
+                       "but no run.json that bigbn wrote); bigbn leaves it untouched: give "
+                       "--workdir a new or empty folder")
+
+
+# ---------------------------------------------------------------------------------- reading
+
+def _unfinished(root, then: str) -> WorkdirError:
+    return WorkdirError(f"{root}: the run is not finished; run the same `bigbn run` command "
+                        f"again to finish it, then {then}")
+
+
+def _damaged(path, then: str) -> WorkdirError:
+    return WorkdirError(f"{path} is missing or damaged; run the same `bigbn run` command again to "
+                        f"recompute it (or with --fresh to start over), then {then}")
+
+
+class RunDir:
+    """An existing bigbn work directory, read only: its record, plan and journal."""
+
+    def __init__(self, workdir, then: str = "use it"):
+        self.root = Path(workdir).resolve()
+        self.then = then
+        record = read_record(self.root) if self.root.is_dir() else None
+        if record is None:
+            what = "no run.json" if self.root.is_dir() else "no such folder"
+            raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
+                               f"{what}); run `bigbn run` first, then {then}")
+        self.record = record
+        self.plan: tiering.RunPlan = record.plan
+        self.workdir = Workdir(self.root)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.record.names
+
+    def journal(self) -> dict[str, dict]:
+        return self.workdir.journal()
+
+
+def _check_numerics(rd: RunDir, then: str) -> None:
+    if rd.record.fingerprint.get("numerics") != numerics_fingerprint():
+        raise WorkdirError(f"{rd.root} was computed by another bigbn version (its numerical code "
+                           f"differs); run the `bigbn run` command again with --fresh, then {then}")
+
+
+def _check_tables_folder(rd: RunDir, then: str) -> None:
+    rd.workdir.store.check_folder(f"run the same `bigbn run` command with --fresh to start over, "
+                                  f"then {then}")
+
+
+class FinishedLattice:
+    """The checked tables of one finished lattice plan: a whole run's, or one tier's (its
+    plan's scope names its tables' folder and prefixes its task ids).
+
+    Opened checks: the final tasks are journaled and their outputs pass their CRC; β
+    matches its journal CRC; the journaled log p(x) equals L(V) in the (CRC-checked)
+    forward table. ``need``: "posterior", or "map" for the MAP network alone.
+    """
+
+    def __init__(self, workdir: Workdir, plan: Plan, records: dict, then: str, need: str = "posterior"):
+        self.workdir, self.plan, self.records, self.then = workdir, plan, records, then
+        root = workdir.root
+        edges = records.get(_tid(plan, ("edges",)))
+        map_rec = records.get(_tid(plan, ("map_dag",)))
+        if need == "posterior" and edges is None and map_rec is not None:
+            raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
+                               f"`bigbn run` command without --map-only to add the posterior, then {then}")
+        if (need == "posterior" and edges is None) or (need == "map" and map_rec is None):
+            raise _unfinished(root, then)
+        self.beta = self.read("beta")
+        scores = records.get(_tid(plan, ("scores",)))
+        if scores is None or scores["crc"] != checksum(self.beta):
+            raise _damaged(workdir.tables / "beta", then)
+        #: Σ_i c_i subtracted from β (bigbn/scores/offsets.py): log p(x) = log_px + log_offset
+        self.log_offset = float(scores.get("log_offset", 0.0))
+        stages = dict(map_dag=need == "map" or plan.map_dag and map_rec is not None,
+                      posterior=need == "posterior")
+        self.plan_read = dataclasses.replace(plan, **stages)
+        for key, rec, on in ((("edges",), edges, stages["posterior"]), (("map_dag",), map_rec, stages["map_dag"])):
+            spec = self.plan_read.task(key) if on else None
+            if on and not workdir.intact(spec, rec):
+                tables = " or ".join(str(workdir.tables / r.table) for r in spec.writes)
+                raise _damaged(tables, then)
+        self.log_px = None
+        if stages["posterior"]:
+            self.log_px = float(edges["log_px"])
+            last = float(self.chunk("forward", plan.n_chunks - 1)[-1])
+            if not math.isclose(last, self.log_px, rel_tol=1e-12, abs_tol=1e-9):
+                raise WorkdirError(f"{workdir.journal_path}: the edges task's log p(x) = "
+                                   f"{self.log_px!r} is not L(V) = {last!r} of the forward table "
+                                   "(the journal was edited or damaged); run the same `bigbn run` "
+                                   f"command again to recompute it, then {then}")
+
+    def read(self, table: str, index=slice(None)) -> np.ndarray:
+        """A table's values; WorkdirError naming the table when it is missing or damaged
+        (unreadable, or its metadata not the shape, chunks and type the plan gives it)."""
+        return _read_table(self.workdir, self.plan, table, index, self.then)
+
+    def chunk(self, table: str, H: int) -> np.ndarray:
+        """Chunk H of a chunk table (forward), checked against its task's journal CRC."""
+        size = self.plan.chunk_size
+        if table == "forward" and self.plan.kept is not None and H != self.plan.n_chunks - 1:
+            raise WorkdirError(f"{self.workdir.root} was run with --disk-budget, which keeps L(V) alone of the "
+                               f"forward table (chunk {H} is gone); {self.then} needs all of it: run the same "
+                               "`bigbn run` command without --disk-budget in another workdir")
+        try:
+            data = self.workdir.read(table, slice(H * size, (H + 1) * size))
+        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk
+            data = None
+        rec = self.records.get(_tid(self.plan, (table, H)))
+        if data is None or rec is None or rec["crc"] != checksum(data):
+            raise WorkdirError(f"{self.workdir.tables / table}: chunk {H} is missing or damaged; run "
+                               f"the same `bigbn run` command again to repair it, then {self.then}")
+        return data
+
+    def gamma(self) -> np.ndarray:
+        """γ (n, F), written by the edges task (its CRC checked when the run was opened)."""
+        return self.read("gamma")
+
+    def posterior(self) -> np.ndarray:
+        """The exact edge posteriors (n, n)."""
+        return self.read("posterior")
+
+    def map_parents(self) -> np.ndarray:
+        return self.read("map_parents").astype(np.int64)
+
+    @property
+    def log_map_score(self) -> float:
+        return float(self.records[_tid(self.plan, ("map_dag",))]["log_score"]) + self.log_offset
+
+
+def _tid(plan: Plan, key: tuple) -> str:
+    """The journal id of task ``key`` of ``plan`` (after its scope), whether or not the plan
+    as read has that stage."""
+    return f"{plan.scope}/{task_id(key)}" if plan.scope else task_id(key)
+
+
+def _read_table(workdir: Workdir, plan: Plan, table: str, index, then: str) -> np.ndarray:
+    try:
+        out = workdir.read(table, index) if workdir.store.matches(plan, table) else None
+    except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged chunks
+        out = None
+    if out is None:
+        raise _damaged(workdir.tables / table, then)
+    return out
+
+
+@dataclass(frozen=True)
+class FinishedTier:
+    """One tier of a finished run: its layout, the β of its nodes' families in that layout
+    (m, width), its lattice (None for a one-node tier), log Z_j (None for a MAP-only run)
+    and log_offset: Σ_v c_v subtracted from β (bigbn/scores/offsets.py). A run without tiers is
+    one tier of every variable with no earlier tiers: its lattice is the root-scope one and
+    β the plain β (its layout is the plan's family order)."""
+
+    lay: tiering.TierLayout
+    beta: np.ndarray = field(repr=False)
+    lattice: FinishedLattice | None = field(repr=False)
+    log_z: float | None
+    log_offset: float = 0.0
+
+    def gamma(self) -> np.ndarray:
+        """The tier's γ (m, F_t), read from its lattice (CRC-checked when it was opened)."""
+        return self.lattice.gamma() if self.lattice is not None else np.zeros((1, 1))
+
+    def family_posteriors(self) -> np.ndarray:
+        """p(G_v = G | x) of every column of every node of the tier (m, width)."""
+        return tiering.family_posteriors(self.beta, self.gamma(), self.lay, self.log_z)
+
+
+class FinishedRun(RunDir):
+    """The results of a finished run, with or without tiers, as a list of tiers
+    (`FinishedTier`, earliest first; ``lays`` their layouts): a run without tiers is one
+    tier whose lattice is the root-scope lattice (`FinishedLattice`, the tables at the
+    workdir's root) and whose β is the plain β; ``tiered`` says whether run.json has tiers.
+    log_px = Σ_j log Z_j, log_offset = Σ_j c_j (log p(x) = log_px + log_offset).
+
+    Checks: run.json is bigbn's and computed by this code's numerics; every lattice passes
+    `FinishedLattice`'s checks; a tier's family β passes its journal CRC and its lattice's
+    scores are exactly that β's segment sums, so the two never come from different runs.
+    ``need``: "posterior", or "map" for the MAP network alone (a run without tiers)."""
+
+    def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
+        RunDir.__init__(self, workdir, then)
+        _check_numerics(self, then)
+        _check_tables_folder(self, then)
+        self.records = self.journal()
+        pl = self.plan
+        if pl.tiered:
+            self.tiers = self._tiers(pl, then, need)
+            self.lays = tuple(t.lay for t in self.tiers)
+            self.log_px = float(sum(t.log_z for t in self.tiers))
+            #: Σ_v c_v subtracted from β (bigbn/scores/offsets.py): log p(x) = log_px + log_offset
+            self.log_offset = float(sum(t.log_offset for t in self.tiers))
+        else:
+            post, mp = pl.lattices(0)  # one plan (every stage asked), at the workdir's root
+            lattice = FinishedLattice(self.workdir, post or mp, self.records, then, need)
+            self.lays = (tiering.TierLayout(0, tuple(range(pl.n)), (), pl.k),)
+            self.tiers = [FinishedTier(self.lays[0], lattice.beta, lattice, lattice.log_px, lattice.log_offset)]
+            self.log_px, self.log_offset = lattice.log_px, lattice.log_offset
+
+    @property
+    def tiered(self) -> bool:
+        """Whether the run has tiers (run.json's plan lists them), not one root-scope lattice."""
+        return self.plan.tiered
+
+    def _tiers(self, pl: tiering.RunPlan, then: str, need: str) -> list[FinishedTier]:
+        root = self.root
+        if need != "posterior":  # the tiers' MAP lattices hold within-tier parents only
+            raise WorkdirError(f"{root}: a run with tiers is read for its posterior; its MAP network "
+                               f"is {root / 'map_dag.csv'}")
+        if not pl.posterior:
+            raise WorkdirError(f"{root} holds only the MAP network (a --map-only run); run the same "
+                               f"`bigbn run` command without --map-only to add the posterior, then {then}")
+        fp = self.record.fingerprint
+        lays = tiering.layouts(Knowledge(tiers=fp["tiers"]).tier_ids(self.names), fp["max_parents"])
+        out = []
+        for lay, (plan, _) in zip(lays, pl.plans()):
+            beta = self._family_beta(lay)
+            offset = float(self.records[tiering.family_beta_id(lay)].get("log_offset", 0.0))
+            A, _ = tiering.tier_local_scores(beta, lay)
+            if plan is None:  # one node: no lattice
+                out.append(FinishedTier(lay, beta, None, float(A[0, 0]), offset))
+                continue
+            lattice = FinishedLattice(Workdir(root, scope=lay.scope), plan, self.records, then)
+            if not np.array_equal(lattice.beta, A):
+                raise WorkdirError(f"{lattice.workdir.tables / 'beta'}: tier {lay.index + 1}'s scores are "
+                                   f"not the sums of its family scores; run the same `bigbn run` command "
+                                   f"with --fresh, then {then}")
+            out.append(FinishedTier(lay, beta, lattice, lattice.log_px, offset))
+        return out
+
+    def _family_beta(self, lay) -> np.ndarray:
+        wd = Workdir(self.root, scope=lay.scope)
+        rec = self.records.get(tiering.family_beta_id(lay))
+        if rec is None:  # the tier's family β is journaled when its lattice is done
+            raise _unfinished(self.root, self.then)
+        try:
+            beta = wd.read(tiering.FAMILY_BETA, slice(None))
+        except Exception:  # noqa: BLE001 - missing or damaged
+            beta = None
+        if beta is None or beta.shape != (lay.m, lay.width) or rec["crc"] != checksum(beta):
+            raise _damaged(wd.tables / tiering.FAMILY_BETA, self.then)
+        return beta
+
+    def families(self) -> tiering.TieredFamilies:
+        """Every node's parent-set posteriors, in its tier's layout."""
+        return tiering.TieredFamilies(self.lays, [t.family_posteriors() for t in self.tiers])
+
+    def posterior(self) -> np.ndarray:
+        """The exact edge posteriors (n, n): a run without tiers reads its posterior table;
+        with tiers, they come from each tier's family posteriors."""
+        if not self.tiered:
+            return self.tiers[0].lattice.posterior()
+        n = len(self.names)
+        out = np.zeros((n, n))
+        for lay, post in zip(self.lays, self.families().posts):
+            out[:, list(lay.nodes)] = tiering.edge_posteriors_from(post, lay, n)
+        return out
+
+
+def finished_run(workdir, then: str = "sample"):
+    """A finished run's results (`FinishedRun`, with or without tiers).
+    A run not finished, or whose tables fail their checks, while another process holds the
+    workdir's lock (a `bigbn run` computing them) is a WorkdirError saying it is running."""
+    try:
+        return FinishedRun(workdir, then)
+    except WorkdirError:
+        root = Path(workdir).resolve()
+        try:
+            holder = Workdir(root).active_holder() if root.is_dir() else None
+        except OSError:
+            holder = None
+        if holder is not None:
+            raise WorkdirError(f"{root}: the run is still running (pid {holder.get('pid')} on "
+                               f"{holder.get('host')} holds the workdir's lock); wait for it to "
+                               f"finish, then {then}") from None
+        raise
+
+
+def status_lines(workdir) -> list[str]:
+    """Human-readable lines describing a work directory (for `bigbn status`), with or
+    without tiers: a run without tiers is one tier on the root-scope lattice, shown stage
+    by stage; with tiers, a line per tier."""
+    rd = RunDir(workdir, then="ask for its status")
+    root, wd, pl, fp = rd.root, rd.workdir, rd.plan, rd.record.fingerprint
+    tiered = pl.tiered
+    done = rd.journal()
+    computes = "computes " + " and ".join(w for w, on in (("the posterior", pl.posterior),
+                                                          ("the MAP network", pl.map_dag)) if on)
+    lines = [f"workdir {root}",
+             f"data: {rd.record.source or '(in memory)'}  sha256 {fp['data_sha256'][:16]}…  "
+             f"n = {fp['n']}, m = {fp['m']}",
+             "options: " + ", ".join(f"{k} {v}" for k, v in rd.record.options.items()
+                                     if v not in (None, {}, []) and k not in ("constraints", "tiers")),
+             *_knowledge_lines(rd)]
+    if tiered:
+        sizes = [len(t) for t in fp.get("tiers") or []]
+        lines.append(f"tiers: {len(sizes)} (sizes {', '.join(map(str, sizes))}); only tier-consistent "
+                     f"orders; {computes}")
+    else:
+        lattice = pl.distinct()[0]
+        lines.append(f"plan: chunk bits {lattice.chunk_bits}, {lattice.n_chunks} chunks, alpha {pl.alpha_mode}, "
+                     f"{computes}")
+    finished = {"posterior": True, "map": True}
+    bound = 0
+    for j, m, plans in _lattice_plans(rd):
+        if not plans:
+            lines.append(f"  tier {j + 1}: 1 node, no lattice")
+            continue
+        n_done = n_tasks = 0
+        for plan in plans:
+            bound += sum(plan.disk_bytes().values())
+            for stage in STAGES:
+                keys = plan.stage_tasks(stage)
+                if not keys:
+                    continue
+                ids = [_tid(plan, key) for key in keys]
+                d = sum(1 for t in ids if t in done)
+                finished["map" if stage.startswith("map") else "posterior"] &= d == len(keys)
+                n_done, n_tasks = n_done + d, n_tasks + len(keys)
+                if not tiered:
+                    secs = sum(done[t].get("seconds", 0) for t in ids if t in done)
+                    lines.append(f"  {stage:>8}: {d}/{len(keys)} tasks done ({secs:.1f} task-seconds)")
+        if tiered:
+            lines.append(f"  tier {j + 1}: {m} nodes, {n_done}/{n_tasks} tasks done")
+    used = sum(f.stat().st_blocks * 512 for f in root.rglob("*") if f.is_file())
+    # disk_bytes() bounds the tables for tasks run in any order (status does not know the
+    # run's workers); a local run's peak is lower (`bigbn plan` gives both)
+    lines.append(f"disk used: {gib(used)} (the plan's tables: at most {gib(bound)})")
+    holder = wd.active_holder()
+    lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
+                 else "active: no")
+    map_done = pl.map_dag and finished["map"] and (root / "map_dag.csv").exists()
+    if pl.posterior and finished["posterior"] and (root / "edges.csv").exists():
+        lines.append(f"finished: results in {root / 'edges.csv'}")
+        if map_done:
+            lines.append(f"MAP network: {root / 'map_dag.csv'}")
+        elif pl.map_dag:
+            lines.append("MAP network unfinished: run the same `bigbn run --map` command again")
+    elif map_done:
+        lines.append(f"MAP network finished: {root / 'map_dag.csv'}" + (
+            "; the posterior is not (a --map-only run: the same command without --map-only adds it)"
+            if not pl.posterior else "; the posterior is not: run the same command again"))
+    else:
+        lines.append("unfinished: run the same `bigbn run` command again to resume")
+    return lines
+
+
+def _lattice_plans(rd: RunDir) -> list[tuple[int, int, list[Plan]]]:
+    """Per tier (earliest first): its index, its number of nodes and the plans of its
+    lattices (none for a one-node tier; `tiers.RunPlan.lattices`: the run without tiers has
+    one plan for every stage, at the root scope)."""
+    pl = rd.plan
+    return [(j, m, list({id(p): p for p in pl.lattices(j) if p is not None}.values()))
+            for j, (m, _) in enumerate(pl.tiers)]
+
+
+def _knowledge_lines(rd: RunDir) -> list[str]:
+    """The run's knowledge by name (`bigbn.knowledge.Knowledge`), a line per part."""
+    lines = Knowledge.from_record(rd.names, rd.record.fingerprint).lines()
+    return ["knowledge: " + lines[0], *("           " + x for x in lines[1:])] if lines else []

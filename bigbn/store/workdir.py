@@ -1,0 +1,525 @@
+"""The work directory: zarr v3 tables, the task journal, run.json (docs/design.md, "The work directory").
+
+    WORKDIR/
+      run.json        what was asked (fingerprint), plan, version
+      tables.zarr/    zarr v3 group: beta, [alpha], forward, backward, gamma_parts, gamma_levels, gamma
+      journal.jsonl   one line per finished task, appended and fsynced after its chunks
+      edges.csv, parent_sets.csv, summary.json
+      samples-PRIOR/  what `bigbn sample` wrote
+
+A task writes its chunk(s), fsyncs the chunk files, and only then appends its journal
+line (also fsynced). So a line in the journal means its chunks are durably on disk; a
+task without a line is redone from scratch on resume, overwriting whatever partial
+chunk it may have left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import google_crc32c
+import numpy as np
+import zarr
+from zarr.codecs import BytesCodec
+
+from bigbn.errors import WorkdirError
+from bigbn.plan.lattice import Plan, Region
+
+TABLES = "tables.zarr"
+JOURNAL = "journal.jsonl"
+RUN_JSON = "run.json"
+LOCK = "lock"
+JOURNAL_GLOB = "journal*.jsonl"
+SAMPLES_GLOB = "samples-*"
+EFFECTS_GLOB = "effects-*"  # the journaled parts of `bigbn effects` (bigbn/outputs/tasks.py)
+# What a run, `bigbn sample` and `bigbn effects` write next to run.json (``--fresh`` removes exactly these).
+OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv", "effects.csv")
+
+
+def checksum(a: np.ndarray, start: int = 0) -> int:
+    """CRC-32C (Castagnoli) of an array's bytes (C order), continuing from ``start`` (to
+    chain arrays). google-crc32c (a dependency of zarr's too) computes it with the CPU's
+    CRC instruction: 0.45 ms an 8 MiB chunk on the reference VM, against 3.9 ms for
+    zlib's CRC-32, which was 2 % of a run's CPU."""
+    raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)  # a view: a stays writable
+    raw.flags.writeable = False  # google-crc32c takes read-only buffers only
+    return google_crc32c.extend(start, raw)
+
+
+def fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class TableStore:
+    """The zarr v3 tables of one run (``WORKDIR/tables.zarr``): region I/O with fsync.
+
+    Open array handles are cached in the instance (its lifetime is a run: a cluster
+    worker gets its own copy with the task function, never an earlier run's handles).
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._arrays: dict[str, zarr.Array] = {}
+        self._raw: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def create(self, plan: Plan) -> None:
+        """Create every table array of the plan. Existing ones of the same shape are kept;
+        one whose metadata (zarr.json) is damaged or of another shape is made anew (its
+        tasks' chunks then fail their CRC and are recomputed). A file in the place of the
+        tables' folder is a WorkdirError (`clear`, i.e. --fresh, removes it)."""
+        self.forget()
+        self.check_folder()
+        try:
+            g = zarr.open_group(self.path, mode="a")
+        except Exception:  # noqa: BLE001 - damaged group metadata: write it again
+            (self.path / "zarr.json").unlink(missing_ok=True)
+            g = zarr.open_group(self.path, mode="a")
+        for name, (shape, chunks, *dtype) in plan.tables().items():
+            dtype = np.dtype(dtype[0] if dtype else "f8")
+            meta = self.path / name / "zarr.json"
+            if meta.exists():
+                if self.matches(plan, name):
+                    continue
+                meta.unlink()
+            g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
+                           fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
+
+    def check_folder(self, then: str = "run the same command with --fresh to start over") -> None:
+        """WorkdirError when the tables' path exists but is not a folder."""
+        if os.path.lexists(self.path) and not self.path.is_dir():
+            raise WorkdirError(f"{self.path} is a file, not the folder of the run's tables; {then}")
+
+    def put(self, name: str, data: np.ndarray) -> None:
+        """Store a whole array that no plan describes as table ``name`` (made anew, one
+        chunk per row), fsync its chunk files."""
+        with self._lock:
+            self._arrays.pop(name, None)
+            self._raw.pop(name, None)
+        g = zarr.open_group(self.path, mode="a")
+        g.create_array(name, shape=data.shape, chunks=(1,) + data.shape[1:], dtype=data.dtype,
+                       compressors=None, fill_value=np.nan, overwrite=True)
+        self.write(name, slice(None), data, [(i,) + (0,) * (data.ndim - 1) for i in range(data.shape[0])])
+
+    def matches(self, plan: Plan, name: str) -> bool:
+        """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it
+        (False for missing or damaged metadata)."""
+        shape, chunks, *dtype = plan.tables()[name]
+        try:
+            a = zarr.open_array(self.path / name, mode="r")
+            return (tuple(a.shape), tuple(a.chunks), a.dtype) == (shape, chunks, np.dtype(dtype[0] if dtype else "f8"))
+        except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
+            return False
+
+    def forget(self) -> None:
+        """Drop the open array handles (the tables were re-created or removed)."""
+        with self._lock:
+            self._arrays.clear()
+            self._raw.clear()
+
+    def array(self, name: str) -> zarr.Array:
+        with self._lock:
+            a = self._arrays.get(name)
+            if a is None:
+                a = self._arrays[name] = zarr.open_array(self.path / name, mode="r+")
+        return a
+
+    def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
+        """Path of one chunk's file, as zarr names it (the array's chunk key encoding)."""
+        a = self.array(name)
+        return Path(a.store_path.store.root) / a.path / a.metadata.encode_chunk_key(tuple(chunk_coords))
+
+    def _whole_chunk(self, name: str, index) -> tuple[Path, int, np.dtype] | None:
+        """If ``index`` is exactly one chunk of a 1-D table whose chunk files hold the raw
+        values (zarr's bytes codec alone, in the machine's byte order): that chunk's file,
+        its number of entries and the dtype; else None. The tasks read and write such
+        chunks (L, B) by plain file I/O, several times faster than zarr's pipeline (its
+        event loop, buffer copies, a temporary file per chunk); the files are the ones
+        zarr reads and writes."""
+        a = self.array(name)
+        with self._lock:
+            raw = self._raw.get(name)
+            if raw is None:
+                endian = getattr(a.serializer, "endian", None)  # None for one-byte types
+                raw = self._raw[name] = (a.ndim == 1 and len(a.metadata.codecs) == 1 and not a.compressors
+                                         and not a.filters and isinstance(a.serializer, BytesCodec)
+                                         and (endian is None or endian.value == sys.byteorder))
+        if isinstance(index, tuple) and len(index) == 1:
+            index = index[0]
+        if not raw or not isinstance(index, slice) or index.step not in (None, 1):
+            return None
+        size = a.chunks[0]
+        start = 0 if index.start is None else index.start
+        stop = a.shape[0] if index.stop is None else index.stop
+        if start < 0 or start % size or stop - start != size or stop > a.shape[0]:
+            return None
+        return self.chunk_file(name, (start // size,)), size, a.dtype
+
+    def read(self, name: str, index, evict: bool = False) -> np.ndarray:
+        """The values at index of table name. evict: the run reads this chunk no more
+        (a backward task's L); a whole chunk's pages are then dropped from the page cache
+        after the read, so that the chunks written next reuse them (see `_evict`)."""
+        whole = self._whole_chunk(name, index)
+        if whole is None:
+            return np.ascontiguousarray(self.array(name)[index])
+        path, size, dtype = whole
+        out = np.empty(size, dtype=dtype)
+        try:
+            with open(path, "rb") as f:
+                got = f.readinto(memoryview(out).cast("B"))
+                extra = f.read(1)
+                if evict:
+                    _evict(f.fileno())
+        except FileNotFoundError:  # never written: the fill value, as zarr reads it
+            out[:] = self.array(name).fill_value
+            return out
+        if got != out.nbytes or extra:
+            raise WorkdirError(f"{path}: chunk file of {'more than ' if extra else ''}{got} bytes, "
+                               f"expected {out.nbytes} (damaged; a run recomputes it)")
+        return out
+
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> None:
+        """Write data at index of table name, fsync the listed chunk files (the caller keeps
+        the CRC it journals: engine._write_all).
+
+        A whole chunk of L or B is written in place (`_whole_chunk`): a write killed half
+        way leaves a chunk whose CRC fails, and its task runs again (a task's journal
+        line follows the fsync of its chunks)."""
+        whole = self._whole_chunk(name, index)
+        if whole is None:
+            self.array(name)[index] = data
+        else:
+            path, size, dtype = whole
+            buf = memoryview(np.ascontiguousarray(data, dtype=dtype).reshape(size)).cast("B")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                done = 0
+                while done < len(buf):
+                    done += os.write(fd, buf[done:])
+                os.ftruncate(fd, len(buf))
+            finally:
+                os.close(fd)
+        for cc in chunk_coords:
+            fsync_path(self.chunk_file(name, cc))
+
+    def region_index(self, region: Region) -> tuple[slice, ...]:
+        """The index (one slice per axis) of a region's box of whole chunks."""
+        shape = self.array(region.table).chunks
+        lo = [min(cc[d] for cc in region.chunks) for d in range(len(shape))]
+        hi = [max(cc[d] for cc in region.chunks) + 1 for d in range(len(shape))]
+        return tuple(slice(a * s, b * s) for a, b, s in zip(lo, hi, shape))
+
+    def read_region(self, region: Region) -> np.ndarray:
+        """A region's values, C-contiguous, shaped as its box."""
+        return self.read(region.table, self.region_index(region))
+
+    def write_region(self, region: Region, data: np.ndarray) -> None:
+        """Write a region (data of its box's size, any shape), fsync its chunk files."""
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+
+    def delete_region(self, region: Region) -> None:
+        """Remove a region's chunk files (a missing one is fine: deleting is idempotent),
+        then fsync their folders, so that the space is free before the journal says so."""
+        folders = set()
+        for cc in region.chunks:
+            f = self.chunk_file(region.table, cc)
+            f.unlink(missing_ok=True)
+            folders.add(f.parent)
+        for d in folders:
+            if d.is_dir():
+                fsync_path(d)
+
+    def clear(self) -> None:
+        import shutil
+
+        self.forget()
+        if os.path.lexists(self.path) and not self.path.is_dir():
+            self.path.unlink()  # a file where the tables' folder belongs
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _evict(fd: int) -> None:
+    """Drop a fully written, fsynced file's pages from the page cache (they are clean, so
+    nothing is lost; a later read goes to the disk). A run's tables grow the page cache by
+    their whole size, and on a virtual machine a page the guest has not used lately is
+    costly to get (a new 8 MiB chunk file costs ≈ 35 ms of system time on the reference
+    VM against ≈ 4 ms when it reuses pages just freed: docs/design.md). Where
+    posix_fadvise is missing (macOS) or refused (a filesystem without it) this does
+    nothing: it is advice, the values read are the same either way."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is not None:
+        try:
+            advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            pass
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+# Fields a stage's record carries besides task, stage, crc, seconds, start, end.
+_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",)}
+
+
+def valid_record(rec) -> bool:
+    """Whether a journal line is a task record as `JournaledTask` writes it: task and
+    stage strings, a CRC-32C, finite times, and the stage's own numbers. Everything read
+    from disk goes through here, so a damaged or hand-edited line is never trusted."""
+    if not isinstance(rec, dict):
+        return False
+    task, stage, crc = rec.get("task"), rec.get("stage"), rec.get("crc")
+    # a tier's tasks are "tierJ/stage:…" (bigbn/plan/tiers.py)
+    if not (isinstance(task, str) and isinstance(stage, str)
+            and task.rsplit("/", 1)[-1].split(":", 1)[0] == stage):
+        return False
+    if not (isinstance(crc, int) and not isinstance(crc, bool) and 0 <= crc < 2**32):
+        return False
+    fields = ("seconds", "start", "end") + _RECORD_EXTRAS.get(stage, ())
+    return all(_number(rec.get(f)) for f in fields)
+
+
+class Journal:
+    """The task journal: one JSON line per finished task, appended and fsynced.
+
+    ``owner`` (host, pid) is the process that holds the run's lock, None when there is no
+    lock (the engine used directly). That process appends to ``journal.jsonl``; any other
+    (a dask.distributed worker) to ``journal-HOST-PID.jsonl``, so that no two processes,
+    maybe on different hosts of a shared file system, ever append to the same file.
+    Reading merges every journal file.
+    """
+
+    def __init__(self, root: Path, owner: tuple[str, int] | None = None):
+        self.root = root
+        self.owner = owner
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self.root / JOURNAL
+
+    def own_file(self) -> Path:
+        me = (socket.gethostname(), os.getpid())
+        if self.owner is None or tuple(self.owner) == me:
+            return self.path
+        return self.root / f"journal-{me[0]}-{me[1]}.jsonl"
+
+    def files(self) -> list[Path]:
+        return sorted(self.root.glob(JOURNAL_GLOB))
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.own_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def records(self) -> dict[str, dict]:
+        """Finished tasks (from every journal file): task id -> its record. A torn line
+        (crash or full disk mid-write) and a record that is not what a task writes (see
+        `valid_record`) are ignored: their task simply runs again."""
+        out: dict[str, dict] = {}
+        for path in self.files():
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    try:
+                        rec = json.loads(raw)
+                    except (ValueError, RecursionError):  # RecursionError: absurdly nested
+                        continue
+                    if valid_record(rec):
+                        out[rec["task"]] = rec
+        return out
+
+    def repair(self) -> None:
+        """End a torn last line in every journal file so that later lines stay whole."""
+        for path in self.files():
+            with open(path, "rb+") as fh:
+                fh.seek(0, os.SEEK_END)
+                if fh.tell() == 0:
+                    continue
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    def clear(self) -> None:
+        for path in self.files():
+            path.unlink()
+
+
+class RunLock:
+    """Exclusive lock for one run on ``WORKDIR/lock`` (see `RunLock.hold`)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.path = root / LOCK
+
+    @contextlib.contextmanager
+    def hold(self):
+        """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
+        the process dies (so a lock left by a killed run is never stale). The file holds
+        the holder's pid, host and start time, for messages and `bigbn status`."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = self._holder(fd)
+                since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+                raise WorkdirError(
+                    f"{self.root} is in use by another bigbn run (pid {holder.get('pid')} on "
+                    f"{holder.get('host')}, since {since}); wait for it to finish") from None
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(me).encode(), 0)
+            try:
+                yield (me["host"], me["pid"])
+            finally:
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _holder(fd: int) -> dict:
+        try:
+            data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+            return data if isinstance(data, dict) else {}
+        except ValueError:
+            return {}
+
+    def active_holder(self) -> dict | None:
+        """The holder (pid, host, since) of a run active on this workdir, else None."""
+        if not self.path.exists():
+            return None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return self._holder(fd) or {"pid": "?", "host": "?"}
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
+
+
+class Workdir:
+    """One work directory: its table store, journal and lock; picklable (run.json is
+    read and written by bigbn/store/rundir.py).
+
+    Cheap to create; the parts keep their state (open arrays, the journal's thread lock)
+    in the instance, so nothing outlives the run that made it. ``owner`` is the
+    (host, pid) of the process holding the run's lock (see `Journal`).
+    """
+
+    def __init__(self, root: str | os.PathLike, owner: tuple[str, int] | None = None, scope: str = ""):
+        self.root = Path(root)
+        self.owner = tuple(owner) if owner is not None else None
+        self.scope = scope  # a tier's tables live in a folder of their own (bigbn/plan/tiers.py)
+        self.store = TableStore(self.root / TABLES / scope if scope else self.root / TABLES)
+        self.task_journal = Journal(self.root, self.owner)
+        self.run_lock = RunLock(self.root)
+
+    def __reduce__(self):
+        return (Workdir, (str(self.root), self.owner, self.scope))
+
+    @property
+    def tables(self) -> Path:
+        return self.store.path
+
+    @property
+    def journal_path(self) -> Path:
+        return self.task_journal.path
+
+    # -- the parts' operations, for callers that hold only a Workdir -------------------------
+    def create_tables(self, plan: Plan) -> None:
+        self.store.create(plan)
+
+    def array(self, name: str) -> zarr.Array:
+        return self.store.array(name)
+
+    def chunk_file(self, name: str, chunk_coords: tuple[int, ...]) -> Path:
+        return self.store.chunk_file(name, chunk_coords)
+
+    def read(self, name: str, index, evict: bool = False) -> np.ndarray:
+        return self.store.read(name, index, evict)
+
+    def write(self, name: str, index, data: np.ndarray, chunk_coords: list[tuple[int, ...]]) -> None:
+        self.store.write(name, index, data, chunk_coords)
+
+    def region_index(self, region: Region) -> tuple[slice, ...]:
+        return self.store.region_index(region)
+
+    def intact(self, spec, rec: dict) -> bool:
+        """Whether the regions task ``spec`` (a `plan.TaskSpec`) wrote still have the CRC
+        its journal record ``rec`` holds (missing, truncated or unreadable chunks count as
+        not intact)."""
+        try:
+            crc = 0
+            for region in spec.writes:
+                crc = checksum(self.read_region(region), crc)
+            return crc == rec.get("crc")
+        except Exception:  # noqa: BLE001 - a truncated or unreadable chunk is just "bad"
+            return False
+
+    def read_region(self, region: Region) -> np.ndarray:
+        return self.read(region.table, self.region_index(region))
+
+    def write_region(self, region: Region, data: np.ndarray) -> None:
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+
+    def delete_region(self, region: Region) -> None:
+        self.store.delete_region(region)
+
+    def journal(self) -> dict[str, dict]:
+        return self.task_journal.records()
+
+    def journal_files(self) -> list[Path]:
+        return self.task_journal.files()
+
+    def journal_append(self, record: dict) -> None:
+        self.task_journal.append(record)
+
+    def repair_journal(self) -> None:
+        self.task_journal.repair()
+
+    def lock(self):
+        """Context manager: hold the run's lock (yields this process's (host, pid))."""
+        return self.run_lock.hold()
+
+    def active_holder(self) -> dict | None:
+        return self.run_lock.active_holder()
+
+    def clear(self) -> None:
+        """Remove tables, journal files and outputs (``--fresh``)."""
+        self.store.clear()
+        self.task_journal.clear()
+        for name in (RUN_JSON,) + OUTPUTS:
+            (self.root / name).unlink(missing_ok=True)
+        for glob in (SAMPLES_GLOB, EFFECTS_GLOB):
+            for path in self.root.glob(glob):
+                shutil.rmtree(path, ignore_errors=True)

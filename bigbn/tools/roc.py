@@ -1,0 +1,156 @@
+"""ROC curves of undirected edge discovery (Koivisto 2006, section 5.1).
+
+Each undirected edge {u, v} is claimed iff p(u->v | x) + p(v->u | x) exceeds a
+threshold tau; over all tau, sensitivity TP/(TP+FN) is plotted against the
+complementary specificity FP/(FP+TN). The curve has one point per distinct score
+(plus (0, 0)), so tied scores give one straight segment, and the area under it
+(trapezoid rule) equals P(s+ > s-) + P(s+ = s-)/2 for a random true edge s+ and a
+random non-edge s- (the Mann-Whitney statistic).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bigbn.io.data import csv_records
+from bigbn.errors import DataError
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """An ROC curve: point j claims every pair with score >= thresholds[j].
+
+    fpr, tpr : float64 (J+1,), from (0, 0) to (1, 1), non-decreasing
+    thresholds : float64 (J+1,), ``inf`` then the J distinct scores, descending
+    auc : area under the curve (trapezoid rule)
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+    auc: float
+
+
+def roc_curve(scores, labels) -> RocCurve:
+    """ROC curve and AUC of a ranking; one point per distinct score (ties handled).
+
+    scores : float (N,), higher = more confident that the pair is an edge
+    labels : bool (N,), true for real edges; both classes must be present
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    y = np.asarray(labels, dtype=bool).ravel()
+    if s.shape != y.shape:
+        raise DataError(f"roc: {s.size} scores but {y.size} labels")
+    if np.isnan(s).any():
+        raise DataError("roc: a score is NaN")
+    n_pos = int(y.sum())
+    n_neg = y.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise DataError(
+            f"roc: ROC is undefined with {n_pos} true and {n_neg} false pairs "
+            "(the truth needs at least one edge and one non-edge)"
+        )
+    order = np.argsort(-s, kind="stable")
+    s, y = s[order], y[order]
+    # last index of each run of equal scores (descending)
+    ends = np.flatnonzero(np.r_[s[1:] != s[:-1], True])
+    tp = np.cumsum(y)[ends]
+    fp = (ends + 1) - tp
+    tpr = np.r_[0.0, tp / n_pos]
+    fpr = np.r_[0.0, fp / n_neg]
+    thresholds = np.r_[np.inf, s[ends]]
+    return RocCurve(fpr, tpr, thresholds, float(np.trapezoid(tpr, fpr)))
+
+
+def undirected_scores(posterior) -> np.ndarray:
+    """Scores of the n(n-1)/2 unordered pairs u < v: P[u, v] + P[v, u].
+
+    posterior : float (n, n), ``[u, v]`` = p(u -> v | x). Returns float64 (n(n-1)/2,)
+    in the order of ``np.triu_indices(n, 1)``.
+    """
+    p = np.asarray(posterior, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] != p.shape[1]:
+        raise DataError(f"posterior must be a square matrix, got shape {p.shape}")
+    iu, ju = np.triu_indices(p.shape[0], 1)
+    return p[iu, ju] + p[ju, iu]
+
+
+def undirected_labels(adjacency) -> np.ndarray:
+    """True edges of the unordered pairs u < v (either direction), bool (n(n-1)/2,)."""
+    a = np.asarray(adjacency, dtype=bool)
+    iu, ju = np.triu_indices(a.shape[0], 1)
+    return a[iu, ju] | a[ju, iu]
+
+
+def edge_roc(posterior, adjacency) -> RocCurve:
+    """The paper's undirected-edge ROC of a posterior matrix against a true DAG."""
+    return roc_curve(undirected_scores(posterior), undirected_labels(adjacency))
+
+
+def read_edges(path) -> tuple[list[str], np.ndarray]:
+    """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows).
+
+    Returns (names, P) with names in order of first appearance and P float64 (n, n),
+    ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
+    """
+    names: dict[str, int] = {}
+    entries: dict[tuple[int, int], float] = {}
+    for line, row in csv_records(path, ("parent", "child", "posterior"), extra_columns=True):
+        u, v = row[0], row[1]
+        if u == v:
+            raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+        try:
+            p = float(row[2])
+        except ValueError:
+            raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
+        if not (math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
+            raise DataError(f"{path}, line {line}, column 3: posterior {p} is not in [0, 1]")
+        iu = names.setdefault(u, len(names))
+        iv = names.setdefault(v, len(names))
+        if (iu, iv) in entries:
+            raise DataError(f"{path}, line {line}: pair {u!r} -> {v!r} listed twice")
+        entries[(iu, iv)] = min(max(p, 0.0), 1.0)
+    n = len(names)
+    if n < 2:
+        raise DataError(f"{path}: needs at least 2 nodes, found {n}")
+    if len(entries) != n * (n - 1):
+        raise DataError(
+            f"{path}: {len(entries)} rows for {n} nodes; expected all n(n-1) = {n * (n - 1)} "
+            "directed pairs"
+        )
+    P = np.zeros((n, n))
+    for (iu, iv), p in entries.items():
+        P[iu, iv] = p
+    return list(names), P
+
+
+def plot_roc(curves, path, labels=None, title=None) -> None:
+    """Write a PNG/SVG/PDF (by suffix) of one or more ROC curves with the diagonal."""
+    from bigbn.outputs.plot import figure, save_figure
+
+    fig, ax = figure(figsize=(4.5, 4.5))
+    draw_roc_panel(ax, curves, labels)
+    if title:
+        import textwrap
+
+        ax.set_title("\n".join(textwrap.wrap(title, 40)), fontsize="medium")
+    save_figure(fig, path)
+
+
+def draw_roc_panel(ax, curves, labels=None) -> None:
+    """Draw ROC curves on a matplotlib Axes: unit square, diagonal, legend if labelled."""
+    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="-")
+    for j, c in enumerate(curves):
+        lab = None if labels is None else labels[j]
+        ax.plot(c.fpr, c.tpr, lw=1.4, label=lab, drawstyle="default")
+    # A small margin, so that perfect curves along the frame (AUC 1) stay visible.
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_aspect("equal")
+    ax.set_xlabel("1 - specificity")
+    ax.set_ylabel("sensitivity")
+    if labels is not None:
+        ax.legend(loc="lower right", fontsize="small", frameon=False)
