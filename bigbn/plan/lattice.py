@@ -299,7 +299,7 @@ class Plan:
         return _io_maps((t.key, t.reads, t.writes) for t in self._tasks)
 
     def _posterior_drafts(self, drafts: list, alpha, chunk) -> None:
-        """Drafts of the posterior stages (docs/design.md; docs/design.md, "Disk"):
+        """Drafts of the posterior stages (docs/design.md, "Stages and tasks", "Disk"):
 
         - alpha (if stored); forward: L on every chunk, ascending levels, kept whole;
         - backward, level by level from the top: B on chunk H, and at once chunk H's part
@@ -310,51 +310,66 @@ class Plan:
           have run, right after the last of them in the plan's order (`live_chunks`);
         - edges: γ from the level sums, then the edge posteriors.
         """
-        n, c, h, last = self.n, self.c, self.h, self.n_chunks - 1
-        beta = Region("beta", ((0, 0),))
         if self.kept is not None:
             return self._budget_drafts(drafts, alpha, chunk)
-        if self.alpha_mode == "store":
-            for i in range(n):
-                for first in range(0, self.n_chunks, self.alpha_run):
-                    run = min(self.alpha_run, self.n_chunks - first)
-                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
-                                   ((i, first, run),), None))
+        self._alpha_drafts(drafts, alpha)
         levels = self.levels()
         for lvl in levels:
             for H in lvl:  # L on chunk H needs L on chunks H - {b}, b ∈ H
-                terms = tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b))
-                              for b in range(h) if H >> b & 1)
-                drafts.append(self._recursion("forward", H, terms, 0 if H == 0 else None, alpha, chunk))
+                drafts.append(self._recursion("forward", H, self._forward_terms(H), 0 if H == 0 else None,
+                                              alpha, chunk))
+        for ell in range(self.h, -1, -1):
+            self._backward_level(drafts, levels, ell, "forward", alpha, chunk)
+        self._edges_draft(drafts, chunk)
 
-        def parts(level: int) -> Region:
-            return Region("gamma_parts", tuple((H, 0, 0) for H in levels[level]))
+    def _alpha_drafts(self, drafts: list, alpha) -> None:
+        """With ``--alpha store``: α of every node, a run of chunks per task."""
+        if self.alpha_mode != "store":
+            return
+        beta = Region("beta", ((0, 0),))
+        for i in range(self.n):
+            for first in range(0, self.n_chunks, self.alpha_run):
+                run = min(self.alpha_run, self.n_chunks - first)
+                drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
+                               ((i, first, run),), None))
 
-        for ell in range(h, -1, -1):
-            for H in levels[ell]:  # B on chunk H needs B on chunks H + {b}, b ∉ H
-                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b))
-                              for b in range(h) if not H >> b & 1)
-                origin = self.chunk_size - 1 if H == last else None
-                key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
-                # γ: low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in H+b
-                gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-                # level ell starts once level ell + 1 is summed, and so level ell + 2 released
-                after = (("gamma", ell + 1),) if ell < h else ()
-                drafts.append((key, reads + (chunk("forward", H),),
-                               writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
-                               {"gamma_terms": gamma_terms, "after": after}))
-                # B and the γ part of chunk S = H + b of level ell + 1 are deleted as soon as
-                # the last of their readers in this (colex) order has run: H for every bit b
-                # below H's lowest (`live_chunks`)
-                for b in range(h if H == 0 else (H & -H).bit_length() - 1):
-                    S = H | 1 << b
-                    drafts.append((("release", S), (), (), S, (), None,
-                                   {"deletes": (chunk("backward", S), Region("gamma_parts", ((S, 0, 0),)))}))
-            # the level's parts summed once level ell + 1 is all released: two levels at most
-            after = tuple(("release", S) for S in levels[ell + 1]) if ell < h else ()
-            drafts.append((("gamma", ell), (parts(ell),), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
-                           (), None, {"after": after}))
-        reads = ((beta, Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
+    def _forward_terms(self, H: int) -> tuple:
+        """L on chunk H needs L on chunks H - {b}, b ∈ H: (node, α chunk, neighbour)."""
+        c, h = self.c, self.h
+        return tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(h) if H >> b & 1)
+
+    def _backward_level(self, drafts: list, levels, ell: int, source: str, alpha, chunk) -> None:
+        """The backward tasks of level ℓ (reading L from table ``source``), each with its
+        chunk's γ part, the releases of level ℓ + 1's B, and the sum of level ℓ's parts."""
+        c, h, last = self.c, self.h, self.n_chunks - 1
+        for H in levels[ell]:  # B on chunk H needs B on chunks H + {b}, b ∉ H
+            terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+            origin = self.chunk_size - 1 if H == last else None
+            key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
+            # γ: low nodes v < c: S and S+v in chunk H; high node c+b, b ∉ H: S+v in H+b
+            gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
+            # level ell starts once level ell + 1 is summed, and so level ell + 2 released
+            after = (("gamma", ell + 1),) if ell < h else ()
+            drafts.append((key, reads + (chunk(source, H),),
+                           writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
+                           {"gamma_terms": gamma_terms, "after": after}))
+            # B and the γ part of chunk S = H + b of level ell + 1 are deleted as soon as
+            # the last of their readers in this (colex) order has run: H for every bit b
+            # below H's lowest (`live_chunks`)
+            for b in range(h if H == 0 else (H & -H).bit_length() - 1):
+                S = H | 1 << b
+                drafts.append((("release", S), (), (), S, (), None,
+                               {"deletes": (chunk("backward", S), Region("gamma_parts", ((S, 0, 0),)))}))
+        # the level's parts summed once level ell + 1 is all released: two levels at most
+        after = tuple(("release", S) for S in levels[ell + 1]) if ell < h else ()
+        parts = Region("gamma_parts", tuple((H, 0, 0) for H in levels[ell]))
+        drafts.append((("gamma", ell), (parts,), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
+                       (), None, {"after": after}))
+
+    def _edges_draft(self, drafts: list, chunk) -> None:
+        """γ from the level sums, then the edge posteriors."""
+        h, last = self.h, self.n_chunks - 1
+        reads = ((Region("beta", ((0, 0),)), Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
                   chunk("forward", last), chunk("backward", 0)))
         drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
                        None, (), None))
@@ -373,60 +388,30 @@ class Plan:
         - every chunk of L (but L(V), which edges reads) is deleted right after its last
           reader: the next level of its round, or the backward task of its chunk.
         """
-        c, h, last = self.c, self.h, self.n_chunks - 1
-        beta = Region("beta", ((0, 0),))
+        h = self.h
         kept = set(self.kept)
         start = len(drafts)
-        if self.alpha_mode == "store":
-            for i in range(self.n):
-                for first in range(0, self.n_chunks, self.alpha_run):
-                    run = min(self.alpha_run, self.n_chunks - first)
-                    drafts.append((("alpha", i, first), (beta,), (alpha(i, first, run),), None,
-                                   ((i, first, run),), None))
+        self._alpha_drafts(drafts, alpha)
         levels = self.levels()
-
-        def forward_terms(H: int) -> tuple:
-            return tuple((c + b, 2 * squeeze(H ^ (1 << b), b), H ^ (1 << b)) for b in range(h) if H >> b & 1)
-
         for lvl in levels:
             for H in reversed(lvl):
-                drafts.append(self._recursion("forward", H, forward_terms(H), 0 if H == 0 else None, alpha, chunk))
-
-        def parts(level: int) -> Region:
-            return Region("gamma_parts", tuple((H, 0, 0) for H in levels[level]))
-
+                drafts.append(self._recursion("forward", H, self._forward_terms(H), 0 if H == 0 else None,
+                                              alpha, chunk))
         for ell in range(h, -1, -1):
             source = "forward"
             if ell not in kept:  # round ell: L from the kept level j below, up to level ell
                 j, source = max(x for x in kept if x < ell), f"reforward{ell}"
                 for i in range(j + 1, ell + 1):
                     for H in reversed(levels[i]):
-                        terms = forward_terms(H)
+                        terms = self._forward_terms(H)
                         _, reads, _, _, _, _ = self._recursion("forward", H, terms, None, alpha, chunk)
                         table = "forward" if i == j + 1 else source
                         reads = tuple(Region(table, r.chunks) if r.table == "forward" else r for r in reads)
                         drafts.append((("reforward", H, ell), reads, (chunk(source, H),), H, terms, None,
                                        {"after": (("gamma", ell + 1),)} if i == j + 1 else {}))
-            for H in levels[ell]:
-                terms = tuple((c + b, 2 * squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-                origin = self.chunk_size - 1 if H == last else None
-                key, reads, writes, _, _, _ = self._recursion("backward", H, terms, origin, alpha, chunk)
-                gamma_terms = tuple((c + b, squeeze(H, b), H | (1 << b)) for b in range(h) if not H >> b & 1)
-                after = (("gamma", ell + 1),) if ell < h else ()
-                drafts.append((key, reads + (chunk(source, H),),
-                               writes + (Region("gamma_parts", ((H, 0, 0),)),), H, terms, origin,
-                               {"gamma_terms": gamma_terms, "after": after}))
-                for b in range(h if H == 0 else (H & -H).bit_length() - 1):
-                    S = H | 1 << b
-                    drafts.append((("release", S), (), (), S, (), None,
-                                   {"deletes": (chunk("backward", S), Region("gamma_parts", ((S, 0, 0),)))}))
-            after = tuple(("release", S) for S in levels[ell + 1]) if ell < h else ()
-            drafts.append((("gamma", ell), (parts(ell),), (Region("gamma_levels", ((ell, 0, 0),)),), ell,
-                           (), None, {"after": after}))
-        reads = ((beta, Region("gamma_levels", tuple((ell, 0, 0) for ell in range(h + 1))),
-                  chunk("forward", last), chunk("backward", 0)))
-        drafts.append((("edges",), reads, (Region("gamma", ((0, 0),)), Region("posterior", ((0, 0),))),
-                       None, (), None))
+            self._backward_level(drafts, levels, ell, source, alpha, chunk)
+        self._edges_draft(drafts, chunk)
+        last = self.n_chunks - 1
         # every chunk of L but L(V) deleted right after its last reader
         lattice = [d for d in drafts[start:]]
         last_reader: dict[int, list] = {}
