@@ -12,14 +12,12 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.kernels.fastmath import _exp_nonpos, _ext_add, _ext_from_log, _ext_norm
+# _KW: fastmath's compile options (the FMA contract), so its inlined helpers round alike here
+from bigbn.kernels.fastmath import _exp_nonpos, _ext_add, _ext_from_log, _ext_norm, _KW
 from bigbn.kernels.ext import _log_ext_into
 from bigbn.kernels.mobius import _clear_support, _upward_truncated
 
 NEG_INF = -np.inf
-
-# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
-_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 # One scale holds a chunk when its terms lie within _SPAN nats of the largest: each is then

@@ -7,14 +7,11 @@ those of fastmath.py: natural logs on disk, extended-exponent numbers inside a t
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.kernels.fastmath import _ext_add, _ext_from_log, _ext_norm, _log_ext
-
-# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
-_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+# _KW: fastmath's compile options (the FMA contract), so its inlined helpers round alike here
+from bigbn.kernels.fastmath import _ext_add, _ext_from_log, _ext_norm, _KW, _log_ext
 
 
 @njit(**_KW)

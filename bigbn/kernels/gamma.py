@@ -13,13 +13,11 @@ from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.kernels.bits import popcount as _popcount
-from bigbn.kernels.fastmath import _exp2_int, _ext_add, _ext_from_log, _log_ext
+# _KW: fastmath's compile options (the FMA contract), so its inlined helpers round alike here
+from bigbn.kernels.fastmath import _exp2_int, _ext_add, _ext_from_log, _KW, _log_ext
 from bigbn.kernels.mobius import _downward_truncated
 
 NEG_INF = -np.inf
-
-# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
-_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 # One scale holds a γ tile when its nonzero s lie within _SPAN2 binades of the largest:

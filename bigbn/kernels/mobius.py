@@ -12,12 +12,10 @@ from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.kernels.bits import popcount as _popcount
-from bigbn.kernels.fastmath import _ext_add, _ext_add_run
+# _KW: fastmath's compile options (the FMA contract), so its inlined helpers round alike here
+from bigbn.kernels.fastmath import _ext_add, _ext_add_run, _KW
 
 NEG_INF = -np.inf
-
-# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
-_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 @njit(**_KW)

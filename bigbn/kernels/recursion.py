@@ -13,14 +13,12 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.kernels.fastmath import _exp2_int, _ext_add, _ext_norm
+# _KW: fastmath's compile options (the FMA contract), so its inlined helpers round alike here
+from bigbn.kernels.fastmath import _exp2_int, _ext_add, _ext_norm, _KW
 from bigbn.kernels.alpha import _alpha_ranges, _family_weights, _select_families
 from bigbn.kernels.ext import _ext_fma_into, _ext_fma_log_into
 
 NEG_INF = -np.inf
-
-# contract: FMA fusion, as fastmath.py is compiled with (same rounding when inlined).
-_KW = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 @njit(**_KW)
