@@ -666,6 +666,45 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
     click.echo(f"all pairs: {out}")
 
 
+@main.command("report")
+@click.argument("workdir", type=click.Path(file_okay=False))
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="The HTML file to write (default: WORKDIR's name + .report.html, in the "
+                   "current folder).")
+@click.option("--threshold", type=float, default=0.5, show_default=True,
+              help="The graph shows the arcs with posterior ≥ this.")
+@click.option("--truth", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="parent,child CSV of the true network: colours the graph's arcs and adds the ROC curve.")
+def report_cmd(workdir, out, threshold, truth):
+    """One self-contained HTML page of a finished run (opens offline).
+
+    What was asked (data, score, knowledge), the plan against what the run took, the
+    edge heatmap, the graph at --threshold, the strongest and the most uncertain edges,
+    the top parent sets, and the samples, effects and MAP network when `bigbn sample`,
+    `bigbn effects` or `--map` made them.
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia
+      bigbn report /tmp/asia --out asia.html
+    """
+    from bigbn.outputs.report import read_run, write_report
+
+    if out is None:
+        out = f"{Path(workdir).resolve().name}.report.html"
+    adj = roc = None
+    if truth is not None:
+        from bigbn.tools.roc import edge_roc
+        from bigbn.tools.simulate import read_truth
+
+        rf = read_run(workdir)
+        adj = read_truth(truth, list(rf.names))
+        curve = edge_roc(rf.posterior, adj)
+        roc = (curve.fpr, curve.tpr, curve.auc)
+    write_report(workdir, out, threshold=threshold, truth=adj, roc=roc)
+    click.echo(f"wrote {out}")
+
+
 def _register_tools() -> None:
     from bigbn.cli import tools as cli_tools
 

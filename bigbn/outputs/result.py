@@ -114,6 +114,12 @@ class Result:
         return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
                                 "posterior": [r[2] for r in rows]})
 
+    def _repr_html_(self) -> str:
+        """A compact table for Jupyter: the model, log p(data), the strongest edges."""
+        from bigbn.outputs.report import result_html
+
+        return result_html(self)
+
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()

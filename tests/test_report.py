@@ -1,0 +1,217 @@
+"""`bigbn report`: one self-contained HTML page of a finished run, and `Result._repr_html_`.
+
+The page is parsed (no browser needed): nothing it references lies outside it, every
+section is there, and its numbers are the run's files' numbers. One test opens it in
+headless Chromium when one is installed (CI has none: skipped)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import importlib.util
+import json
+import math
+import re
+import sys
+from html.parser import HTMLParser
+from itertools import permutations
+
+import numpy as np
+import pytest
+
+import bigbn
+from bigbn.errors import WorkdirError
+from bigbn.outputs.report import _cycle, edge_rows, read_run, report_html, write_report
+import helpers as h
+
+
+class Page(HTMLParser):
+    """Tags, attributes and text of an HTML page."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.tags, self.refs, self.ids, self.images, self.text = [], [], set(), [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        self.refs += [(tag, k, v) for k, v in attrs if k in ("src", "href", "action", "srcset", "poster")]
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "img":
+            self.images.append(a.get("src", ""))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    @property
+    def words(self) -> str:
+        return " ".join(" ".join(self.text).split())
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A finished run with the MAP network, samples and effects (5 variables, 300 rows)."""
+    tmp = tmp_path_factory.mktemp("report")
+    data = tmp / "d.csv"
+    assert h.cli("simulate", "--n", 5, "-k", 2, "--rows", 300, "--seed", 3, data).exit_code == 0
+    wd = tmp / "w"
+    assert h.cli("run", data, "-w", wd, "-q", "-k", 2, "--map").exit_code == 0
+    assert h.cli("sample", "-w", wd, "--samples", 400, "--seed", 1).exit_code == 0
+    assert h.cli("effects", "-w", wd).exit_code == 0
+    return tmp, wd
+
+
+def test_the_page_is_self_contained_and_holds_the_runs_numbers(run):
+    tmp, wd = run
+    out = tmp / "r.html"
+    res = h.cli("report", wd, "--out", out, "--truth", tmp / "d.truth.csv", "--threshold", 0.3)
+    assert res.exit_code == 0, res.output
+    assert res.output == f"wrote {out}\n"
+    page = Page(out.read_text(encoding="utf-8"))
+    # nothing outside the page: no script, style sheet or frame; every src inline data, every href a fragment
+    assert not {"script", "link", "iframe", "object", "embed"} & set(page.tags)
+    for tag, attr, value in page.refs:
+        assert value.startswith("data:" if attr == "src" else "#"), (tag, attr, value)
+    assert "url(" not in out.read_text() and "@import" not in out.read_text()
+    assert {"asked", "plan", "heatmap", "graph", "edges", "parent-sets", "map", "samples", "effects",
+            "roc"} <= page.ids
+    for src in page.images:  # two pictures, each a whole PNG
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(page.images) == 2
+    words = page.words
+    summary = json.loads((wd / "summary.json").read_text())
+    assert f"log p(data) = {summary['log_marginal_likelihood']:.6f}" in words
+    edges = list(csv.DictReader(open(wd / "edges.csv")))
+    best = max(edges, key=lambda r: float(r["posterior"]))
+    assert f"{best['parent']} {best['child']} {float(best['posterior']):.4f}" in words
+    sets = list(csv.DictReader(open(wd / "parent_sets.csv")))
+    first = sets[0]  # the first node's most probable parent set
+    assert f"{float(first['posterior']):.3f} {{{', '.join(json.loads(first['parents']))}}}" in words
+    arcs = list(csv.DictReader(open(wd / "map_dag.csv")))
+    assert f"({len(arcs)} arcs" in words
+    auc = re.search(r"AUC (\d\.\d+)", h.cli("roc", wd, tmp / "d.truth.csv").output).group(1)
+    assert f"AUC {float(auc):.4f}" in words
+    n_arcs = sum(float(r["posterior"]) >= 0.3 for r in edges)
+    assert f"{n_arcs} arcs; width and darkness" in words
+    assert "linear extensions" in words and "--prior dag-modular" in words
+    assert "400 DAGs drawn from the exact posterior" in words
+    assert f"data {tmp / 'd.csv'}" in words and "knowledge none" in words
+    n_tasks = len((wd / "journal.jsonl").read_text().splitlines())
+    assert f"journal: {n_tasks} tasks in 1 invocation" in words
+
+
+def test_default_file_is_in_the_current_folder_not_the_run(run, tmp_path, monkeypatch):
+    _, wd = run
+    monkeypatch.chdir(tmp_path)
+    res = h.cli("report", wd)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "w.report.html").is_file() and not (wd / "w.report.html").exists()
+
+
+def test_plan_and_journal_rows_add_up(run):
+    _, wd = run
+    rf = read_run(wd)
+    words = Page(report_html(rf)).words
+    recs = [json.loads(x) for x in (wd / "journal.jsonl").read_text().splitlines()]
+    for stage in ("forward", "backward", "gamma"):
+        rs = [r for r in recs if r["stage"] == stage]
+        secs = sum(r["seconds"] for r in rs)
+        assert re.search(rf"{stage} {len(rs)} / {len(rs)} [^ ]+ s {secs:.2f} s", words), stage
+
+
+def test_edge_rows_against_brute_force():
+    rng = np.random.default_rng(1)
+    n = 6
+    names = [f"v{i}" for i in range(n)]
+    raw = rng.random((n, n, 3))
+    P = np.zeros((n, n))
+    for u in range(n):
+        for v in range(u + 1, n):
+            w = raw[u, v] / raw[u, v].sum()
+            P[u, v], P[v, u] = w[0], w[1]
+    strongest, uncertain = edge_rows(names, P, top=5)
+    ranked = sorted(((P[u, v], u, v) for u, v in permutations(range(n), 2)), reverse=True)[:5]
+    assert [(a, b) for a, b, _, _ in strongest] == [(names[u], names[v]) for _, u, v in ranked]
+    for u, v, p, adj in strongest:
+        i, j = names.index(u), names.index(v)
+        assert p == P[i, j] and adj == pytest.approx(P[i, j] + P[j, i])
+
+    def entropy(u, v):
+        ps = [P[u, v], P[v, u], 1 - P[u, v] - P[v, u]]
+        return -sum(x * math.log(x) for x in ps if x > 0)
+
+    want = sorted(((entropy(u, v), u, v) for u in range(n) for v in range(u + 1, n)), reverse=True)[:5]
+    assert [{a, b} for a, b, *_ in uncertain] == [{names[u], names[v]} for _, u, v in want]
+    for a, b, pa, pb, none in uncertain:  # the likelier direction first
+        assert pa >= pb and pa + pb + none == pytest.approx(1)
+
+
+def test_cycle_finder_against_networkx():
+    nx = pytest.importorskip("networkx")
+    rng = np.random.default_rng(2)
+    for trial in range(200):
+        n = int(rng.integers(2, 7))
+        adj = rng.random((n, n)) < rng.random() * 0.5
+        names = [str(i) for i in range(n)]
+        g = nx.DiGraph([(u, v) for u in range(n) for v in range(n) if u != v and adj[u, v]])
+        g.add_nodes_from(range(n))
+        cyc = _cycle(names, adj)
+        assert (cyc is not None) == (not nx.is_directed_acyclic_graph(g)), trial
+        if cyc is not None:
+            assert cyc[0] == cyc[-1]
+            assert all(adj[int(a), int(b)] for a, b in zip(cyc, cyc[1:]))
+
+
+def test_a_threshold_whose_arcs_hold_a_cycle_is_said(run):
+    _, wd = run
+    rf = read_run(wd)
+    n = len(rf.names)
+    rf.posterior = np.full((n, n), 0.45) - np.diag(np.full(n, 0.45))  # every pair both ways
+    words = Page(report_html(rf, threshold=0.4)).words
+    assert "hold a directed cycle" in words
+    assert "hold a directed cycle" not in Page(report_html(rf, threshold=0.5)).words
+
+
+def test_a_run_that_is_not_finished_is_one_line(tmp_path):
+    res = h.cli("report", tmp_path / "nothing")
+    assert res.exit_code == 1 and res.output.count("\n") == 1 and "no finished run here" in res.output
+    with pytest.raises(WorkdirError, match="no finished run"):
+        write_report(tmp_path, tmp_path / "r.html")
+
+
+def test_without_matplotlib_the_tables_remain(run, monkeypatch):
+    _, wd = run
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    page = Page(report_html(read_run(wd)))
+    assert not page.images and "matplotlib is not installed" in page.words
+    assert "parent-sets" in page.ids
+
+
+def test_repr_html_is_a_compact_table(run):
+    _, wd = run
+    res = bigbn.learn(wd.parent / "d.csv", max_parents=2, workdir=wd, map_dag=True)
+    page = Page(res._repr_html_())
+    assert page.tags.count("table") == 1 and page.tags.count("tr") == 1 + 8
+    u, v, p = res.edges()[0]
+    assert f"{u} {v} {p:.4f}" in page.words and f"log p(data) = {res.log_marginal:.6f}" in page.words
+    assert "MAP network" in page.words  # the workdir holds it
+
+
+@pytest.mark.skipif(importlib.util.find_spec("PIL") is None, reason="Pillow")
+def test_the_page_renders_in_headless_chromium(run, tmp_path):
+    spec = importlib.util.spec_from_file_location("screenshot_report", h.ROOT / "scripts" / "screenshot_report.py")
+    shot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shot)
+    if shot.browser() is None:
+        pytest.skip("no Chromium installed (apt-get install chromium)")
+    _, wd = run
+    page = write_report(wd, tmp_path / "r.html")
+    assert shot.outside_references(page.read_text()) == []
+    messages = shot.render(page, tmp_path / "r.png", 1000, 1400)
+    assert messages == []
+    from PIL import Image
+
+    img = np.asarray(Image.open(tmp_path / "r.png").convert("L"), dtype=float)
+    assert img.shape == (1400, 1000) and img.std() > 10  # something is drawn
