@@ -305,11 +305,17 @@ def _secs(s: float) -> str:
 
 # ------------------------------------------------------------------------------ pictures
 
+def _have_matplotlib() -> bool:
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    return bool(matplotlib.__version__)
+
+
 def _picture(draw) -> str:
     """``draw(path)`` writes a PNG; its bytes inlined as an <img>, or a note without matplotlib."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if not _have_matplotlib():
         return "<p class=muted>(no picture: matplotlib is not installed; pip install matplotlib)</p>"
     with tempfile.TemporaryDirectory(prefix="bigbn-report-") as tmp:
         path = Path(tmp) / "figure.png"
