@@ -120,7 +120,7 @@ def test_write_graph_formats(tmp_path):
         write_graph(names, P, tmp_path / "g.jpg")
 
 
-def test_cli_plot(tmp_path):
+def test_cli_plot(tmp_path, monkeypatch):
     names = [f"X{i}" for i in range(1, 7)]
     P = matrix(6, 3)
     edges = tmp_path / "edges.csv"
@@ -128,9 +128,13 @@ def test_cli_plot(tmp_path):
     truth = tmp_path / "t.csv"
     truth.write_text("parent,child\nX1,X2\nX3,X4\n")
     r = CliRunner()
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)  # the default heatmap goes into the current folder, not beside the edges
     res = r.invoke(plot, [str(edges)])
     assert res.exit_code == 0, res.output
-    check_png(tmp_path / "edges.heatmap.png")
+    check_png(here / f"{tmp_path.name}.heatmap.png")
+    assert not list(tmp_path.glob("*.heatmap.png"))
     res = r.invoke(plot, [str(edges), "--out", str(tmp_path / "h.png"), "--graph",
                           str(tmp_path / "g.png"), "--threshold", "0.2", "--truth", str(truth)])
     assert res.exit_code == 0, res.output
@@ -156,3 +160,46 @@ def test_plot_takes_a_workdir(tmp_path):
     res = h.cli("plot", tmp_path / "w", "--graph", out, "--truth", tmp_path / "d.truth.csv")
     assert res.exit_code == 0, res.output
     assert f"wrote {out}" in res.output and out.stat().st_size > 5000
+
+
+def _svg_text(tmp_path, **kw) -> str:
+    """draw_graph's SVG with its text kept as text (matplotlib draws glyphs as paths by default)."""
+    import matplotlib
+
+    names = ["a", "b", "c", "d"]
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        draw_graph(names, matrix(4, 5), tmp_path / "g.svg", threshold=0.1, **kw)
+    return (tmp_path / "g.svg").read_text()
+
+
+def test_a_tiered_graph_keeps_the_arc_legend(tmp_path):
+    truth = np.zeros((4, 4), dtype=bool)
+    truth[0, 1] = truth[2, 3] = True
+    svg = _svg_text(tmp_path, truth=truth, tiers=[["a", "b"], ["c", "d"]])
+    assert "true arc, reversed" in svg and "not in the true network" in svg  # the arcs' colours
+    assert "tier 1" in svg and "tier 2" in svg                               # and the tiers'
+    svg = _svg_text(tmp_path, tiers=[["a", "b"], ["c", "d"]])
+    assert "posterior 0.10" in svg and "posterior 1.00" in svg and "tier 2" in svg
+    assert "true arc" not in _svg_text(tmp_path)
+
+
+def test_plot_and_roc_take_the_samplers_edges(tmp_path, monkeypatch):
+    data = tmp_path / "d.csv"
+    assert h.cli("simulate", "--n", 4, "--rows", 200, "--seed", 1, data).exit_code == 0
+    assert h.cli("run", data, "-w", tmp_path / "w", "-q", "-k", 2).exit_code == 0
+    assert h.cli("sample", "-w", tmp_path / "w", "--samples", 300).exit_code == 0
+    folder = tmp_path / "w" / "samples-order-modular"
+    from bigbn.tools.roc import read_edges
+
+    names, P = read_edges(folder / "edges.csv")
+    rows = {(r.split(",")[0], r.split(",")[1]): float(r.split(",")[2])
+            for r in (folder / "edges.csv").read_text().splitlines()[1:]}
+    assert all(P[names.index(u), names.index(v)] == p for (u, v), p in rows.items())
+    monkeypatch.chdir(tmp_path)
+    for source in (folder, folder / "edges.csv"):
+        res = h.cli("roc", source, tmp_path / "d.truth.csv")
+        assert res.exit_code == 0 and res.output.startswith("AUC "), res.output
+        res = h.cli("plot", source)
+        assert res.exit_code == 0, res.output
+        check_png(tmp_path / "w-samples-order-modular.heatmap.png")
+    assert not list(folder.glob("*.png"))

@@ -128,11 +128,25 @@ def _run_tiers(edges: str, names) -> list[list[str]] | None:
     and if they name these variables; else None (plots then show no tiers)."""
     import json
 
-    try:
-        tiers = [t["nodes"] for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
+    try:  # a run's summary lists {"nodes": [...]} per tier, a sampler's the names themselves
+        tiers = [t["nodes"] if isinstance(t, dict) else list(t)
+                 for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return tiers if sorted(x for t in tiers for x in t) == sorted(names) else None
+
+
+def default_heatmap(edges: str) -> str:
+    """Where `bigbn plot EDGES` writes its heatmap without --out: in the current folder (not
+    into a run's folder), named after the file, or after its folder for an edges.csv
+    (run/edges.csv -> run.heatmap.png; run/samples-order-modular/edges.csv ->
+    run-samples-order-modular.heatmap.png)."""
+    p = Path(edges).resolve()
+    if p.name != "edges.csv":
+        return (p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"
+    parts = [p.parent.name] if not p.parent.name.startswith("samples-") else [p.parent.parent.name,
+                                                                               p.parent.name]
+    return "-".join(x for x in parts if x) + ".heatmap.png"
 
 
 def _edges_file(edges: str) -> str:
@@ -156,7 +170,7 @@ def roc(edges, truth, plot_path, curve_path):
     """ROC curve and AUC of undirected edge discovery (paper, section 5.1).
 
     EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs (or the work
-    directory of a finished run); TRUTH is a parent,child CSV of the true arcs. The pair {u,v} is claimed iff
+    directory of a finished run, or the edges.csv of `bigbn sample`); TRUTH is a parent,child CSV of the true arcs. The pair {u,v} is claimed iff
     p(u->v) + p(v->u) exceeds the threshold; sensitivity is plotted against
     1 - specificity over all thresholds. Prints the AUC.
 
@@ -187,7 +201,8 @@ def roc(edges, truth, plot_path, curve_path):
 @click.argument("edges", type=click.Path(exists=True))
 @click.option("--out", "heatmap_path", type=click.Path(dir_okay=False), default=None,
               help="Heatmap of the posterior matrix (.png, .svg or .pdf). Default when "
-                   "--graph is not given: EDGES with suffix .heatmap.png.")
+                   "--graph is not given: NAME.heatmap.png in the current folder, NAME the "
+                   "run's folder (for its edges.csv) or EDGES's name.")
 @click.option("--graph", "graph_path", type=click.Path(dir_okay=False), default=None,
               help="The graph of edges above --threshold: a picture, or DOT / GraphML text.")
 @click.option("--threshold", type=float, default=0.5, show_default=True,
@@ -199,11 +214,16 @@ def roc(edges, truth, plot_path, curve_path):
               help="parent,child CSV of the true network: colours drawn arcs right/reversed/wrong "
                    "and shows missed ones dashed.")
 def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
-    """Pictures of an edge-posterior file (or a finished run's work directory): heatmap
-    and the graph of the edges with posterior ≥ --threshold.
+    """A heatmap of an edge-posterior file, and with --graph the graph of its edges.
+
+    EDGES is a run's edges.csv, the edges.csv of `bigbn sample` (samples-PRIOR/), or
+    their folder. Without --out or --graph it writes the heatmap of p(parent -> child)
+    into the current folder (never into the run's); --graph FILE draws the arcs with
+    posterior ≥ --threshold (.png/.svg/.pdf) or exports them (.dot, .graphml).
 
     \b
     Examples:
+      bigbn plot run                      # run.heatmap.png here
       bigbn plot run/edges.csv --out heatmap.png --graph graph.png --threshold 0.5
       bigbn plot run/edges.csv --graph graph.dot
       bigbn plot run/edges.csv --graph graph.xml --format graphml
@@ -217,8 +237,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     adj = read_truth(truth, names) if truth else None
     tiers = _run_tiers(edges, names)
     if heatmap_path is None and graph_path is None:
-        p = Path(edges)
-        heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
+        heatmap_path = default_heatmap(edges)
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:

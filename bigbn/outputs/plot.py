@@ -4,7 +4,8 @@
   columns = child v).
 - `draw_graph`: the directed edges whose posterior is at least a threshold, nodes on a
   circle, arrow width and darkness by posterior; with a true network, correct arcs are
-  green, reversed ones orange, wrong ones red, missed true arcs dashed grey.
+  green, reversed ones orange, wrong ones red, missed true arcs dashed grey. A legend says
+  which (and, for a tiered run, a second one names the tiers).
 - `to_dot` / `to_graphml`: text exports of the thresholded graph, the posterior kept
   as an edge attribute.
 
@@ -189,18 +190,8 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
                 ax.add_patch(FancyArrowPatch(
                     xy[iu], xy[iv], arrowstyle="-|>", mutation_scale=10, lw=0.8,
                     color="0.6", ls="--", shrinkA=14, shrinkB=14))
-    if truth is not None:
-        from matplotlib.lines import Line2D
-
-        keys = [("tab:green", "-", "true arc"), ("tab:orange", "-", "true arc, reversed"),
-                ("tab:red", "-", "not in the true network"), ("0.6", "--", "true arc, missed")]
-        ax.legend(handles=[Line2D([], [], color=c, ls=ls, lw=2, label=lab) for c, ls, lab in keys],
-                  loc="lower left", fontsize="small", frameon=False)
-    if tiers:
-        from matplotlib.patches import Patch
-
-        ax.legend(handles=[Patch(color=fill[index[t[0]]], label=f"tier {j + 1}") for j, t in enumerate(tiers)],
-                  loc="upper left", fontsize="small", frameon=False)
+    for legend in graph_legends(truth is not None, threshold, tiers and [fill[index[t[0]]] for t in tiers]):
+        ax.add_artist(legend(ax))  # each its own artist: a second legend must not replace the first
     lim = 1.0 + node_size + 0.45
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
@@ -211,6 +202,28 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     text = title or f"edges with posterior ≥ {threshold:g}"
     ax.set_title("\n".join(textwrap.wrap(f"{text} ({len(edges)} arcs)", 60)))
     save_figure(fig, path, fmt)
+
+
+def graph_legends(truth: bool, threshold: float, tier_colours=None) -> list:
+    """The legends of `draw_graph`, as functions of the Axes: what the arcs' colours mean
+    (against a true network) or their width and darkness (the posterior, the arcs'
+    colour when there is no true network), and, for a tiered run, the tiers' fills."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if truth:
+        keys = [Line2D([], [], color=c, ls=ls, lw=2, label=lab) for c, ls, lab in (
+            ("tab:green", "-", "true arc"), ("tab:orange", "-", "true arc, reversed"),
+            ("tab:red", "-", "not in the true network"), ("0.6", "--", "true arc, missed"))]
+    else:
+        ps = sorted({max(threshold, 0.01), (1 + threshold) / 2, 1.0})
+        keys = [Line2D([], [], color=(0.1, 0.1, 0.5, 0.35 + 0.65 * p), lw=0.6 + 2.4 * p,
+                       label=f"posterior {p:.2f}") for p in ps]
+    out = [lambda ax: ax.legend(handles=keys, loc="lower left", fontsize="small", frameon=False)]
+    if tier_colours:
+        tiers = [Patch(color=c, label=f"tier {j + 1}") for j, c in enumerate(tier_colours)]
+        out.append(lambda ax: ax.legend(handles=tiers, loc="upper left", fontsize="small", frameon=False))
+    return out
 
 
 def _circle(center, radius, fill=None):

@@ -11,11 +11,12 @@ random non-edge s- (the Mann-Whitney statistic).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from bigbn.io.data import csv_records
+from bigbn.io.data import read_text, sniff_separator, text_records
 from bigbn.errors import DataError
 
 
@@ -90,15 +91,23 @@ def edge_roc(posterior, adjacency) -> RocCurve:
     return roc_curve(undirected_scores(posterior), undirected_labels(adjacency))
 
 
+#: The edge files read: a run's edges.csv, and the one `bigbn sample` writes
+#: (samples-PRIOR/edges.csv: the sampled frequency, its se and, for the order-modular
+#: prior, the exact posterior)
+EDGE_HEADERS = (("parent", "child", "posterior"), ("parent", "child", "probability"))
+
+
 def read_edges(path) -> tuple[list[str], np.ndarray]:
-    """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows).
+    """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows),
+    or a sampler's ``parent,child,probability,...`` (its third column is read).
 
     Returns (names, P) with names in order of first appearance and P float64 (n, n),
     ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
     """
     names: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
-    for line, row in csv_records(path, ("parent", "child", "posterior"), extra_columns=True):
+    text = read_text(os.fspath(path))  # once: EDGES may be a pipe
+    for line, row in text_records(path, text, _edge_header(text), extra_columns=True):
         u, v = row[0], row[1]
         if u == v:
             raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
@@ -125,6 +134,14 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     for (iu, iv), p in entries.items():
         P[iu, iv] = p
     return list(names), P
+
+
+def _edge_header(text: str) -> tuple[str, ...]:
+    """The `EDGE_HEADERS` entry the text's first line starts with (else the first, whose
+    mismatch `text_records` reports)."""
+    head = text.split("\n", 1)[0].strip()
+    cells = tuple(c.strip() for c in head.split(sniff_separator(head)))
+    return next((h for h in EDGE_HEADERS if cells[:3] == h), EDGE_HEADERS[0])
 
 
 def plot_roc(curves, path, labels=None, title=None) -> None:
