@@ -172,3 +172,20 @@ def test_map_result_to_pandas_and_networkx(tmp_path):
     g = res.map_to_networkx()
     assert set(g.nodes) == set(res.names) and sorted(g.edges) == sorted(res.map_arcs())
     assert nx.is_directed_acyclic_graph(g)
+
+
+def test_a_level_pandas_reads_as_missing_is_explained(tmp_path):
+    """child.csv has a level "None": `bigbn run child.csv` reads it, pd.read_csv makes it NaN."""
+    path = tmp_path / "levels.csv"
+    rng = np.random.default_rng(0)
+    levels = np.array(["None", "Mild", "Severe"])
+    path.write_text("a,b,c\n" + "".join(f"{levels[i]},{j},{k}\n" for i, j, k in rng.integers(0, 3, (60, 3))))
+    with pytest.raises(DataError, match=r"column 'a': missing value .*pandas read a level such as 'None'.*"
+                                        r"keep_default_na=False"):
+        bigbn.learn(pd.read_csv(path), max_parents=1)
+    as_text = bigbn.learn(pd.read_csv(path, keep_default_na=False), max_parents=1)
+    assert np.array_equal(as_text.posterior, bigbn.learn(path, max_parents=1).posterior)
+    numeric = pd.DataFrame({"a": [1.0, np.nan, 2.0], "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(DataError) as e:  # a real hole in numbers: no word on pandas' levels
+        bigbn.learn(numeric, max_parents=1)
+    assert "keep_default_na" not in str(e.value)

@@ -53,6 +53,19 @@ def _cell_text(col) -> np.ndarray:
     return np.array([str(v) for v in col.tolist()], dtype=str)
 
 
+def _na_hint(col) -> str:
+    """For a text column with a missing cell: pandas' read_csv reads the levels "None",
+    "NA", "NaN", "null", "n/a" (and empty cells) as missing, so a file that bigbn reads as
+    complete can come back with holes; say so, and how to read it as text."""
+    import pandas as pd
+
+    if not (pd.api.types.is_string_dtype(col.dtype) or col.dtype == object):
+        return ""
+    return ("; if the file has no empty cells, pandas read a level such as 'None' or 'NA' as "
+            "missing: read it with pd.read_csv(..., keep_default_na=False), or give learn the "
+            "file's path")
+
+
 def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
     """The Table a CSV file of ``df`` would give, and the declared level order (as text) of
     every category column. Missing values are refused like empty CSV cells."""
@@ -65,7 +78,7 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
     if na.any():
         r, j = map(int, np.argwhere(na)[0])
         raise DataError(f"{SOURCE}, row {df.index[r]!r}, column '{names[j]}': missing value "
-                        "(bigbn needs complete data)")
+                        "(bigbn needs complete data)" + _na_hint(df.iloc[:, j]))
     cells = np.empty((len(df), len(names)), dtype=object)
     categories = {}
     for j, c in enumerate(df.columns):
