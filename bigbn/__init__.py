@@ -8,18 +8,32 @@ from bigbn.knowledge import Knowledge
 # module that compiles kernels (importing bigbn changes neither os.environ nor numba).
 
 
+def _in_python_words(fn, args, kwargs):
+    """fn(*args, **kwargs); a bigbn error's message, worded for the command line, is
+    reworded for a Python caller (`bigbn.options.python_spelling`: fresh=True, not --fresh)."""
+    from bigbn.errors import BigBNError
+
+    try:
+        return fn(*args, **kwargs)
+    except BigBNError as e:
+        from bigbn.options import python_spelling
+
+        e.args = (python_spelling(str(e)),) + e.args[1:]
+        raise
+
+
 def learn(*args, **kwargs):
     """Exact edge posteriors; see `bigbn.api.learn`."""
     from bigbn.api import learn as _learn
 
-    return _learn(*args, **kwargs)
+    return _in_python_words(_learn, args, kwargs)
 
 
 def sample(*args, **kwargs):
     """Exact i.i.d. DAG samples from a finished run; see `bigbn.outputs.samples.sample`."""
     from bigbn.outputs.samples import sample as _sample
 
-    return _sample(*args, **kwargs)
+    return _in_python_words(_sample, args, kwargs)
 
 
 def effects(*args, **kwargs):
@@ -27,7 +41,7 @@ def effects(*args, **kwargs):
     `bigbn.outputs.effects.effects`."""
     from bigbn.outputs.effects import effects as _effects
 
-    return _effects(*args, **kwargs)
+    return _in_python_words(_effects, args, kwargs)
 
 
 __all__ = ["learn", "sample", "effects", "Knowledge", "__version__"]

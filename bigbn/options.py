@@ -199,3 +199,51 @@ def prior_kwargs(value) -> dict:
                 raise OptionError(f"prior_kwargs[{key!r}] must be a list of (parent, child) index "
                                   f"pairs, got {out[key]!r}") from None
     return out
+
+
+# ---------------------------------------------------------------- messages for Python callers
+
+#: Errors are written once, in the CLI's words; `python_spelling` says them to a caller of
+#: `bigbn.learn` / `sample` / `effects` in theirs. Whole phrases first ...
+_PHRASES = (
+    ("run the same `bigbn run` command with --fresh", "call learn again with fresh=True"),
+    ("run the `bigbn run` command again with --fresh", "call learn again with fresh=True"),
+    ("run the same `bigbn run` command without --map-only", "call learn again with posterior=True"),
+    ("run the same `bigbn run` command without --disk-budget", "call learn again without disk_budget"),
+    ("run the same `bigbn run --map` command again", "call learn again with map_dag=True"),
+    ("run the same `bigbn run` command again", "call learn again with the same arguments"),
+    ("run the same command again", "call it again with the same arguments"),
+    ("run `bigbn run` first", "call learn(..., workdir=...) first"),
+    ("a --map-only run", "a MAP-only run, posterior=False,"),
+)
+#: ... then each flag outside `backticks` (a command quoted whole stays a command): a flag
+#: alone, a flag with its value, or the keyword it is.
+_ALONE = {"fresh": "fresh=True", "map-only": "posterior=False", "map": "map_dag=True",
+          "processes": 'scheduler="processes"'}
+_KEYWORDS = {"alpha": "alpha_mode", "forbid": "forbidden", "require": "required", "map": "map_dag",
+             "samples": "samples", "intervention-column": "intervention_column", "sep": "sep"}
+_VALUE = r"\d[\w.]*|bge|bdeu|k2|auto|recompute|store|threads|sync|dask|processes"
+_FLAG = re.compile(r"(`[^`]*`)|--([a-z][a-z-]*)(?: (" + _VALUE + r")\b)?")
+
+
+def python_spelling(message: str) -> str:
+    """``message`` (an error worded for the command line) as a Python caller would act on
+    it: "use --fresh" → "use fresh=True", "--score bge" → 'score="bge"', "--chunk-bits 8"
+    → "chunk_bits=8", "run the same `bigbn run` command again" → "call learn again with
+    the same arguments"; a command quoted in backticks is left as it is."""
+    for cli, py in _PHRASES:
+        message = message.replace(cli, py)
+    # "ess (--ess) is a parameter ...": the keyword alone
+    message = re.sub(r"\b([a-z_]+) \(--([a-z-]+)\)",
+                     lambda m: m.group(1) if m.group(2).replace("-", "_") == m.group(1) else m.group(0), message)
+
+    def spell(m: re.Match) -> str:
+        if m.group(1):
+            return m.group(1)
+        flag, value = m.group(2), m.group(3)
+        name = _KEYWORDS.get(flag, flag.replace("-", "_"))
+        if value is not None:
+            return f"{name}={value if value.isdigit() else repr(value).replace(chr(39), chr(34))}"
+        return _ALONE.get(flag, f"{name}=")
+
+    return _FLAG.sub(spell, message)

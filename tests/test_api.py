@@ -658,3 +658,40 @@ def test_names_are_refused_for_data_that_carry_their_own():
     with pytest.raises(OptionError, match="a Dataset carries its names"):
         bigbn.learn(ds, names=["p", "q"], max_parents=1)
     assert bigbn.learn(ds, names=["a", "b"], max_parents=1).names == ("a", "b")
+
+
+# ------------------------------------------------------------ errors in a Python caller's words (#42)
+
+def test_python_callers_are_not_told_cli_flags(tmp_path):
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, (60, 3))
+    b = rng.integers(0, 2, (60, 3))
+    bigbn.learn(a, max_parents=1, workdir=tmp_path / "w")
+    with pytest.raises(WorkdirError) as e:  # other data on the workdir
+        bigbn.learn(b, max_parents=1, workdir=tmp_path / "w")
+    assert "use fresh=True to start over or another workdir=" in str(e.value) and "--" not in str(e.value)
+    res = h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q")  # the command line keeps its flags
+    assert "use --fresh" in res.output
+    ids = tmp_path / "ids.csv"
+    ids.write_text("id,x\n" + "".join(f"r{i},{i % 2}\n" for i in range(20)))
+    with pytest.raises(DataError, match='or use score="bge" for continuous data'):
+        bigbn.learn(ids)
+    assert "use --score bge" in h.cli("run", ids, "-w", tmp_path / "v", "-q").output
+    with pytest.raises(WorkdirError, match=r"no finished run here .*call learn\(\.\.\., workdir=\.\.\.\) first"):
+        bigbn.sample(tmp_path / "nothing")
+
+
+def test_every_run_flag_has_a_python_spelling():
+    from bigbn.cli.main import run
+    from bigbn.options import python_spelling
+
+    flags = [o for p in run.params for o in p.opts if o.startswith("--")]
+    assert len(flags) > 20
+    for flag in flags:
+        said = python_spelling(f"use {flag} or {flag} 8 (see `bigbn plan {flag}`)")
+        assert said.count("--") == 1 and f"`bigbn plan {flag}`" in said, said  # a quoted command stays
+    assert python_spelling("was started with --chunk-bits 8; resume with the same value or use --fresh") == \
+        "was started with chunk_bits=8; resume with the same value or use fresh=True"
+    assert python_spelling("started with --alpha store") == 'started with alpha_mode="store"'
+    assert python_spelling("run the same `bigbn run` command again to finish it, then sample") == \
+        "call learn again with the same arguments to finish it, then sample"

@@ -201,7 +201,7 @@ def test_other_options_are_refused_and_fresh_starts_over(data, tmp_path):
 
 def test_other_chunk_bits_on_resume_is_refused(data, tmp_path):
     learn(data, workdir=tmp_path, max_parents=2, chunk_bits=4)
-    with pytest.raises(WorkdirError, match="--chunk-bits 4"):
+    with pytest.raises(WorkdirError, match="chunk_bits=4"):
         learn(data, workdir=tmp_path, max_parents=2, chunk_bits=6)
     learn(data, workdir=tmp_path, max_parents=2)  # no --chunk-bits: the workdir's is used
 
@@ -482,7 +482,7 @@ def test_other_alpha_mode_on_resume_is_refused(data, tmp_path):
     with pytest.raises(RuntimeError):
         with wrapped(FailOn(10)):
             learn(data, workdir=tmp_path, chunk_bits=5, max_parents=2)
-    with pytest.raises(WorkdirError, match="--alpha recompute"):
+    with pytest.raises(WorkdirError, match="alpha_mode=\"recompute\""):
         learn(data, workdir=tmp_path, max_parents=2, alpha_mode="store")
 
 
