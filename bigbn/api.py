@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from bigbn import options as opt
 from bigbn.plan import tiers as tiering
 from bigbn.io.data import Dataset
 from bigbn.engine.tasks import Job, log_offset
-from bigbn.errors import DataError, OptionError
+from bigbn.errors import BigBNWarning, DataError, OptionError
 from bigbn.knowledge import Knowledge
 from bigbn.scores.offsets import centre
 from bigbn.scores.offsets import total as total_offset
@@ -176,6 +177,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 raise OptionError(f"{key} given twice (as {key}= and in score_options)")
             given[key] = value
     score_opts = check_options(score, given)
+    for line in score.data_warnings(ds):
+        warnings.warn(line, BigBNWarning, stacklevel=3)  # learn's caller (via bigbn.learn)
     k = min(k, ds.n - 1)
     if prior_kwargs:  # node indices: read into the one Knowledge, checked there
         knowledge = Knowledge.from_indices(ds.names, k, prior_kwargs, *(

@@ -262,3 +262,22 @@ def test_inf_cell_under_auto_names_its_own_column(tmp_path):
     f.write_text("\n".join(rows) + "\n")
     r = h.cli("run", f, "-w", tmp_path / "w", "-q")
     assert r.exit_code == 1 and "row 11, column 'b': 'inf' is not a finite number" in r.output
+
+
+def test_columns_far_from_unit_scale_are_warned_of(tmp_path):
+    """The prior's T = t·I assumes unit-scale columns: learn warns (BigBNWarning) naming
+    the columns whose sd is more than 10 times from 1; the CLI prints it as one line."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4)) * np.array([1.0, 250.0, 0.5, 0.004])
+    f = tmp_path / "scaled.csv"
+    np.savetxt(f, X, delimiter=",", header="a,b,c,d", comments="")
+    with pytest.warns(bigbn.errors.BigBNWarning, match=r"2 of 4 columns are far from unit scale: 'b' \(sd 2\d\d\), "
+                                                       r"'d' \(sd 0\.00\d+\); the BGe prior assumes"):
+        bigbn.learn(f, max_parents=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # standardised: not a word
+        bigbn.learn((X - X.mean(0)) / X.std(0), max_parents=1)
+    r = h.cli("run", f, "-w", tmp_path / "w", "-q", "-k", 1)
+    assert r.exit_code == 0 and r.stderr.count("\n") == 1 and r.stderr.startswith(f"Warning: {f}: 2 of 4 columns")

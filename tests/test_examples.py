@@ -4,12 +4,14 @@ files (examples/; provenance in examples/README.md)."""
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import bigbn
+from bigbn.errors import BigBNWarning
 from bigbn.tools.roc import edge_roc
 
 EX = Path(__file__).resolve().parent.parent / "examples"
@@ -27,7 +29,12 @@ def truth(path, names):
 
 @pytest.mark.parametrize("name,score", [("sachs.csv", "bge"), ("sachs3.csv", "bdeu"), ("asia.csv", "bdeu")])
 def test_example_runs_and_recovers_more_than_chance(name, score, tmp_path):
-    res = bigbn.learn(EX / name, max_parents=2, workdir=tmp_path / "w")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = bigbn.learn(EX / name, max_parents=2, workdir=tmp_path / "w")
+    # the measured intensities are far from the unit scale BGe's prior assumes: said once
+    said = [str(w.message) for w in caught if issubclass(w.category, BigBNWarning)]
+    assert len(said) == (score == "bge") and all("far from unit scale" in x for x in said)
     assert res.summary["options"]["score"] == score
     stem = "sachs" if name.startswith("sachs") else "asia"
     expect = {"sachs": (11, 853), "asia": (8, 2000)}[stem]
@@ -52,7 +59,8 @@ def test_the_nine_sachs_conditions_with_their_targets(tmp_path):
     starts = np.cumsum([1] + sizes)
     blocks = [{r[-1] for r in rows[a:a + s]} for a, s in zip(starts, sizes)]
     assert blocks == [{""}, {""}, {"Akt"}, {"PKC"}, {"PIP2"}, {"Mek"}, {"PIP3"}, {"PKC"}, {"PKA"}]
-    res = bigbn.learn(EX / "sachs_interventional.csv", intervention_column="targets", max_parents=1,
-                      workdir=tmp_path / "w")
+    with pytest.warns(BigBNWarning, match="11 of 11 columns are far from unit scale"):
+        res = bigbn.learn(EX / "sachs_interventional.csv", intervention_column="targets", max_parents=1,
+                          workdir=tmp_path / "w")
     assert (res.summary["n"], res.summary["m"]) == (11, 7466) and res.summary["options"]["score"] == "bge"
     assert "targets" not in res.names

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -262,13 +264,14 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
                    err=True)
     progress = Progress(quiet)
     try:
-        res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
-                    score_options=score_options,
-                    structure_prior=structure_prior, knowledge=knowledge or None, workdir=workdir, fresh=fresh,
-                    chunk_bits=chunk_bits, memory=memory, workers=workers, disk_budget=disk_budget,
-                    scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
-                    progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
-                    posterior=not map_only)
+        with warnings_as_lines():
+            res = learn(**source, max_parents=max_parents, score=resolved if data else "auto",
+                        score_options=score_options,
+                        structure_prior=structure_prior, knowledge=knowledge or None, workdir=workdir, fresh=fresh,
+                        chunk_bits=chunk_bits, memory=memory, workers=workers, disk_budget=disk_budget,
+                        scheduler=("processes" if processes else scheduler), alpha_mode=alpha_mode,
+                        progress=progress, parent_set_mass=parent_set_mass, map_dag=map_dag or map_only,
+                        posterior=not map_only)
     finally:
         progress.close()
     s = res.summary
@@ -347,6 +350,25 @@ def _echo_map(res, workdir) -> None:
     click.echo(f"MAP network (log score {_nats(res.map_log_score)}, {len(res.map_arcs())} arcs; "
                f"{Path(workdir) / 'map_dag.csv'}):")
     click.echo(f"  {arcs}")
+
+
+@contextlib.contextmanager
+def warnings_as_lines():
+    """bigbn's own warnings (`BigBNWarning`) inside the block as `Warning: ...` lines on
+    stderr, each once, not Python's file:line form."""
+    from bigbn.errors import BigBNWarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, BigBNWarning):
+            click.echo(f"Warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+        warnings.simplefilter("default", BigBNWarning)
+        warnings.showwarning = show
+        yield
 
 
 def kernels_compiled() -> bool:

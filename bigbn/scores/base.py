@@ -122,6 +122,11 @@ class Score:
         None: the score has none."""
         return None
 
+    def data_warnings(self, ds: Dataset) -> list[str]:
+        """Lines on data that are legal but that the score's model does not expect (`learn`
+        warns with each, a `BigBNWarning`; the CLI prints them); none by default."""
+        return []
+
     def __repr__(self) -> str:
         return f"<score {self.name}>"
 
@@ -185,6 +190,11 @@ class BGe(Score):
 
     def parameter_prior(self, options):
         return {"alpha_mu": options["alpha_mu"], "alpha_w": options["alpha_w"]}
+
+    def data_warnings(self, ds):
+        from bigbn.scores.bge import scale_warnings
+
+        return scale_warnings(ds)
 
 
 #: The scores bigbn ships, by name (read only). Registering a score is one line here.

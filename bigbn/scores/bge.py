@@ -40,7 +40,11 @@ from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
 
 __all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores",
-           "bge_family_scores"]
+           "bge_family_scores", "scale_warnings"]
+
+#: A column whose standard deviation is outside [1/UNIT_SCALE, UNIT_SCALE] is far from the
+#: unit scale the prior assumes (`scale_warnings`).
+UNIT_SCALE = 10.0
 
 
 def continuous_dataset(table: Table) -> Dataset:
@@ -76,6 +80,22 @@ def continuous_dataset(table: Table) -> Dataset:
         data[:, j] = values
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
+
+
+def scale_warnings(ds: Dataset) -> list[str]:
+    """One line naming the columns whose standard deviation is more than `UNIT_SCALE`
+    times from 1 (none: no line). The prior's T = t·I expects every column on a unit
+    scale (module docstring); far from it, the prior covariance is negligible or dominant
+    in R and the posterior depends on the columns' units."""
+    with np.errstate(over="ignore", invalid="ignore"):  # numbers too large: the score says so
+        sd = ds.data.std(axis=0, ddof=1) if ds.m > 1 else np.ones(ds.n)
+    off = [j for j in range(ds.n) if np.isfinite(sd[j]) and not 1 / UNIT_SCALE <= sd[j] <= UNIT_SCALE]
+    if not off:
+        return []
+    shown = ", ".join(f"'{ds.names[j]}' (sd {sd[j]:.3g})" for j in off[:5]) + (", ..." if len(off) > 5 else "")
+    return [f"{ds.path or 'data'}: {len(off)} of {ds.n} columns are far from unit scale: {shown}; the BGe "
+            "prior assumes a unit scale (prior covariance I), so standardise the columns "
+            "((x - mean) / sd) or the posterior depends on their units"]
 
 
 def looks_continuous(table: Table) -> bool:
