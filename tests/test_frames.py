@@ -189,3 +189,22 @@ def test_a_level_pandas_reads_as_missing_is_explained(tmp_path):
     with pytest.raises(DataError) as e:  # a real hole in numbers: no word on pandas' levels
         bigbn.learn(numeric, max_parents=1)
     assert "keep_default_na" not in str(e.value)
+
+
+def test_a_thresholded_graph_with_a_cycle_is_warned_of():
+    """asia at 0.4: smoke -> lung 0.41 and lung -> smoke 0.49, a 2-cycle."""
+    from bigbn.errors import BigBNWarning
+    from bigbn.outputs.result import Result
+
+    P = np.array([[0.0, 0.41, 0.1], [0.49, 0.0, 0.7], [0.0, 0.2, 0.0]])
+    res = Result(P, ("smoke", "lung", "x"), -1.0)
+    with pytest.warns(BigBNWarning, match=r"posterior ≥ 0.4 hold a directed cycle \((smoke -> lung -> smoke|"
+                                          r"lung -> smoke -> lung)\)"):
+        g = res.to_networkx(threshold=0.4)
+    assert set(g.edges) == {("smoke", "lung"), ("lung", "smoke"), ("lung", "x")}  # the graph as asked
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res.to_networkx()  # every arc, no threshold: not a word
+        assert set(res.to_networkx(threshold=0.45).edges) == {("lung", "smoke"), ("lung", "x")}

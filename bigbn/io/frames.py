@@ -11,10 +11,12 @@ and the same methods of `Samples`.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from bigbn.io.data import _MISSING, Dataset, Table, _check_header
-from bigbn.errors import DataError, OptionError
+from bigbn.errors import BigBNWarning, DataError, OptionError
 
 SOURCE = "DataFrame"
 
@@ -119,7 +121,8 @@ def to_frame(columns: dict):
 
 def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
     """A networkx DiGraph with every node and an arc u → v carrying ``attr`` = P[u, v] for
-    every pair (or only those with P[u, v] ≥ threshold)."""
+    every pair (or only those with P[u, v] ≥ threshold: a `BigBNWarning` names a directed
+    cycle if they hold one, as two directions of one pair may both pass)."""
     nx = require("networkx", "to_networkx()")
     g = nx.DiGraph()
     g.add_nodes_from(names)
@@ -128,6 +131,12 @@ def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
         for v in range(n):
             if u != v and (threshold is None or P[u, v] >= threshold):
                 g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
+    if threshold is not None and not nx.is_directed_acyclic_graph(g):
+        cycle = [u for u, _ in nx.find_cycle(g)]
+        warnings.warn(f"the arcs with {attr} ≥ {threshold:g} hold a directed cycle "
+                      f"({' -> '.join(cycle + cycle[:1])}): thresholded edge probabilities are not "
+                      "a DAG (for one, take the MAP network, learn(..., map_dag=True), or sampled "
+                      "DAGs, bigbn.sample)", BigBNWarning, stacklevel=3)
     return g
 
 
