@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import bigbn
 from bigbn.engine.cluster import local_cluster, run_distributed
 from bigbn.engine.tasks import Job, JournaledTask, execute
 from bigbn.engine.executors import Callback
@@ -331,6 +332,13 @@ def test_local_cluster_and_options(tmp_path):
         assert len(client.scheduler_info()["workers"]) == 2
         run_distributed(job, client)
         assert client.status == "running"  # a given client is left open
+        random_data = np.random.default_rng(1).integers(0, 2, (100, 5))
+        res = bigbn.learn(random_data, max_parents=2,
+                          workdir=tmp_path / "learn", scheduler=client)  # docs/cluster.md: learn takes a Client
+        assert client.status == "running"
+        summary = json.loads((tmp_path / "learn" / "summary.json").read_text())
+        assert summary["plan"]["scheduler"] == f"a dask.distributed Client of {client.scheduler.address}"
+        assert np.array_equal(res.posterior, bigbn.learn(random_data, max_parents=2).posterior)
     np.testing.assert_allclose(job.workdir.read("posterior", slice(None)), ref, rtol=0, atol=1e-12)
     with pytest.raises(OptionError):
         with local_cluster(0):

@@ -333,13 +333,22 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
         "data_sha256": fp["data_sha256"],
         "plan": {**({} if plan is None else {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
                                               "chunks": plan.n_chunks}),
-                 "workers": workers, "memory_budget_bytes": memory, "scheduler": scheduler},
+                 "workers": workers, "memory_budget_bytes": memory, "scheduler": scheduler_name(scheduler)},
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
         "peak_rss_bytes": peak_rss_bytes(),
         "disk_bytes": {} if plan is None else dict(plan.disk_bytes(ordered_workers(scheduler, workers))),
         "version": __version__,
     }
+
+
+def scheduler_name(scheduler) -> str:
+    """The scheduler as summary.json records it: its name or address, or for a
+    ``distributed.Client`` the address of the scheduler it is connected to."""
+    if isinstance(scheduler, str):
+        return scheduler
+    address = getattr(getattr(scheduler, "scheduler", None), "address", None)
+    return f"a dask.distributed Client of {address}" if address else type(scheduler).__name__
 
 
 def open_root(workdir, fresh: bool) -> tuple[Path, str | None]:

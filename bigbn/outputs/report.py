@@ -53,7 +53,7 @@ th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; vertica
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .note { background: #f6f8fa; border-left: 4px solid #88a; padding: 0.5em 0.8em; }
 .figs { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
-.figs img { width: 40em; max-width: 100%; height: auto; border: 1px solid #eee; }
+.figs img { width: 34em; max-width: 100%; height: auto; border: 1px solid #eee; }
 .figs svg { max-width: 100%; height: auto; }
 nav a { margin-right: 0.8em; } .muted { color: #777; }
 """
@@ -205,11 +205,13 @@ def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None) -> s
         sections.append(("effects", "Causal effects", _effects(rf)))
     if roc is not None:
         sections.append(("roc", "ROC against the true network", _roc(roc)))
-    source = rf.run.record.source or "data in memory"
+    source = rf.run.record.source
+    data = Path(source).name if source and source not in ("DataFrame", "array") else "data in memory"
     logp = rf.summary.get("log_marginal_likelihood")
-    head = (f"<h1>bigbn report: {_e(Path(source).name if rf.run.record.source else source)}</h1>"
-            f"<p class=muted>{_e(str(rf.root))} · n = {len(rf.names)} variables"
-            + (f" · log p(data) = {float(logp):.6f}" if _finite(logp) else "") + "</p>"
+    head = (f"<h1>bigbn report: {_e(rf.root.name)}</h1>"
+            f"<p class=muted>{_e(data)} · n = {len(rf.names)} variables"
+            + (f" · log p(data) = {float(logp):.6f}" if _finite(logp) else "")
+            + f" · {_e(str(rf.root))}</p>"
             + "<nav>" + "".join(f'<a href="#{i}">{_e(t)}</a>' for i, t, _ in sections) + "</nav>")
     body = "".join(f'<section id="{i}"><h2>{_e(t)}</h2>{s}</section>' for i, t, s in sections)
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
