@@ -223,7 +223,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
 
     \b
     Examples:
-      bigbn plot run                      # run.heatmap.png here
+      bigbn plot run/samples-order-modular --out sampled.png
       bigbn plot run/edges.csv --out heatmap.png --graph graph.png --threshold 0.5
       bigbn plot run/edges.csv --graph graph.dot
       bigbn plot run/edges.csv --graph graph.xml --format graphml
