@@ -215,3 +215,17 @@ def test_the_page_renders_in_headless_chromium(run, tmp_path):
 
     img = np.asarray(Image.open(tmp_path / "r.png").convert("L"), dtype=float)
     assert img.shape == (1400, 1000) and img.std() > 10  # something is drawn
+
+
+def test_a_tiered_runs_page_names_its_tiers(run, tmp_path):
+    tmp, _ = run
+    tiers = tmp_path / "tiers.csv"
+    tiers.write_text("node,tier\nX1,1\nX2,1\nX3,2\nX4,2\nX5,2\n")
+    wd = tmp_path / "t"
+    assert h.cli("run", tmp / "d.csv", "-w", wd, "-q", "-k", 2, "--tiers", tiers).exit_code == 0
+    out = tmp_path / "t.html"
+    assert h.cli("report", wd, "--out", out).exit_code == 0
+    page = Page(out.read_text())
+    assert "knowledge tiers (2): {X1, X2} < {X3, X4, X5}" in page.words
+    assert "Lines mark the tiers" in page.words and len(page.images) == 2
+    assert re.search(r"2 lattices \(2 tiers\)", page.words)
