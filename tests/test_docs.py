@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ MAX_SKIPPED = 8
 #: pages whose blocks take long (numba compiles, runs, samples): pytest -m "not slow" skips them
 SLOW = {"README.md", "docs/tutorial.md", "docs/real_networks.md", "docs/posterior.md", "docs/cluster.md"}
 QUICK_START = "## Quick start"
+BLOCK_SECONDS = 1800
 
 
 @dataclass
@@ -143,7 +145,7 @@ class Reader:
             code = "\n".join(c.strip() for line in code.splitlines() for c in line.split("&&")
                              if c.strip().startswith("bigbn "))
         r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=self.folder, env=self.env,
-                           capture_output=True, text=True, timeout=1800)
+                           capture_output=True, text=True, timeout=BLOCK_SECONDS)
         assert r.returncode == 0, f"{block.where}: exit {r.returncode}\n{code}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
         return r.stdout
 
@@ -153,12 +155,17 @@ class Reader:
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.python.stdin.write(json.dumps({"code": block.code, "where": block.where}) + "\n")
         self.python.stdin.flush()
-        for line in self.python.stdout:
-            if line.startswith("\0DOCS\0"):
-                reply = json.loads(line[6:])
-                break
-        else:
-            raise AssertionError(f"{block.where}: the interpreter died")
+        watchdog = threading.Timer(BLOCK_SECONDS, self.python.kill)  # a hung block fails, not the suite
+        watchdog.start()
+        try:
+            for line in self.python.stdout:
+                if line.startswith("\0DOCS\0"):
+                    reply = json.loads(line[6:])
+                    break
+            else:
+                raise AssertionError(f"{block.where}: the interpreter died (or ran over {BLOCK_SECONDS} s)")
+        finally:
+            watchdog.cancel()
         assert reply["error"] is None, f"{block.where}:\n{block.code}\n{reply['error']}"
         return reply["out"]
 
