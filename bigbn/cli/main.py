@@ -714,16 +714,16 @@ def report_cmd(workdir, out, threshold, truth):
 
     if out is None:
         out = f"{Path(workdir).resolve().name}.report.html"
+    rf = read_run(workdir)
     adj = roc = None
     if truth is not None:
         from bigbn.tools.roc import edge_roc
         from bigbn.tools.simulate import read_truth
 
-        rf = read_run(workdir)
         adj = read_truth(truth, list(rf.names))
         curve = edge_roc(rf.posterior, adj)
         roc = (curve.fpr, curve.tpr, curve.auc)
-    write_report(workdir, out, threshold=threshold, truth=adj, roc=roc)
+    write_report(rf, out, threshold=threshold, truth=adj, roc=roc)
     click.echo(f"wrote {out}")
 
 

@@ -171,7 +171,8 @@ def _read_samples(root: Path) -> dict:
 # ------------------------------------------------------------------------------ the page
 
 def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None) -> Path:
-    """Write the report of the finished run in ``workdir`` to ``out`` (an .html file).
+    """Write the report of the finished run in ``workdir`` (a path, or its `RunFiles`
+    already read) to ``out`` (an .html file).
 
     threshold: the graph shows the arcs with posterior ≥ it. truth: an optional bool (n, n)
     adjacency of the true network (arcs coloured right / reversed / wrong). roc: an optional
@@ -181,7 +182,7 @@ def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None) -> 
     out = Path(out)
     if out.is_dir():
         raise OptionError(f"{out}: is a folder; give a file name (e.g. {out / 'report.html'})")
-    page = report_html(read_run(workdir), threshold, truth, roc)
+    page = report_html(workdir if isinstance(workdir, RunFiles) else read_run(workdir), threshold, truth, roc)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
