@@ -559,7 +559,7 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"max_parents": "2"}, "max parents must be an integer"),
     ({"ess": "big"}, "ess (equivalent sample size) must be a positive number, got 'big'"),
     ({"ess": [1]}, "ess (equivalent sample size) must be a positive number, got [1]"),
-    ({"alpha_mu": [1]}, "alpha_mu (--alpha-mu) is a parameter of the bge score"),
+    ({"alpha_mu": [1]}, "alpha_mu is a parameter of the bge score"),
     ({"score_options": {"ess": True}}, "ess (equivalent sample size) must be a positive number"),
     ({"workers": "2"}, "workers must be an integer"),
     ({"workers": 0}, "workers must be ≥ 1"),
