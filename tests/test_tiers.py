@@ -388,8 +388,8 @@ def test_other_chunk_bits_on_resume_of_a_tiered_run_is_refused(tmp_path):
     first = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=3)
     with pytest.raises(WorkdirError) as e:
         bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=4)
-    assert str(e.value) == (f"{tmp_path / 'w'} was started with --chunk-bits 3 (tier 2, 5 variables); "
-                            "resume with the same value or use --fresh")
+    assert str(e.value) == (f"{tmp_path / 'w'} was started with chunk_bits=3 (tier 2, 5 variables); "
+                            "resume with the same value or use fresh=True")
     for same in (3, None):  # the same value, or none: the workdir's
         again = bigbn.learn(data, names=names_of(7), tiers=tiers, workdir=tmp_path / "w", chunk_bits=same)
         assert again.log_marginal == first.log_marginal
