@@ -275,6 +275,10 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if s.get("already_finished"):
         click.echo(f"{workdir}: this run was already finished; its results are read back, "
                    "nothing was recomputed")
+    if "kept_levels" in s["plan"]:
+        click.echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
+                   f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
+                   + ("" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
@@ -391,6 +395,14 @@ def _nats(x: float) -> str:
     return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
 
 
+def _kept_text(kept, h: int) -> str:
+    """What a plan with the forward table kept at chunk levels ``kept`` of 0..h does."""
+    if len(kept) == h + 1:
+        return "each level of L deleted after its last reader (none computed again)"
+    return (f"L kept at levels {_levels(kept)} of 0–{h} only, the others computed again "
+            "(same numbers, more time)")
+
+
 def _levels(levels) -> str:
     """Levels as runs: '0, 1, 4, 6–12'."""
     out, levels = [], list(levels)
@@ -504,6 +516,17 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         free = shutil.disk_usage(workdir).free
         verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
         click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
+        if free < total_disk * 1.05 and disk_budget is None:
+            from bigbn.plan.lattice import fit_disk
+
+            try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
+                q = fit_disk(p, int(free / 1.05), workers)
+            except OptionError as e:
+                click.echo(f"  and no plan fits it: {e}")
+            else:
+                click.echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
+                           f"{_fmt_bytes(sum(q.disk_bytes(workers).values()))}, "
+                           f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}")
 
 
 @main.command()
