@@ -1157,3 +1157,26 @@ def linear_extensions_by_down_sets(parents):
                     nxt[S | 1 << v] = nxt.get(S | 1 << v, 0) + c
         level = nxt
     return level.get((1 << n) - 1, 0)
+
+
+def scatter(c):
+    """Σ_t c_t c_tᵀ, each entry an exactly rounded sum (math.fsum) of its m products."""
+    c = np.asarray(c, dtype=np.float64)
+    n = c.shape[1]
+    return np.array([[math.fsum(c[:, i] * c[:, j]) for j in range(n)] for i in range(n)])
+
+
+def log_det(a):
+    """log det of a symmetric positive definite matrix by Gaussian elimination without
+    pivoting, in Python floats: the product of the pivots."""
+    a = [list(map(float, row)) for row in a]
+    n, out = len(a), 0.0
+    for j in range(n):
+        if not a[j][j] > 0:
+            return math.nan
+        out += math.log(a[j][j])
+        for i in range(j + 1, n):
+            f = a[i][j] / a[j][j]
+            for p in range(j, n):
+                a[i][p] -= f * a[j][p]
+    return out

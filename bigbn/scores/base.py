@@ -169,7 +169,7 @@ class BGe(Score):
     data_kind = "continuous"
     description = "BGe (Geiger & Heckerman 2002; Kuipers, Moffa & Heckerman 2014)"
     modules = ("bigbn.scores.bge",)
-    numerics = "bge-1"  # bump on any change of a BGe score (module docstring)
+    numerics = "bge-2"  # bump on any change of a BGe score (module docstring)
     options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
                Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
 
