@@ -1157,3 +1157,98 @@ def linear_extensions_by_down_sets(parents):
                     nxt[S | 1 << v] = nxt.get(S | 1 << v, 0) + c
         level = nxt
     return level.get((1 << n) - 1, 0)
+
+
+# ------------------------------------------- learned networks and bnlearn's language (#42)
+
+def posterior_mean_cpt(data, arities, child, parents, score, ess):
+    """The posterior-mean CPT of ``child`` given ``parents`` under BDeu(ess) or K2,
+    counting records in plain loops: float64 (r_p1, ..., r_pq, r_child)."""
+    r = [int(a) for a in arities]
+    rc = r[child]
+    configs = list(itertools.product(*[range(r[p]) for p in parents]))
+    a = 1.0 if score == "k2" else ess / (rc * len(configs))
+    out = np.zeros(tuple(r[p] for p in parents) + (rc,))
+    for z in configs:
+        rows = [t for t in range(data.shape[0]) if all(data[t, p] == s for p, s in zip(parents, z))]
+        for b in range(rc):
+            n_b = sum(1 for t in rows if data[t, child] == b)
+            out[z + (b,)] = (n_b + a) / (len(rows) + rc * a)
+    return out
+
+
+def gaussian_cpd_by_precision(data, alpha_mu, alpha_w, y, X):
+    """(intercept, coefficients, variance) of y given X under E[Σ] of the BGe posterior,
+    read from the precision matrix of the block X ∪ {y}: the coefficient of x is
+    −K_yx / K_yy and the variance 1 / K_yy. R built from its definition (bigbn/scores/bge.py)
+    with ν = x̄; E[Σ] = R / (α_w + m − n − 1)."""
+    m, n = data.shape
+    xbar = data.mean(axis=0)
+    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
+    R = t * np.eye(n)
+    for row in data:
+        R += np.outer(row - xbar, row - xbar)
+    A = list(X) + [y]
+    K = np.linalg.inv(R[np.ix_(A, A)] / (alpha_w + m - n - 1))
+    coef = -K[-1, :-1] / K[-1, -1]
+    return float(xbar[y] - coef @ xbar[list(X)]), coef, float(1.0 / K[-1, -1])
+
+
+def strength_from_edges_csv(path):
+    """bnlearn's (from, to, strength, direction) of every ordered pair, read from a run's
+    edges.csv (parent, child, posterior) one line at a time."""
+    import csv
+
+    p, order = {}, []
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            p[row["parent"], row["child"]] = float(row["posterior"])
+            order.append((row["parent"], row["child"]))
+    out = []
+    for a, b in order:
+        s = min(p[a, b] + p[b, a], 1.0)
+        out.append((a, b, s, p[a, b] / (p[a, b] + p[b, a]) if s > 0 else 0.0))
+    return out
+
+
+def v_structures(arcs, n):
+    """The v-structures a → c ← b (a < b, a and b not adjacent) of a DAG given as arcs."""
+    arcs = set(arcs)
+    adj = {frozenset(e) for e in arcs}
+    return {(a, c, b) for c in range(n) for a in range(n) for b in range(a + 1, n)
+            if (a, c) in arcs and (b, c) in arcs and frozenset((a, b)) not in adj}
+
+
+def is_acyclic(arcs, n):
+    """Whether the arcs (u, v) hold no directed cycle (remove sources one at a time)."""
+    left, arcs = set(range(n)), set(arcs)
+    while left:
+        src = [v for v in left if not any(b == v and a in left for a, b in arcs)]
+        if not src:
+            return False
+        left -= set(src)
+    return True
+
+
+def cpdag_by_enumeration(arcs, n):
+    """(compelled, reversible) boolean (n, n) of a DAG's equivalence class, by listing the
+    class: every orientation of its skeleton that is acyclic and has the same v-structures
+    (Verma & Pearl 1990); an arc is compelled when every member orients it the same way."""
+    skeleton = sorted({tuple(sorted(e)) for e in arcs})
+    target = v_structures(arcs, n)
+    members = []
+    for flips in itertools.product((False, True), repeat=len(skeleton)):
+        g = [(b, a) if f else (a, b) for (a, b), f in zip(skeleton, flips)]
+        if is_acyclic(g, n) and v_structures(g, n) == target:
+            members.append(set(g))
+    compelled = np.zeros((n, n), dtype=bool)
+    reversible = np.zeros((n, n), dtype=bool)
+    for a, b in skeleton:
+        ways = {((a, b) in g) for g in members}
+        if len(ways) == 2:
+            reversible[a, b] = reversible[b, a] = True
+        elif (a, b) in members[0]:
+            compelled[a, b] = True
+        else:
+            compelled[b, a] = True
+    return compelled, reversible
