@@ -1178,10 +1178,11 @@ def posterior_mean_cpt(data, arities, child, parents, score, ess):
 
 
 def gaussian_cpd_by_precision(data, alpha_mu, alpha_w, y, X):
-    """(intercept, coefficients, variance) of y given X under E[Σ] of the BGe posterior,
-    read from the precision matrix of the block X ∪ {y}: the coefficient of x is
-    −K_yx / K_yy and the variance 1 / K_yy. R built from its definition (bigbn/scores/bge.py)
-    with ν = x̄; E[Σ] = R / (α_w + m − n − 1)."""
+    """(intercept, coefficients, variance): the posterior means of y's regression on X
+    under the BGe model, read from the precision matrix K of R restricted to A = X ∪ {y}
+    (coefficient of x: −K_yx / K_yy; R_y·X = 1 / K_yy). R built from its definition
+    (bigbn/scores/bge.py) with ν = x̄. Σ_AA ~ IW(R_AA, d_A), d_A = α_w + m − n + |A|, and
+    the Schur complement Σ_y·X ~ IW₁(R_y·X, d_A), whose mean is R_y·X / (d_A − 2)."""
     m, n = data.shape
     xbar = data.mean(axis=0)
     t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
@@ -1189,9 +1190,10 @@ def gaussian_cpd_by_precision(data, alpha_mu, alpha_w, y, X):
     for row in data:
         R += np.outer(row - xbar, row - xbar)
     A = list(X) + [y]
-    K = np.linalg.inv(R[np.ix_(A, A)] / (alpha_w + m - n - 1))
+    K = np.linalg.inv(R[np.ix_(A, A)])
     coef = -K[-1, :-1] / K[-1, -1]
-    return float(xbar[y] - coef @ xbar[list(X)]), coef, float(1.0 / K[-1, -1])
+    d_a = alpha_w + m - n + len(A)
+    return float(xbar[y] - coef @ xbar[list(X)]), coef, float(1.0 / K[-1, -1]) / (d_a - 2)
 
 
 def strength_from_edges_csv(path):

@@ -159,9 +159,9 @@ def fit(ds, prior: dict, arcs) -> Network | GaussianNetwork:
         for sub, nodes in _row_groups(ds):
             data = np.asarray(sub.data, dtype=np.float64)
             mean, R, alpha_w = bge_posterior(data, prior["alpha_mu"], prior["alpha_w"])
-            dof = alpha_w + data.shape[0] - n - 1
             for v in nodes:
-                intercepts[v], coefs[v], variances[v] = gaussian_conditional(mean, R, dof, v, parents[v])
+                intercepts[v], coefs[v], variances[v] = gaussian_conditional(mean, R, alpha_w + data.shape[0], v,
+                                                                             parents[v])
         return GaussianNetwork(tuple(ds.names), parents, intercepts, tuple(coefs), variances)
     r = np.asarray(ds.arities, dtype=np.int64)
     cpts: list = [None] * n

@@ -9,7 +9,8 @@ What causal effects (`bigbn.outputs.effects`) and the learned network
 - Normal-Wishart (BGe, `bigbn.scores.bge`): with μ | W ~ N(ν, (α_μ W)⁻¹),
   W ~ Wishart(α_w, T⁻¹), the posterior is Σ = W⁻¹ ~ IW(R, α_w + m) with R the posterior
   scatter matrix and E[μ] = (α_μ ν + m x̄) / (α_μ + m) (ν = x̄, as the score takes it);
-  a child's regression on its parents has the posterior means of `gaussian_conditional`.
+  a child's regression on its parents has the posterior means of `gaussian_conditional`
+  (checked by a Monte Carlo draw of Σ in tests/test_model.py).
 """
 
 from __future__ import annotations
@@ -57,20 +58,23 @@ def bge_posterior(data: np.ndarray, alpha_mu: float, alpha_w: float | None):
     return mean, R, alpha_w
 
 
-def gaussian_conditional(mean: np.ndarray, R: np.ndarray, dof: float, y: int, X) -> tuple[float, np.ndarray, float]:
+def gaussian_conditional(mean: np.ndarray, R: np.ndarray, df: float, y: int, X) -> tuple[float, np.ndarray, float]:
     """The posterior-mean parameters of y's linear Gaussian CPD given parents X (node
-    indices, in that order): (intercept, coefficients (|X|,), residual variance).
+    indices, in that order): (intercept, coefficients (|X|,), residual variance), with
+    Σ ~ IW(R, df) on all n variables a posteriori (df = α_w + m) and E[μ] = ``mean``.
 
-    With Σ ~ IW(R, d) on all n variables, the block of A = X ∪ {y} is IW(R_AA, d − n + |A|)
-    and Σ_y·X ~ IW₁(R_y·X, d − n + 1); given it the coefficients are normal with mean
-    R_XX⁻¹ R_Xy (`bigbn.outputs.effects`, module docstring). So E[coefficients] = R_XX⁻¹ R_Xy,
-    E[variance] = R_y·X / (d − n − 1) (``dof`` = d − n − 1 = α_w + m − n − 1), and, as
-    E[μ | Σ] is the posterior mean whatever Σ, E[intercept] = E[μ_y] − E[coefficients]·E[μ_X]:
-    the conditional of N(mean, R / dof), which is the plug-in of E[Σ] = R / dof."""
+    The block of A = X ∪ {y} is IW(R_AA, d_A), d_A = df − n + |A|; the Schur complement
+    keeps the degrees of freedom, Σ_y·X ~ IW₁(R_y·X, d_A), and given it the coefficients
+    are normal with mean R_XX⁻¹ R_Xy (`bigbn.outputs.effects`, module docstring). So
+    E[coefficients] = R_XX⁻¹ R_Xy, E[variance] = R_y·X / (d_A − 2) (not the plug-in of
+    E[Σ] = R / (df − n − 1): the variance's divisor grows with |X|), and, as E[μ | Σ] is
+    the posterior mean whatever Σ, E[intercept] = E[μ_y] − E[coefficients]·E[μ_X]."""
     X = list(X)
+    n = R.shape[0]
     if X:
         coef = np.linalg.solve(R[np.ix_(X, X)], R[X, y])
         resid = float(R[y, y] - R[X, y] @ coef)
     else:
         coef, resid = np.zeros(0), float(R[y, y])
-    return float(mean[y] - coef @ mean[X]), coef, resid / dof
+    d_a = df - n + len(X) + 1
+    return float(mean[y] - coef @ mean[X]), coef, resid / (d_a - 2)
