@@ -693,14 +693,15 @@ def export_cmd(workdir, fmt, dag, out, data, sep):
       bigbn run examples/asia.csv --workdir /tmp/asia --map
       bigbn export /tmp/asia --format bif
     """
-    from bigbn.outputs.reopen import export
+    from bigbn.outputs.reopen import FORMATS, export
 
     if dag != "map":
         try:
             dag = float(dag)
         except ValueError:
             raise OptionError(f"--dag is map or a threshold in (0, 1], got {dag!r}") from None
-    path = export(workdir, fmt, out, dag, data, sep)
+    export(workdir, fmt, out, dag, data, sep)
+    path = out if out is not None else Path(workdir) / FORMATS[fmt]  # as the user wrote it
     click.echo(f"wrote {path}: the {'MAP' if dag == 'map' else f'averaged (threshold {dag:g})'} network "
                "with posterior-mean CPDs")
 

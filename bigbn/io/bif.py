@@ -25,6 +25,9 @@ are in states s_p1..s_pq. It is what `bigbn.tools.simulate` samples data from.
 accepted for nodes without parents only (its order for conditional tables differs
 between tools). The networks bundled in ``bigbn/networks/`` (see its README.md for
 their provenance) can be named instead of a path: ``read_bif("asia")``.
+
+`format_bif` / `write_bif` write that dialect (names it cannot hold refused, one line);
+`format_xmlbif` / `write_xmlbif` write XMLBIF 0.3 (pgmpy, Weka), which holds any name.
 """
 
 from __future__ import annotations
