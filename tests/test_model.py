@@ -313,3 +313,22 @@ def test_fit_refuses_what_has_no_parameter_model(tmp_path):
     res = bigbn.learn(scores=path, workdir=tmp_path / "wd")
     with pytest.raises(OptionError, match=".jkl file: there is no parameter model"):
         res.to_pgmpy(dag=0.5)
+
+
+def test_export_on_the_command_line(tmp_path):
+    wd = tmp_path / "run"
+    assert cli("run", ASIA, "--workdir", wd, "-q").exit_code == 0
+    r = cli("export", wd)
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert "no MAP network" in r.output and "--dag 0.5" in r.output
+    r = cli("export", wd, "--dag", "0.5", "--out", tmp_path / "a.bif")
+    assert r.exit_code == 0 and r.output.strip() == (f"wrote {tmp_path / 'a.bif'}: the averaged (threshold 0.5) "
+                                                     "network with posterior-mean CPDs")
+    net, res = read_bif(tmp_path / "a.bif"), bigbn.open(wd)
+    assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(res.averaged(0.5).edges())
+    for args, needle in ((("--dag", "x"), "--dag is map or a threshold"), (("--dag", "2"), "threshold"),
+                         (("--dag", "0.5", "--data", tmp_path / "nope.csv"), "nope.csv")):
+        r = cli("export", wd, *args)
+        assert r.exit_code != 0 and needle in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    r = cli("export", wd, "--dag", "0.5", "--out", tmp_path)  # click's own check, as for every command
+    assert r.exit_code == 2 and "is a directory" in r.output

@@ -59,8 +59,8 @@ def dag_arcs(res, dag) -> list[tuple[int, int]]:
             raise OptionError(f"dag is \"map\", a threshold in (0, 1] or a list of (parent, child) arcs, got {dag!r}")
         if res.map_parents is None:
             raise OptionError("this run has no MAP network: run the same command with --map (learn(..., "
-                              "map_dag=True)) to add it, or give a threshold for the averaged network, "
-                              "e.g. dag=0.5")
+                              "map_dag=True)) to add it, or give a threshold for the averaged network "
+                              "(--dag 0.5, dag=0.5)")
         index = {s: j for j, s in enumerate(names)}
         return [(index[a], index[b]) for a, b in res.map_arcs()]
     if isinstance(dag, (int, float, np.floating)) and not isinstance(dag, bool):

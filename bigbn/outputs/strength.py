@@ -114,24 +114,24 @@ def cpdag(adjacency: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 if not adj[a, b]:
                     directed[a, c] = directed[b, c] = True
     undirected = adj & ~directed & ~directed.T
+    others = ~np.eye(n, dtype=bool)
     changed = True
     while changed:
         changed = False
-        for a in range(n):
-            for b in range(n):
-                if not undirected[a, b]:
-                    continue
-                # R1: c → a, a — b, c and b not adjacent  ⇒  a → b
-                r1 = np.any(directed[:, a] & ~adj[:, b] & (np.arange(n) != b))
-                # R2: a → c → b, a — b  ⇒  a → b
-                r2 = np.any(directed[a] & directed[:, b])
-                # R3: a — c → b, a — d → b, c and d not adjacent, a — b  ⇒  a → b
-                cs = np.flatnonzero(undirected[a] & directed[:, b])
-                r3 = any(not adj[c, d] for i, c in enumerate(cs) for d in cs[i + 1:])
-                if r1 or r2 or r3:
-                    directed[a, b] = True
-                    undirected[a, b] = undirected[b, a] = False
-                    changed = True
+        for a, b in np.argwhere(undirected):  # each undirected edge, both ways
+            if not undirected[a, b]:  # oriented earlier in this pass
+                continue
+            # R1: c → a, a — b, c and b not adjacent  ⇒  a → b
+            r1 = np.any(directed[:, a] & ~adj[:, b] & others[b])
+            # R2: a → c → b, a — b  ⇒  a → b
+            r2 = r1 or np.any(directed[a] & directed[:, b])
+            # R3: a — c → b, a — d → b, c and d not adjacent, a — b  ⇒  a → b
+            cs = np.flatnonzero(undirected[a] & directed[:, b]) if not r2 else ()
+            r3 = len(cs) > 1 and bool((~adj[np.ix_(cs, cs)] & others[np.ix_(cs, cs)]).any())
+            if r2 or r3:
+                directed[a, b] = True
+                undirected[a, b] = undirected[b, a] = False
+                changed = True
     return directed, undirected
 
 
