@@ -56,10 +56,15 @@ def test_open_a_run_with_tiers_and_a_map_only_run(tmp_path):
     opened = bigbn.open(tmp_path / "t")
     same_result(opened, res)
     assert opened.map_arcs() == res.map_arcs() and opened.map_log_score == res.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(res.map_arcs())
+    assert set(opened.to_pgmpy(dag=0.5).edges()) == set(res.averaged(0.5).edges())
     only = bigbn.learn(ASIA, workdir=tmp_path / "m", map_dag=True, posterior=False)
     opened = bigbn.open(tmp_path / "m")
     assert opened.posterior is None and opened.map_arcs() == only.map_arcs()
     assert opened.map_log_score == only.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(only.map_arcs())
+    with pytest.raises(OptionError, match="only the MAP network"):
+        opened.strength()
 
 
 def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_path):
