@@ -1213,6 +1213,13 @@ def strength_from_edges_csv(path):
     return out
 
 
+def bnlearn_significant(rows, threshold):
+    """The candidate arcs of bnlearn's averaged.network, its R filter transcribed:
+    (strength > threshold | strength == 1) & direction >= 0.5, over (from, to, strength,
+    direction) rows."""
+    return [(a, b) for a, b, s, d in rows if (s > threshold or s == 1) and d >= 0.5]
+
+
 def v_structures(arcs, n):
     """The v-structures a → c ← b (a < b, a and b not adjacent) of a DAG given as arcs."""
     arcs = set(arcs)

@@ -100,11 +100,42 @@ def test_averaged_arcs_by_definition_on_random_posteriors():
             assert not skipped
 
 
+def test_averaged_by_adjacency_is_bnlearns_rule(asia):
+    res, _ = asia
+    from bigbn.outputs.strength import strength_rows
+
+    for t in (0.3, 0.5, 0.8):
+        g = res.averaged(t, by="adjacency")
+        want = naive.bnlearn_significant(strength_rows(res.names, res.posterior), t)
+        assert nx.is_directed_acyclic_graph(g) and g.graph["by"] == "adjacency"
+        assert sorted(g.edges) == sorted(set(want) - set(g.graph["skipped"]))
+    # smoke - lung: adjacent with p 0.90, lung → smoke the likelier direction (0.54): bnlearn
+    # keeps it at 0.5, the arc rule does not (0.49 < 0.5)
+    assert res.averaged(0.5, by="adjacency").has_edge("lung", "smoke")
+    assert not res.averaged(0.5).has_edge("lung", "smoke")
+    rng = np.random.default_rng(9)
+    for trial in range(200):  # random posteriors with p(u→v) + p(v→u) ≤ 1
+        n = int(rng.integers(3, 7))
+        P = rng.random((n, n))
+        P = P / (P + P.T + rng.random((n, n)) * 0.3 + 1e-9) * 0.999
+        P = np.minimum(P, 0.999 - P.T).clip(0)
+        np.fill_diagonal(P, 0)
+        kept, skipped = averaged_arcs(P, 0.5, by="adjacency")
+        assert naive.is_acyclic(kept, n)
+        rows = [(u, v, *x) for (u, v), x in zip(
+            [(u, v) for u in range(n) for v in range(n) if u != v],
+            [(min(P[u, v] + P[v, u], 1.0), P[u, v] / (P[u, v] + P[v, u]) if P[u, v] + P[v, u] > 0 else 0.0)
+             for u in range(n) for v in range(n) if u != v])]
+        assert sorted(kept + skipped) == sorted(naive.bnlearn_significant(rows, 0.5))
+
+
 def test_averaged_refuses_a_bad_threshold(asia):
     res, _ = asia
     for bad in (0, 1.5, -0.1, "0.5", True):
         with pytest.raises(OptionError, match="threshold"):
             res.averaged(bad)
+    with pytest.raises(OptionError, match="by is one of arc, adjacency"):
+        res.averaged(0.5, by="strength")
 
 
 def random_dag(rng, n, p):

@@ -130,12 +130,13 @@ class Result:
         rows = strength_rows(self.names, self.posterior)
         return frames.to_frame({h: [r[j] for r in rows] for j, h in enumerate(STRENGTH_HEADER)})
 
-    def averaged(self, threshold: float = 0.5):
+    def averaged(self, threshold: float = 0.5, by: str = "arc"):
         """The averaged network as a networkx DiGraph, acyclic by construction: the arcs with
         p(u → v) ≥ threshold taken by decreasing posterior, skipping any that would close a
         directed cycle with those already taken (they are listed in ``graph["skipped"]``; at
-        0.5 none can be, since p(u → v) + p(v → u) ≤ 1 keeps one direction per pair, but a
-        longer cycle can). Each arc carries ``posterior``, ``strength``, ``direction``
+        0.5 no pair can give both directions, since p(u → v) + p(v → u) ≤ 1, but a longer
+        cycle can). by="adjacency": bnlearn's `averaged.network` rule instead, the pairs
+        with strength > threshold (or 1) oriented by direction ≥ 0.5, by decreasing strength. Each arc carries ``posterior``, ``strength``, ``direction``
         (`strength`) and ``mark``: "directed" when the arc is compelled in the averaged
         DAG's Markov equivalence class (its CPDAG), "undirected" when it is reversible.
         With samples (a Result of `bigbn.open` after `bigbn sample`) each arc also carries
@@ -144,7 +145,7 @@ class Result:
         an undirected edge of it."""
         self._need_posterior()
         nx = frames.require("networkx", "averaged()")
-        kept, skipped = averaged_arcs(self.posterior, threshold)
+        kept, skipped = averaged_arcs(self.posterior, threshold, by)
         n, names = len(self.names), self.names
         adj = np.zeros((n, n), dtype=bool)
         for u, v in kept:
@@ -154,7 +155,7 @@ class Result:
         marks = None
         if self.samples is not None and self.samples.parents.ndim == 2:
             marks = cpdag_probabilities(self.samples.parents, self.samples.weights)
-        g = nx.DiGraph(threshold=float(threshold), skipped=[(names[u], names[v]) for u, v in skipped])
+        g = nx.DiGraph(threshold=float(threshold), by=by, skipped=[(names[u], names[v]) for u, v in skipped])
         g.add_nodes_from(names)
         for u, v in kept:
             attrs = {"posterior": float(self.posterior[u, v]), "strength": float(s[u, v]),

@@ -15,6 +15,8 @@ are taken greedily: every arc with p(u → v) ≥ t by decreasing posterior (tie
 order), skipping an arc that would close a directed cycle with the arcs already taken
 (in particular the weaker direction of a pair whose both directions pass). The result
 is acyclic by construction, and it is the thresholded graph whenever that has no cycle.
+``by="adjacency"`` is bnlearn's own rule instead (`averaged.network`: a pair whose strength
+exceeds the threshold, oriented by a direction ≥ 0.5), cycles broken the same way.
 
 `cpdag` gives the edge marks of a DAG's Markov equivalence class (its CPDAG: an arc is
 compelled, the same in every DAG of the class, or reversible, an undirected edge):
@@ -33,7 +35,7 @@ import numpy as np
 
 from bigbn.errors import OptionError
 
-__all__ = ["HEADER", "strength_rows", "write_strength", "averaged_arcs", "cpdag", "cpdag_probabilities"]
+__all__ = ["HEADER", "RULES", "strength_rows", "write_strength", "averaged_arcs", "cpdag", "cpdag_probabilities"]
 
 #: the columns of strength.csv, as bnlearn names them
 HEADER = ("from", "to", "strength", "direction")
@@ -69,20 +71,36 @@ def write_strength(path, names, posterior: np.ndarray) -> None:
             w.writerow([a, b, f"{s:.17g}", f"{d:.17g}"])
 
 
-def averaged_arcs(posterior: np.ndarray, threshold: float) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(arcs kept, arcs skipped): every (u, v) with posterior[u, v] ≥ threshold, by
-    decreasing posterior (ties: u, then v), kept unless v already reaches u through kept
-    arcs (module docstring). The kept arcs form a DAG."""
+#: the two rules of `averaged_arcs`
+RULES = ("arc", "adjacency")
+
+
+def averaged_arcs(posterior: np.ndarray, threshold: float,
+                  by: str = "arc") -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(arcs kept, arcs skipped) of the averaged DAG (module docstring).
+
+    by="arc": the candidates are every (u, v) with p(u → v) ≥ threshold, by decreasing
+    p(u → v). by="adjacency" (bnlearn's `averaged.network`): every (u, v) with strength >
+    threshold (or strength 1) and direction ≥ 0.5, by decreasing strength, then direction.
+    Ties in node order (u, then v). A candidate is kept unless v already reaches u through
+    the arcs kept before it, so the kept arcs form a DAG."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) \
             or not 0 < float(threshold) <= 1:
         raise OptionError(f"the threshold is a probability in (0, 1], got {threshold!r}")
+    if by not in RULES:
+        raise OptionError(f"by is one of {', '.join(RULES)}, got {by!r}")
     p = np.asarray(posterior, dtype=np.float64)
     n = p.shape[0]
-    cand = sorted(((-p[u, v], u, v) for u in range(n) for v in range(n)
-                   if u != v and p[u, v] >= threshold))
+    pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+    if by == "arc":
+        cand = sorted((-p[u, v], u, v) for u, v in pairs if p[u, v] >= threshold)
+    else:
+        s, d = strength_matrices(p)
+        cand = sorted((-s[u, v], -d[u, v], u, v) for u, v in pairs
+                      if (s[u, v] > threshold or s[u, v] == 1.0) and d[u, v] >= 0.5)
     reach = np.eye(n, dtype=bool)  # reach[a, b]: a path a ⇝ b through the kept arcs
     kept, skipped = [], []
-    for _, u, v in cand:
+    for *_, u, v in cand:
         if reach[v, u]:
             skipped.append((u, v))
             continue
