@@ -9,6 +9,7 @@ writers read back what bigbn writes.
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -115,6 +116,12 @@ def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(ef.table, e.table))
     assert np.array_equal(ef.p_zero, e.p_zero)
     assert ef.to_pandas().equals(e.to_pandas())
+    summary = json.loads((wd / "samples-order-modular" / "summary.json").read_text())
+    summary["log_marginal_likelihood"] += 1.0  # as if drawn from an earlier run in this folder
+    (wd / "samples-order-modular" / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(WorkdirError, match="samples are of another run.*bigbn sample --workdir"):
+        bigbn.open(wd)
+    write_outputs(s, wd)
     (wd / "effects.csv").write_text("cause,effect\nfoo,bar\n")
     with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
         bigbn.open(wd)

@@ -122,6 +122,10 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
         raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
     if tuple(str(s) for s in arrays["names"]) != tuple(res.names) or arrays["parents"].shape[1] != len(res.names):
         raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
+    lml = info.get("log_marginal_likelihood")
+    if not isinstance(lml, (int, float)) or abs(lml - (log_px + offset)) > 1e-9 * max(1.0, abs(lml)):
+        raise WorkdirError(f"{folder}: the samples are of another run (log p(data) {lml} vs the run's "
+                           f"{log_px + offset}): {again}")
     info = {k: v for k, v in info.items() if k not in ("names", "log_marginal_likelihood")}
     if "log_z_dag_modular" in info:
         info["log_z_dag_modular"] -= offset
