@@ -32,6 +32,7 @@ from bigbn.plan.lattice import MAX_NODES, ordered_workers, task_id
 from bigbn.scores.priors import log_prior
 from bigbn.engine.progress import listener, report
 from bigbn.outputs.result import Result, write_arcs
+from bigbn.outputs.strength import write_strength
 from bigbn.store.rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
                      tiered_disk)
@@ -308,6 +309,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if posterior:
                 result.to_csv(root / "edges.csv")
+                write_strength(root / "strength.csv", ds.names, result.posterior)
                 write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
                                   result.tiered.ranked if not plain else
                                   lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass))

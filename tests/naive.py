@@ -1180,3 +1180,106 @@ def log_det(a):
             for p in range(j, n):
                 a[i][p] -= f * a[j][p]
     return out
+
+# ------------------------------------------- learned networks and bnlearn's language (#42)
+
+def posterior_mean_cpt(data, arities, child, parents, score, ess):
+    """The posterior-mean CPT of ``child`` given ``parents`` under BDeu(ess) or K2,
+    counting records in plain loops: float64 (r_p1, ..., r_pq, r_child)."""
+    r = [int(a) for a in arities]
+    rc = r[child]
+    configs = list(itertools.product(*[range(r[p]) for p in parents]))
+    a = 1.0 if score == "k2" else ess / (rc * len(configs))
+    out = np.zeros(tuple(r[p] for p in parents) + (rc,))
+    for z in configs:
+        rows = [t for t in range(data.shape[0]) if all(data[t, p] == s for p, s in zip(parents, z))]
+        for b in range(rc):
+            n_b = sum(1 for t in rows if data[t, child] == b)
+            out[z + (b,)] = (n_b + a) / (len(rows) + rc * a)
+    return out
+
+
+def gaussian_cpd_by_precision(data, alpha_mu, alpha_w, y, X):
+    """(intercept, coefficients, variance): the posterior means of y's regression on X
+    under the BGe model, read from the precision matrix K of R restricted to A = X ∪ {y}
+    (coefficient of x: −K_yx / K_yy; R_y·X = 1 / K_yy). R built from its definition
+    (bigbn/scores/bge.py) with ν = x̄. Σ_AA ~ IW(R_AA, d_A), d_A = α_w + m − n + |A|, and
+    the Schur complement Σ_y·X ~ IW₁(R_y·X, d_A), whose mean is R_y·X / (d_A − 2)."""
+    m, n = data.shape
+    xbar = data.mean(axis=0)
+    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
+    R = t * np.eye(n)
+    for row in data:
+        R += np.outer(row - xbar, row - xbar)
+    A = list(X) + [y]
+    K = np.linalg.inv(R[np.ix_(A, A)])
+    coef = -K[-1, :-1] / K[-1, -1]
+    d_a = alpha_w + m - n + len(A)
+    return float(xbar[y] - coef @ xbar[list(X)]), coef, float(1.0 / K[-1, -1]) / (d_a - 2)
+
+
+def strength_from_edges_csv(path):
+    """bnlearn's (from, to, strength, direction) of every ordered pair, read from a run's
+    edges.csv (parent, child, posterior) one line at a time."""
+    import csv
+
+    p, order = {}, []
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            p[row["parent"], row["child"]] = float(row["posterior"])
+            order.append((row["parent"], row["child"]))
+    out = []
+    for a, b in order:
+        s = min(p[a, b] + p[b, a], 1.0)
+        out.append((a, b, s, p[a, b] / (p[a, b] + p[b, a]) if s > 0 else 0.0))
+    return out
+
+
+def bnlearn_significant(rows, threshold):
+    """The candidate arcs of bnlearn's averaged.network, its R filter transcribed:
+    (strength > threshold | strength == 1) & direction >= 0.5, over (from, to, strength,
+    direction) rows."""
+    return [(a, b) for a, b, s, d in rows if (s > threshold or s == 1) and d >= 0.5]
+
+
+def v_structures(arcs, n):
+    """The v-structures a → c ← b (a < b, a and b not adjacent) of a DAG given as arcs."""
+    arcs = set(arcs)
+    adj = {frozenset(e) for e in arcs}
+    return {(a, c, b) for c in range(n) for a in range(n) for b in range(a + 1, n)
+            if (a, c) in arcs and (b, c) in arcs and frozenset((a, b)) not in adj}
+
+
+def is_acyclic(arcs, n):
+    """Whether the arcs (u, v) hold no directed cycle (remove sources one at a time)."""
+    left, arcs = set(range(n)), set(arcs)
+    while left:
+        src = [v for v in left if not any(b == v and a in left for a, b in arcs)]
+        if not src:
+            return False
+        left -= set(src)
+    return True
+
+
+def cpdag_by_enumeration(arcs, n):
+    """(compelled, reversible) boolean (n, n) of a DAG's equivalence class, by listing the
+    class: every orientation of its skeleton that is acyclic and has the same v-structures
+    (Verma & Pearl 1990); an arc is compelled when every member orients it the same way."""
+    skeleton = sorted({tuple(sorted(e)) for e in arcs})
+    target = v_structures(arcs, n)
+    members = []
+    for flips in itertools.product((False, True), repeat=len(skeleton)):
+        g = [(b, a) if f else (a, b) for (a, b), f in zip(skeleton, flips)]
+        if is_acyclic(g, n) and v_structures(g, n) == target:
+            members.append(set(g))
+    compelled = np.zeros((n, n), dtype=bool)
+    reversible = np.zeros((n, n), dtype=bool)
+    for a, b in skeleton:
+        ways = {((a, b) in g) for g in members}
+        if len(ways) == 2:
+            reversible[a, b] = reversible[b, a] = True
+        elif (a, b) in members[0]:
+            compelled[a, b] = True
+        else:
+            compelled[b, a] = True
+    return compelled, reversible

@@ -12,6 +12,8 @@ from bigbn.io import frames
 from bigbn import options as opt
 from bigbn.errors import OptionError
 from bigbn.outputs.parentsets import ranked
+from bigbn.outputs.strength import HEADER as STRENGTH_HEADER
+from bigbn.outputs.strength import averaged_arcs, cpdag, cpdag_probabilities, strength_matrices, strength_rows
 from bigbn.plan.tiers import TieredFamilies
 
 
@@ -25,7 +27,9 @@ class Result:
     A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
     log_marginal None, and only the map_* methods. workdir: the run's work directory
     (learn(..., workdir=...); None when learn ran in a temporary folder, removed when it
-    returned): `bigbn.sample` takes the Result in its place.
+    returned): `bigbn.sample` takes the Result in its place. samples, effects: those a
+    `bigbn sample` / `bigbn effects` left in the workdir, when the Result comes from
+    `bigbn.open` (else None).
     """
 
     posterior: np.ndarray | None
@@ -38,6 +42,9 @@ class Result:
     map_log_score: float | None = None
     tiered: "TieredFamilies | None" = field(default=None, repr=False)
     workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
+    #: the run's samples and causal effects when `bigbn.open` found them in its workdir
+    samples: object = field(default=None, repr=False)  # bigbn.outputs.samples.Samples
+    effects: object = field(default=None, repr=False)  # bigbn.outputs.effects.Effects
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -113,6 +120,63 @@ class Result:
         rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
         return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
                                 "posterior": [r[2] for r in rows]})
+
+    def strength(self):
+        """bnlearn's arc-strength table (`boot.strength`, `custom.strength`) as a DataFrame:
+        from, to, strength = p(from and to adjacent | data) = p(from → to) + p(to → from),
+        direction = p(from → to | adjacent); every ordered pair, both orientations, as
+        WORKDIR/strength.csv holds it (bigbn/outputs/strength.py)."""
+        self._need_posterior()
+        rows = strength_rows(self.names, self.posterior)
+        return frames.to_frame({h: [r[j] for r in rows] for j, h in enumerate(STRENGTH_HEADER)})
+
+    def averaged(self, threshold: float = 0.5, by: str = "arc"):
+        """The averaged network as a networkx DiGraph, acyclic by construction: the arcs with
+        p(u → v) ≥ threshold taken by decreasing posterior, skipping any that would close a
+        directed cycle with those already taken (they are listed in ``graph["skipped"]``; at
+        0.5 no pair can give both directions, since p(u → v) + p(v → u) ≤ 1, but a longer
+        cycle can). by="adjacency": bnlearn's `averaged.network` rule instead, the pairs
+        with strength > threshold (or 1) oriented by direction ≥ 0.5, by decreasing strength. Each arc carries ``posterior``, ``strength``, ``direction``
+        (`strength`) and ``mark``: "directed" when the arc is compelled in the averaged
+        DAG's Markov equivalence class (its CPDAG), "undirected" when it is reversible.
+        With samples (a Result of `bigbn.open` after `bigbn sample`) each arc also carries
+        ``p_compelled`` and ``p_reversible``: the posterior probability, estimated from the
+        samples, that u → v is a compelled arc of the true DAG's CPDAG, and that u — v is
+        an undirected edge of it."""
+        self._need_posterior()
+        nx = frames.require("networkx", "averaged()")
+        kept, skipped = averaged_arcs(self.posterior, threshold, by)
+        n, names = len(self.names), self.names
+        adj = np.zeros((n, n), dtype=bool)
+        for u, v in kept:
+            adj[u, v] = True
+        compelled, _ = cpdag(adj)
+        s, d = strength_matrices(self.posterior)
+        marks = None
+        if self.samples is not None and self.samples.parents.ndim == 2:
+            marks = cpdag_probabilities(self.samples.parents, self.samples.weights)
+        g = nx.DiGraph(threshold=float(threshold), by=by, skipped=[(names[u], names[v]) for u, v in skipped])
+        g.add_nodes_from(names)
+        for u, v in kept:
+            attrs = {"posterior": float(self.posterior[u, v]), "strength": float(s[u, v]),
+                     "direction": float(d[u, v]), "mark": "directed" if compelled[u, v] else "undirected"}
+            if marks is not None:
+                attrs.update(p_compelled=float(marks[0][u, v]), p_reversible=float(marks[1][u, v]))
+            g.add_edge(names[u], names[v], **attrs)
+        return g
+
+    def to_pgmpy(self, dag="map", data=None):
+        """The learned network as a pgmpy model with posterior-mean parameters under the
+        run's own parameter prior (BDeu / K2: Dirichlet, a DiscreteBayesianNetwork; BGe:
+        normal-Wishart, a LinearGaussianBayesianNetwork; bigbn/outputs/model.py).
+        dag: "map" (the MAP network: learn(..., map_dag=True) or `bigbn run --map`), a
+        threshold (the DAG of `averaged`), or a list of (parent, child) arcs. data: the
+        run's data; default the file the run read (a Result with a workdir). pgmpy is
+        optional: without it, one line says to install it."""
+        from bigbn.outputs import model
+
+        frames.require("pgmpy", "to_pgmpy()")
+        return model.to_pgmpy(model.fit_result(self, dag, data))
 
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
