@@ -46,10 +46,12 @@ the rule column by column.
 from __future__ import annotations
 
 import math
-from math import lgamma
+from math import lgamma, log, pi
 
+import numba
 import numpy as np
 
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, no_column
 from bigbn.errors import DataError, OptionError
 
@@ -212,11 +214,11 @@ class _Split:
         return Dataset(tuple(ds.names[j] for j in self.disc), self.codes.astype(np.int32), self.r,
                        tuple(ds.levels[j] for j in self.disc), "discrete", ds.path)
 
-    def configurations(self, D: tuple[int, ...]) -> tuple[int, list[np.ndarray]]:
-        """(q, rows of each observed configuration of the discrete columns D (local ids),
-        in order of configuration)."""
+    def configurations(self, D: tuple[int, ...]) -> tuple[int, np.ndarray, int]:
+        """(q, each row's observed-configuration index 0..G−1 (in order of configuration),
+        G) of the discrete columns D (local ids); q counts every configuration."""
         if not D:
-            return 1, [np.arange(self.ds.m)]
+            return 1, np.zeros(self.ds.m, dtype=np.int64), 1
         q = math.prod(int(self.r[a]) for a in D)
         if q < 2**62:
             key = np.zeros(self.ds.m, dtype=np.int64)
@@ -224,38 +226,96 @@ class _Split:
                 key = key * int(self.r[a]) + self.codes[:, a]
         else:
             key = np.unique(self.codes[:, list(D)], axis=0, return_inverse=True)[1].reshape(-1)
-        order = np.argsort(key, kind="stable")
-        cut = np.flatnonzero(np.diff(key[order])) + 1
-        return q, np.split(order, cut)
+        if q <= 4 * self.ds.m:  # dense: which configurations occur, without a sort
+            seen = np.zeros(q, dtype=np.int64)
+            seen[key] = 1
+            index = np.cumsum(seen) - 1
+            return q, index[key], int(seen.sum())
+        uniq, inverse = np.unique(key, return_inverse=True)
+        return q, inverse.reshape(-1).astype(np.int64), int(uniq.size)
 
-    def scatter(self, q: int, rows: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-        """(R(d), α_μ(d), α_w(d), t(d)) of a configuration with these rows, of q in all."""
-        if q == 1 and rows.size == self.ds.m:
+    def groups(self, D: tuple[int, ...]) -> "_Groups":
+        """The observed configurations of D with their posterior scatter matrices."""
+        q, index, G = self.configurations(D)
+        if q == 1:
             from bigbn.scores.bge import posterior_scatter
 
-            return posterior_scatter(self.x, self.alpha_mu, self.alpha_w, self.nu)[1], self.alpha_mu, \
-                self.alpha_w, self.t
+            R = posterior_scatter(self.x, self.alpha_mu, self.alpha_w, self.nu)[1]
+            return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
         a_mu = self.alpha_mu / q
-        a_w = self.alpha_w if q == 1 else self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
+        a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
         t = self.t / q
-        x = self.x[rows]
-        m = rows.size
-        mean = x.mean(axis=0)
-        centred = x - mean
-        d = (self.nu - mean)[:, None]
-        R = t * np.eye(self.n_c) + centred.T @ centred + (a_mu * m / (a_mu + m)) * (d @ d.T)
-        return (R + R.T) / 2, a_mu, a_w, t
+        counts, means, S = _scatters(index, G, self.x, self.nu)
+        d = self.nu[None, :] - means  # (G, n_c)
+        w = a_mu * counts / (a_mu + counts)
+        R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * (d[:, :, None] * d[:, None, :])
+        return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, a_w, t)
 
 
-def _group_log_marginals(split: _Split, groups, C: np.ndarray) -> np.ndarray:
+class _Groups:
+    """A discrete set's observed configurations: R (G, n_c, n_c), rows per configuration
+    m_d (G,), and the spread prior's α_μ(d), α_w(d), t(d) (the same for each); whole: the
+    empty set's one configuration, the whole table (BGe's prior)."""
+
+    def __init__(self, R, counts, a_mu, a_w, t, whole=False):
+        self.R, self.counts, self.a_mu, self.a_w, self.t = R, counts.astype(np.float64), a_mu, a_w, t
+        self.whole = whole
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatters(index, G, x, nu):
+    """Rows per configuration (G,), their means (G, n_c) and centred scatter matrices
+    (G, n_c, n_c) of the values x (m, n_c) grouped by ``index`` (m,) in 0..G−1, in one
+    pass over the rows: sums and products of x − ν (ν the column means, so that the
+    products stay near the spread of the data), then S_d = Σ (x − ν)(x − ν)ᵀ − m_d (x̄_d − ν)(x̄_d − ν)ᵀ."""
+    m, n = x.shape
+    counts = np.zeros(G)
+    sums = np.zeros((G, n))
+    S = np.zeros((G, n, n))
+    c = np.empty(n)
+    for t in range(m):
+        g = index[t]
+        counts[g] += 1.0
+        for a in range(n):
+            c[a] = x[t, a] - nu[a]
+            sums[g, a] += c[a]
+        for a in range(n):
+            ca = c[a]
+            for b in range(a, n):
+                S[g, a, b] += ca * c[b]
+    means = np.empty((G, n))
+    for g in range(G):
+        for a in range(n):
+            means[g, a] = nu[a] + sums[g, a] / counts[g]
+        for a in range(n):
+            for b in range(a, n):
+                S[g, a, b] -= sums[g, a] * sums[g, b] / counts[g]
+                S[g, b, a] = S[g, a, b]
+    return counts, means, S
+
+
+def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.ndarray:
     """Σ_d log p_NW(C | d) for sets C of one size l ≥ 1 (local continuous ids, ascending,
-    int64 (S, l)) over the configurations ``groups`` [(rows, R, α_μ, α_w, t)]; float64 (S,)."""
+    int64 (S, l)) over the observed configurations ``groups``; float64 (S,). One
+    configuration (q = 1, the whole table) is BGe's own computation, bit for bit."""
     from bigbn.scores.bge import _log_marginals_of
 
-    out = np.zeros(C.shape[0])
-    for rows, R, a_mu, a_w, t in groups:
-        out += _log_marginals_of(R, C, rows.size, split.n_c, t, a_mu, a_w)
-    return out
+    if groups.whole:
+        return _log_marginals_of(groups.R[0], C, int(groups.counts[0]), split.n_c, groups.t, groups.a_mu,
+                                 groups.a_w)
+    l = C.shape[1]
+    sub = groups.R[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
+    sign, logdet = np.linalg.slogdet(sub)
+    if np.any(sign <= 0):
+        raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+    md = groups.counts
+    a0 = (groups.a_w - split.n_c + l) / 2
+    a1 = (md + groups.a_w - split.n_c + l) / 2  # (G,)
+    gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
+        - sum(lgamma(a0 - j / 2) for j in range(l))
+    const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
+             + a0 * l * log(groups.t))
+    return (const[:, None] - a1[:, None] * logdet).sum(axis=0)
 
 
 def cg_scores(ds: Dataset, k: int, ess: float = 1.0, alpha_mu: float = 1.0, alpha_w=None,
@@ -347,8 +407,7 @@ def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
         ps = ps[ps >= 0]
         by_d.setdefault(tuple(split.local[ps[is_disc[ps]]].tolist()), []).append(g)
     for D, gs in by_d.items():
-        q, config_rows = split.configurations(D)
-        groups = [(rows, *split.scatter(q, rows)) for rows in config_rows]
+        groups = split.groups(D)
         gs = np.array(gs, dtype=np.int64)
         ps = parent_sets[gs]
         Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
@@ -374,12 +433,12 @@ def cg_log_marginal(ds: Dataset, columns, ess: float = 1.0, alpha_mu: float = 1.
     S = sorted(int(j) for j in columns)
     D = tuple(int(split.local[j]) for j in S if ds.arities[j] > 0)
     C = [int(split.local[j]) for j in S if ds.arities[j] == 0]
-    q, config_rows = split.configurations(D)
+    q, index, G = split.configurations(D)
     total = 0.0
     if D:
         a = float(ess) / q
-        total += sum(lgamma(a + rows.size) - lgamma(a) for rows in config_rows) + lgamma(ess) - lgamma(ess + ds.m)
+        total += sum(lgamma(a + c) - lgamma(a) for c in np.bincount(index, minlength=G).tolist()) \
+            + lgamma(ess) - lgamma(ess + ds.m)
     if C:
-        groups = [(rows, *split.scatter(q, rows)) for rows in config_rows]
-        total += float(_group_log_marginals(split, groups, np.array([C], dtype=np.int64))[0])
+        total += float(_group_log_marginals(split, split.groups(D), np.array([C], dtype=np.int64))[0])
     return total
