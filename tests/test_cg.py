@@ -261,3 +261,19 @@ def test_score_equivalence_within_cg_dags(kinds, seed):
         assert max(v) - min(v) < 1e-8 * max(1.0, abs(v[0]))
     # and the classes differ: the score tells them apart
     assert np.ptp([v[0] for v in classes.values()]) > 1.0
+
+
+def test_far_apart_configurations_lose_no_digits():
+    """A discrete parent that splits a continuous column into two tight clusters 10^4
+    standard deviations apart: the per-configuration scatter matrices are formed about
+    each configuration's own mean, so the scores agree with the naive twin's to 1e-9."""
+    rng = np.random.default_rng(13)
+    m = 40
+    d = rng.integers(0, 2, m)
+    x = 1e4 * d + 1e-3 * rng.normal(size=m)
+    y = 0.5 * d + rng.normal(size=m)  # not collinear with x: the whole table's R stays well conditioned
+    ds = Dataset(("d", "x", "y"), np.column_stack([d, x, y]), np.array([2, 0, 0]), (("0", "1"), (), ()),
+                 kind="mixed")
+    got, want = cg_scores(ds, 2), naive_scores(ds, 2)
+    fin = np.isfinite(want)
+    assert np.abs(got[fin] - want[fin]).max() < 1e-9 * np.abs(want[fin]).max()

@@ -245,7 +245,7 @@ class _Split:
         a_mu = self.alpha_mu / q
         a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
         t = self.t / q
-        counts, means, S = _scatters(index, G, self.x, self.nu)
+        counts, means, S = _scatters(index, G, self.x)
         d = self.nu[None, :] - means  # (G, n_c)
         w = a_mu * counts / (a_mu + counts)
         R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * (d[:, :, None] * d[:, None, :])
@@ -263,33 +263,35 @@ class _Groups:
 
 
 @numba.njit(cache=True, nogil=True)
-def _scatters(index, G, x, nu):
+def _scatters(index, G, x):
     """Rows per configuration (G,), their means (G, n_c) and centred scatter matrices
-    (G, n_c, n_c) of the values x (m, n_c) grouped by ``index`` (m,) in 0..G−1, in one
-    pass over the rows: sums and products of x − ν (ν the column means, so that the
-    products stay near the spread of the data), then S_d = Σ (x − ν)(x − ν)ᵀ − m_d (x̄_d − ν)(x̄_d − ν)ᵀ."""
+    (G, n_c, n_c) of the values x (m, n_c) grouped by ``index`` (m,) in 0..G−1: two passes
+    over the rows (the means, then the products of the rows less their configuration's
+    mean), so that no digits cancel however far a configuration's mean lies from the rest."""
     m, n = x.shape
     counts = np.zeros(G)
-    sums = np.zeros((G, n))
-    S = np.zeros((G, n, n))
-    c = np.empty(n)
+    means = np.zeros((G, n))
     for t in range(m):
         g = index[t]
         counts[g] += 1.0
         for a in range(n):
-            c[a] = x[t, a] - nu[a]
-            sums[g, a] += c[a]
+            means[g, a] += x[t, a]
+    for g in range(G):
+        for a in range(n):
+            means[g, a] /= counts[g]
+    S = np.zeros((G, n, n))
+    c = np.empty(n)
+    for t in range(m):
+        g = index[t]
+        for a in range(n):
+            c[a] = x[t, a] - means[g, a]
         for a in range(n):
             ca = c[a]
             for b in range(a, n):
                 S[g, a, b] += ca * c[b]
-    means = np.empty((G, n))
     for g in range(G):
         for a in range(n):
-            means[g, a] = nu[a] + sums[g, a] / counts[g]
-        for a in range(n):
-            for b in range(a, n):
-                S[g, a, b] -= sums[g, a] * sums[g, b] / counts[g]
+            for b in range(a + 1, n):
                 S[g, b, a] = S[g, a, b]
     return counts, means, S
 
