@@ -100,8 +100,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
-    floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2", "bge", or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
+    floats for continuous (BGe). score: "auto" (BGe for continuous data, cg for a table
+    with text and continuous columns, else BDeu), "bdeu", "k2", "bge", "cg" (mixed data:
+    conditional Gaussian networks, `bigbn.scores.cg`), or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
     (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
     score's options) are the score's parameters; one the score does not take is refused
     (`bigbn.scores.base.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
