@@ -327,7 +327,7 @@ def cg_scores(ds: Dataset, k: int, ess: float = 1.0, alpha_mu: float = 1.0, alph
     continuous parent. ``sets`` = (parent_sets, family_index, width): the families named
     there instead (the tiers' layouts; see `bigbn.scores.discrete.local_scores`), float64
     (n, width), NaN where none is named."""
-    from bigbn.scores.discrete import local_scores, parent_set_index
+    from bigbn.scores.discrete import parent_set_index
 
     split = _Split(ds, alpha_mu, alpha_w)
     n = ds.n
@@ -348,8 +348,7 @@ def cg_scores(ds: Dataset, k: int, ess: float = 1.0, alpha_mu: float = 1.0, alph
         fi = family_index[:, disc]
         rows, cols = np.nonzero((fi >= 0) & has_cont[:, None])
         out[disc[cols], fi[rows, cols]] = -np.inf
-        _discrete_children(split, k, float(ess), parent_sets, family_index, ~has_cont, sets is None, width,
-                           out, local_scores)
+        _discrete_children(split, k, float(ess), parent_sets, family_index, ~has_cont, sets is None, width, out)
     if split.n_c:
         with np.errstate(all="ignore"):
             _continuous_children(split, parent_sets, family_index, out)
@@ -361,11 +360,12 @@ def cg_scores(ds: Dataset, k: int, ess: float = 1.0, alpha_mu: float = 1.0, alph
     return out
 
 
-def _discrete_children(split, k, ess, parent_sets, family_index, only_discrete, full, width, out,
-                       local_scores) -> None:
+def _discrete_children(split, k, ess, parent_sets, family_index, only_discrete, full, width, out) -> None:
     """out[i, f] = BDeu(ess) of each discrete child i and parent set without continuous
     members: the discrete columns' own BDeu scores, all of them at once (the same call, so
     the same bits, as `bigbn.scores.discrete.local_scores` on those columns), or those named."""
+    from bigbn.scores.discrete import local_scores
+
     disc = split.disc
     n_d = disc.size
     kd = min(k, n_d - 1)
