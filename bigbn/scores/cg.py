@@ -46,6 +46,8 @@ the rule column by column.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from math import lgamma, log, pi
 
 import numba
@@ -234,8 +236,9 @@ class _Split:
         uniq, inverse = np.unique(key, return_inverse=True)
         return q, inverse.reshape(-1).astype(np.int64), int(uniq.size)
 
-    def groups(self, D: tuple[int, ...]) -> "_Groups":
-        """The observed configurations of D with their posterior scatter matrices."""
+    def groups(self, D: tuple[int, ...], diagonal: bool = False) -> "_Groups":
+        """The observed configurations of D with their posterior scatter matrices; diagonal:
+        only their diagonals are wanted (sets C of one continuous variable), the rest 0."""
         q, index, G = self.configurations(D)
         if q == 1:
             from bigbn.scores.bge import posterior_scatter
@@ -245,10 +248,13 @@ class _Split:
         a_mu = self.alpha_mu / q
         a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
         t = self.t / q
-        counts, means, S = _scatters(index, G, self.x)
+        counts, means, S = _scatters(index, G, self.x, diagonal)
         d = self.nu[None, :] - means  # (G, n_c)
         w = a_mu * counts / (a_mu + counts)
-        R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * (d[:, :, None] * d[:, None, :])
+        outer = d[:, :, None] * d[:, None, :]
+        if diagonal:
+            outer *= np.eye(self.n_c)[None]
+        R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * outer
         return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, a_w, t)
 
 
@@ -263,11 +269,14 @@ class _Groups:
 
 
 @numba.njit(cache=True, nogil=True)
-def _scatters(index, G, x):
+def _scatters(index, G, x, diagonal):
     """Rows per configuration (G,), their means (G, n_c) and centred scatter matrices
     (G, n_c, n_c) of the values x (m, n_c) grouped by ``index`` (m,) in 0..G−1: two passes
     over the rows (the means, then the products of the rows less their configuration's
-    mean), so that no digits cancel however far a configuration's mean lies from the rest."""
+    mean), so that no digits cancel however far a configuration's mean lies from the rest.
+    diagonal: only the diagonal (sums of squares), the rest 0 (a k-th discrete parent
+    leaves room for one continuous variable only: n_c products per row instead of
+    n_c (n_c + 1) / 2)."""
     m, n = x.shape
     counts = np.zeros(G)
     means = np.zeros((G, n))
@@ -285,6 +294,10 @@ def _scatters(index, G, x):
         g = index[t]
         for a in range(n):
             c[a] = x[t, a] - means[g, a]
+        if diagonal:
+            for a in range(n):
+                S[g, a, a] += c[a] * c[a]
+            continue
         for a in range(n):
             ca = c[a]
             for b in range(a, n):
@@ -408,13 +421,14 @@ def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
         ps = parent_sets[g]
         ps = ps[ps >= 0]
         by_d.setdefault(tuple(split.local[ps[is_disc[ps]]].tolist()), []).append(g)
-    for D, gs in by_d.items():
-        groups = split.groups(D)
+    def score(item) -> None:
+        D, gs = item
         gs = np.array(gs, dtype=np.int64)
         ps = parent_sets[gs]
         Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
         Z = -np.sort(-Z, axis=1)  # members first (descending), −1 padding last
         sizes = (Z >= 0).sum(axis=1)
+        groups = split.groups(D, diagonal=not sizes.any())  # sets C of one variable: Z + i
         for l in range(int(sizes.max(initial=0)) + 1):
             at = np.flatnonzero(sizes == l)
             if not at.size:
@@ -425,6 +439,24 @@ def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
             union = np.sort(np.concatenate([C[rows], child[:, None]], axis=1), axis=1)
             fam = _group_log_marginals(split, groups, union)
             out[cont[child], fi[gs[at][rows], child]] = fam - base[rows]
+
+    # each discrete set on a thread (the scatter kernel and LAPACK release the GIL); the sets
+    # write disjoint entries of out, each the same number whichever thread computes it
+    items = sorted(by_d.items(), key=lambda kv: -len(kv[0]))
+    threads = min(_threads(), len(items))
+    if threads <= 1:
+        for item in items:
+            score(item)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(score, items))
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def cg_log_marginal(ds: Dataset, columns, ess: float = 1.0, alpha_mu: float = 1.0, alpha_w=None) -> float:
