@@ -200,6 +200,11 @@ def test_auto_picks_cg_only_for_tables_with_text_and_continuous_columns(tmp_path
         load_dataset(g, score="bge", discrete=["c"])
     r = CliRunner().invoke(main, ["run", str(g), "--discrete", "c", "-w", str(tmp_path / "w"), "-q"])
     assert r.exit_code == 0 and "discrete columns (1): c" in r.output
+    r = CliRunner().invoke(main, ["run", str(g), "--score", "cg", "--continuous", "c", "-w", str(tmp_path / "v"),
+                                  "-q"])
+    assert r.exit_code == 0 and "discrete columns (0): none" in r.output and "continuous columns (3)" in r.output
+    r = CliRunner().invoke(main, ["run", str(g), "--score", "bdeu", "--discrete", "c", "-w", str(tmp_path / "u")])
+    assert r.exit_code == 1 and "this run uses the bdeu score (choose score cg)" in r.stderr
 
 
 def test_dataframe_and_array_inputs_are_typed_as_files(tmp_path):
