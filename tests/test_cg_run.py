@@ -308,3 +308,14 @@ def test_interventional_mixed_data_against_brute_force(tmp_path):
     # the interventions change the answer: the same rows, all observational
     obs = bigbn.learn(ds.rows(np.ones(ds.m, dtype=bool)), score="cg", max_parents=2)
     assert np.abs(obs.posterior - res.posterior).max() > 1e-3
+
+
+def test_dataframe_categories_keep_their_declared_order_in_mixed_data():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(14)
+    stage = pd.Categorical(rng.choice(["low", "mid", "high"], 50), categories=["low", "mid", "high"], ordered=True)
+    df = pd.DataFrame({"stage": stage, "x": rng.normal(size=50), "y": rng.normal(size=50)})
+    ds, score, _ = load_dataset(df)
+    assert score.name == "cg" and ds.kind == "mixed"
+    assert ds.levels[0] == ("low", "mid", "high")
+    assert np.array_equal(ds.data[:, 0], pd.Series(stage).cat.codes.to_numpy())
