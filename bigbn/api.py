@@ -42,7 +42,7 @@ from bigbn.store.workdir import Workdir
 
 from bigbn.inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
-__all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
+__all__ = ["learn", "load_dataset", "score_families", "column_kinds", "workdir_status", "Result",
            "numerics_fingerprint", "peak_rss_bytes", "default_memory", "default_workers"]
 
 PRIORS = ("uniform", "koivisto-sood")
@@ -69,7 +69,18 @@ def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
         i = int(np.argwhere(bad)[0][0])
         raise DataError(f"{ds.path or 'data'}: the {score.name} score of column '{ds.names[i]}' is not "
                         "finite (values too large or degenerate: rescale the data)")
-    return local + rho
+    beta = local + rho
+    dead = np.flatnonzero(~np.isfinite(beta).any(axis=1))
+    if dead.size:  # e.g. a required edge into a discrete node from a continuous one (cg)
+        raise OptionError(f"{ds.path or 'data'}: every parent set of '{ds.names[int(dead[0])]}' is impossible "
+                          f"under the {score.name} score and the constraints (a required edge the score "
+                          "forbids?)")
+    return beta
+
+
+def column_kinds(ds: Dataset) -> dict[str, str]:
+    """{name: "discrete" | "continuous"} of a mixed dataset's columns (arity 0: continuous)."""
+    return {name: "discrete" if r else "continuous" for name, r in zip(ds.names, ds.arities.tolist())}
 
 
 # --------------------------------------------------------------------------------- run
@@ -84,13 +95,15 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
           intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,
-          forbidden=None, required=None, disk_budget: int | str | None = None) -> Result:
+          forbidden=None, required=None, disk_budget: int | str | None = None,
+          discrete=None, continuous=None) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
-    floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2", "bge", or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
+    floats for continuous (BGe). score: "auto" (BGe for continuous data, cg for a table
+    with text and continuous columns, else BDeu), "bdeu", "k2", "bge", "cg" (mixed data:
+    conditional Gaussian networks, `bigbn.scores.cg`), or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
     (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
     score's options) are the score's parameters; one the score does not take is refused
     (`bigbn.scores.base.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
@@ -128,6 +141,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     computed again in the backward pass (same numbers, more time; `bigbn.plan.lattice.fit_disk`;
     not with tiers). The finished run then keeps L(V) alone of the forward table, so
     `bigbn sample` cannot use it.
+    discrete, continuous: column names that the cg score (mixed data) reads as that kind,
+    overriding its rule (text → discrete; numbers → continuous, but whole numbers with at most
+    10 levels → discrete; `bigbn.scores.cg`); with score "auto" they make the run a cg run.
+    The typing of every column is in ``result.summary["column_kinds"]``.
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -162,7 +179,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         ds, score, digest = load_dataset(data, names, score, sep,
                                          max_nodes=MAX_TIERED_NODES if tiered else MAX_NODES,
                                          intervention_column=intervention_column,
-                                         interventions=interventions)
+                                         interventions=interventions, discrete=discrete,
+                                         continuous=continuous)
     if structure_prior is None:
         structure_prior = "uniform" if ds.kind == "scores" else "koivisto-sood"
     elif ds.kind == "scores" and structure_prior != "uniform":
@@ -299,6 +317,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                                            for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
                 result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
                 result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
+            if ds.kind == "mixed":
+                result.summary["column_kinds"] = column_kinds(ds)
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["already_finished"] = done
             if map_dag:

@@ -81,6 +81,7 @@ __all__ = [
     "edge_fold",
     "midrange_beta",
     "k2_beta",
+    "cg_scores",
 ]
 
 
@@ -1283,3 +1284,68 @@ def cpdag_by_enumeration(arcs, n):
         else:
             compelled[b, a] = True
     return compelled, reversible
+
+# ------------------------------------------------- 6. mixed data: the CG score
+
+
+def _cg_log_marginal(rows, S, kinds, arities, ess, alpha_mu, alpha_w):
+    """log p(S) of the CG score (bigbn/scores/cg.py, docs/posterior.md "Mixed data") from
+    the records ``rows`` (lists) by plain loops: the Dirichlet-multinomial of S's discrete
+    part (ess / q on each of its q cells) plus, for each configuration d of that part seen
+    in the rows, the normal-Wishart marginal of S's continuous part in d's rows, with the
+    prior spread over the q configurations: α_μ/q, α_w(d) − n_c + 1 = (α_w − n_c + 1)/q,
+    T/q (q = 1: α_w itself); ν the column means of all rows."""
+    m = len(rows)
+    n_c = sum(1 for kd in kinds if kd == "continuous")
+    D = [j for j in S if kinds[j] == "discrete"]
+    C = sorted(j for j in S if kinds[j] == "continuous")
+    q = 1
+    for j in D:
+        q *= int(arities[j])
+    cells: dict = {}
+    for t, row in enumerate(rows):
+        cells.setdefault(tuple(int(row[j]) for j in D), []).append(t)
+    total = 0.0
+    if D:
+        a = ess / q
+        total += math.lgamma(ess) - math.lgamma(ess + m)
+        total += sum(math.lgamma(a + len(ts)) - math.lgamma(a) for ts in cells.values())
+    if not C:
+        return total
+    alpha_w = n_c + alpha_mu + 1 if alpha_w is None else alpha_w
+    t0 = alpha_mu * (alpha_w - n_c - 1) / (alpha_mu + 1)
+    nu = [sum(row[j] for row in rows) / m for j in C]
+    a_mu = alpha_mu / q
+    a_w = alpha_w if q == 1 else n_c - 1 + (alpha_w - n_c + 1) / q
+    tq = t0 / q
+    l = len(C)
+    for ts in cells.values():
+        md = len(ts)
+        mean = [sum(rows[t][j] for t in ts) / md for j in C]
+        R = np.array([[tq * (a == b)
+                       + sum((rows[t][C[a]] - mean[a]) * (rows[t][C[b]] - mean[b]) for t in ts)
+                       + a_mu * md / (a_mu + md) * (nu[a] - mean[a]) * (nu[b] - mean[b])
+                       for b in range(l)] for a in range(l)])
+        a0, a1 = (a_w - n_c + l) / 2, (md + a_w - n_c + l) / 2
+        gammas = sum(math.lgamma(a1 - j / 2) - math.lgamma(a0 - j / 2) for j in range(l))
+        total += (-l * md / 2 * math.log(math.pi) + l / 2 * math.log(a_mu / (md + a_mu)) + gammas
+                  + a0 * l * math.log(tq) - a1 * np.linalg.slogdet(R)[1])
+    return total
+
+
+def cg_scores(data, kinds, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None):
+    """CG local scores (n, F): a discrete node with a continuous parent −inf, else
+    log p(G ∪ i) − log p(G) of `_cg_log_marginal` (so BDeu for a discrete node)."""
+    n = len(kinds)
+    rows = [list(r) for r in data]
+    masks = family_masks(n - 1, k).tolist()
+    out = np.empty((n, len(masks)))
+    for i in range(n):
+        for f, sq in enumerate(masks):
+            ps = [b for b in range(n) if unsqueeze(sq, i) >> b & 1]
+            if kinds[i] == "discrete" and any(kinds[p] == "continuous" for p in ps):
+                out[i, f] = -np.inf
+                continue
+            out[i, f] = (_cg_log_marginal(rows, ps + [i], kinds, arities, ess, alpha_mu, alpha_w)
+                         - _cg_log_marginal(rows, ps, kinds, arities, ess, alpha_mu, alpha_w))
+    return out

@@ -139,6 +139,28 @@ def _score_option_flags(f):
 _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 
 
+def _column_kind_flags(f):
+    """--discrete / --continuous: the cg score's column typing, overridden column by column."""
+    f = click.option("--continuous", default=None, metavar="A,B",
+                     help="Columns the cg score reads as continuous (mixed data; see --discrete).")(f)
+    return click.option("--discrete", default=None, metavar="A,B",
+                        help="Columns the cg score reads as discrete. Without it a text column is "
+                             "discrete, a number column continuous, but whole numbers with at most 10 "
+                             "levels discrete; a table with text and continuous columns is scored by cg.")(f)
+
+
+def _kind_lines(summary) -> list[str]:
+    """The typing of a mixed run's columns, as `bigbn run` prints it (empty for other runs)."""
+    kinds = summary.get("column_kinds")
+    if not kinds:
+        return []
+    out = []
+    for kind in ("discrete", "continuous"):
+        names = [name for name, k in kinds.items() if k == kind]
+        out.append(f"{kind} columns ({len(names)}): " + (", ".join(names) or "none"))
+    return out
+
+
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--workdir", "-w", type=click.Path(file_okay=False),
@@ -153,7 +175,7 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--max-parents-file", type=click.Path(dir_okay=False),
               help="CSV node,max_parents: per-node limits (≤ -k).")
 @click.option("--score", type=click.Choice(scoring.names()), default="auto",
-              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+              show_default=True, help="Local score; auto = BGe for continuous data, CG for mixed, else BDeu.")
 @_score_option_flags
 @click.option("--structure-prior", type=_STRUCTURE_PRIOR, default=None,
               help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1)  [default: koivisto-sood; with "
@@ -199,13 +221,14 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
                    "orders that list every earlier tier first have prior mass, so parents come "
                    "from earlier tiers or the node's own. Every variable needs a tier. Up to "
                    "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
+@_column_kind_flags
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
         edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
-        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
-        **score_options):
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet, discrete,
+        continuous, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -239,6 +262,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             raise OptionError("--score does not apply to --scores (the file's scores are used)")
         if intervention_column is not None:
             raise OptionError("--intervention-column needs DATA; scores from a file have no rows")
+        if discrete is not None or continuous is not None:
+            raise OptionError("--discrete and --continuous type the columns of DATA; scores from a file have none")
         ds, resolved = read_jkl(scores_file), FileScore()
         source = {"scores": ds}
     else:
@@ -248,7 +273,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             raise OptionError(f"{data}: no such file")
         ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
                                        max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
-                                       intervention_column=intervention_column)
+                                       intervention_column=intervention_column, discrete=discrete,
+                                       continuous=continuous)
         source = {"data": ds, "intervention_column": intervention_column}
     if workdir is None:
         workdir = f"bigbn-{Path(data or scores_file).stem}"
@@ -282,6 +308,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
+    for line in _kind_lines(s):
+        click.echo(line)
     if "tiers" in s:
         click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
@@ -310,7 +338,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 @click.option("--max-parents", "-k", default=3, show_default=True, type=int,
               help="Maximum number of parents of every node.")
 @click.option("--score", type=click.Choice(scoring.names()), default="auto",
-              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+              show_default=True, help="Local score; auto = BGe for continuous data, CG for mixed, else BDeu.")
 @_score_option_flags
 @click.option("--structure-prior", type=_STRUCTURE_PRIOR, default="koivisto-sood",
               show_default=True, help="log ρ_i(G) added to each score, so that `bigbn run --scores "
@@ -319,7 +347,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
               help="Column separator of DATA: ',', ';' or 'tab' (default: detected).")
 @click.option("--intervention-column", default=None, metavar="NAME",
               help="A column of DATA listing each row's intervention targets (as for run).")
-def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, **score_options):
+@_column_kind_flags
+def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, discrete, continuous,
+           **score_options):
     """Write the local scores of DATA as a .jkl file (GOBNILP / aps format).
 
     One block per variable, one line per parent set of at most -k parents:
@@ -337,10 +367,16 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
     max_parents = opt.max_parents(max_parents, "--max-parents")
-    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column)
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column,
+                                   discrete=discrete, continuous=continuous)
     options = scoring.check_options(resolved, score_options)
     k = min(max_parents, ds.n - 1)
     beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
+    if ds.kind == "mixed":
+        from bigbn.api import column_kinds
+
+        for line in _kind_lines({"column_kinds": column_kinds(ds)}):
+            click.echo(line)
     write_jkl(out, ds.names, beta, k)
     click.echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
                f"score {resolved.name}, structure prior {structure_prior}")

@@ -60,7 +60,11 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 @click.option("--force", is_flag=True,
               help="Replace OUT and the other files it writes if they exist (without it, an "
                    "existing file is an error and nothing is written).")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
+@click.option("--continuous", "n_continuous", type=int, default=None, metavar="C",
+              help="Mixed data from a random conditional Gaussian network: C of the --n nodes "
+                   "continuous (per configuration of their discrete parents a linear Gaussian "
+                   "regression), the others discrete with discrete parents only (bigbn.tools.cg).")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force, n_continuous):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -74,6 +78,7 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
       bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
       bigbn simulate --network asia --rows 1000 asia.csv
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
+      bigbn simulate --n 8 --continuous 4 -k 2 --rows 1000 mixed.csv
     """
     from bigbn.io.bif import write_bif
     from bigbn.tools.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
@@ -92,8 +97,14 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         if any(p is not None and Path(save_network).resolve() == Path(p).resolve() for p in outputs):
             raise OptionError(f"--save-network {save_network} is also a file of the data it writes")
         outputs.append(save_network)
+    if n_continuous is not None and (network is not None or tier_sizes is not None or save_network is not None):
+        raise OptionError("--continuous draws from a random CG network: not with --network, --tier-sizes "
+                          "or --save-network")
     refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
+    if n_continuous is not None:
+        _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force)
+        return
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
         if given:
@@ -121,6 +132,23 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     if network is None and sizes is not None:
         write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+
+
+def _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force) -> None:
+    """`bigbn simulate --continuous C`: mixed data from a random CG network."""
+    from bigbn.tools.cg import random_cg_network, sample_cg, write_cg_data, write_cg_truth
+    from bigbn.tools.simulate import _create
+
+    if n is None:
+        raise OptionError("give --n (number of nodes) with --continuous")
+    net = random_cg_network(n, n_continuous, 3 if k is None else k, 2 if r is None else r, rng)
+    data = sample_cg(net, m, rng)
+    with _create(out, force) as fh:
+        write_cg_data(net, data, fh)
+    with _create(truth, force) as fh:
+        write_cg_truth(net, fh)
+    click.echo(f"wrote {out} ({m} rows x {net.n} variables, {n_continuous} continuous) and {truth} "
+               f"({len(net.arcs())} arcs)")
 
 
 def _run_tiers(edges: str, names) -> list[list[str]] | None:

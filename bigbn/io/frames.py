@@ -82,18 +82,21 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:
-    """Recode the category columns of a discrete dataset so that their levels follow the
-    declared category order (observed levels only); other columns are unchanged."""
-    if not categories or ds.kind != "discrete":
+    """Recode the category columns of a discrete (or mixed) dataset so that their levels
+    follow the declared category order (observed levels only); other columns, and a
+    category column a mixed dataset reads as continuous, are unchanged."""
+    if not categories or ds.kind not in ("discrete", "mixed"):
         return ds
     data = ds.data.copy()
     levels = list(ds.levels)
     for j, order in categories.items():
+        if ds.arities[j] == 0:
+            continue
         observed = set(ds.levels[j])
         new = [lv for lv in order if lv in observed]
         code = {lv: i for i, lv in enumerate(new)}
         remap = np.array([code[lv] for lv in ds.levels[j]], dtype=data.dtype)
-        data[:, j] = remap[ds.data[:, j]]
+        data[:, j] = remap[ds.data[:, j].astype(np.int64)]
         levels[j] = tuple(new)
     return Dataset(names=ds.names, data=np.ascontiguousarray(data), arities=ds.arities,
                    levels=tuple(levels), kind=ds.kind, path=ds.path)

@@ -454,6 +454,10 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if used == "jkl":
         raise OptionError("this run's local scores came from a .jkl file: causal effects need the "
                           "data (run on the data to estimate them)")
+    if used == "cg":
+        raise OptionError("causal effects are not defined for mixed data (the cg score): adjusting for a "
+                          "cause's parents would mix discrete tables and per-configuration regressions, and "
+                          "bigbn has no estimator of that; run on an all-discrete or all-continuous table")
     if score is None and used not in BUILTIN:
         raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
                           "object, effects(..., score=...)")
