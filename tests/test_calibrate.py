@@ -15,7 +15,7 @@ import helpers as h
 def record(factors=None, **over):
     rec = {"machine": cal.machine(), "when": "2026-11-26 10:00", "workers": 2, "load_before": 0.1,
            "wall_seconds": 5.0, "stage_seconds": {}, "factors": factors or
-           {"forward": 2.0, "backward": 3.0, "gamma": 0.5, "map": 1.5}}
+           {"forward": 2.0, "backward": 3.0}}
     rec.update(over)
     return rec
 
@@ -25,7 +25,7 @@ def record(factors=None, **over):
 def test_each_stage_takes_its_own_factor(plan):
     ref = time_estimate(plan, 2)
     got = cal.estimate(plan, 2, record())
-    f = {"forward": 2.0, "backward": 3.0, "gamma": 0.5, "map": 1.5, "reforward": 2.0, "alpha": 2.0}
+    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0}
     assert set(got) == set(ref) and ("reforward" in ref) == (plan.kept is not None)
     for stage, t in ref.items():
         assert got[stage] == pytest.approx(t * f[stage], rel=1e-12)
@@ -40,8 +40,8 @@ def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
     for bad in (record(machine={**cal.machine(), "host": "elsewhere"}),
                 record(machine={**cal.machine(), "bigbn": "0.0.1"}),
                 record(factors={"forward": 2.0}),
-                record(factors={"forward": -1.0, "backward": 3.0, "gamma": 0.5, "map": 1.5}),
-                record(factors={"forward": "fast", "backward": 3.0, "gamma": 0.5, "map": 1.5})):
+                record(factors={"forward": -1.0, "backward": 3.0}),
+                record(factors={"forward": "fast", "backward": 3.0})):
         cal.save(bad, path)
         assert cal.load(path) is None
     (tmp_path / "c.json").write_text("{not json")

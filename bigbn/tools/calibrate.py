@@ -7,7 +7,7 @@ kind differ by 1.7× (n = 28 took 35 s on one 2-core VM and 20.4 s on another), 
 busy machine is a slower one; so a plan priced on the reference machine can be far off.
 
 `measure` times one real run here — the calibration run, `CALIBRATION` (n = 24, k = 3,
-binary data, m = 1000, K2, with the MAP stage): per stage, the speed factor of this machine
+binary data, m = 1000, K2, c = 20, as `scripts/bench.py --n 24`): per stage, the speed factor of this machine
 is its measured wall over the wall the reference machine took for the same run
 (`REFERENCE_SECONDS`, measured when the constants were last fitted, on the machine whose
 constants they are). `time_estimate(plan, workers, factors)` multiplies each stage's
@@ -50,20 +50,21 @@ class Calibration:
     seed: int = 1
 
     def plan(self) -> Plan:
-        return Plan(self.n, self.k, self.c, "recompute", map_dag=True, posterior=True)
+        return Plan(self.n, self.k, self.c, "recompute", map_dag=False, posterior=True)
 
 
 CALIBRATION = Calibration()
 
-#: The calibration run's stage walls (seconds, 2 workers, the default dask executor) on
-#: the reference machine, the 2-core VM on which `bigbn.plan.lattice`'s constants hold:
-#: there, the factors are 1 by definition. Measured 2026-11-26 with the machine idle
-#: (median of 5 runs; the constants' n = 28 prediction within 5 % of that machine's
-#: wall at the same time), see docs/benchmarks.md "The plan's clock".
-REFERENCE_SECONDS = {"forward": 0.95, "backward": 1.55, "gamma": 0.03, "map": 0.85}
-#: stages priced with another stage's factor: those the calibration run does not time
-#: apart (the reforward rounds are forward tasks; α stored is the forward's α kernel)
-SAME_AS = {"reforward": "forward", "alpha": "forward"}
+#: The calibration run's stage walls (seconds; 2 workers, c = 20) on the reference
+#: machine, the 2-core VM to whose runs `bigbn.plan.lattice`'s constants were last scaled:
+#: `scripts/bench.py --n 24` there on 2026-11-24 (docs/benchmarks.md, "Strong data", the
+#: m = 10^3 row: forward 0.92 s, backward 1.28 s; #38 changed no kernel: n = 24 took 0.99
+#: of that commit's wall). On that machine the factors are 1 by definition.
+REFERENCE_SECONDS = {"forward": 0.92, "backward": 1.28}
+#: stages priced with another stage's factor, those the calibration run does not time
+#: apart: the reforward rounds and a stored α are forward tasks' kernels, the MAP stage
+#: the same recursion in max-plus; the γ level sums read what the backward tasks wrote
+SAME_AS = {"reforward": "forward", "alpha": "forward", "map": "forward", "gamma": "backward"}
 
 
 def cache_file() -> str:
@@ -100,7 +101,7 @@ def measure(workers: int | None = None, progress=None) -> dict:
     try:
         t0 = time.time()
         res = learn(data, names=[f"X{i + 1}" for i in range(cal.n)], score="k2", max_parents=cal.k,
-                    workdir=tmp, chunk_bits=cal.c, workers=workers, map_dag=True, progress=progress,
+                    workdir=tmp, chunk_bits=cal.c, workers=workers, progress=progress,
                     parent_set_mass=1e-9)
         wall = time.time() - t0
     finally:
