@@ -38,6 +38,13 @@ class Result:
     map_log_score: float | None = None
     tiered: "TieredFamilies | None" = field(default=None, repr=False)
     workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
+    children: tuple[int, ...] | None = field(default=None, repr=False)
+
+    def _pairs(self) -> list[tuple[int, int]]:
+        """Every directed pair (u, v), u ≠ v, v a child, in node order of v within u."""
+        n = len(self.names)
+        kids = range(n) if self.children is None else self.children
+        return [(u, v) for u in range(n) for v in kids if u != v]
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -68,11 +75,10 @@ class Result:
         raise OptionError(f"no variable named {node!r}")
 
     def edges(self) -> list[tuple[str, str, float]]:
-        """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        """All n(n-1) directed edges as (parent, child, posterior), highest first (a dynamic
+        network: the n·L·n from lagged variables and the n(n−1) within slice t)."""
         self._need_posterior()
-        n = len(self.names)
-        out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
-               for u in range(n) for v in range(n) if u != v]
+        out = [(self.names[u], self.names[v], float(self.posterior[u, v])) for u, v in self._pairs()]
         return sorted(out, key=lambda e: -e[2])
 
     def map_arcs(self) -> list[tuple[str, str]]:
@@ -95,8 +101,7 @@ class Result:
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
         edges in node order (pandas is an optional dependency)."""
         self._need_posterior()
-        n = len(self.names)
-        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        pairs = self._pairs()
         return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
                                 "child": [self.names[v] for _, v in pairs],
                                 "posterior": [float(self.posterior[u, v]) for u, v in pairs]})
@@ -110,21 +115,19 @@ class Result:
     def parent_sets_to_pandas(self):
         """A DataFrame with columns child, parents (a tuple of names), posterior: every
         parent set of nonzero posterior, per node in data order, highest first."""
-        rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
+        kids = range(len(self.names)) if self.children is None else self.children
+        rows = [(self.names[c], ps, p) for c in kids for ps, p in self.parent_sets(c)]
         return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
                                 "posterior": [r[2] for r in rows]})
 
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()
-        n = len(self.names)
         with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
-            for u in range(n):
-                for v in range(n):
-                    if u != v:
-                        fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
-                                 f"{self.posterior[u, v]:.17g}\n")
+            for u, v in self._pairs():
+                fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                         f"{self.posterior[u, v]:.17g}\n")
 
 
 def run_workdir(source, caller: str) -> str | Path:

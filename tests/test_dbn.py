@@ -1,0 +1,219 @@
+"""Dynamic Bayesian networks (bigbn/dbn.py, bigbn/io/series.py) against a brute force over
+the n! orders of slice t (tests/naive.py: `dbn_by_orders`, `transition_cells`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import bigbn
+from bigbn.api import score_families
+from bigbn.errors import DataError, OptionError
+from bigbn.io.data import Dataset
+from bigbn import dbn
+from bigbn.io.series import lagged_name
+
+from tests import naive
+
+pd = pytest.importorskip("pandas")
+
+NAMES = ("A", "B", "C")
+
+
+def _series(rng, lengths, continuous=False):
+    """Rows (id, time, A, B, C) of len(lengths) series: A persists, B follows A[t-1] and C,
+    C follows B[t-1]; weakly, so that no posterior is 0 or 1 at these sizes."""
+    rows = []
+    for s, size in enumerate(lengths):
+        a = b = c = 0.0
+        for t in range(size):
+            if continuous:
+                a, b, c = (0.6 * a + rng.normal(), 0.5 * a + rng.normal(),
+                           0.7 * b + rng.normal())
+                c_now = c
+                b = b + 0.4 * c_now
+                rows.append((f"s{s}", t, round(a, 3), round(b, 3), round(c, 3)))
+            else:
+                a = int(rng.random() < (0.75 if a else 0.3))
+                c = int(rng.random() < (0.7 if b else 0.35))
+                b = int(rng.random() < (0.8 if a + c >= 1 else 0.25)) + int(rng.random() < 0.15)
+                rows.append((f"s{s}", t, a, b, c))
+    return rows
+
+
+def _naive_dataset(rows, lag, continuous):
+    """The transition Dataset by plain loops: levels of each variable from all rows."""
+    values = [[r[2 + j] for r in rows] for j in range(len(NAMES))]
+    cells = naive.transition_cells([r[2:] for r in rows], lag, [r[0] for r in rows])
+    names = list(NAMES) + [lagged_name(x, l) for l in range(1, lag + 1) for x in NAMES]
+    if continuous:
+        return Dataset(tuple(names), np.array(cells, dtype=float), np.zeros(len(names)),
+                       tuple(() for _ in names), "continuous")
+    levels = [sorted(set(v)) for v in values] * (lag + 1)
+    codes = [[levels[j].index(c) for j, c in enumerate(row)] for row in cells]
+    return Dataset(tuple(names), np.array(codes), np.array([len(lv) for lv in levels]),
+                   tuple(tuple(str(x) for x in lv) for lv in levels))
+
+
+CASES = [  # score, prior, lag, contemporaneous, series lengths, k
+    ("bdeu", "koivisto-sood", 1, True, (14, 9, 11), 3),
+    ("bdeu", "uniform", 2, True, (40,), 2),
+    ("bdeu", "uniform", 1, False, (30,), 2),
+    ("k2", "koivisto-sood", 2, False, (12, 15, 8), 3),
+    ("k2", "uniform", 1, True, (35,), 3),
+    ("bge", "koivisto-sood", 1, True, (10, 12, 9), 3),
+    ("bge", "uniform", 2, True, (9, 14), 2),
+    ("bge", "koivisto-sood", 2, False, (30,), 3),
+]
+
+
+@pytest.mark.parametrize("score,prior,lag,contemporaneous,lengths,k", CASES)
+def test_edges_and_parent_sets_are_the_brute_force(score, prior, lag, contemporaneous, lengths, k):
+    continuous = score == "bge"
+    rows = _series(np.random.default_rng(len(lengths) * 10 + lag), lengths, continuous)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    several = len(lengths) > 1
+    res = bigbn.learn(df, lag=lag, series="id", time_column="t", score=score,
+                      structure_prior=prior, max_parents=k, contemporaneous=contemporaneous)
+    if not several:  # one series: the same without a series column
+        res2 = bigbn.learn(df.drop(columns="id"), lag=lag, time_column="t", score=score,
+                           structure_prior=prior, max_parents=k, contemporaneous=contemporaneous)
+        np.testing.assert_array_equal(res2.posterior, res.posterior)
+    n, N = len(NAMES), len(NAMES) * (lag + 1)
+    ds = _naive_dataset(rows, lag, continuous)
+    np.testing.assert_array_equal(np.asarray(ds.data, dtype=float),
+                                  np.asarray(dbn.load(df, lag=lag, series="id", time="t",
+                                                            score=score).dataset.data, dtype=float))
+    local = score_families(ds, score, k, structure_prior="uniform")
+    P, sets, log_px = naive.dbn_by_orders(local, n, lag, k, prior, contemporaneous)
+    assert res.names == ds.names
+    np.testing.assert_allclose(res.posterior[:, :n], P[:, :n], atol=1e-9, rtol=0)
+    assert np.all(res.posterior[:, n:] == 0)
+    assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12, abs_tol=1e-9)
+    assert 0.02 < P[:, :n].max() and np.sort(P[:, :n].ravel())[-n * 2] < 0.999  # not all 0 or 1
+    edges = res.edges()
+    assert len(edges) == n * lag * n + n * (n - 1)
+    assert {c for _, c, _ in edges} == set(NAMES)
+    if not contemporaneous:
+        assert all(p == 0 for u, v, p in edges if u in NAMES)
+    for v, name in enumerate(NAMES):
+        got = {ps: p for ps, p in res.parent_sets(name)}
+        want = {tuple(ds.names[u] for u in sorted(G)): p
+                for (i, G), p in sets.items() if i == v and p > 0}
+        assert set(got) == set(want)
+        for ps, p in want.items():
+            assert abs(got[ps] - p) < 1e-9, (name, ps)
+
+
+def test_transition_rows_and_levels_from_every_row(tmp_path):
+    """Series in the file's order, each sorted by its time; a level seen only in a series'
+    first row (never a row of slice t at lag 1) is a level of every copy."""
+    text = ("id,t,A,B\n"
+            "u,2,0,x\nu,1,2,y\nu,3,1,y\nu,4,1,x\n"   # sorted by t: (2,y) (0,x) (1,y) (1,x)
+            "v,5,0,x\nv,6,1,x\nv,7,0,y\n")
+    path = tmp_path / "s.csv"
+    path.write_text(text)
+    tr = dbn.load(str(path), lag=1, series="id", time="t")
+    assert tr.dataset.names == ("A", "B", "A[t-1]", "B[t-1]")
+    assert tr.series == 2 and tr.dataset.m == 5
+    cells = [[tr.dataset.levels[j][c] for j, c in enumerate(row)] for row in tr.dataset.data.tolist()]
+    want = naive.transition_cells([["2", "y"], ["0", "x"], ["1", "y"], ["1", "x"], ["0", "x"], ["1", "x"],
+                                   ["0", "y"]], 1, ["u"] * 4 + ["v"] * 3)
+    assert cells == want
+    assert tr.dataset.levels[0] == tr.dataset.levels[2] == ("0", "1", "2")
+    assert list(tr.dataset.arities) == [3, 2, 3, 2]
+
+
+def test_cli_run_writes_lagged_names(tmp_path):
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    rows = _series(np.random.default_rng(3), (20, 20, 20))
+    path = tmp_path / "series.csv"
+    pd.DataFrame(rows, columns=["patient", "visit", *NAMES]).to_csv(path, index=False)
+    wd = tmp_path / "w"
+    out = CliRunner().invoke(main, ["run", str(path), "--lag", "1", "--series-column", "patient",
+                                    "--time-column", "visit", "-k", "2", "-w", str(wd), "-q"])
+    assert out.exit_code == 0, out.output
+    assert "lag 1" in out.output
+    edges = pd.read_csv(wd / "edges.csv")
+    assert len(edges) == 3 * 3 + 3 * 2
+    assert set(edges.child) == set(NAMES) and "A[t-1]" in set(edges.parent)
+    sets = pd.read_csv(wd / "parent_sets.csv")
+    assert set(sets.child) == set(NAMES)
+    res = bigbn.learn(pd.DataFrame(rows, columns=["patient", "visit", *NAMES]), lag=1, series="patient",
+                      time_column="visit", max_parents=2)
+    got = {(u, v): p for u, v, p in edges.itertuples(index=False)}
+    for u, v, p in res.edges():
+        assert got[(u, v)] == pytest.approx(p, abs=1e-15)
+
+
+def test_knowledge_names_lagged_variables(tmp_path):
+    rows = _series(np.random.default_rng(4), (25, 25))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    res = bigbn.learn(df, lag=2, series="id", time_column="t", max_parents=2,
+                      forbidden=[("A[t-1]", "A")], required=[("B[t-2]", "C")])
+    P = dict(((u, v), p) for u, v, p in res.edges())
+    assert P[("A[t-1]", "A")] == 0 and P[("B[t-2]", "C")] == pytest.approx(1.0, abs=1e-12)
+    with pytest.raises(OptionError, match="never a child"):
+        bigbn.learn(df, lag=1, series="id", forbidden=[("A", "B[t-1]")])
+    with pytest.raises(OptionError, match="unknown variable 'A\\[t-3\\]'"):
+        bigbn.learn(df, lag=2, series="id", forbidden=[("A[t-3]", "B")])
+
+
+# ------------------------------------------------------------------------------ bad input
+
+def _write(tmp_path, text):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_series_shorter_than_the_lag_is_named(tmp_path):
+    path = _write(tmp_path, "id,A,B\nu,0,1\nu,1,0\nu,1,1\nv,0,0\nv,1,1\n")
+    with pytest.raises(DataError, match=r"bad\.csv, line 5, column 'id': series 'v' has 2 row\(s\), but lag 2"):
+        dbn.load(path, lag=2, series="id")
+
+
+def test_a_series_that_reappears_is_named(tmp_path):
+    path = _write(tmp_path, "id,A,B\nu,0,1\nu,1,0\nv,1,1\nv,0,0\nu,1,1\n")
+    with pytest.raises(DataError, match=r"line 6, column 'id': series 'u' appears again .* began on line 2"):
+        dbn.load(path, lag=1, series="id")
+
+
+def test_time_ties_and_non_numbers_are_named(tmp_path):
+    path = _write(tmp_path, "id,t,A,B\nu,1,0,1\nu,2,1,0\nu,2,1,1\n")
+    with pytest.raises(DataError, match=r"line 4, column 't': time '2' ties line 3"):
+        dbn.load(path, lag=1, series="id", time="t")
+    path = _write(tmp_path, "id,t,A,B\nu,1,0,1\nu,two,1,0\nu,3,1,1\n")
+    with pytest.raises(DataError, match=r"line 3, column 't': 'two' is not a finite number"):
+        dbn.load(path, lag=1, series="id", time="t")
+
+
+@pytest.mark.parametrize("lag", [0, -1, 1.5, True])
+def test_a_lag_below_one_is_refused(tmp_path, lag):
+    path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
+    with pytest.raises(OptionError, match="whole number of steps ≥ 1"):
+        bigbn.learn(path, lag=lag)
+
+
+def test_a_lag_that_leaves_no_transition_row(tmp_path):
+    path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
+    with pytest.raises(DataError, match=r"bad\.csv: 3 rows, but lag 3 needs at least 4 .* no transition row"):
+        bigbn.learn(path, lag=3)
+
+
+def test_unknown_lagged_name_in_a_knowledge_file(tmp_path):
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    path = _write(tmp_path, "A,B\n" + "".join(f"{i % 2},{i // 2 % 2}\n" for i in range(12)))
+    forbid = tmp_path / "forbid.csv"
+    forbid.write_text("parent,child\nA[t-1],B\nA[t-2],B\n")
+    out = CliRunner().invoke(main, ["run", path, "--lag", "1", "--forbid", str(forbid), "-w",
+                                    str(tmp_path / "w"), "-q"])
+    assert out.exit_code == 1
+    assert "forbid.csv, line 3" in out.output and "A[t-2]" in out.output
+    assert len(out.output.strip().splitlines()) == 1
