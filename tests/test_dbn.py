@@ -81,7 +81,7 @@ def test_edges_and_parent_sets_are_the_brute_force(score, prior, lag, contempora
         res2 = bigbn.learn(df.drop(columns="id"), lag=lag, time_column="t", score=score,
                            structure_prior=prior, max_parents=k, contemporaneous=contemporaneous)
         np.testing.assert_array_equal(res2.posterior, res.posterior)
-    n, N = len(NAMES), len(NAMES) * (lag + 1)
+    n = len(NAMES)
     ds = _naive_dataset(rows, lag, continuous)
     np.testing.assert_array_equal(np.asarray(ds.data, dtype=float),
                                   np.asarray(dbn.load(df, lag=lag, series="id", time="t",

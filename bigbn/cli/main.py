@@ -199,13 +199,23 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
                    "orders that list every earlier tier first have prior mass, so parents come "
                    "from earlier tiers or the node's own. Every variable needs a tier. Up to "
                    "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
+@click.option("--lag", type=int, default=None,
+              help="DATA are time series: a dynamic Bayesian network whose nodes (slice t) may take "
+                   "parents among the variables up to LAG steps back, NAME[t-1] ... (default 1 with "
+                   "--series-column or --time-column).")
+@click.option("--series-column", default=None, metavar="NAME",
+              help="The column telling series apart (the rows of a series contiguous); a time series run.")
+@click.option("--time-column", default=None, metavar="NAME",
+              help="The column ordering the rows within a series (numbers, no ties); a time series run.")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="A time series run without edges within slice t (only from lagged variables).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
         edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
-        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
-        **score_options):
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, lag, series_column, time_column,
+        no_contemporaneous, top, quiet, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -218,6 +228,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
       bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
       bigbn run --scores asia.jkl -w /tmp/asia-jkl -k 2
+      bigbn run series.csv --lag 1 --series-column patient -w /tmp/dbn
     """
     from bigbn.api import learn, load_dataset
     from bigbn.plan.lattice import MAX_NODES
@@ -246,10 +257,20 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             raise click.UsageError("give DATA (a CSV file) or --scores FILE.jkl")
         if not os.path.exists(data):
             raise OptionError(f"{data}: no such file")
-        ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
-                                       max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
-                                       intervention_column=intervention_column)
-        source = {"data": ds, "intervention_column": intervention_column}
+        dynamic = {"lag": lag, "series": series_column, "time": time_column}
+        if any(v is not None for v in dynamic.values()) or no_contemporaneous:
+            from bigbn import dbn
+
+            if intervention_column is not None:
+                raise OptionError("--intervention-column is not for time series (a DBN's rows are transitions)")
+            tr = dbn.load(data, **dynamic, score=score, sep=sep)  # read once: DATA may be a pipe
+            ds, resolved, _ = load_dataset(tr.dataset, score=score, max_nodes=MAX_TIERED_NODES)
+            source = {"data": tr, "contemporaneous": not no_contemporaneous}
+        else:
+            ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                           max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
+                                           intervention_column=intervention_column)
+            source = {"data": ds, "intervention_column": intervention_column}
     if workdir is None:
         workdir = f"bigbn-{Path(data or scores_file).stem}"
     score_options = scoring.check_options(resolved, score_options)  # before any warning
@@ -278,7 +299,12 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
-    if "tiers" in s:
+    if "dbn" in s:
+        d = s["dbn"]
+        click.echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
+                   f"series, {s['m']} transition rows" + ("" if d["contemporaneous"] else
+                                                          ", no edges within slice t"))
+    elif "tiers" in s:
         click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
     if map_only:
@@ -286,11 +312,12 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         click.echo(f"summary: {Path(workdir) / 'summary.json'}")
         return
     click.echo(f"log p(data) = {_nats(res.log_marginal)}")
-    click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
-    for parent, child, p in res.edges()[:top]:
+    edges = res.edges()
+    click.echo(f"top edges (of {len(edges)}):")
+    for parent, child, p in edges[:top]:
         click.echo(f"  {p:8.4f}  {parent} -> {child}")
     click.echo("most probable parent set of each node:")
-    for name in res.names:
+    for name in res.names if res.children is None else [res.names[v] for v in res.children]:
         [(parents, p)] = res.parent_sets(name, top=1)
         click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
     if map_dag:

@@ -108,7 +108,7 @@ def transition_rows(table: Table, lag: int, ids, times, series_column: str | Non
                 raise DataError(f"{table.path}: {m} rows, but lag {lag} needs at least {lag + 1} "
                                 "(one transition row for every time t ≥ lag): no transition row is left")
             raise DataError(f"{table.path}, line {table.line(first)}, column '{series_column}': series "
-                            f"{ids[first]!r} has {size} row(s), but lag {lag} needs at least {lag + 1} "
+                            f"{str(ids[first])!r} has {size} row(s), but lag {lag} needs at least {lag + 1} "
                             "(drop the series or lower the lag)")
         steps = np.stack([order[lag - l: size - l] for l in range(lag + 1)], axis=1)
         out.append(steps)
@@ -150,7 +150,7 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarra
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
     if tied.size:
         a, b = sorted((int(rows[order[tied[0]]]), int(rows[order[tied[0] + 1]])))
-        raise DataError(f"{table.path}, line {table.line(b)}, column '{time_column}': time {times[b]!r} "
+        raise DataError(f"{table.path}, line {table.line(b)}, column '{time_column}': time {str(times[b])!r} "
                         f"ties line {table.line(a)} of the same series; each time of a series "
                         "must be distinct")
     return rows[order]
