@@ -14,6 +14,7 @@ from bigbn.errors import DataError, OptionError
 from bigbn.io.data import Dataset
 from bigbn import dbn
 from bigbn.io.series import lagged_name
+from bigbn.kernels.families import family_masks
 
 from tests import naive
 
@@ -105,6 +106,42 @@ def test_edges_and_parent_sets_are_the_brute_force(score, prior, lag, contempora
         assert set(got) == set(want)
         for ps, p in want.items():
             assert abs(got[ps] - p) < 1e-9, (name, ps)
+
+
+@pytest.mark.parametrize("score,lag,contemporaneous", [("bdeu", 1, True), ("k2", 2, False), ("bge", 2, True)])
+def test_map_network_and_samples(tmp_path, score, lag, contemporaneous):
+    """The MAP 2-TBN is the brute force's (its score, and its arcs' score is that score);
+    exact samples are 2-TBNs (lagged variables never children, no arc within slice t without
+    contemporaneous edges) whose edge frequencies match the exact posteriors."""
+    continuous = score == "bge"
+    rows = _series(np.random.default_rng(7 + lag), (15, 12, 14), continuous)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    k, n = 2, len(NAMES)
+    res = bigbn.learn(df, lag=lag, series="id", time_column="t", score=score, max_parents=k,
+                      contemporaneous=contemporaneous, map_dag=True, workdir=tmp_path / "w")
+    ds = _naive_dataset(rows, lag, continuous)
+    local = score_families(ds, score, k, structure_prior="uniform")
+    best, _ = naive.dbn_map_by_orders(local, n, lag, k, "koivisto-sood", contemporaneous)
+    assert math.isclose(res.map_log_score, best, rel_tol=1e-12, abs_tol=1e-9)
+    N = n * (lag + 1)
+    arcs = res.map_arcs()
+    assert all(v in NAMES for _, v in arcs)
+    got = 0.0
+    for v, name in enumerate(NAMES):
+        G = tuple(sorted(ds.names.index(u) for u, c in arcs if c == name))
+        sq = sum(1 << (u if u < v else u - 1) for u in G)
+        fam = {int(m): f for f, m in enumerate(family_masks(N - 1, k))}[sq]
+        got += local[v, fam] - math.log(math.comb(N - 1, len(G)))
+    assert math.isclose(got, best, rel_tol=1e-12, abs_tol=1e-9)
+
+    s = bigbn.sample(tmp_path / "w", samples=4000, seed=2)
+    par = np.asarray(s.parents)
+    assert np.all(par[:, n:] == 0)  # lagged variables: no parents
+    if not contemporaneous:
+        assert np.all(par[:, :n] & ((1 << n) - 1) == 0)
+    freq = np.array([[np.mean(par[:, v] >> u & 1) for v in range(N)] for u in range(N)])
+    se = np.sqrt(np.maximum(res.posterior * (1 - res.posterior), 1e-4) / len(par))
+    assert np.all(np.abs(freq - res.posterior) < 5 * se)
 
 
 def test_transition_rows_and_levels_from_every_row(tmp_path):
