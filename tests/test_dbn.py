@@ -254,3 +254,18 @@ def test_unknown_lagged_name_in_a_knowledge_file(tmp_path):
     assert out.exit_code == 1
     assert "forbid.csv, line 3" in out.output and "A[t-2]" in out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_effects_of_a_dynamic_run_are_within_slice_t(tmp_path):
+    """bigbn effects reads the series again as the run did (its transition rows); its pairs
+    are those of slice t, P(zero) the posterior of the reverse edge; a lagged one is refused."""
+    rows = _series(np.random.default_rng(11), (30, 30), continuous=True)
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["id", "t", *NAMES]).to_csv(path, index=False)
+    res = bigbn.learn(str(path), lag=1, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    eff = bigbn.effects(tmp_path / "w")
+    assert sorted(eff.pairs) == [(x, y) for x in range(3) for y in range(3) if x != y]
+    for i, (x, y) in enumerate(eff.pairs):
+        assert eff.p_zero[i] == pytest.approx(res.posterior[y, x], abs=1e-12)
+    with pytest.raises(OptionError, match="lagged variable"):
+        bigbn.effects(tmp_path / "w", pairs=[("A[t-1]", "B")])
