@@ -60,7 +60,15 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 @click.option("--force", is_flag=True,
               help="Replace OUT and the other files it writes if they exist (without it, an "
                    "existing file is an error and nothing is written).")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
+@click.option("--lag", type=int, default=None,
+              help="Time series from a dynamic network (2-TBN) with this lag: a random one, or "
+                   "--network FILE.bif naming the lagged copies NAME.t-1, ...; --rows per series.")
+@click.option("--series", type=int, default=None,
+              help="With --lag: the number of series (default 1); OUT gets columns series,t,...")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="With --lag: a random dynamic network without edges within slice t.")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force, lag, series,
+             no_contemporaneous):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -74,6 +82,7 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
       bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
       bigbn simulate --network asia --rows 1000 asia.csv
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
+      bigbn simulate --lag 1 --n 5 -k 2 --series 20 --rows 30 series.csv
     """
     from bigbn.io.bif import write_bif
     from bigbn.tools.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
@@ -94,6 +103,10 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         outputs.append(save_network)
     refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
+    if lag is not None or series is not None or no_contemporaneous:
+        _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                         not no_contemporaneous)
+        return
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
         if given:
@@ -121,6 +134,39 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     if network is None and sizes is not None:
         write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+
+
+def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                     contemporaneous):
+    """`bigbn simulate --lag`: series from a dynamic network (`bigbn.tools.series`)."""
+    from bigbn.io.series import check_lag
+    from bigbn.tools.series import dbn_shape, random_dbn, read_dbn, sample_series, write_dbn, write_series
+    from bigbn.tools.simulate import write_truth
+
+    if tier_sizes is not None:
+        raise OptionError("--tier-sizes is for a static network, not with --lag")
+    series = 1 if series is None else series
+    if series < 1:
+        raise OptionError(f"--series must be at least 1, got {series}")
+    if network is not None:
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+        if given or not contemporaneous:
+            raise OptionError(f"{', '.join(given) or '--no-contemporaneous'} cannot be combined with --network")
+        net = read_dbn(network)
+        if lag is not None and check_lag(lag, "--lag") != dbn_shape(net)[1]:
+            raise OptionError(f"--lag {lag}: the network {network} has another lag")
+    else:
+        if n is None:
+            raise OptionError("give --n (number of variables per slice) or --network")
+        net = random_dbn(n, check_lag(1 if lag is None else lag, "--lag"), 2 if k is None else k,
+                         2 if r is None else r, rng, contemporaneous)
+    codes = sample_series(net, series, m, rng)
+    write_series(net, codes, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
+    if save_network:
+        write_dbn(net, save_network)
+    click.echo(f"wrote {out} ({series} series x {m} rows x {codes.shape[2]} variables) and {truth} "
+               f"({len(net.arcs())} arcs)")
 
 
 def _run_tiers(edges: str, names) -> list[list[str]] | None:
