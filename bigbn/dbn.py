@@ -110,3 +110,19 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
                      required=list(user.required), edge_prob=dict(user.edge_prob),
                      max_parents={**dict(user.max_parents), **{x: 0 for x in lagged}},
                      no_edges_within=no_edges)
+
+
+def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, workers: int, alpha_mode: str,
+               map_dag: bool, posterior: bool, chunk_bits, workdir) -> list[str]:
+    """`bigbn plan --n N --lag L`: the plan of the tiered run a DBN is (`knowledge`), its
+    lagged variables' one-node tiers (no lattice) summed up in one line."""
+    from bigbn.plan.tiers import plan_lines as tier_lines
+
+    lag = check_lag(lag, "--lag")
+    sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
+    lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir)
+    head = (f"dynamic network: {n} variables per slice, lag {lag}, {n * (lag + 1)} columns; the "
+            f"{n * lag} lagged ones are parents only (one-node tiers, no lattice)"
+            + ("" if contemporaneous else "; no edges within slice t (no lattice at all)"))
+    lagged = {f"  tier {j + 1}: 1 node, no lattice" for j in range(n * lag)}
+    return [head] + [x for x in lines if x not in lagged]

@@ -269,3 +269,19 @@ def test_effects_of_a_dynamic_run_are_within_slice_t(tmp_path):
         assert eff.p_zero[i] == pytest.approx(res.posterior[y, x], abs=1e-12)
     with pytest.raises(OptionError, match="lagged variable"):
         bigbn.effects(tmp_path / "w", pairs=[("A[t-1]", "B")])
+
+
+def test_plan_of_a_dynamic_network():
+    """`bigbn plan --n N --lag L`: one lattice of the N nodes of slice t (the static run's
+    chunk bits), the lagged variables summed up in one line."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    out = CliRunner().invoke(main, ["plan", "--n", "12", "--lag", "2", "-k", "3"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].startswith("dynamic network: 12 variables per slice, lag 2, 36 columns")
+    lattices = [x for x in lines if x.startswith("  tier")]
+    assert lattices == [x for x in lattices if "12 nodes after 24" in x] and len(lattices) == 1
+    out = CliRunner().invoke(main, ["plan", "--n", "4", "--lag", "0"])
+    assert out.exit_code == 1 and "--lag 0" in out.output

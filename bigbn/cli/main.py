@@ -458,14 +458,18 @@ def _fmt_seconds(s: float) -> str:
               help="Also compare the disk need with this folder's free space.")
 @click.option("--disk-budget", default=None,
               help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
+@click.option("--lag", type=int, default=None,
+              help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
+@click.option("--no-contemporaneous", is_flag=True, help="With --lag: no edges within slice t.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir, disk_budget):
+             map_only, workdir, disk_budget, lag, no_contemporaneous):
     """Disk, memory and estimated time a run of N variables would need.
 
     \b
     Examples:
       bigbn plan --n 28 -k 3 --memory 4G
       bigbn plan --tier-sizes 25,25,25,25 -k 3
+      bigbn plan --n 28 --lag 1 -k 3
     """
     import shutil
 
@@ -476,6 +480,18 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    if lag is not None or no_contemporaneous:
+        from bigbn import dbn
+
+        if tiers_file is not None or tier_sizes is not None or disk_budget is not None:
+            raise OptionError("--lag plans a dynamic network: without --tiers, --tier-sizes or --disk-budget")
+        if n is None:
+            raise OptionError("give --n, the number of variables per slice")
+        for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
+                                   opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
+                                   map_dag or map_only, not map_only, c, workdir):
+            click.echo(line)
+        return
     if tiers_file is not None or tier_sizes is not None:
         from bigbn.plan.tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
 
