@@ -285,3 +285,15 @@ def test_plan_of_a_dynamic_network():
     assert lattices == [x for x in lattices if "12 nodes after 24" in x] and len(lattices) == 1
     out = CliRunner().invoke(main, ["plan", "--n", "4", "--lag", "0"])
     assert out.exit_code == 1 and "--lag 0" in out.output
+
+
+def test_to_networkx_is_the_two_slice_network():
+    pytest.importorskip("networkx")
+    rows = _series(np.random.default_rng(8), (20, 20))
+    res = bigbn.learn(pd.DataFrame(rows, columns=["id", "t", *NAMES]), lag=2, series="id",
+                      time_column="t", max_parents=2)
+    g = res.to_networkx()
+    assert g.number_of_nodes() == 9 and g.number_of_edges() == 3 * 2 * 3 + 3 * 2
+    assert {g.nodes[x]["lag"] for x in g} == {0, 1, 2} and g.nodes["B[t-2]"]["lag"] == 2
+    assert all(g.nodes[v]["lag"] == 0 for _, v in g.edges)
+    assert g.edges["A[t-1]", "A"]["posterior"] == res.posterior[3, 0]

@@ -34,6 +34,12 @@ def lagged_name(name: str, lag: int) -> str:
     return f"{name}[t-{lag}]"
 
 
+def lag_of(name: str, names) -> int:
+    """l for a lagged copy NAME[t-l] of a variable among ``names``, 0 for anything else."""
+    hit = _LAGGED.fullmatch(name)
+    return int(hit.group(2)) if hit and hit.group(1) in names else 0
+
+
 def check_lag(lag, flag: str = "lag") -> int:
     """The lag: a whole number ≥ 1 (OptionError otherwise)."""
     if isinstance(lag, bool) or not isinstance(lag, (int, np.integer)) or lag < 1:

@@ -108,9 +108,18 @@ class Result:
 
     def to_networkx(self, threshold: float | None = None):
         """A networkx DiGraph with every variable as a node and an arc u → v with attribute
-        ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        ``posterior`` for every pair, or only for those with posterior ≥ threshold. A
+        dynamic network's is the 2-TBN: arcs into slice t only, each node with attribute
+        ``lag`` (0 for slice t, l for NAME[t-l])."""
         self._need_posterior()
-        return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
+        g = frames.to_digraph(list(self.names), self.posterior, "posterior", threshold,
+                              None if self.children is None else self._pairs())
+        if self.children is not None:
+            from bigbn.io.series import lag_of
+
+            for name in self.names:
+                g.nodes[name]["lag"] = lag_of(name, self.names)
+        return g
 
     def parent_sets_to_pandas(self):
         """A DataFrame with columns child, parents (a tuple of names), posterior: every
