@@ -297,3 +297,26 @@ def test_to_networkx_is_the_two_slice_network():
     assert {g.nodes[x]["lag"] for x in g} == {0, 1, 2} and g.nodes["B[t-2]"]["lag"] == 2
     assert all(g.nodes[v]["lag"] == 0 for _, v in g.edges)
     assert g.edges["A[t-1]", "A"]["posterior"] == res.posterior[3, 0]
+
+
+def test_plot_draws_the_slices(tmp_path):
+    """`bigbn plot` of a dynamic run: its edges file (only the pairs into slice t) is read,
+    the graph drawn; a static edges file with a pair missing is still refused."""
+    pytest.importorskip("matplotlib")
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.tools.roc import read_edges
+
+    rows = _series(np.random.default_rng(9), (20, 20))
+    bigbn.learn(pd.DataFrame(rows, columns=["id", "t", *NAMES]), lag=2, series="id", time_column="t",
+                max_parents=2, workdir=tmp_path / "w")
+    names, P = read_edges(tmp_path / "w" / "edges.csv")
+    assert len(names) == 9 and np.all(P[:, [names.index(x) for x in names if "[" in x]] == 0)
+    out = CliRunner().invoke(main, ["plot", str(tmp_path / "w"), "--graph", str(tmp_path / "g.png"),
+                                    "--threshold", "0.2"])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "g.png").stat().st_size > 10_000
+    text = (tmp_path / "w" / "edges.csv").read_text().splitlines()
+    (tmp_path / "short.csv").write_text("\n".join(text[:-1]) + "\n")
+    with pytest.raises(DataError, match="expected all n\\(n-1\\)"):
+        read_edges(tmp_path / "short.csv")

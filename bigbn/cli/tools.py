@@ -261,7 +261,14 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
+    from bigbn.io.series import lag_of
+
     tiers = _run_tiers(edges, names)
+    slices = {x: lag_of(x, names) for x in names}
+    if not any(slices.values()):
+        slices = None  # not a dynamic network: a circle
+    elif tiers is not None and all(len(t) == 1 or all(slices[x] == 0 for x in t) for t in tiers):
+        tiers = None  # a dynamic run's own tiers (its lagged variables one by one): the slices say it
     if heatmap_path is None and graph_path is None:
         p = Path(edges)
         heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
@@ -273,7 +280,8 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior ≥ {threshold:g}"
-                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers,
+                           slices=slices)
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
 
