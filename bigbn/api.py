@@ -159,9 +159,13 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
     dynamic = None  # a DBN's transition rows (bigbn.dbn)
     if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
-        if prior_kwargs or scores is not None or names is not None:
+        _check_names_given(data, names)
+        if prior_kwargs:
             raise OptionError("a time series takes its constraints by name (knowledge=, forbidden=, "
-                              "required=) and its data as a CSV file or a DataFrame")
+                              "required=; lagged variables as NAME[t-1]), not by index (prior_kwargs=)")
+        if scores is not None or intervention_column is not None or interventions is not None:
+            raise OptionError("a time series is data rows (a CSV file or a DataFrame), without "
+                              "scores= or interventions")
         contemporaneous = opt.flag(contemporaneous, "contemporaneous")
         dynamic = dbn_.load(data, lag=lag, series=series, time=time_column, score=score, sep=sep)
         knowledge = dbn_.knowledge(knowledge, dynamic, contemporaneous)

@@ -1185,7 +1185,7 @@ def transition_cells(rows, lag, series=None):
     return out
 
 
-def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True):
+def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None):
     """Exact posteriors of a 2-TBN by brute force over the n! orders of slice t.
 
     local: float64 (N, F) raw log p(x_i | x_G) (no prior) of the N = n(lag + 1) columns of
@@ -1193,8 +1193,10 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True)
     (``family_masks(N - 1, k)``, squeezed); only the rows of slice t are read. For every
     order of slice t, node i's parents are any G ⊆ (its predecessors ∪ every lagged
     column), |G| ≤ k, weighted exp(local_i(G) + log ρ(|G|)), ρ = 1 or 1/C(N − 1, |G|).
-    Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only; {(v, parent tuple):
-    posterior} of every parent set of every node of slice t; log Σ_orders Π_i α_i)."""
+    tiers: lists of nodes of slice t, earliest first: only the orders that list every
+    earlier tier first. Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only;
+    {(v, parent tuple): posterior} of every parent set of every node of slice t;
+    log Σ_orders Π_i α_i)."""
     N = n * (lag + 1)
     masks = family_masks(N - 1, k)
     col = {int(m): f for f, m in enumerate(masks)}
@@ -1213,6 +1215,8 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True)
 
     orders, edge_terms, set_terms = [], {}, {}
     for perm in itertools.permutations(range(n)):
+        if tiers is not None and not _tier_consistent(perm, tiers):
+            continue
         logs, alpha = {}, []
         for pos, i in enumerate(perm):
             cands = lagged + (list(perm[:pos]) if contemporaneous else [])

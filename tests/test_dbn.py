@@ -200,6 +200,32 @@ def test_knowledge_names_lagged_variables(tmp_path):
         bigbn.learn(df, lag=2, series="id", forbidden=[("A[t-3]", "B")])
 
 
+def test_tiers_of_slice_t_against_the_brute_force(tmp_path):
+    """A tiers file of slice t (as for a static run) restricts the orders of slice t; the
+    lagged variables come before every tier. Edges and parent sets are the brute force's
+    over the tier-consistent orders."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    rows = _series(np.random.default_rng(13), (15, 15, 15))
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["id", "t", *NAMES]).to_csv(path, index=False)
+    (tmp_path / "tiers.csv").write_text("node,tier\nC,1\nA,2\nB,2\n")
+    out = CliRunner().invoke(main, ["run", str(path), "--lag", "1", "--series-column", "id", "--time-column", "t",
+                                    "-k", "2", "--tiers", str(tmp_path / "tiers.csv"), "-w", str(tmp_path / "w"),
+                                    "-q"])
+    assert out.exit_code == 0, out.output
+    got = {(u, v): p for u, v, p in pd.read_csv(tmp_path / "w" / "edges.csv").itertuples(index=False)}
+    ds = _naive_dataset(rows, 1, False)
+    local = score_families(ds, "bdeu", 2, structure_prior="uniform")
+    P, _, _ = naive.dbn_by_orders(local, 3, 1, 2, tiers=[[2], [0, 1]])
+    for (u, v), p in got.items():
+        assert abs(p - P[ds.names.index(u), ds.names.index(v)]) < 1e-9
+    assert got[("A", "C")] == 0 and got[("B", "C")] == 0 and 0.01 < max(got[("C", "A")], got[("C", "B")])
+    with pytest.raises(OptionError, match="lists the lagged variable 'A\\[t-1\\]'"):
+        bigbn.learn(str(path), lag=1, series="id", tiers=[["A[t-1]", "A"], ["B", "C"]])
+
+
 # ------------------------------------------------------------------------------ bad input
 
 def _write(tmp_path, text):
@@ -347,3 +373,17 @@ def test_scores_beyond_the_safe_range_stay_exact():
                                rtol=0)
     assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12)
     assert 0.2 < res.posterior[0, 1] < 0.8 and res.posterior[5, 2] > 0.999
+
+
+def test_what_a_time_series_does_not_take(tmp_path):
+    path = _write(tmp_path, "A,B\n" + "".join(f"{i % 2},{i // 2 % 2}\n" for i in range(12)))
+    with pytest.raises(OptionError, match="not by index"):
+        bigbn.learn(path, lag=1, prior_kwargs={"forbid": [(0, 1)]})
+    with pytest.raises(OptionError, match="without scores= or interventions"):
+        bigbn.learn(path, lag=1, interventions=[set()] * 12)
+    with pytest.raises(OptionError, match="CSV file or a pandas DataFrame"):
+        bigbn.learn(np.zeros((5, 2)), lag=1)
+    with pytest.raises(OptionError, match="carries its column names"):
+        bigbn.learn(path, lag=1, names=["x", "y"])
+    with pytest.raises(DataError, match="no column named 'id'"):
+        bigbn.learn(path, lag=1, series="id")
