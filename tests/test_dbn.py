@@ -185,6 +185,9 @@ def test_cli_run_writes_lagged_names(tmp_path):
     got = {(u, v): p for u, v, p in edges.itertuples(index=False)}
     for u, v, p in res.edges():
         assert got[(u, v)] == pytest.approx(p, abs=1e-15)
+    out = CliRunner().invoke(main, ["sample", "-w", str(wd), "--samples", "500", "--seed", "1"])
+    assert out.exit_code == 0, out.output
+    assert "whole two-slice networks" in out.output
 
 
 def test_knowledge_names_lagged_variables(tmp_path):

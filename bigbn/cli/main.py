@@ -618,7 +618,12 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     check = s.info["edge_check"]
     click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
-    if "tiers" in s.info:
+    from bigbn.io.series import lag_of
+
+    every = [x for t in s.info.get("tiers", ()) for x in t]
+    if any(lag_of(x, every) for x in every):  # a dynamic run (its lagged variables are its first tiers)
+        click.echo("whole two-slice networks: the lagged variables NAME[t-l] are parents only")
+    elif "tiers" in s.info:
         click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
                    "into an earlier tier")
     click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
