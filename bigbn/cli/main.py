@@ -296,6 +296,10 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if s.get("already_finished"):
         click.echo(f"{workdir}: this run was already finished; its results are read back, "
                    "nothing was recomputed")
+    if "kept_levels" in s["plan"]:
+        click.echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
+                   f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
+                   + ("" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
@@ -418,6 +422,19 @@ def _nats(x: float) -> str:
     return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
 
 
+def _factor_text(factors: dict) -> str:
+    """Per-stage speed factors as 'forward 1.2×, backward 1.1×, ...'."""
+    return ", ".join(f"{s} {f:.2f}×" for s, f in factors.items())
+
+
+def _kept_text(kept, h: int) -> str:
+    """What a plan with the forward table kept at chunk levels ``kept`` of 0..h does."""
+    if len(kept) == h + 1:
+        return "each level of L deleted after its last reader (none computed again)"
+    return (f"L kept at levels {_levels(kept)} of 0–{h} only, the others computed again "
+            "(same numbers, more time)")
+
+
 def _levels(levels) -> str:
     """Levels as runs: '0, 1, 4, 6–12'."""
     out, levels = [], list(levels)
@@ -458,25 +475,48 @@ def _fmt_seconds(s: float) -> str:
               help="Also compare the disk need with this folder's free space.")
 @click.option("--disk-budget", default=None,
               help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
+@click.option("--calibrate", is_flag=True,
+              help="Time a short run on this machine first (about 10 s) and keep its speed in the user's "
+                   "cache: later plans give times for this machine, not the reference one.")
 @click.option("--lag", type=int, default=None,
               help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
 @click.option("--no-contemporaneous", is_flag=True, help="With --lag: no edges within slice t.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir, disk_budget, lag, no_contemporaneous):
+             map_only, workdir, disk_budget, calibrate, lag, no_contemporaneous):
     """Disk, memory and estimated time a run of N variables would need.
+
+    Times are for this machine once `bigbn plan --calibrate` has timed it (kept in
+    ~/.cache/bigbn/calibration.json), else for the reference machine (2-core VM).
 
     \b
     Examples:
       bigbn plan --n 28 -k 3 --memory 4G
       bigbn plan --tier-sizes 25,25,25,25 -k 3
+      bigbn plan --calibrate --n 32
       bigbn plan --n 28 --lag 1 -k 3
     """
     import shutil
 
-    from bigbn.plan.lattice import Plan, choose_chunk_bits, time_estimate
+    from bigbn.plan.lattice import Plan, choose_chunk_bits
+    from bigbn.tools import calibrate as cal
 
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
+    if calibrate:
+        click.echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
+        rec = cal.measure(opt.workers(workers, "--workers") if workers is not None else None)
+        path = cal.save(rec)
+        click.echo(f"calibrated: this machine takes {_factor_text(rec['factors'])} of the reference machine's "
+                   f"time (load {rec['load_before']:.1f} before the run); kept in {path}")
+        if n is None and tiers_file is None and tier_sizes is None:
+            return
+    record = cal.load()
+
+    def time_estimate(p, w):
+        return cal.estimate(p, w, record)
+
+    clock = ("the reference machine (`bigbn plan --calibrate` times this one)" if record is None
+             else f"this machine (calibrated {record['when']})")
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
@@ -489,7 +529,8 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             raise OptionError("give --n, the number of variables per slice")
         for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
                                    opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
-                                   map_dag or map_only, not map_only, c, workdir):
+                                   map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
+                                   clock):
             click.echo(line)
         return
     if tiers_file is not None or tier_sizes is not None:
@@ -501,7 +542,8 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         if n is not None and n != sum(sizes):
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
-                               alpha_mode, map_dag or map_only, not map_only, c, workdir):
+                               alpha_mode, map_dag or map_only, not map_only, c, workdir,
+                               cal.stage_factors(record), clock):
             click.echo(line)
         return
     if n is None:
@@ -541,12 +583,23 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
                f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
                f"(budget {_fmt_bytes(budget)})")
-    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of the reference machine ("
+    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of {clock} ("
                + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
         verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
         click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
+        if free < total_disk * 1.05 and disk_budget is None:
+            from bigbn.plan.lattice import fit_disk
+
+            try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
+                q = fit_disk(p, int(free / 1.05), workers)
+            except OptionError as e:
+                click.echo(f"  and no plan fits it: {e}")
+            else:
+                click.echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
+                           f"{_fmt_bytes(sum(q.disk_bytes(workers).values()))}, "
+                           f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}")
 
 
 @main.command()
