@@ -390,3 +390,21 @@ def test_what_a_time_series_does_not_take(tmp_path):
         bigbn.learn(path, lag=1, names=["x", "y"])
     with pytest.raises(DataError, match="no column named 'id'"):
         bigbn.learn(path, lag=1, series="id")
+
+
+def test_a_finished_dynamic_run_resumes_and_refuses_another_lag(tmp_path):
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.errors import WorkdirError
+
+    rows = _series(np.random.default_rng(14), (15, 15))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    first = bigbn.learn(df, lag=1, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    again = bigbn.learn(df, lag=1, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    assert again.summary["already_finished"] and np.array_equal(again.posterior, first.posterior)
+    assert again.log_marginal == first.log_marginal
+    with pytest.raises(WorkdirError):
+        bigbn.learn(df, lag=2, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    out = CliRunner().invoke(main, ["run", "--scores", str(tmp_path / "x.jkl"), "--lag", "1", "-w",
+                                    str(tmp_path / "w2")])
+    assert out.exit_code == 1 and "scores from a file have no rows" in out.output

@@ -246,6 +246,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 
         if data is not None:
             raise OptionError("give DATA or --scores FILE.jkl, not both")
+        if lag is not None or series_column is not None or time_column is not None or no_contemporaneous:
+            raise OptionError("--lag, --series-column, --time-column and --no-contemporaneous read series "
+                              "from DATA; scores from a file have no rows")
         if score != "auto":
             raise OptionError("--score does not apply to --scores (the file's scores are used)")
         if intervention_column is not None:
