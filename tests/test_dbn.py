@@ -342,9 +342,9 @@ def test_plot_draws_the_slices(tmp_path):
     names, P = read_edges(tmp_path / "w" / "edges.csv")
     assert len(names) == 9 and np.all(P[:, [names.index(x) for x in names if "[" in x]] == 0)
     out = CliRunner().invoke(main, ["plot", str(tmp_path / "w"), "--graph", str(tmp_path / "g.png"),
-                                    "--threshold", "0.2"])
+                                    "--out", str(tmp_path / "h.png"), "--threshold", "0.2"])
     assert out.exit_code == 0, out.output
-    assert (tmp_path / "g.png").stat().st_size > 10_000
+    assert (tmp_path / "g.png").stat().st_size > 10_000 and (tmp_path / "h.png").stat().st_size > 10_000
     text = (tmp_path / "w" / "edges.csv").read_text().splitlines()
     (tmp_path / "short.csv").write_text("\n".join(text[:-1]) + "\n")
     with pytest.raises(DataError, match="expected all n\\(n-1\\)"):

@@ -275,7 +275,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers, slices=slices)
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,

@@ -57,39 +57,54 @@ def _tier_order(names, tiers):
     return order, bounds
 
 
-def heatmap(names, posterior, path, title=None, tiers=None) -> None:
+def heatmap(names, posterior, path, title=None, tiers=None, slices=None) -> None:
     """Write a heatmap of the (n, n) posterior matrix, [u, v] = p(u -> v). tiers (lists of
     names, earliest first; a tiered run's): rows and columns tier by tier, with lines at
-    the tier boundaries (arcs below the diagonal blocks are impossible)."""
+    the tier boundaries (arcs below the diagonal blocks are impossible). slices ({name:
+    lag} of a dynamic network): the columns are slice t (the only children), the rows
+    every variable, the largest lag first, with lines between the slices."""
     P = np.asarray(posterior, dtype=np.float64)
     n = len(names)
-    bounds = []
+    bounds, hbounds = [], []
+    rows = cols = list(names)
     if tiers:
         order, bounds = _tier_order(names, tiers)
         names = [names[i] for i in order]
         P = P[np.ix_(order, order)]
+        rows = cols = names
+    elif slices:
+        index = {x: i for i, x in enumerate(names)}
+        rows = sorted(names, key=lambda x: (-slices[x], index[x]))
+        cols = [x for x in names if slices[x] == 0]
+        hbounds = [j for j in range(1, len(rows)) if slices[rows[j]] != slices[rows[j - 1]]]
+        P = P[np.ix_([index[x] for x in rows], [index[x] for x in cols])]
     side = min(max(4.0, 0.28 * n + 2.5), 30.0)
-    fig, ax = figure(figsize=(side + 1.0, side))
+    width = side + 1.0 if cols is rows else min(max(5.0, 0.45 * len(cols) + 4.0), 30.0)
+    fig, ax = figure(figsize=(width, side))
     shown = P.copy()
-    shown[np.diag_indices(n)] = np.nan  # no self-loops: leave the diagonal blank
+    for u, x in enumerate(rows):  # no self-loops: leave the diagonal blank
+        if x in cols:
+            shown[u, cols.index(x)] = np.nan
     im = ax.imshow(shown, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
-    ax.set_xticks(range(n), labels=names, rotation=90, fontsize="small")
-    ax.set_yticks(range(n), labels=names, fontsize="small")
+    ax.set_xticks(range(len(cols)), labels=cols, rotation=90, fontsize="small")
+    ax.set_yticks(range(len(rows)), labels=rows, fontsize="small")
     ax.set_xlabel("child v")
     ax.set_ylabel("parent u")
     if n <= 12:
-        for u in range(n):
-            for v in range(n):
-                if u != v:
+        for u in range(len(rows)):
+            for v in range(len(cols)):
+                if rows[u] != cols[v]:
                     ax.text(v, u, f"{P[u, v]:.2f}", ha="center", va="center",
                             fontsize="x-small", color="white" if P[u, v] < 0.6 else "black")
     for b in bounds:
         ax.axhline(b - 0.5, color="white", lw=1.5)
         ax.axvline(b - 0.5, color="white", lw=1.5)
+    for b in hbounds:
+        ax.axhline(b - 0.5, color="white", lw=1.5)
     fig.colorbar(im, ax=ax, label="p(u \u2192 v | data)")
     import textwrap
 
-    ax.set_title("\n".join(textwrap.wrap(title or "edge posteriors", 70)))
+    ax.set_title("\n".join(textwrap.wrap(title or "edge posteriors", 70 if cols is rows else 40)))
     save_figure(fig, path)
 
 
