@@ -408,3 +408,12 @@ def test_a_finished_dynamic_run_resumes_and_refuses_another_lag(tmp_path):
     out = CliRunner().invoke(main, ["run", "--scores", str(tmp_path / "x.jkl"), "--lag", "1", "-w",
                                     str(tmp_path / "w2")])
     assert out.exit_code == 1 and "scores from a file have no rows" in out.output
+
+
+def test_a_category_column_keeps_its_declared_levels_in_every_copy():
+    df = pd.DataFrame({"id": ["u"] * 6 + ["v"] * 6,
+                       "A": pd.Categorical(["hi", "lo"] * 6, categories=["lo", "hi"]),
+                       "B": [0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1]})
+    tr = dbn.load(df, lag=1, series="id")
+    assert tr.dataset.levels[0] == tr.dataset.levels[2] == ("lo", "hi")
+    assert tr.dataset.data[0].tolist() == [0, 1, 1, 0]  # row t = 1 of u: A lo, B 1; t = 0: A hi, B 0
