@@ -91,10 +91,6 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
             if is_lagged(v):
                 raise OptionError(f"knowledge: {what} edge {u} -> {v}: a lagged variable is never a child "
                                   "in a dynamic network (its parents are not modelled)")
-    for x, _ in user.max_parents:
-        if is_lagged(x):
-            raise OptionError(f"knowledge: max_parents of the lagged variable {x!r}: lagged variables "
-                              "are never children in a dynamic network")
     forbidden = list(user.forbidden)
     if contemporaneous:
         within = list(user.tiers) or [current]
@@ -108,6 +104,8 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
         forbidden += [(u, v) for u in current for v in current if u != v]
     return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,
                      required=list(user.required), edge_prob=dict(user.edge_prob),
+                     # a lagged variable has no parents whatever limit it was given (e.g. one
+                     # integer for every variable, `--max-parents-file 2`)
                      max_parents={**dict(user.max_parents), **{x: 0 for x in lagged}},
                      no_edges_within=no_edges)
 

@@ -190,6 +190,25 @@ def test_cli_run_writes_lagged_names(tmp_path):
     assert "whole two-slice networks" in out.output
 
 
+def test_one_max_parents_for_every_variable(tmp_path):
+    """`--max-parents-file 1` (one integer for all) limits slice t; the lagged copies it
+    also names stay parentless."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    rows = _series(np.random.default_rng(15), (20, 20))
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["id", "t", *NAMES]).to_csv(path, index=False)
+    out = CliRunner().invoke(main, ["run", str(path), "--lag", "1", "--series-column", "id", "--time-column", "t",
+                                    "-k", "2", "--max-parents-file", "1", "-w", str(tmp_path / "w"), "-q"])
+    assert out.exit_code == 0, out.output
+    sets = pd.read_csv(tmp_path / "w" / "parent_sets.csv")
+    assert set(sets.child) == set(NAMES) and all(p.count(",") == 0 for p in sets.parents)
+    res = bigbn.learn(str(path), lag=1, series="id", time_column="t", max_parents=1)
+    got = {(u, v): p for u, v, p in pd.read_csv(tmp_path / "w" / "edges.csv").itertuples(index=False)}
+    assert all(abs(got[(u, v)] - p) < 1e-12 for u, v, p in res.edges())
+
+
 def test_knowledge_names_lagged_variables(tmp_path):
     rows = _series(np.random.default_rng(4), (25, 25))
     df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
