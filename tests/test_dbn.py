@@ -436,3 +436,9 @@ def test_a_category_column_keeps_its_declared_levels_in_every_copy():
     tr = dbn.load(df, lag=1, series="id")
     assert tr.dataset.levels[0] == tr.dataset.levels[2] == ("lo", "hi")
     assert tr.dataset.data[0].tolist() == [0, 1, 1, 0]  # row t = 1 of u: A lo, B 1; t = 0: A hi, B 0
+
+
+def test_a_column_named_like_a_lagged_copy_is_refused(tmp_path):
+    path = _write(tmp_path, "A,A[t-3],B\n" + "".join(f"{i % 2},{i // 2 % 2},{i // 3 % 2}\n" for i in range(12)))
+    with pytest.raises(DataError, match=r"column 'A\[t-3\]': the name of a lagged copy of 'A'"):
+        dbn.load(path, lag=1)

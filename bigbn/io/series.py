@@ -169,8 +169,8 @@ def transitions(full: Dataset, rows: np.ndarray, lag: int, n_series: int, series
     names = list(full.names)
     for name in names:
         hit = _LAGGED.fullmatch(name)
-        if hit and hit.group(1) in names and 1 <= int(hit.group(2)) <= lag:
-            raise DataError(f"{full.path or 'data'}, column '{name}': the name of the lagged copy of "
+        if hit and hit.group(1) in names:  # a lagged copy's name (of this lag or another): ambiguous
+            raise DataError(f"{full.path or 'data'}, column '{name}': the name of a lagged copy of "
                             f"'{hit.group(1)}'; rename the column")
     all_names = names + [lagged_name(x, l) for l in range(1, lag + 1) for x in names]
     data = np.concatenate([full.data[rows[:, l]] for l in range(lag + 1)], axis=1)
