@@ -9,6 +9,7 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -18,6 +19,7 @@ import numpy as np
 
 from bigbn.engine import tasks as engine
 from bigbn.scores import interventions as interventions_
+from bigbn import dbn as dbn_
 from bigbn import options as opt
 from bigbn.plan import tiers as tiering
 from bigbn.io.data import Dataset
@@ -96,7 +98,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
           intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,
           forbidden=None, required=None, disk_budget: int | str | None = None,
-          discrete=None, continuous=None) -> Result:
+          discrete=None, continuous=None,
+          lag: int | None = None, series: str | None = None, time_column: str | None = None,
+          contemporaneous: bool = True) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
@@ -145,6 +149,13 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     overriding its rule (text → discrete; numbers → continuous, but whole numbers with at most
     10 levels → discrete; `bigbn.scores.cg`); with score "auto" they make the run a cg run.
     The typing of every column is in ``result.summary["column_kinds"]``.
+    lag, series, time_column, contemporaneous: a dynamic Bayesian network (2-TBN) of time series
+    (`bigbn.dbn`): data are series (a CSV path or a DataFrame; series= the column telling
+    series apart, time_column= the column ordering each series), every time t ≥ lag of a series is
+    a transition row, the nodes are the variables of slice t and their parents any lagged
+    copies NAME[t-l] (l ≤ lag) and, unless contemporaneous=False, nodes of slice t; knowledge
+    names lagged variables NAME[t-l]. The result's edges and parent sets are those into slice
+    t; its log_marginal is log p(x_t, t ≥ lag | the first lag rows of each series).
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -164,6 +175,22 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
     progress = listener(progress)
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
+    dynamic = None  # a DBN's transition rows (bigbn.dbn)
+    if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
+        _check_names_given(data, names)
+        if prior_kwargs:
+            raise OptionError("a time series takes its constraints by name (knowledge=, forbidden=, "
+                              "required=; lagged variables as NAME[t-1]), not by index (prior_kwargs=)")
+        if scores is not None or intervention_column is not None or interventions is not None:
+            raise OptionError("a time series is data rows (a CSV file or a DataFrame), without "
+                              "scores= or interventions")
+        if discrete is not None or continuous is not None or getattr(score, "name", score) == "cg":
+            raise OptionError("a time series of mixed data (the cg score, discrete=, continuous=) is not "
+                              "supported yet: give a table of one kind")
+        contemporaneous = opt.flag(contemporaneous, "contemporaneous")
+        dynamic = dbn_.load(data, lag=lag, series=series, time=time_column, score=score, sep=sep)
+        knowledge = dbn_.knowledge(knowledge, dynamic, contemporaneous)
+        data = dynamic.dataset
     tiered = knowledge is not None and bool(knowledge.tiers)
     _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
@@ -181,6 +208,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                                          intervention_column=intervention_column,
                                          interventions=interventions, discrete=discrete,
                                          continuous=continuous)
+    if dynamic is not None and score.name == "cg":
+        raise OptionError("a time series of mixed data (the cg score) is not supported yet: give a table "
+                          "of one kind (discrete, or numbers for bge)")
     if structure_prior is None:
         structure_prior = "uniform" if ds.kind == "scores" else "koivisto-sood"
     elif ds.kind == "scores" and structure_prior != "uniform":
@@ -205,6 +235,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     options = {"score": score.name, "score_numerics": numerics_version(score), **score_opts,
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
+    if dynamic is not None:
+        options["dbn"] = {**dynamic.record(), "contemporaneous": contemporaneous}
     # Every run is a run of one or more tiers; one tier of every variable (no tiers given,
     # or one holding them all) is the run without tiers: no "tiers" in its fingerprint, its
     # lattice at the workdir's root, its plain β and the results read from its tables.
@@ -250,6 +282,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
+            # a DBN's lagged variables' ∅ families are not part of its model; without edges
+            # within slice t its one-node tiers are its n! orders, each of the same sum
+            log_lagged = 0.0 if dynamic is None or contemporaneous else -math.lgamma(dynamic.n + 1)
             # Every lattice of the run (a tier's posterior and MAP lattices; the run without
             # tiers has one) in one executor call: on a cluster the tiers run side by side.
             jobs, labels, lattice_scores = [], {}, []
@@ -290,6 +325,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     fam_posts.append(fam)
                     post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fam, lay, n)
                     log_px += log_z + offset
+                    if dynamic is not None and lay.nodes[0] >= dynamic.n:  # a lagged variable's own
+                        log_lagged += log_z + offset
                 if map_dag:
                     if p_map is None:
                         tier_parents = np.zeros(1, dtype=np.int64)
@@ -301,9 +338,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
                     engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
                     map_parents[list(lay.nodes)] = masks
-                    map_score += m_score + offset
+                    if dynamic is None or lay.nodes[0] < dynamic.n:  # not a lagged variable's own
+                        map_score += m_score + offset
             if posterior:
-                result.posterior, result.log_marginal = post, log_px
+                result.posterior, result.log_marginal = post, log_px - log_lagged
                 if not plain:
                     result.tiered = tiering.TieredFamilies(lays, fam_posts)
             if not plain:
@@ -319,6 +357,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
             if ds.kind == "mixed":
                 result.summary["column_kinds"] = column_kinds(ds)
+            if dynamic is not None:
+                result.children = tuple(range(dynamic.n))
+                result.summary["dbn"] = options["dbn"]
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["already_finished"] = done
             if map_dag:
@@ -332,7 +373,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 write_strength(root / "strength.csv", ds.names, result.posterior)
                 write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
                                   result.tiered.ranked if not plain else
-                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass))
+                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass),
+                                  nodes=result.children)
             write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:

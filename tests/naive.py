@@ -82,6 +82,9 @@ __all__ = [
     "midrange_beta",
     "k2_beta",
     "cg_scores",
+    "transition_cells",
+    "dbn_by_orders",
+    "dbn_map_by_orders",
 ]
 
 
@@ -1349,3 +1352,102 @@ def cg_scores(data, kinds, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None):
             out[i, f] = (_cg_log_marginal(rows, ps + [i], kinds, arities, ess, alpha_mu, alpha_w)
                          - _cg_log_marginal(rows, ps, kinds, arities, ess, alpha_mu, alpha_w))
     return out
+
+# ---------------------------------------------------------------------------- dynamic networks
+
+
+def transition_cells(rows, lag, series=None):
+    """The transition rows of a list of rows (each a list of cells), in plain loops: with
+    ``series`` (one id per row, each series contiguous) every series on its own; row t ≥ lag
+    of a series gives rows[t] + rows[t-1] + ... + rows[t-lag]."""
+    ids = list(series) if series is not None else [0] * len(rows)
+    groups = []
+    for r, key in enumerate(ids):
+        if not groups or ids[r - 1] != key:
+            groups.append([])
+        groups[-1].append(rows[r])
+    out = []
+    for g in groups:
+        for t in range(lag, len(g)):
+            cells = []
+            for l in range(lag + 1):
+                cells += list(g[t - l])
+            out.append(cells)
+    return out
+
+
+def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None):
+    """Exact posteriors of a 2-TBN by brute force over the n! orders of slice t.
+
+    local: float64 (N, F) raw log p(x_i | x_G) (no prior) of the N = n(lag + 1) columns of
+    the transition rows (slice t first, then lag 1, ..., lag L), in the plain layout
+    (``family_masks(N - 1, k)``, squeezed); only the rows of slice t are read. For every
+    order of slice t, node i's parents are any G ⊆ (its predecessors ∪ every lagged
+    column), |G| ≤ k, weighted exp(local_i(G) + log ρ(|G|)), ρ = 1 or 1/C(N − 1, |G|).
+    tiers: lists of nodes of slice t, earliest first: only the orders that list every
+    earlier tier first. Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only;
+    {(v, parent tuple): posterior} of every parent set of every node of slice t;
+    log Σ_orders Π_i α_i)."""
+    N = n * (lag + 1)
+    masks = family_masks(N - 1, k)
+    col = {int(m): f for f, m in enumerate(masks)}
+    lagged = list(range(n, N))
+
+    def weight(i, G):
+        sq = 0
+        for u in G:
+            sq |= 1 << (u if u < i else u - 1)
+        rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+        return float(local[i, col[sq]]) + rho
+
+    def families(cands):
+        for s in range(min(k, len(cands)) + 1):
+            yield from itertools.combinations(sorted(cands), s)
+
+    orders, edge_terms, set_terms = [], {}, {}
+    for perm in itertools.permutations(range(n)):
+        if tiers is not None and not _tier_consistent(perm, tiers):
+            continue
+        logs, alpha = {}, []
+        for pos, i in enumerate(perm):
+            cands = lagged + (list(perm[:pos]) if contemporaneous else [])
+            logs[i] = {G: weight(i, G) for G in families(cands)}
+            alpha.append(logsumexp(list(logs[i].values())))
+        total = sum(alpha)
+        orders.append(total)
+        for pos, i in enumerate(perm):
+            rest = total - alpha[pos]
+            for G, w in logs[i].items():
+                set_terms.setdefault((i, G), []).append(w + rest)
+                for u in G:
+                    edge_terms.setdefault((u, i), []).append(w + rest)
+    log_px = logsumexp(orders)
+    P = np.zeros((N, N))
+    for (u, v), terms in edge_terms.items():
+        P[u, v] = math.exp(logsumexp(terms) - log_px)
+    sets = {key: math.exp(logsumexp(terms) - log_px) for key, terms in set_terms.items()}
+    return P, sets, log_px
+
+
+def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True):
+    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ): (its score
+    max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
+    N = n * (lag + 1)
+    masks = family_masks(N - 1, k)
+    col = {int(m): f for f, m in enumerate(masks)}
+    best, arg = -math.inf, None
+    for perm in itertools.permutations(range(n)):
+        total, parents = 0.0, {}
+        for pos, i in enumerate(perm):
+            cands = sorted(list(range(n, N)) + (list(perm[:pos]) if contemporaneous else []))
+            top = (-math.inf, None)
+            for s in range(min(k, len(cands)) + 1):
+                for G in itertools.combinations(cands, s):
+                    sq = sum(1 << (u if u < i else u - 1) for u in G)
+                    rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+                    top = max(top, (float(local[i, col[sq]]) + rho, G), key=lambda x: x[0])
+            total += top[0]
+            parents[i] = top[1]
+        if total > best:
+            best, arg = total, parents
+    return best, arg

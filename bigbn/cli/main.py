@@ -222,13 +222,23 @@ def _kind_lines(summary) -> list[str]:
                    "from earlier tiers or the node's own. Every variable needs a tier. Up to "
                    "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
 @_column_kind_flags
+@click.option("--lag", type=int, default=None,
+              help="DATA are time series: a dynamic Bayesian network whose nodes (slice t) may take "
+                   "parents among the variables up to LAG steps back, NAME[t-1] ... (default 1 with "
+                   "--series-column or --time-column).")
+@click.option("--series-column", default=None, metavar="NAME",
+              help="The column telling series apart (the rows of a series contiguous); a time series run.")
+@click.option("--time-column", default=None, metavar="NAME",
+              help="The column ordering the rows within a series (numbers, no ties); a time series run.")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="A time series run without edges within slice t (only from lagged variables).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
         edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
-        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet, discrete,
-        continuous, **score_options):
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, lag, series_column, time_column,
+        no_contemporaneous, top, quiet, discrete, continuous, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -241,6 +251,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
       bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
       bigbn run --scores asia.jkl -w /tmp/asia-jkl -k 2
+      bigbn run series.csv --lag 1 --series-column patient -w /tmp/dbn
     """
     from bigbn.api import learn, load_dataset
     from bigbn.plan.lattice import MAX_NODES
@@ -258,6 +269,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 
         if data is not None:
             raise OptionError("give DATA or --scores FILE.jkl, not both")
+        if lag is not None or series_column is not None or time_column is not None or no_contemporaneous:
+            raise OptionError("--lag, --series-column, --time-column and --no-contemporaneous read series "
+                              "from DATA; scores from a file have no rows")
         if score != "auto":
             raise OptionError("--score does not apply to --scores (the file's scores are used)")
         if intervention_column is not None:
@@ -271,11 +285,24 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             raise click.UsageError("give DATA (a CSV file) or --scores FILE.jkl")
         if not os.path.exists(data):
             raise OptionError(f"{data}: no such file")
-        ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
-                                       max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
-                                       intervention_column=intervention_column, discrete=discrete,
-                                       continuous=continuous)
-        source = {"data": ds, "intervention_column": intervention_column}
+        dynamic = {"lag": lag, "series": series_column, "time": time_column}
+        if any(v is not None for v in dynamic.values()) or no_contemporaneous:
+            from bigbn import dbn
+
+            if intervention_column is not None:
+                raise OptionError("--intervention-column is not for time series (a DBN's rows are transitions)")
+            if discrete or continuous:
+                raise OptionError("--discrete / --continuous are not for time series yet (a DBN of mixed data "
+                                  "is not supported)")
+            tr = dbn.load(data, **dynamic, score=score, sep=sep)  # read once: DATA may be a pipe
+            ds, resolved, _ = load_dataset(tr.dataset, score=score, max_nodes=MAX_TIERED_NODES)
+            source = {"data": tr, "contemporaneous": not no_contemporaneous}
+        else:
+            ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                           max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
+                                           intervention_column=intervention_column, discrete=discrete,
+                                           continuous=continuous)
+            source = {"data": ds, "intervention_column": intervention_column}
     if workdir is None:
         workdir = f"bigbn-{Path(data or scores_file).stem}"
     score_options = scoring.check_options(resolved, score_options)  # before any warning
@@ -310,7 +337,12 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
     for line in _kind_lines(s):
         click.echo(line)
-    if "tiers" in s:
+    if "dbn" in s:
+        d = s["dbn"]
+        click.echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
+                   f"series, {s['m']} transition rows" + ("" if d["contemporaneous"] else
+                                                          ", no edges within slice t"))
+    elif "tiers" in s:
         click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
     if map_only:
@@ -318,11 +350,12 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         click.echo(f"summary: {Path(workdir) / 'summary.json'}")
         return
     click.echo(f"log p(data) = {_nats(res.log_marginal)}")
-    click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
-    for parent, child, p in res.edges()[:top]:
+    edges = res.edges()
+    click.echo(f"top edges (of {len(edges)}):")
+    for parent, child, p in edges[:top]:
         click.echo(f"  {p:8.4f}  {parent} -> {child}")
     click.echo("most probable parent set of each node:")
-    for name in res.names:
+    for name in res.names if res.children is None else [res.names[v] for v in res.children]:
         [(parents, p)] = res.parent_sets(name, top=1)
         click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
     if map_dag:
@@ -487,8 +520,11 @@ def _fmt_seconds(s: float) -> str:
 @click.option("--calibrate", is_flag=True,
               help="Time a short run on this machine first (about 10 s) and keep its speed in the user's "
                    "cache: later plans give times for this machine, not the reference one.")
+@click.option("--lag", type=int, default=None,
+              help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
+@click.option("--no-contemporaneous", is_flag=True, help="With --lag: no edges within slice t.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir, disk_budget, calibrate):
+             map_only, workdir, disk_budget, calibrate, lag, no_contemporaneous):
     """Disk, memory and estimated time a run of N variables would need.
 
     Times are for this machine once `bigbn plan --calibrate` has timed it (kept in
@@ -499,6 +535,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
       bigbn plan --n 28 -k 3 --memory 4G
       bigbn plan --tier-sizes 25,25,25,25 -k 3
       bigbn plan --calibrate --n 32
+      bigbn plan --n 28 --lag 1 -k 3
     """
     import shutil
 
@@ -525,6 +562,19 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    if lag is not None or no_contemporaneous:
+        from bigbn import dbn
+
+        if tiers_file is not None or tier_sizes is not None or disk_budget is not None:
+            raise OptionError("--lag plans a dynamic network: without --tiers, --tier-sizes or --disk-budget")
+        if n is None:
+            raise OptionError("give --n, the number of variables per slice")
+        for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
+                                   opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
+                                   map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
+                                   clock):
+            click.echo(line)
+        return
     if tiers_file is not None or tier_sizes is not None:
         from bigbn.plan.tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
 
@@ -663,7 +713,12 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     check = s.info["edge_check"]
     click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
-    if "tiers" in s.info:
+    from bigbn.io.series import lag_of
+
+    every = [x for t in s.info.get("tiers", ()) for x in t]
+    if any(lag_of(x, every) for x in every):  # a dynamic run (its lagged variables are its first tiers)
+        click.echo("whole two-slice networks: the lagged variables NAME[t-l] are parents only")
+    elif "tiers" in s.info:
         click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
                    "into an earlier tier")
     click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "

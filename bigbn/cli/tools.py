@@ -64,7 +64,15 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
               help="Mixed data from a random conditional Gaussian network: C of the --n nodes "
                    "continuous (per configuration of their discrete parents a linear Gaussian "
                    "regression), the others discrete with discrete parents only (bigbn.tools.cg).")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force, n_continuous):
+@click.option("--lag", type=int, default=None,
+              help="Time series from a dynamic network (2-TBN) with this lag: a random one, or "
+                   "--network FILE.bif naming the lagged copies NAME.t-1, ...; --rows per series.")
+@click.option("--series", type=int, default=None,
+              help="With --lag: the number of series (default 1); OUT gets columns series,t,...")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="With --lag: a random dynamic network without edges within slice t.")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force, n_continuous, lag,
+             series, no_contemporaneous):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -79,6 +87,7 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
       bigbn simulate --network asia --rows 1000 asia.csv
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
       bigbn simulate --n 8 --continuous 4 -k 2 --rows 1000 mixed.csv
+      bigbn simulate --lag 1 --n 5 -k 2 --series 20 --rows 30 series.csv
     """
     from bigbn.io.bif import write_bif
     from bigbn.tools.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
@@ -102,8 +111,14 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
                           "or --save-network")
     refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
+    if n_continuous is not None and (lag is not None or series is not None or no_contemporaneous):
+        raise OptionError("--continuous (a CG network) and --lag (a dynamic one) cannot be combined")
     if n_continuous is not None:
         _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force)
+        return
+    if lag is not None or series is not None or no_contemporaneous:
+        _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                         not no_contemporaneous)
         return
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
@@ -148,6 +163,39 @@ def _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force) -> None:
     with _create(truth, force) as fh:
         write_cg_truth(net, fh)
     click.echo(f"wrote {out} ({m} rows x {net.n} variables, {n_continuous} continuous) and {truth} "
+               f"({len(net.arcs())} arcs)")
+
+
+def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                     contemporaneous):
+    """`bigbn simulate --lag`: series from a dynamic network (`bigbn.tools.series`)."""
+    from bigbn.io.series import check_lag
+    from bigbn.tools.series import dbn_shape, random_dbn, read_dbn, sample_series, write_dbn, write_series
+    from bigbn.tools.simulate import write_truth
+
+    if tier_sizes is not None:
+        raise OptionError("--tier-sizes is for a static network, not with --lag")
+    series = 1 if series is None else series
+    if series < 1:
+        raise OptionError(f"--series must be at least 1, got {series}")
+    if network is not None:
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+        if given or not contemporaneous:
+            raise OptionError(f"{', '.join(given) or '--no-contemporaneous'} cannot be combined with --network")
+        net = read_dbn(network)
+        if lag is not None and check_lag(lag, "--lag") != dbn_shape(net)[1]:
+            raise OptionError(f"--lag {lag}: the network {network} has another lag")
+    else:
+        if n is None:
+            raise OptionError("give --n (number of variables per slice) or --network")
+        net = random_dbn(n, check_lag(1 if lag is None else lag, "--lag"), 2 if k is None else k,
+                         2 if r is None else r, rng, contemporaneous)
+    codes = sample_series(net, series, m, rng)
+    write_series(net, codes, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
+    if save_network:
+        write_dbn(net, save_network)
+    click.echo(f"wrote {out} ({series} series x {m} rows x {codes.shape[2]} variables) and {truth} "
                f"({len(net.arcs())} arcs)")
 
 
@@ -243,19 +291,27 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
+    from bigbn.io.series import lag_of
+
     tiers = _run_tiers(edges, names)
+    slices = {x: lag_of(x, names) for x in names}
+    if not any(slices.values()):
+        slices = None  # not a dynamic network: a circle
+    elif tiers is not None and all(len(t) == 1 or all(slices[x] == 0 for x in t) for t in tiers):
+        tiers = None  # a dynamic run's own tiers (its lagged variables one by one): the slices say it
     if heatmap_path is None and graph_path is None:
         p = Path(edges)
         heatmap_path = str(p.with_name((p.stem if p.suffix == ".csv" else p.name) + ".heatmap.png"))
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers, slices=slices)
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior ≥ {threshold:g}"
-                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers,
+                           slices=slices)
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
 

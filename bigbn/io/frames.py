@@ -107,17 +107,17 @@ def to_frame(columns: dict):
     return pd.DataFrame(columns)
 
 
-def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
+def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None, pairs=None):
     """A networkx DiGraph with every node and an arc u → v carrying ``attr`` = P[u, v] for
-    every pair (or only those with P[u, v] ≥ threshold)."""
+    every pair (or only those with P[u, v] ≥ threshold); pairs: the (u, v) to consider
+    (default every u ≠ v)."""
     nx = require("networkx", "to_networkx()")
     g = nx.DiGraph()
     g.add_nodes_from(names)
     n = len(names)
-    for u in range(n):
-        for v in range(n):
-            if u != v and (threshold is None or P[u, v] >= threshold):
-                g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
+    for u, v in pairs if pairs is not None else ((u, v) for u in range(n) for v in range(n) if u != v):
+        if threshold is None or P[u, v] >= threshold:
+            g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
     return g
 
 

@@ -54,7 +54,7 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.inputs import load_dataset
 from bigbn.kernels.bits import popcounts
-from bigbn.io.data import csv_records
+from bigbn.io.data import Dataset, csv_records
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import unsqueeze
 from bigbn.io.frames import SOURCE
@@ -461,6 +461,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if score is None and used not in BUILTIN:
         raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
                           "object, effects(..., score=...)")
+    dynamic = options.get("dbn")
+    if dynamic and not isinstance(data, Dataset):  # a time series: its transition rows, as the run read them
+        from bigbn import dbn
+
+        data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
+                        score=score or used, sep=sep).dataset
     ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
                                     intervention_column=options.get("intervention_column"),  # an array,
                                     interventions=interventions)  # the run's
@@ -471,6 +477,14 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    if dynamic:  # a DBN models the parents of slice t only: its effects are within slice t
+        n_now = len(dynamic["nodes"])
+        if pairs is None:
+            pair_list = [(x, y) for x, y in pair_list if x < n_now and y < n_now]
+        for x, y in pair_list:
+            if max(x, y) >= n_now:
+                raise OptionError(f"effect {names[x]} -> {names[y]}: a lagged variable's parents are not "
+                                  "modelled in a dynamic network; effects are between variables of slice t")
     prior = score.parameter_prior(score_opts)
     if prior is None:
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "

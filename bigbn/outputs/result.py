@@ -45,6 +45,13 @@ class Result:
     #: the run's samples and causal effects when `bigbn.open` found them in its workdir
     samples: object = field(default=None, repr=False)  # bigbn.outputs.samples.Samples
     effects: object = field(default=None, repr=False)  # bigbn.outputs.effects.Effects
+    children: tuple[int, ...] | None = field(default=None, repr=False)
+
+    def _pairs(self) -> list[tuple[int, int]]:
+        """Every directed pair (u, v), u ≠ v, v a child, in node order of v within u."""
+        n = len(self.names)
+        kids = range(n) if self.children is None else self.children
+        return [(u, v) for u in range(n) for v in kids if u != v]
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -75,11 +82,10 @@ class Result:
         raise OptionError(f"no variable named {node!r}")
 
     def edges(self) -> list[tuple[str, str, float]]:
-        """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        """All n(n-1) directed edges as (parent, child, posterior), highest first (a dynamic
+        network: the n·L·n from lagged variables and the n(n−1) within slice t)."""
         self._need_posterior()
-        n = len(self.names)
-        out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
-               for u in range(n) for v in range(n) if u != v]
+        out = [(self.names[u], self.names[v], float(self.posterior[u, v])) for u, v in self._pairs()]
         return sorted(out, key=lambda e: -e[2])
 
     def map_arcs(self) -> list[tuple[str, str]]:
@@ -102,22 +108,31 @@ class Result:
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
         edges in node order (pandas is an optional dependency)."""
         self._need_posterior()
-        n = len(self.names)
-        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        pairs = self._pairs()
         return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
                                 "child": [self.names[v] for _, v in pairs],
                                 "posterior": [float(self.posterior[u, v]) for u, v in pairs]})
 
     def to_networkx(self, threshold: float | None = None):
         """A networkx DiGraph with every variable as a node and an arc u → v with attribute
-        ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        ``posterior`` for every pair, or only for those with posterior ≥ threshold. A
+        dynamic network's is the 2-TBN: arcs into slice t only, each node with attribute
+        ``lag`` (0 for slice t, l for NAME[t-l])."""
         self._need_posterior()
-        return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
+        g = frames.to_digraph(list(self.names), self.posterior, "posterior", threshold,
+                              None if self.children is None else self._pairs())
+        if self.children is not None:
+            from bigbn.io.series import lag_of
+
+            for name in self.names:
+                g.nodes[name]["lag"] = lag_of(name, self.names)
+        return g
 
     def parent_sets_to_pandas(self):
         """A DataFrame with columns child, parents (a tuple of names), posterior: every
         parent set of nonzero posterior, per node in data order, highest first."""
-        rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
+        kids = range(len(self.names)) if self.children is None else self.children
+        rows = [(self.names[c], ps, p) for c in kids for ps, p in self.parent_sets(c)]
         return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
                                 "posterior": [r[2] for r in rows]})
 
@@ -181,14 +196,11 @@ class Result:
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()
-        n = len(self.names)
         with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
-            for u in range(n):
-                for v in range(n):
-                    if u != v:
-                        fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
-                                 f"{self.posterior[u, v]:.17g}\n")
+            for u, v in self._pairs():
+                fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                         f"{self.posterior[u, v]:.17g}\n")
 
 
 def run_workdir(source, caller: str) -> str | Path:
