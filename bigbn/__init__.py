@@ -44,4 +44,13 @@ def effects(*args, **kwargs):
     return _in_python_words(_effects, args, kwargs)
 
 
+def open(workdir):  # noqa: A001 - bigbn.open(workdir), as the package's verb for a finished run
+    """The `Result` of the finished run in ``workdir`` (with its samples and effects if a
+    `bigbn sample` / `bigbn effects` left them); see `bigbn.outputs.reopen.open_run`."""
+    from bigbn.outputs.reopen import open_run
+
+    return open_run(workdir)
+
+
+# not in __all__: `from bigbn import *` must not shadow the builtin open
 __all__ = ["learn", "sample", "effects", "Knowledge", "__version__"]

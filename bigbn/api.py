@@ -9,6 +9,7 @@ unless ``fresh=True``.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -19,6 +20,7 @@ import numpy as np
 
 from bigbn.engine import tasks as engine
 from bigbn.scores import interventions as interventions_
+from bigbn import dbn as dbn_
 from bigbn import options as opt
 from bigbn.plan import tiers as tiering
 from bigbn.io.data import Dataset
@@ -33,6 +35,7 @@ from bigbn.plan.lattice import MAX_NODES, ordered_workers, task_id
 from bigbn.scores.priors import log_prior
 from bigbn.engine.progress import listener, report
 from bigbn.outputs.result import Result, write_arcs
+from bigbn.outputs.strength import write_strength
 from bigbn.store.rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
 from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
                      tiered_disk)
@@ -42,7 +45,7 @@ from bigbn.store.workdir import Workdir
 
 from bigbn.inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
-__all__ = ["learn", "load_dataset", "score_families", "workdir_status", "Result",
+__all__ = ["learn", "load_dataset", "score_families", "column_kinds", "workdir_status", "Result",
            "numerics_fingerprint", "peak_rss_bytes", "default_memory", "default_workers"]
 
 PRIORS = ("uniform", "koivisto-sood")
@@ -69,7 +72,18 @@ def score_families(ds: Dataset, score: str | Score, max_parents: int, *,
         i = int(np.argwhere(bad)[0][0])
         raise DataError(f"{ds.path or 'data'}: the {score.name} score of column '{ds.names[i]}' is not "
                         "finite (values too large or degenerate: rescale the data)")
-    return local + rho
+    beta = local + rho
+    dead = np.flatnonzero(~np.isfinite(beta).any(axis=1))
+    if dead.size:  # e.g. a required edge into a discrete node from a continuous one (cg)
+        raise OptionError(f"{ds.path or 'data'}: every parent set of '{ds.names[int(dead[0])]}' is impossible "
+                          f"under the {score.name} score and the constraints (a required edge the score "
+                          "forbids?)")
+    return beta
+
+
+def column_kinds(ds: Dataset) -> dict[str, str]:
+    """{name: "discrete" | "continuous"} of a mixed dataset's columns (arity 0: continuous)."""
+    return {name: "discrete" if r else "continuous" for name, r in zip(ds.names, ds.arities.tolist())}
 
 
 # --------------------------------------------------------------------------------- run
@@ -84,13 +98,17 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
           check_disk: bool = True, parent_set_mass: float = 0.999, map_dag: bool = False,
           posterior: bool = True, sep: str | None = None, tiers=None, scores=None,
           intervention_column: str | None = None, interventions=None, knowledge: Knowledge | None = None,
-          forbidden=None, required=None, disk_budget: int | str | None = None) -> Result:
+          forbidden=None, required=None, disk_budget: int | str | None = None,
+          discrete=None, continuous=None,
+          lag: int | None = None, series: str | None = None, time_column: str | None = None,
+          contemporaneous: bool = True) -> Result:
     """Exact posterior p(u → v | data) of every directed edge (Koivisto 2006).
 
     data: a CSV path (comma, tab or semicolon separated, detected unless ``sep`` says), a
     pandas DataFrame, a `Dataset`, or an array (m, n) — integer codes for discrete data,
-    floats for continuous (BGe). score: "auto" (BGe for continuous data, else BDeu),
-    "bdeu", "k2", "bge", or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
+    floats for continuous (BGe). score: "auto" (BGe for continuous data, cg for a table
+    with text and continuous columns, else BDeu), "bdeu", "k2", "bge", "cg" (mixed data:
+    conditional Gaussian networks, `bigbn.scores.cg`), or a `bigbn.scores.base.Score` object. ess (BDeu, default 1), alpha_mu
     (BGe, default 1), alpha_w (BGe, default n + α_μ + 1) and score_options (a dict, for any
     score's options) are the score's parameters; one the score does not take is refused
     (`bigbn.scores.base.check_options`). structure_prior: "uniform" (ρ = 1) or "koivisto-sood"
@@ -128,6 +146,17 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     computed again in the backward pass (same numbers, more time; `bigbn.plan.lattice.fit_disk`;
     not with tiers). The finished run then keeps L(V) alone of the forward table, so
     `bigbn sample` cannot use it.
+    discrete, continuous: column names that the cg score (mixed data) reads as that kind,
+    overriding its rule (text → discrete; numbers → continuous, but whole numbers with at most
+    10 levels → discrete; `bigbn.scores.cg`); with score "auto" they make the run a cg run.
+    The typing of every column is in ``result.summary["column_kinds"]``.
+    lag, series, time_column, contemporaneous: a dynamic Bayesian network (2-TBN) of time series
+    (`bigbn.dbn`): data are series (a CSV path or a DataFrame; series= the column telling
+    series apart, time_column= the column ordering each series), every time t ≥ lag of a series is
+    a transition row, the nodes are the variables of slice t and their parents any lagged
+    copies NAME[t-l] (l ≤ lag) and, unless contemporaneous=False, nodes of slice t; knowledge
+    names lagged variables NAME[t-l]. The result's edges and parent sets are those into slice
+    t; its log_marginal is log p(x_t, t ≥ lag | the first lag rows of each series).
     """
     t_start = time.time()
     k = opt.max_parents(max_parents)
@@ -147,6 +176,22 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
     progress = listener(progress)
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
+    dynamic = None  # a DBN's transition rows (bigbn.dbn)
+    if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
+        _check_names_given(data, names)
+        if prior_kwargs:
+            raise OptionError("a time series takes its constraints by name (knowledge=, forbidden=, "
+                              "required=; lagged variables as NAME[t-1]), not by index (prior_kwargs=)")
+        if scores is not None or intervention_column is not None or interventions is not None:
+            raise OptionError("a time series is data rows (a CSV file or a DataFrame), without "
+                              "scores= or interventions")
+        if discrete is not None or continuous is not None or getattr(score, "name", score) == "cg":
+            raise OptionError("a time series of mixed data (the cg score, discrete=, continuous=) is not "
+                              "supported yet: give a table of one kind")
+        contemporaneous = opt.flag(contemporaneous, "contemporaneous")
+        dynamic = dbn_.load(data, lag=lag, series=series, time=time_column, score=score, sep=sep)
+        knowledge = dbn_.knowledge(knowledge, dynamic, contemporaneous)
+        data = dynamic.dataset
     tiered = knowledge is not None and bool(knowledge.tiers)
     _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
@@ -162,7 +207,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         ds, score, digest = load_dataset(data, names, score, sep,
                                          max_nodes=MAX_TIERED_NODES if tiered else MAX_NODES,
                                          intervention_column=intervention_column,
-                                         interventions=interventions)
+                                         interventions=interventions, discrete=discrete,
+                                         continuous=continuous)
+    if dynamic is not None and score.name == "cg":
+        raise OptionError("a time series of mixed data (the cg score) is not supported yet: give a table "
+                          "of one kind (discrete, or numbers for bge)")
     if structure_prior is None:
         structure_prior = "uniform" if ds.kind == "scores" else "koivisto-sood"
     elif ds.kind == "scores" and structure_prior != "uniform":
@@ -189,6 +238,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     options = {"score": score.name, "score_numerics": numerics_version(score), **score_opts,
                "max_parents": k, "structure_prior": structure_prior,
                "constraints": jsonable(prior_kwargs), "intervention_column": intervention_column}
+    if dynamic is not None:
+        options["dbn"] = {**dynamic.record(), "contemporaneous": contemporaneous}
     # Every run is a run of one or more tiers; one tier of every variable (no tiers given,
     # or one holding them all) is the run without tiers: no "tiers" in its fingerprint, its
     # lattice at the workdir's root, its plain β and the results read from its tables.
@@ -234,6 +285,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0
+            # a DBN's lagged variables' ∅ families are not part of its model; without edges
+            # within slice t its one-node tiers are its n! orders, each of the same sum
+            log_lagged = 0.0 if dynamic is None or contemporaneous else -math.lgamma(dynamic.n + 1)
             # Every lattice of the run (a tier's posterior and MAP lattices; the run without
             # tiers has one) in one executor call: on a cluster the tiers run side by side.
             jobs, labels, lattice_scores = [], {}, []
@@ -274,6 +328,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     fam_posts.append(fam)
                     post[:, list(lay.nodes)] = tiering.edge_posteriors_from(fam, lay, n)
                     log_px += log_z + offset
+                    if dynamic is not None and lay.nodes[0] >= dynamic.n:  # a lagged variable's own
+                        log_lagged += log_z + offset
                 if map_dag:
                     if p_map is None:
                         tier_parents = np.zeros(1, dtype=np.int64)
@@ -285,9 +341,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     masks, score_sum = tiering.map_completion(beta, lay, tier_parents)
                     engine._check_close(score_sum, m_score, f"tier {lay.index + 1}: the MAP network's score and M(T)")
                     map_parents[list(lay.nodes)] = masks
-                    map_score += m_score + offset
+                    if dynamic is None or lay.nodes[0] < dynamic.n:  # not a lagged variable's own
+                        map_score += m_score + offset
             if posterior:
-                result.posterior, result.log_marginal = post, log_px
+                result.posterior, result.log_marginal = post, log_px - log_lagged
                 if not plain:
                     result.tiered = tiering.TieredFamilies(lays, fam_posts)
             if not plain:
@@ -301,6 +358,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                                            for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
                 result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
                 result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
+            if ds.kind == "mixed":
+                result.summary["column_kinds"] = column_kinds(ds)
+            if dynamic is not None:
+                result.children = tuple(range(dynamic.n))
+                result.summary["dbn"] = options["dbn"]
             result.summary["recomputed_corrupt_tasks"] = recomputed
             result.summary["already_finished"] = done
             if map_dag:
@@ -311,9 +373,11 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if posterior:
                 result.to_csv(root / "edges.csv")
+                write_strength(root / "strength.csv", ds.names, result.posterior)
                 write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
                                   result.tiered.ranked if not plain else
-                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass))
+                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass),
+                                  nodes=result.children)
             write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:

@@ -23,14 +23,23 @@ from bigbn.plan.tiers import MAX_TIERED_NODES
 
 def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None = None,
                  max_nodes: int = MAX_NODES, intervention_column: str | None = None,
-                 interventions=None) -> tuple[Dataset, Score, str]:
+                 interventions=None, discrete=None, continuous=None) -> tuple[Dataset, Score, str]:
     """Turn a CSV path, a Dataset or an array into (Dataset, the Score to use, data hash).
     score: "auto", a score's name or a `bigbn.scores.base.Score`. max_nodes: most variables
     allowed (MAX_NODES; more with tiers, bigbn/plan/tiers.py). intervention_column (a CSV file or
     a DataFrame) or interventions (any data): the rows' intervention targets
     (`bigbn.scores.interventions`); the Dataset then has ``intervened``. A Dataset carries its own
-    targets (``intervened``): intervention_column then only names the column they came from."""
+    targets (``intervened``): intervention_column then only names the column they came from.
+    discrete, continuous: column names read as that kind by the cg score (mixed data,
+    `bigbn.scores.cg.column_kinds`); with score "auto" they make the run a cg run."""
     wanted = lookup(score)  # an unknown name is refused before the data are read
+    kinds = {"discrete": opt.columns(discrete, "discrete"), "continuous": opt.columns(continuous, "continuous")}
+    if any(v is not None for v in kinds.values()):
+        if wanted is not None and wanted.data_kind != "mixed":
+            raise OptionError(f"discrete= and continuous= (--discrete, --continuous) say how the cg score "
+                              f"reads columns; this run uses the {wanted.name} score (choose score cg)")
+        if isinstance(data, Dataset):
+            raise OptionError("a Dataset carries its column kinds (arities); drop discrete= / continuous=")
     sep = opt.sep(sep)
     targets = None  # the intervention column's cells and how to name a row in messages
     if intervention_column is not None:
@@ -56,7 +65,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if table.n > max_nodes:
             raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
                               + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes), categories)
+        ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes, kinds), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
@@ -67,7 +76,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if table.n > max_nodes:
             raise OptionError(f"{path}: {table.n} columns, but the engine supports at most "
                               f"{max_nodes} variables" + _MORE_WITH_TIERS * (max_nodes == MAX_NODES))
-        ds = _dataset_from_table(table, wanted, max_nodes)
+        ds = _dataset_from_table(table, wanted, max_nodes, kinds)
         digest = _hash_dataset(ds)  # what was read, once (a named pipe can be read only once)
     else:
         if data is None or isinstance(data, (bytes, dict, int, float, bool)):
@@ -98,7 +107,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             cells = np.char.strip(arr.astype(str))
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes)
+        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes, kinds)
         digest = _hash_dataset(ds)
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
@@ -132,12 +141,25 @@ def _check_names_given(data, names) -> None:
         raise OptionError("a Dataset carries its names; drop names= or give the Dataset these names")
 
 
-def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES) -> Dataset:
-    """The table's cells as the kind of data ``score`` needs (None: "auto", continuous if
-    the table looks it)."""
+def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES,
+                        kinds: dict | None = None) -> Dataset:
+    """The table's cells as the kind of data ``score`` needs (None: "auto": mixed if some
+    column is text and some continuous, or if ``kinds`` names columns (the cg score's
+    discrete / continuous overrides); else continuous if the table looks it)."""
     from bigbn.scores.bge import continuous_dataset, looks_continuous
+    from bigbn.scores.cg import has_text_and_numbers, mixed_dataset
 
-    if (score.data_kind == "continuous") if score is not None else looks_continuous(table):
+    kinds = kinds or {}
+    typed = any(v is not None for v in kinds.values())
+    if score is not None:
+        kind = score.data_kind
+    elif typed or has_text_and_numbers(table):
+        kind = "mixed"
+    else:
+        kind = "continuous" if looks_continuous(table) else "discrete"
+    if kind == "mixed":
+        return mixed_dataset(table, kinds.get("discrete"), kinds.get("continuous"))
+    if kind == "continuous":
         return continuous_dataset(table)
     return discrete_dataset(table, max_nodes=max_nodes)
 

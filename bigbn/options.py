@@ -201,6 +201,22 @@ def prior_kwargs(value) -> dict:
     return out
 
 
+def columns(value, what: str = "columns") -> tuple[str, ...] | None:
+    """Column names (the cg score's ``discrete=`` / ``continuous=``): None, a list of names,
+    or text "A,B" (the CLI's form); each name non-empty."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = value.split(",")
+    try:
+        names = tuple(str(x).strip() for x in value)
+    except TypeError:
+        raise OptionError(f"{what} must be column names (a list, or text 'A,B'), got {value!r}") from None
+    if not names or any(not x for x in names):
+        raise OptionError(f"{what}: an empty column name in {value!r}")
+    return names
+
+
 # ---------------------------------------------------------------- messages for Python callers
 
 #: Errors are written once, in the CLI's words; `python_spelling` says them to a caller of

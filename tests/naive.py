@@ -81,6 +81,10 @@ __all__ = [
     "edge_fold",
     "midrange_beta",
     "k2_beta",
+    "cg_scores",
+    "transition_cells",
+    "dbn_by_orders",
+    "dbn_map_by_orders",
 ]
 
 
@@ -1157,3 +1161,293 @@ def linear_extensions_by_down_sets(parents):
                     nxt[S | 1 << v] = nxt.get(S | 1 << v, 0) + c
         level = nxt
     return level.get((1 << n) - 1, 0)
+
+
+def scatter(c):
+    """Σ_t c_t c_tᵀ, each entry an exactly rounded sum (math.fsum) of its m products."""
+    c = np.asarray(c, dtype=np.float64)
+    n = c.shape[1]
+    return np.array([[math.fsum(c[:, i] * c[:, j]) for j in range(n)] for i in range(n)])
+
+
+def log_det(a):
+    """log det of a symmetric positive definite matrix by Gaussian elimination without
+    pivoting, in Python floats: the product of the pivots."""
+    a = [list(map(float, row)) for row in a]
+    n, out = len(a), 0.0
+    for j in range(n):
+        if not a[j][j] > 0:
+            return math.nan
+        out += math.log(a[j][j])
+        for i in range(j + 1, n):
+            f = a[i][j] / a[j][j]
+            for p in range(j, n):
+                a[i][p] -= f * a[j][p]
+    return out
+
+# ------------------------------------------- learned networks and bnlearn's language (#42)
+
+def posterior_mean_cpt(data, arities, child, parents, score, ess):
+    """The posterior-mean CPT of ``child`` given ``parents`` under BDeu(ess) or K2,
+    counting records in plain loops: float64 (r_p1, ..., r_pq, r_child)."""
+    r = [int(a) for a in arities]
+    rc = r[child]
+    configs = list(itertools.product(*[range(r[p]) for p in parents]))
+    a = 1.0 if score == "k2" else ess / (rc * len(configs))
+    out = np.zeros(tuple(r[p] for p in parents) + (rc,))
+    for z in configs:
+        rows = [t for t in range(data.shape[0]) if all(data[t, p] == s for p, s in zip(parents, z))]
+        for b in range(rc):
+            n_b = sum(1 for t in rows if data[t, child] == b)
+            out[z + (b,)] = (n_b + a) / (len(rows) + rc * a)
+    return out
+
+
+def gaussian_cpd_by_precision(data, alpha_mu, alpha_w, y, X):
+    """(intercept, coefficients, variance): the posterior means of y's regression on X
+    under the BGe model, read from the precision matrix K of R restricted to A = X ∪ {y}
+    (coefficient of x: −K_yx / K_yy; R_y·X = 1 / K_yy). R built from its definition
+    (bigbn/scores/bge.py) with ν = x̄. Σ_AA ~ IW(R_AA, d_A), d_A = α_w + m − n + |A|, and
+    the Schur complement Σ_y·X ~ IW₁(R_y·X, d_A), whose mean is R_y·X / (d_A − 2)."""
+    m, n = data.shape
+    xbar = data.mean(axis=0)
+    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
+    R = t * np.eye(n)
+    for row in data:
+        R += np.outer(row - xbar, row - xbar)
+    A = list(X) + [y]
+    K = np.linalg.inv(R[np.ix_(A, A)])
+    coef = -K[-1, :-1] / K[-1, -1]
+    d_a = alpha_w + m - n + len(A)
+    return float(xbar[y] - coef @ xbar[list(X)]), coef, float(1.0 / K[-1, -1]) / (d_a - 2)
+
+
+def strength_from_edges_csv(path):
+    """bnlearn's (from, to, strength, direction) of every ordered pair, read from a run's
+    edges.csv (parent, child, posterior) one line at a time."""
+    import csv
+
+    p, order = {}, []
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            p[row["parent"], row["child"]] = float(row["posterior"])
+            order.append((row["parent"], row["child"]))
+    out = []
+    for a, b in order:
+        s = min(p[a, b] + p[b, a], 1.0)
+        out.append((a, b, s, p[a, b] / (p[a, b] + p[b, a]) if s > 0 else 0.0))
+    return out
+
+
+def bnlearn_significant(rows, threshold):
+    """The candidate arcs of bnlearn's averaged.network, its R filter transcribed:
+    (strength > threshold | strength == 1) & direction >= 0.5, over (from, to, strength,
+    direction) rows."""
+    return [(a, b) for a, b, s, d in rows if (s > threshold or s == 1) and d >= 0.5]
+
+
+def v_structures(arcs, n):
+    """The v-structures a → c ← b (a < b, a and b not adjacent) of a DAG given as arcs."""
+    arcs = set(arcs)
+    adj = {frozenset(e) for e in arcs}
+    return {(a, c, b) for c in range(n) for a in range(n) for b in range(a + 1, n)
+            if (a, c) in arcs and (b, c) in arcs and frozenset((a, b)) not in adj}
+
+
+def is_acyclic(arcs, n):
+    """Whether the arcs (u, v) hold no directed cycle (remove sources one at a time)."""
+    left, arcs = set(range(n)), set(arcs)
+    while left:
+        src = [v for v in left if not any(b == v and a in left for a, b in arcs)]
+        if not src:
+            return False
+        left -= set(src)
+    return True
+
+
+def cpdag_by_enumeration(arcs, n):
+    """(compelled, reversible) boolean (n, n) of a DAG's equivalence class, by listing the
+    class: every orientation of its skeleton that is acyclic and has the same v-structures
+    (Verma & Pearl 1990); an arc is compelled when every member orients it the same way."""
+    skeleton = sorted({tuple(sorted(e)) for e in arcs})
+    target = v_structures(arcs, n)
+    members = []
+    for flips in itertools.product((False, True), repeat=len(skeleton)):
+        g = [(b, a) if f else (a, b) for (a, b), f in zip(skeleton, flips)]
+        if is_acyclic(g, n) and v_structures(g, n) == target:
+            members.append(set(g))
+    compelled = np.zeros((n, n), dtype=bool)
+    reversible = np.zeros((n, n), dtype=bool)
+    for a, b in skeleton:
+        ways = {((a, b) in g) for g in members}
+        if len(ways) == 2:
+            reversible[a, b] = reversible[b, a] = True
+        elif (a, b) in members[0]:
+            compelled[a, b] = True
+        else:
+            compelled[b, a] = True
+    return compelled, reversible
+
+# ------------------------------------------------- 6. mixed data: the CG score
+
+
+def _cg_log_marginal(rows, S, kinds, arities, ess, alpha_mu, alpha_w):
+    """log p(S) of the CG score (bigbn/scores/cg.py, docs/posterior.md "Mixed data") from
+    the records ``rows`` (lists) by plain loops: the Dirichlet-multinomial of S's discrete
+    part (ess / q on each of its q cells) plus, for each configuration d of that part seen
+    in the rows, the normal-Wishart marginal of S's continuous part in d's rows, with the
+    prior spread over the q configurations: α_μ/q, α_w(d) − n_c + 1 = (α_w − n_c + 1)/q,
+    T/q (q = 1: α_w itself); ν the column means of all rows."""
+    m = len(rows)
+    n_c = sum(1 for kd in kinds if kd == "continuous")
+    D = [j for j in S if kinds[j] == "discrete"]
+    C = sorted(j for j in S if kinds[j] == "continuous")
+    q = 1
+    for j in D:
+        q *= int(arities[j])
+    cells: dict = {}
+    for t, row in enumerate(rows):
+        cells.setdefault(tuple(int(row[j]) for j in D), []).append(t)
+    total = 0.0
+    if D:
+        a = ess / q
+        total += math.lgamma(ess) - math.lgamma(ess + m)
+        total += sum(math.lgamma(a + len(ts)) - math.lgamma(a) for ts in cells.values())
+    if not C:
+        return total
+    alpha_w = n_c + alpha_mu + 1 if alpha_w is None else alpha_w
+    t0 = alpha_mu * (alpha_w - n_c - 1) / (alpha_mu + 1)
+    nu = [sum(row[j] for row in rows) / m for j in C]
+    a_mu = alpha_mu / q
+    a_w = alpha_w if q == 1 else n_c - 1 + (alpha_w - n_c + 1) / q
+    tq = t0 / q
+    l = len(C)
+    for ts in cells.values():
+        md = len(ts)
+        mean = [sum(rows[t][j] for t in ts) / md for j in C]
+        R = np.array([[tq * (a == b)
+                       + sum((rows[t][C[a]] - mean[a]) * (rows[t][C[b]] - mean[b]) for t in ts)
+                       + a_mu * md / (a_mu + md) * (nu[a] - mean[a]) * (nu[b] - mean[b])
+                       for b in range(l)] for a in range(l)])
+        a0, a1 = (a_w - n_c + l) / 2, (md + a_w - n_c + l) / 2
+        gammas = sum(math.lgamma(a1 - j / 2) - math.lgamma(a0 - j / 2) for j in range(l))
+        total += (-l * md / 2 * math.log(math.pi) + l / 2 * math.log(a_mu / (md + a_mu)) + gammas
+                  + a0 * l * math.log(tq) - a1 * np.linalg.slogdet(R)[1])
+    return total
+
+
+def cg_scores(data, kinds, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None):
+    """CG local scores (n, F): a discrete node with a continuous parent −inf, else
+    log p(G ∪ i) − log p(G) of `_cg_log_marginal` (so BDeu for a discrete node)."""
+    n = len(kinds)
+    rows = [list(r) for r in data]
+    masks = family_masks(n - 1, k).tolist()
+    out = np.empty((n, len(masks)))
+    for i in range(n):
+        for f, sq in enumerate(masks):
+            ps = [b for b in range(n) if unsqueeze(sq, i) >> b & 1]
+            if kinds[i] == "discrete" and any(kinds[p] == "continuous" for p in ps):
+                out[i, f] = -np.inf
+                continue
+            out[i, f] = (_cg_log_marginal(rows, ps + [i], kinds, arities, ess, alpha_mu, alpha_w)
+                         - _cg_log_marginal(rows, ps, kinds, arities, ess, alpha_mu, alpha_w))
+    return out
+
+# ---------------------------------------------------------------------------- dynamic networks
+
+
+def transition_cells(rows, lag, series=None):
+    """The transition rows of a list of rows (each a list of cells), in plain loops: with
+    ``series`` (one id per row, each series contiguous) every series on its own; row t ≥ lag
+    of a series gives rows[t] + rows[t-1] + ... + rows[t-lag]."""
+    ids = list(series) if series is not None else [0] * len(rows)
+    groups = []
+    for r, key in enumerate(ids):
+        if not groups or ids[r - 1] != key:
+            groups.append([])
+        groups[-1].append(rows[r])
+    out = []
+    for g in groups:
+        for t in range(lag, len(g)):
+            cells = []
+            for l in range(lag + 1):
+                cells += list(g[t - l])
+            out.append(cells)
+    return out
+
+
+def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None):
+    """Exact posteriors of a 2-TBN by brute force over the n! orders of slice t.
+
+    local: float64 (N, F) raw log p(x_i | x_G) (no prior) of the N = n(lag + 1) columns of
+    the transition rows (slice t first, then lag 1, ..., lag L), in the plain layout
+    (``family_masks(N - 1, k)``, squeezed); only the rows of slice t are read. For every
+    order of slice t, node i's parents are any G ⊆ (its predecessors ∪ every lagged
+    column), |G| ≤ k, weighted exp(local_i(G) + log ρ(|G|)), ρ = 1 or 1/C(N − 1, |G|).
+    tiers: lists of nodes of slice t, earliest first: only the orders that list every
+    earlier tier first. Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only;
+    {(v, parent tuple): posterior} of every parent set of every node of slice t;
+    log Σ_orders Π_i α_i)."""
+    N = n * (lag + 1)
+    masks = family_masks(N - 1, k)
+    col = {int(m): f for f, m in enumerate(masks)}
+    lagged = list(range(n, N))
+
+    def weight(i, G):
+        sq = 0
+        for u in G:
+            sq |= 1 << (u if u < i else u - 1)
+        rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+        return float(local[i, col[sq]]) + rho
+
+    def families(cands):
+        for s in range(min(k, len(cands)) + 1):
+            yield from itertools.combinations(sorted(cands), s)
+
+    orders, edge_terms, set_terms = [], {}, {}
+    for perm in itertools.permutations(range(n)):
+        if tiers is not None and not _tier_consistent(perm, tiers):
+            continue
+        logs, alpha = {}, []
+        for pos, i in enumerate(perm):
+            cands = lagged + (list(perm[:pos]) if contemporaneous else [])
+            logs[i] = {G: weight(i, G) for G in families(cands)}
+            alpha.append(logsumexp(list(logs[i].values())))
+        total = sum(alpha)
+        orders.append(total)
+        for pos, i in enumerate(perm):
+            rest = total - alpha[pos]
+            for G, w in logs[i].items():
+                set_terms.setdefault((i, G), []).append(w + rest)
+                for u in G:
+                    edge_terms.setdefault((u, i), []).append(w + rest)
+    log_px = logsumexp(orders)
+    P = np.zeros((N, N))
+    for (u, v), terms in edge_terms.items():
+        P[u, v] = math.exp(logsumexp(terms) - log_px)
+    sets = {key: math.exp(logsumexp(terms) - log_px) for key, terms in set_terms.items()}
+    return P, sets, log_px
+
+
+def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True):
+    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ): (its score
+    max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
+    N = n * (lag + 1)
+    masks = family_masks(N - 1, k)
+    col = {int(m): f for f, m in enumerate(masks)}
+    best, arg = -math.inf, None
+    for perm in itertools.permutations(range(n)):
+        total, parents = 0.0, {}
+        for pos, i in enumerate(perm):
+            cands = sorted(list(range(n, N)) + (list(perm[:pos]) if contemporaneous else []))
+            top = (-math.inf, None)
+            for s in range(min(k, len(cands)) + 1):
+                for G in itertools.combinations(cands, s):
+                    sq = sum(1 << (u if u < i else u - 1) for u in G)
+                    rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+                    top = max(top, (float(local[i, col[sq]]) + rho, G), key=lambda x: x[0])
+            total += top[0]
+            parents[i] = top[1]
+        if total > best:
+            best, arg = total, parents
+    return best, arg

@@ -281,3 +281,62 @@ def test_columns_far_from_unit_scale_are_warned_of(tmp_path):
         bigbn.learn((X - X.mean(0)) / X.std(0), max_parents=1)
     r = h.cli("run", f, "-w", tmp_path / "w", "-q", "-k", 1)
     assert r.exit_code == 0 and r.stderr.count("\n") == 1 and r.stderr.startswith(f"Warning: {f}: 2 of 4 columns")
+
+
+# ------------------------------------------------------------ BGe's numbers, the same bits on every host
+
+@pytest.mark.parametrize("m,n,scale", [(1, 3, 1.0), (255, 4, 1.0), (256, 5, 1e3), (1000, 7, 1e-3), (3001, 11, 1.0)])
+def test_scatter_against_exactly_rounded_sums(m, n, scale):
+    """The fixed-order scatter matrix (blocks of 256 rows, compensated across blocks):
+    symmetric, within a few units in the last place of the exactly rounded sums."""
+    import naive
+    from bigbn.scores.bge import scatter
+
+    rng = np.random.default_rng(m + n)
+    c = rng.normal(size=(m, n)) * scale
+    c -= c.mean(axis=0)
+    got, want = scatter(c), naive.scatter(c)
+    assert np.array_equal(got, got.T)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14 * np.abs(want).max())
+
+
+def test_log_dets_against_elimination_and_refusals():
+    """Cholesky log-determinants of batches of SPD matrices, l = 1..5, against Gaussian
+    elimination in Python floats; NaN for a matrix that is not positive definite, +inf
+    where a pivot overflows (the BGe caller then names the column that is not finite)."""
+    import naive
+    from bigbn.scores.bge import log_dets
+
+    rng = np.random.default_rng(7)
+    for l in range(1, 6):
+        x = rng.normal(size=(40, l + 3, l))
+        a = np.einsum("sri,srj->sij", x, x) + 0.1 * np.eye(l)
+        got = log_dets(a)
+        want = np.array([naive.log_det(m) for m in a])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    bad = np.array([[[1.0, 2.0], [2.0, 1.0]], [[1e308, 0.0], [0.0, 1e308]], [[np.inf, 0.0], [0.0, 1.0]]])
+    got = log_dets(bad)
+    assert np.isnan(got[0]) and got[1] == pytest.approx(2 * math.log(1e308)) and got[2] == np.inf
+
+
+def test_bge_scores_do_not_depend_on_the_blas_kernel(tmp_path):
+    """OpenBLAS picks its kernels by processor at run time; BGe's scores must be the same
+    bits whichever it picks (they were not with `c.T @ c` and LAPACK's slogdet: the golden
+    numbers of a Haswell host failed on an AVX-512 one). Three kernels every x86-64 host
+    with AVX2 runs, forced by OPENBLAS_CORETYPE, each in its own process."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine() != "x86_64" or "openblas" not in str(np.show_config(mode="dicts")).lower():
+        pytest.skip("OpenBLAS on x86-64 only")
+    code = ("import hashlib, numpy as np; from bigbn.api import load_dataset, score_families; "
+            "ds = load_dataset('examples/sachs.csv', score='bge'); ds = ds[0] if isinstance(ds, tuple) else ds; "
+            "print(hashlib.sha256(np.ascontiguousarray(score_families(ds, 'bge', 3)).tobytes()).hexdigest())")
+    seen = {}
+    for core in ("Haswell", "Sandybridge", "Prescott"):
+        env = {**h.env(), "OPENBLAS_CORETYPE": core}
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=h.ROOT, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        seen[core] = out.stdout.strip()
+    assert len(set(seen.values())) == 1, seen

@@ -148,3 +148,38 @@ def test_plan_prints_the_trade(tmp_path):
     assert r.exit_code == 0 and len(chosen) == 1 and "L deleted after its last reader;" in chosen[0], r.output
     r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "5G")
     assert r.exit_code == 1 and "the least any plan needs is 15.1G" in r.output
+
+
+def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monkeypatch):
+    """No --disk-budget: the free disk is the budget when the fastest plan does not fit
+    it (same numbers, the levels fit_disk picks for it, said on the command line); a run
+    that fits keeps L whole; one no plan fits is refused naming its need."""
+    from collections import namedtuple
+
+    from bigbn.engine import runner
+
+    data = write_data(tmp_path / "d.csv", n=10, m=200, seed=3)
+    learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(10, 2, 3)
+    whole, least = sum(plan.disk_bytes(1).values()), least_disk(plan, 1)
+    usage = namedtuple("usage", "total used free")
+
+    def free_disk(free):
+        monkeypatch.setattr(runner.shutil, "disk_usage", lambda path: usage(10**12, 0, free))
+
+    free = int(least * 1.05) + 2
+    free_disk(free)
+    r = h.cli("run", data, "--workdir", tmp_path / "w", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync")
+    assert r.exit_code == 0, r.output
+    kept = tuple(json.loads((tmp_path / "w" / "run.json").read_text())["plan"]["kept"])
+    assert kept == fit_disk(plan, int(free / 1.05), 1).kept and len(kept) < plan.h + 1
+    assert "disk: L kept at levels" in r.output and "to fit the free disk" in r.output
+    assert crcs(tmp_path / "w") == crcs(tmp_path / "ref")
+    r = h.cli("plan", "--n", 10, "-k", 2, "--chunk-bits", 3, "--workers", 1, "--workdir", tmp_path)
+    assert "NOT enough" in r.output and "a run there fits it: L kept at levels" in r.output, r.output
+    free_disk(int(whole * 1.06))
+    learn(data, workdir=tmp_path / "fits", chunk_bits=3, max_parents=2, scheduler="sync")
+    assert "kept" not in json.loads((tmp_path / "fits" / "run.json").read_text())["plan"]
+    free_disk(least // 2)
+    with pytest.raises(BigBNError, match=r"this run needs .* of disk, only .* free"):
+        learn(data, workdir=tmp_path / "none", chunk_bits=3, max_parents=2, scheduler="sync")

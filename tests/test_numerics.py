@@ -77,6 +77,7 @@ CASES = {
     "sachs-interventional-bge": ("bge", dict(data="sachs_interventional.csv", max_parents=1, chunk_bits=6,
                                              intervention_column="targets")),
     "jkl": ("jkl", dict(scores="jkl", max_parents=2, chunk_bits=3, map_dag=True)),
+    "anes96-cg": ("cg", dict(data="anes96.csv", max_parents=2, chunk_bits=5, map_dag=True)),
 }
 
 

@@ -42,6 +42,22 @@ def _continuous(tmp_path):
     return path
 
 
+def _mixed(tmp_path):
+    rng = np.random.default_rng(7)
+    g = rng.choice(["lo", "hi"], 80)
+    x = rng.normal(size=80) + 0.4 * (g == "hi")
+    y = 0.3 * x + rng.normal(size=80)
+    h = np.where(rng.random(80) < 0.3, g, rng.choice(["lo", "hi"], 80))
+    path = tmp_path / "m.csv"
+    path.write_text("g,x,y,h\n" + "".join(f"{a},{b:.10f},{c:.10f},{d}\n" for a, b, c, d in zip(g, x, y, h)))
+    return path
+
+
+def _data(tmp_path, score):
+    kind = scoring.BUILTIN[score].data_kind
+    return {"continuous": _continuous, "mixed": _mixed}.get(kind, _discrete)(tmp_path)
+
+
 # every option of every built-in score, each value legal for some score and some not
 VALUES = {"valid": 7.5, "zero": 0.0, "negative": -2.0, "nan": math.nan, "huge": 1e16}
 CASES = [(s, o.name, v) for s in scoring.BUILTIN for o in scoring.all_options() for v in VALUES]
@@ -49,8 +65,7 @@ CASES = [(s, o.name, v) for s in scoring.BUILTIN for o in scoring.all_options() 
 
 @pytest.mark.parametrize("score, option, value", CASES)
 def test_cli_and_api_validate_score_options_identically(tmp_path, score, option, value):
-    data = _continuous(tmp_path) if scoring.BUILTIN[score].data_kind == "continuous" \
-        else _discrete(tmp_path)
+    data = _data(tmp_path, score)
     x = VALUES[value]
     api_error = None
     try:
@@ -159,7 +174,7 @@ def test_the_score_s_numerics_version_enters_the_run_fingerprint(tmp_path):
     """A built-in score is fingerprinted by the version it declares (bumped by hand when its
     numbers change; tests/test_numerics.py checks them), not by its source."""
     fp = {name: scoring.numerics_version(s) for name, s in scoring.BUILTIN.items()}
-    assert fp == {"bdeu": "bdeu-1", "k2": "k2-1", "bge": "bge-1"}
+    assert fp == {"bdeu": "bdeu-1", "k2": "k2-1", "bge": "bge-2", "cg": "cg-1"}
     res = bigbn.learn(_discrete(tmp_path), score="k2", max_parents=1, workdir=tmp_path / "w")
     run = json.loads((tmp_path / "w" / "run.json").read_text())
     assert run["fingerprint"]["score_numerics"] == "k2-1"

@@ -141,6 +141,28 @@ def _score_option_flags(f):
 _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 
 
+def _column_kind_flags(f):
+    """--discrete / --continuous: the cg score's column typing, overridden column by column."""
+    f = click.option("--continuous", default=None, metavar="A,B",
+                     help="Columns the cg score reads as continuous (mixed data; see --discrete).")(f)
+    return click.option("--discrete", default=None, metavar="A,B",
+                        help="Columns the cg score reads as discrete. Without it a text column is "
+                             "discrete, a number column continuous, but whole numbers with at most 10 "
+                             "levels discrete; a table with text and continuous columns is scored by cg.")(f)
+
+
+def _kind_lines(summary) -> list[str]:
+    """The typing of a mixed run's columns, as `bigbn run` prints it (empty for other runs)."""
+    kinds = summary.get("column_kinds")
+    if not kinds:
+        return []
+    out = []
+    for kind in ("discrete", "continuous"):
+        names = [name for name, k in kinds.items() if k == kind]
+        out.append(f"{kind} columns ({len(names)}): " + (", ".join(names) or "none"))
+    return out
+
+
 @main.command()
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--workdir", "-w", type=click.Path(file_okay=False),
@@ -155,7 +177,7 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
 @click.option("--max-parents-file", type=click.Path(dir_okay=False),
               help="CSV node,max_parents: per-node limits (≤ -k).")
 @click.option("--score", type=click.Choice(scoring.names()), default="auto",
-              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+              show_default=True, help="Local score; auto = BGe for continuous data, CG for mixed, else BDeu.")
 @_score_option_flags
 @click.option("--structure-prior", type=_STRUCTURE_PRIOR, default=None,
               help="ρ_i(G) = 1, or 1/C(n-1, |G|) (q_i ≡ 1)  [default: koivisto-sood; with "
@@ -201,13 +223,24 @@ _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
                    "orders that list every earlier tier first have prior mass, so parents come "
                    "from earlier tiers or the node's own. Every variable needs a tier. Up to "
                    "512 variables, each tier at most 40 (docs/posterior.md, \"Tiers\").")
+@_column_kind_flags
+@click.option("--lag", type=int, default=None,
+              help="DATA are time series: a dynamic Bayesian network whose nodes (slice t) may take "
+                   "parents among the variables up to LAG steps back, NAME[t-1] ... (default 1 with "
+                   "--series-column or --time-column).")
+@click.option("--series-column", default=None, metavar="NAME",
+              help="The column telling series apart (the rows of a series contiguous); a time series run.")
+@click.option("--time-column", default=None, metavar="NAME",
+              help="The column ordering the rows within a series (numbers, no ties); a time series run.")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="A time series run without edges within slice t (only from lagged variables).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
               help="How many edges to print.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def run(data, workdir, scores_file, max_parents, max_parents_file, score, structure_prior, forbid, require,
         edge_prob, memory, disk_budget, chunk_bits, workers, scheduler, processes, alpha_mode, fresh, sep,
-        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, top, quiet,
-        **score_options):
+        parent_set_mass, map_dag, map_only, intervention_column, tiers_file, lag, series_column, time_column,
+        no_contemporaneous, top, quiet, discrete, continuous, **score_options):
     """Exact posterior of every directed edge of DATA (CSV with a header row).
 
     Writes WORKDIR/edges.csv (parent,child,posterior; all n(n-1) edges),
@@ -220,6 +253,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
       bigbn run examples/asia.csv --workdir /tmp/asia -k 2 --score k2
       bigbn run examples/asia.csv --tiers examples/asia.tiers.csv -w /tmp/asia-tiers
       bigbn run --scores asia.jkl -w /tmp/asia-jkl -k 2
+      bigbn run series.csv --lag 1 --series-column patient -w /tmp/dbn
     """
     from bigbn.api import learn, load_dataset
     from bigbn.plan.lattice import MAX_NODES
@@ -237,10 +271,15 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 
         if data is not None:
             raise OptionError("give DATA or --scores FILE.jkl, not both")
+        if lag is not None or series_column is not None or time_column is not None or no_contemporaneous:
+            raise OptionError("--lag, --series-column, --time-column and --no-contemporaneous read series "
+                              "from DATA; scores from a file have no rows")
         if score != "auto":
             raise OptionError("--score does not apply to --scores (the file's scores are used)")
         if intervention_column is not None:
             raise OptionError("--intervention-column needs DATA; scores from a file have no rows")
+        if discrete is not None or continuous is not None:
+            raise OptionError("--discrete and --continuous type the columns of DATA; scores from a file have none")
         ds, resolved = read_jkl(scores_file), FileScore()
         source = {"scores": ds}
     else:
@@ -248,10 +287,24 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             raise click.UsageError("give DATA (a CSV file) or --scores FILE.jkl")
         if not os.path.exists(data):
             raise OptionError(f"{data}: no such file")
-        ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
-                                       max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
-                                       intervention_column=intervention_column)
-        source = {"data": ds, "intervention_column": intervention_column}
+        dynamic = {"lag": lag, "series": series_column, "time": time_column}
+        if any(v is not None for v in dynamic.values()) or no_contemporaneous:
+            from bigbn import dbn
+
+            if intervention_column is not None:
+                raise OptionError("--intervention-column is not for time series (a DBN's rows are transitions)")
+            if discrete or continuous:
+                raise OptionError("--discrete / --continuous are not for time series yet (a DBN of mixed data "
+                                  "is not supported)")
+            tr = dbn.load(data, **dynamic, score=score, sep=sep)  # read once: DATA may be a pipe
+            ds, resolved, _ = load_dataset(tr.dataset, score=score, max_nodes=MAX_TIERED_NODES)
+            source = {"data": tr, "contemporaneous": not no_contemporaneous}
+        else:
+            ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
+                                           max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
+                                           intervention_column=intervention_column, discrete=discrete,
+                                           continuous=continuous)
+            source = {"data": ds, "intervention_column": intervention_column}
     if workdir is None:
         workdir = f"bigbn-{Path(data or scores_file).stem}"
     score_options = scoring.check_options(resolved, score_options)  # before any warning
@@ -278,10 +331,21 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if s.get("already_finished"):
         click.echo(f"{workdir}: this run was already finished; its results are read back, "
                    "nothing was recomputed")
+    if "kept_levels" in s["plan"]:
+        click.echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
+                   f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
+                   + ("" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
-    if "tiers" in s:
+    for line in _kind_lines(s):
+        click.echo(line)
+    if "dbn" in s:
+        d = s["dbn"]
+        click.echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
+                   f"series, {s['m']} transition rows" + ("" if d["contemporaneous"] else
+                                                          ", no edges within slice t"))
+    elif "tiers" in s:
         click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
     if map_only:
@@ -289,11 +353,12 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         click.echo(f"summary: {Path(workdir) / 'summary.json'}")
         return
     click.echo(f"log p(data) = {_nats(res.log_marginal)}")
-    click.echo(f"top edges (of {len(res.names) * (len(res.names) - 1)}):")
-    for parent, child, p in res.edges()[:top]:
+    edges = res.edges()
+    click.echo(f"top edges (of {len(edges)}):")
+    for parent, child, p in edges[:top]:
         click.echo(f"  {p:8.4f}  {parent} -> {child}")
     click.echo("most probable parent set of each node:")
-    for name in res.names:
+    for name in res.names if res.children is None else [res.names[v] for v in res.children]:
         [(parents, p)] = res.parent_sets(name, top=1)
         click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
     if map_dag:
@@ -309,7 +374,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 @click.option("--max-parents", "-k", default=3, show_default=True, type=int,
               help="Maximum number of parents of every node.")
 @click.option("--score", type=click.Choice(scoring.names()), default="auto",
-              show_default=True, help="Local score; auto = BGe for continuous data, else BDeu.")
+              show_default=True, help="Local score; auto = BGe for continuous data, CG for mixed, else BDeu.")
 @_score_option_flags
 @click.option("--structure-prior", type=_STRUCTURE_PRIOR, default="koivisto-sood",
               show_default=True, help="log ρ_i(G) added to each score, so that `bigbn run --scores "
@@ -318,7 +383,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
               help="Column separator of DATA: ',', ';' or 'tab' (default: detected).")
 @click.option("--intervention-column", default=None, metavar="NAME",
               help="A column of DATA listing each row's intervention targets (as for run).")
-def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, **score_options):
+@_column_kind_flags
+def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, discrete, continuous,
+           **score_options):
     """Write the local scores of DATA as a .jkl file (GOBNILP / aps format).
 
     One block per variable, one line per parent set of at most -k parents:
@@ -336,10 +403,16 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
     max_parents = opt.max_parents(max_parents, "--max-parents")
-    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column)
+    ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column,
+                                   discrete=discrete, continuous=continuous)
     options = scoring.check_options(resolved, score_options)
     k = min(max_parents, ds.n - 1)
     beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
+    if ds.kind == "mixed":
+        from bigbn.api import column_kinds
+
+        for line in _kind_lines({"column_kinds": column_kinds(ds)}):
+            click.echo(line)
     write_jkl(out, ds.names, beta, k)
     click.echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
                f"score {resolved.name}, structure prior {structure_prior}")
@@ -413,6 +486,19 @@ def _nats(x: float) -> str:
     return f"{x:.6f}" if abs(x) < 1e12 else f"{x:.17g}"
 
 
+def _factor_text(factors: dict) -> str:
+    """Per-stage speed factors as 'forward 1.2×, backward 1.1×, ...'."""
+    return ", ".join(f"{s} {f:.2f}×" for s, f in factors.items())
+
+
+def _kept_text(kept, h: int) -> str:
+    """What a plan with the forward table kept at chunk levels ``kept`` of 0..h does."""
+    if len(kept) == h + 1:
+        return "each level of L deleted after its last reader (none computed again)"
+    return (f"L kept at levels {_levels(kept)} of 0–{h} only, the others computed again "
+            "(same numbers, more time)")
+
+
 def _levels(levels) -> str:
     """Levels as runs: '0, 1, 4, 6–12'."""
     out, levels = [], list(levels)
@@ -453,24 +539,64 @@ def _fmt_seconds(s: float) -> str:
               help="Also compare the disk need with this folder's free space.")
 @click.option("--disk-budget", default=None,
               help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
+@click.option("--calibrate", is_flag=True,
+              help="Time a short run on this machine first (about 10 s) and keep its speed in the user's "
+                   "cache: later plans give times for this machine, not the reference one.")
+@click.option("--lag", type=int, default=None,
+              help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
+@click.option("--no-contemporaneous", is_flag=True, help="With --lag: no edges within slice t.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir, disk_budget):
+             map_only, workdir, disk_budget, calibrate, lag, no_contemporaneous):
     """Disk, memory and estimated time a run of N variables would need.
+
+    Times are for this machine once `bigbn plan --calibrate` has timed it (kept in
+    ~/.cache/bigbn/calibration.json), else for the reference machine (2-core VM).
 
     \b
     Examples:
       bigbn plan --n 28 -k 3 --memory 4G
       bigbn plan --tier-sizes 25,25,25,25 -k 3
+      bigbn plan --calibrate --n 32
+      bigbn plan --n 28 --lag 1 -k 3
     """
     import shutil
 
-    from bigbn.plan.lattice import Plan, choose_chunk_bits, time_estimate
+    from bigbn.plan.lattice import Plan, choose_chunk_bits
+    from bigbn.tools import calibrate as cal
 
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
+    if calibrate:
+        click.echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
+        rec = cal.measure(opt.workers(workers, "--workers") if workers is not None else None)
+        path = cal.save(rec)
+        click.echo(f"calibrated: this machine takes {_factor_text(rec['factors'])} of the reference machine's "
+                   f"time (load {rec['load_before']:.1f} before the run); kept in {path}")
+        if n is None and tiers_file is None and tier_sizes is None:
+            return
+    record = cal.load()
+
+    def time_estimate(p, w):
+        return cal.estimate(p, w, record)
+
+    clock = ("the reference machine (`bigbn plan --calibrate` times this one)" if record is None
+             else f"this machine (calibrated {record['when']})")
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
+    if lag is not None or no_contemporaneous:
+        from bigbn import dbn
+
+        if tiers_file is not None or tier_sizes is not None or disk_budget is not None:
+            raise OptionError("--lag plans a dynamic network: without --tiers, --tier-sizes or --disk-budget")
+        if n is None:
+            raise OptionError("give --n, the number of variables per slice")
+        for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
+                                   opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
+                                   map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
+                                   clock):
+            click.echo(line)
+        return
     if tiers_file is not None or tier_sizes is not None:
         from bigbn.plan.tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
 
@@ -480,7 +606,8 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         if n is not None and n != sum(sizes):
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
-                               alpha_mode, map_dag or map_only, not map_only, c, workdir):
+                               alpha_mode, map_dag or map_only, not map_only, c, workdir,
+                               cal.stage_factors(record), clock):
             click.echo(line)
         return
     if n is None:
@@ -520,12 +647,23 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
                f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
                f"(budget {_fmt_bytes(budget)})")
-    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of the reference machine ("
+    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of {clock} ("
                + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
         verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
         click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
+        if free < total_disk * 1.05 and disk_budget is None:
+            from bigbn.plan.lattice import fit_disk
+
+            try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
+                q = fit_disk(p, int(free / 1.05), workers)
+            except OptionError as e:
+                click.echo(f"  and no plan fits it: {e}")
+            else:
+                click.echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
+                           f"{_fmt_bytes(sum(q.disk_bytes(workers).values()))}, "
+                           f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}")
 
 
 @main.command()
@@ -597,7 +735,12 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     check = s.info["edge_check"]
     click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
-    if "tiers" in s.info:
+    from bigbn.io.series import lag_of
+
+    every = [x for t in s.info.get("tiers", ()) for x in t]
+    if any(lag_of(x, every) for x in every):  # a dynamic run (its lagged variables are its first tiers)
+        click.echo("whole two-slice networks: the lagged variables NAME[t-l] are parents only")
+    elif "tiers" in s.info:
         click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
                    "into an earlier tier")
     click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
@@ -686,6 +829,46 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
             x, y = e.pairs[i]
             click.echo(f"  {tv[i]:7.4f}  P(zero) {e.p_zero[i]:.4f}  {e.names[x]} -> {e.names[y]}")
     click.echo(f"all pairs: {out}")
+
+
+@main.command("export", short_help="Write the learned network with its parameters (BIF, XMLBIF).")
+@click.argument("workdir", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["bif", "xmlbif"]), default="bif", show_default=True,
+              help="bif: the BIF text of the bnlearn repository (pgmpy, bnlearn's read.bif); "
+                   "xmlbif: XMLBIF 0.3 (pgmpy, Weka).")
+@click.option("--dag", default="map", show_default=True, metavar="map|THRESHOLD",
+              help="map: the MAP network (a run with --map); a number in (0, 1]: the averaged "
+                   "network, the arcs of posterior ≥ it by decreasing posterior, none closing a cycle.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False), default=None,
+              help="The file to write (default: WORKDIR/network.bif or WORKDIR/network.xml).")
+@click.option("--data", type=click.Path(dir_okay=False), default=None,
+              help="The run's data (default: the file the run read; checked by content hash).")
+@click.option("--sep", default=None, metavar="CHAR",
+              help="Column separator of --data: ',', ';' or 'tab' (default: detected).")
+def export_cmd(workdir, fmt, dag, out, data, sep):
+    """Write the learned network of a finished run, with its parameters.
+
+    The DAG (--dag) with each node's CPD at its posterior mean under the run's own
+    Dirichlet prior (BDeu's ess, or K2), fitted on the run's data: what pgmpy's
+    BIFReader / XMLBIFReader and bnlearn's read.bif load as a fitted network. Continuous
+    (BGe) runs have no BIF form: use bigbn.open(WORKDIR).to_pgmpy() in Python.
+
+    \b
+    Example:
+      bigbn run examples/asia.csv --workdir /tmp/asia --map
+      bigbn export /tmp/asia --format bif
+    """
+    from bigbn.outputs.reopen import FORMATS, export
+
+    if dag != "map":
+        try:
+            dag = float(dag)
+        except ValueError:
+            raise OptionError(f"--dag is map or a threshold in (0, 1], got {dag!r}") from None
+    export(workdir, fmt, out, dag, data, sep)
+    path = out if out is not None else Path(workdir) / FORMATS[fmt]  # as the user wrote it
+    click.echo(f"wrote {path}: the {'MAP' if dag == 'map' else f'averaged (threshold {dag:g})'} network "
+               "with posterior-mean CPDs")
 
 
 @main.command("report")

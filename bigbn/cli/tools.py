@@ -60,7 +60,19 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 @click.option("--force", is_flag=True,
               help="Replace OUT and the other files it writes if they exist (without it, an "
                    "existing file is an error and nothing is written).")
-def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force):
+@click.option("--continuous", "n_continuous", type=int, default=None, metavar="C",
+              help="Mixed data from a random conditional Gaussian network: C of the --n nodes "
+                   "continuous (per configuration of their discrete parents a linear Gaussian "
+                   "regression), the others discrete with discrete parents only (bigbn.tools.cg).")
+@click.option("--lag", type=int, default=None,
+              help="Time series from a dynamic network (2-TBN) with this lag: a random one, or "
+                   "--network FILE.bif naming the lagged copies NAME.t-1, ...; --rows per series.")
+@click.option("--series", type=int, default=None,
+              help="With --lag: the number of series (default 1); OUT gets columns series,t,...")
+@click.option("--no-contemporaneous", is_flag=True,
+              help="With --lag: a random dynamic network without edges within slice t.")
+def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, force, n_continuous, lag,
+             series, no_contemporaneous):
     """Draw data from a random network (paper, section 5.2) or a known one.
 
     A random network: uniform random node order; each node gets a number of parents
@@ -74,6 +86,8 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
       bigbn simulate --n 10 -k 3 --states 2 --rows 500 --seed 1 data.csv
       bigbn simulate --network asia --rows 1000 asia.csv
       bigbn simulate --tier-sizes 16,16,16,16 --rows 1000 layered.csv
+      bigbn simulate --n 8 --continuous 4 -k 2 --rows 1000 mixed.csv
+      bigbn simulate --lag 1 --n 5 -k 2 --series 20 --rows 30 series.csv
     """
     from bigbn.io.bif import write_bif
     from bigbn.tools.simulate import (MAX_RANDOM_NODES, load_network, random_network, refuse_overwrite, sample,
@@ -92,8 +106,20 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         if any(p is not None and Path(save_network).resolve() == Path(p).resolve() for p in outputs):
             raise OptionError(f"--save-network {save_network} is also a file of the data it writes")
         outputs.append(save_network)
+    if n_continuous is not None and (network is not None or tier_sizes is not None or save_network is not None):
+        raise OptionError("--continuous draws from a random CG network: not with --network, --tier-sizes "
+                          "or --save-network")
     refuse_overwrite(outputs, force)  # before anything is drawn or written
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
+    if n_continuous is not None and (lag is not None or series is not None or no_contemporaneous):
+        raise OptionError("--continuous (a CG network) and --lag (a dynamic one) cannot be combined")
+    if n_continuous is not None:
+        _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force)
+        return
+    if lag is not None or series is not None or no_contemporaneous:
+        _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                         not no_contemporaneous)
+        return
     if network is not None:
         given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
         if given:
@@ -121,6 +147,56 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     if network is None and sizes is not None:
         write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
         click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+
+
+def _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force) -> None:
+    """`bigbn simulate --continuous C`: mixed data from a random CG network."""
+    from bigbn.tools.cg import random_cg_network, sample_cg, write_cg_data, write_cg_truth
+    from bigbn.tools.simulate import _create
+
+    if n is None:
+        raise OptionError("give --n (number of nodes) with --continuous")
+    net = random_cg_network(n, n_continuous, 3 if k is None else k, 2 if r is None else r, rng)
+    data = sample_cg(net, m, rng)
+    with _create(out, force) as fh:
+        write_cg_data(net, data, fh)
+    with _create(truth, force) as fh:
+        write_cg_truth(net, fh)
+    click.echo(f"wrote {out} ({m} rows x {net.n} variables, {n_continuous} continuous) and {truth} "
+               f"({len(net.arcs())} arcs)")
+
+
+def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
+                     contemporaneous):
+    """`bigbn simulate --lag`: series from a dynamic network (`bigbn.tools.series`)."""
+    from bigbn.io.series import check_lag
+    from bigbn.tools.series import dbn_shape, random_dbn, read_dbn, sample_series, write_dbn, write_series
+    from bigbn.tools.simulate import write_truth
+
+    if tier_sizes is not None:
+        raise OptionError("--tier-sizes is for a static network, not with --lag")
+    series = 1 if series is None else series
+    if series < 1:
+        raise OptionError(f"--series must be at least 1, got {series}")
+    if network is not None:
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+        if given or not contemporaneous:
+            raise OptionError(f"{', '.join(given) or '--no-contemporaneous'} cannot be combined with --network")
+        net = read_dbn(network)
+        if lag is not None and check_lag(lag, "--lag") != dbn_shape(net)[1]:
+            raise OptionError(f"--lag {lag}: the network {network} has another lag")
+    else:
+        if n is None:
+            raise OptionError("give --n (number of variables per slice) or --network")
+        net = random_dbn(n, check_lag(1 if lag is None else lag, "--lag"), 2 if k is None else k,
+                         2 if r is None else r, rng, contemporaneous)
+    codes = sample_series(net, series, m, rng)
+    write_series(net, codes, out, overwrite=force)
+    write_truth(net, truth, overwrite=force)
+    if save_network:
+        write_dbn(net, save_network)
+    click.echo(f"wrote {out} ({series} series x {m} rows x {codes.shape[2]} variables) and {truth} "
+               f"({len(net.arcs())} arcs)")
 
 
 def _run_tiers(edges: str, names) -> list[list[str]] | None:
@@ -235,18 +311,26 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
+    from bigbn.io.series import lag_of
+
     tiers = _run_tiers(edges, names)
+    slices = {x: lag_of(x, names) for x in names}
+    if not any(slices.values()):
+        slices = None  # not a dynamic network: a circle
+    elif tiers is not None and all(len(t) == 1 or all(slices[x] == 0 for x in t) for t in tiers):
+        tiers = None  # a dynamic run's own tiers (its lagged variables one by one): the slices say it
     if heatmap_path is None and graph_path is None:
         heatmap_path = default_heatmap(edges)
     if graph_path:
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
-        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers)
+        heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers, slices=slices)
         click.echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior ≥ {threshold:g}"
-                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers)
+                                 + (f" against {Path(truth).name}" if truth else ""), tiers=tiers,
+                           slices=slices)
         count = len(thresholded_edges(names, P, threshold))
         click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
 

@@ -149,6 +149,8 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             post, _ = run.lattices(0)
             if post is not None:
                 run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
+    if old is None and plain and disk_budget is None and check_disk:
+        run = _fit_free_disk(wd, run, disk_workers)
     plans, lattices = run.plans(), run.distinct()
     need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers).items()
                if old is None or not (wd.tables / p.scope / t).exists())
@@ -168,6 +170,26 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     for p in lattices:
         Workdir(wd.root, scope=p.scope).create_tables(p)
     return plans
+
+
+def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None) -> "tiering.RunPlan":
+    """A new run without tiers and without ``disk_budget`` that does not fit the free disk
+    (with the 5 % margin `prepare` keeps) takes the fastest plan that does: the free disk
+    is its budget (`fit_disk`), so a user with room loses nothing and one without gets
+    the same numbers, later. Left as it is where nothing fits (`prepare` then refuses,
+    naming the need) or where no budget can hold (a dask cluster starts tasks in any
+    order: ``disk_workers`` None)."""
+    post, _ = run.lattices(0)
+    if post is None or disk_workers is None:
+        return run
+    free = shutil.disk_usage(wd.root).free
+    if sum(post.disk_bytes(disk_workers).values()) * 1.05 <= free:
+        return run
+    try:
+        fitted = fit_disk(post, int(free / 1.05), disk_workers)
+    except OptionError:
+        return run
+    return dataclasses.replace(run, kept=fitted.kept)
 
 
 def _check_scores(wd: Workdir, beta: np.ndarray, plan: Plan) -> None:
@@ -332,7 +354,8 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
         "options": {k: v for k, v in fp.items() if k not in ("data_sha256",)},
         "data_sha256": fp["data_sha256"],
         "plan": {**({} if plan is None else {"chunk_bits": plan.chunk_bits, "alpha_mode": plan.alpha_mode,
-                                              "chunks": plan.n_chunks}),
+                                              "chunks": plan.n_chunks,
+                                              **({} if plan.kept is None else {"kept_levels": list(plan.kept)})}),
                  "workers": workers, "memory_budget_bytes": memory, "scheduler": scheduler_name(scheduler)},
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),

@@ -25,6 +25,9 @@ are in states s_p1..s_pq. It is what `bigbn.tools.simulate` samples data from.
 accepted for nodes without parents only (its order for conditional tables differs
 between tools). The networks bundled in ``bigbn/networks/`` (see its README.md for
 their provenance) can be named instead of a path: ``read_bif("asia")``.
+
+`format_bif` / `write_bif` write that dialect (names it cannot hold refused, one line);
+`format_xmlbif` / `write_xmlbif` write XMLBIF 0.3 (pgmpy, Weka), which holds any name.
 """
 
 from __future__ import annotations
@@ -394,8 +397,29 @@ def read_bif(path_or_name) -> Network:
     return parse_bif(text, str(path))
 
 
+#: what BIF (as bigbn and pgmpy read it) holds as a variable name and as a state name
+_BIF_NAME = re.compile(r"[^\W][\w.\-]*")
+_BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"]+")
+
+
+def check_bif_names(network: Network) -> None:
+    """DataError (one line) for a variable or state name that BIF text cannot hold: a
+    name is letters, digits, '_', '.', '-' (not starting with '.' or '-'); a state has no
+    space, quote or any of {}()[];,|. XMLBIF holds any name."""
+    for v, sts in zip(network.names, network.states):
+        if not _BIF_NAME.fullmatch(v) or v.startswith(("-", ".")):
+            raise DataError(f"variable {v!r}: BIF names are letters, digits, '_', '.' and '-'; "
+                            "rename the column or write XMLBIF (--format xmlbif)")
+        for st in sts:
+            if not _BIF_STATE.fullmatch(st):
+                raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes or "
+                                "any of {}()[];,|; recode the level or write XMLBIF (--format xmlbif)")
+
+
 def format_bif(network: Network, name: str = "unknown") -> str:
-    """BIF text of a network (the dialect `parse_bif` reads; floats written exactly)."""
+    """BIF text of a network (the dialect `parse_bif` reads; floats written exactly).
+    Names BIF cannot hold are refused (`check_bif_names`)."""
+    check_bif_names(network)
     lines = [f"network {name} {{", "}"]
     for v, sts in zip(network.names, network.states):
         lines += [f"variable {v} {{",
@@ -421,3 +445,30 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "wt", encoding="utf-8") as fh:
         fh.write(format_bif(network, name))
+
+
+def format_xmlbif(network: Network, name: str = "unknown") -> str:
+    """XMLBIF 0.3 text of a network (what pgmpy's XMLBIFReader and Weka read): a
+    VARIABLE per node with its OUTCOMEs, a DEFINITION per node with its parents as GIVEN
+    and its TABLE: for each configuration of the parents (the last parent fastest) the
+    child's distribution, floats written exactly. Names and states are XML-escaped."""
+    from xml.sax.saxutils import escape
+
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<BIF VERSION="0.3">', "<NETWORK>",
+             f"<NAME>{escape(name)}</NAME>"]
+    for v, sts in zip(network.names, network.states):
+        lines += ['<VARIABLE TYPE="nature">', f"  <NAME>{escape(v)}</NAME>",
+                  *(f"  <OUTCOME>{escape(st)}</OUTCOME>" for st in sts), "</VARIABLE>"]
+    for i, v in enumerate(network.names):
+        lines += ["<DEFINITION>", f"  <FOR>{escape(v)}</FOR>",
+                  *(f"  <GIVEN>{escape(network.names[p])}</GIVEN>" for p in network.parents[i]),
+                  f"  <TABLE>{' '.join(repr(float(x)) for x in network.cpts[i].reshape(-1))}</TABLE>",
+                  "</DEFINITION>"]
+    lines += ["</NETWORK>", "</BIF>"]
+    return "\n".join(lines) + "\n"
+
+
+def write_xmlbif(network: Network, path, name: str = "unknown") -> None:
+    """Write a network as XMLBIF 0.3 (`format_xmlbif`)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(format_xmlbif(network, name))

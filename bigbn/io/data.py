@@ -115,6 +115,10 @@ class Dataset:
     ``kind="continuous"`` (the BGe score): ``data`` float64 (m, n), all finite;
     ``arities`` all 0; ``levels`` n empty tuples.
 
+    ``kind="mixed"`` (the CG score, `bigbn.scores.cg`): ``data`` float64 (m, n), all
+    finite; a discrete column j has ``arities[j]`` = r_j >= 1, its levels and codes
+    0..r_j-1 (whole numbers held as floats); a continuous column has arity 0 and no levels.
+
     ``names``: the n variable names; ``path``: where the data came from ("" if made in
     memory). ``intervened``: None (observational data) or bool (m, n), True where row t
     was an experiment that set variable j (a perfect intervention on known targets: node j's
@@ -132,8 +136,8 @@ class Dataset:
 
     def __post_init__(self):
         where = self.path or "dataset"
-        if self.kind not in ("discrete", "continuous"):
-            raise DataError(f"{where}: unknown data kind '{self.kind}' (discrete or continuous)")
+        if self.kind not in ("discrete", "continuous", "mixed"):
+            raise DataError(f"{where}: unknown data kind '{self.kind}' (discrete, continuous or mixed)")
         data = np.asarray(self.data)
         if self.kind == "discrete" and data.dtype.kind not in "iub":
             raise DataError(f"{where}: discrete data must be integer codes, got dtype {data.dtype}")
@@ -149,6 +153,8 @@ class Dataset:
         if self.kind == "discrete":
             _check_codes(where, self.names, data, arities, self.levels)
             data = np.ascontiguousarray(data, dtype=np.int32)
+        elif self.kind == "mixed":
+            data = _check_mixed(where, self.names, data, arities, self.levels)
         else:
             try:
                 data = np.ascontiguousarray(data, dtype=np.float64)
@@ -184,6 +190,30 @@ class Dataset:
     def m(self) -> int:
         """Number of records (rows)."""
         return self.data.shape[0]
+
+
+def _check_mixed(where, names, data, arities, levels) -> np.ndarray:
+    """A mixed dataset's data as float64: every cell finite, each discrete column (arity
+    > 0) whole-number codes within its levels, each continuous one (arity 0) without levels."""
+    try:
+        data = np.ascontiguousarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: mixed data must be numbers (codes and values), got dtype {data.dtype}") from None
+    if not np.isfinite(data).all():
+        j = int(np.flatnonzero(~np.isfinite(data).all(axis=0))[0])
+        raise DataError(f"{where}, column '{names[j]}': values must be finite")
+    disc = np.flatnonzero(arities > 0)
+    for j in np.flatnonzero(arities <= 0).tolist():
+        if arities[j] < 0 or len(levels[j]):
+            raise DataError(f"{where}, column '{names[j]}': a continuous column has arity 0 and no levels")
+    if disc.size:
+        codes = data[:, disc]
+        if np.any(codes != np.round(codes)):
+            j = int(disc[np.flatnonzero((codes != np.round(codes)).any(axis=0))[0]])
+            raise DataError(f"{where}, column '{names[j]}': a discrete column holds whole-number codes")
+        _check_codes(where, [names[j] for j in disc], codes.astype(np.int64), arities[disc],
+                     [levels[j] for j in disc])
+    return data
 
 
 def _check_codes(where, names, data, arities, levels) -> None:

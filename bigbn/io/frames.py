@@ -97,18 +97,21 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:
-    """Recode the category columns of a discrete dataset so that their levels follow the
-    declared category order (observed levels only); other columns are unchanged."""
-    if not categories or ds.kind != "discrete":
+    """Recode the category columns of a discrete (or mixed) dataset so that their levels
+    follow the declared category order (observed levels only); other columns, and a
+    category column a mixed dataset reads as continuous, are unchanged."""
+    if not categories or ds.kind not in ("discrete", "mixed"):
         return ds
     data = ds.data.copy()
     levels = list(ds.levels)
     for j, order in categories.items():
+        if ds.arities[j] == 0:
+            continue
         observed = set(ds.levels[j])
         new = [lv for lv in order if lv in observed]
         code = {lv: i for i, lv in enumerate(new)}
         remap = np.array([code[lv] for lv in ds.levels[j]], dtype=data.dtype)
-        data[:, j] = remap[ds.data[:, j]]
+        data[:, j] = remap[ds.data[:, j].astype(np.int64)]
         levels[j] = tuple(new)
     return Dataset(names=ds.names, data=np.ascontiguousarray(data), arities=ds.arities,
                    levels=tuple(levels), kind=ds.kind, path=ds.path)
@@ -119,18 +122,18 @@ def to_frame(columns: dict):
     return pd.DataFrame(columns)
 
 
-def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None):
+def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None, pairs=None):
     """A networkx DiGraph with every node and an arc u → v carrying ``attr`` = P[u, v] for
     every pair (or only those with P[u, v] ≥ threshold: a `BigBNWarning` names a directed
-    cycle if they hold one, as two directions of one pair may both pass)."""
+    cycle if they hold one, as two directions of one pair may both pass); pairs: the (u, v)
+    to consider (default every u ≠ v)."""
     nx = require("networkx", "to_networkx()")
     g = nx.DiGraph()
     g.add_nodes_from(names)
     n = len(names)
-    for u in range(n):
-        for v in range(n):
-            if u != v and (threshold is None or P[u, v] >= threshold):
-                g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
+    for u, v in pairs if pairs is not None else ((u, v) for u in range(n) for v in range(n) if u != v):
+        if threshold is None or P[u, v] >= threshold:
+            g.add_edge(names[u], names[v], **{attr: float(P[u, v])})
     if threshold is not None and not nx.is_directed_acyclic_graph(g):
         cycle = [u for u, _ in nx.find_cycle(g)]
         warnings.warn(f"the arcs with {attr} ≥ {threshold:g} hold a directed cycle "

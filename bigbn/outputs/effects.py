@@ -54,11 +54,12 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.inputs import load_dataset
 from bigbn.kernels.bits import popcounts
-from bigbn.io.data import csv_records
+from bigbn.io.data import Dataset, csv_records
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import unsqueeze
 from bigbn.io.frames import SOURCE
 from bigbn.outputs.tasks import PartSpec, run_parts
+from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
 from bigbn.outputs.result import Result, run_workdir
@@ -259,12 +260,9 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
                        alpha_mu: float, alpha_w: float | None, progress=None) -> dict:
     """The BGe score's effects (module docstring): the fields mean, p_zero, lower, upper of
     `Effects`, one value per pair. parent_sets, progress: as for `_by_cause`."""
-    from bigbn.scores.bge import _check_params, posterior_scatter
-
     data = np.asarray(ds.data, dtype=np.float64)
     m, n = data.shape
-    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, None, data)
-    _, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+    _, R, alpha_w = bge_posterior(data, alpha_mu, alpha_w)
     d0 = alpha_w + m - n + 2
     P = len(pairs)
     mean, p_zero = np.empty(P), np.empty(P)
@@ -322,18 +320,14 @@ def _configurations(data, r, Z: list[int]) -> tuple[np.ndarray, int]:
     m = data.shape[0]
     qz = math.prod(int(r[j]) for j in Z)
     if qz <= max(4 * m, 1024):  # the mixed-radix code itself is a small enough index
-        z = np.zeros(m, dtype=np.int64)
-        for j in Z:
-            z = z * r[j] + data[:, j]
-        return z, qz
+        return _mixed_radix(data, r, Z), qz
     _, inverse = np.unique(data[:, Z], axis=0, return_inverse=True)
     return inverse.reshape(m).astype(np.int64), qz
 
 
 def _marginal(col: np.ndarray, r: int, k2: bool, ess: float) -> np.ndarray:
-    a = 1.0 if k2 else ess / r
-    counts = np.bincount(col, minlength=r).astype(np.float64)
-    return (counts + a) / (col.size + r * a)
+    """p̂(y): `dirichlet_table` of y without parents."""
+    return dirichlet_table(col[:, None], np.array([r]), 0, [], k2, ess)[0]
 
 
 def _adjusted(data_t, r, x: int, ys: list[int], z: np.ndarray, qz: int, k2: bool,
@@ -460,9 +454,19 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if used == "jkl":
         raise OptionError("this run's local scores came from a .jkl file: causal effects need the "
                           "data (run on the data to estimate them)")
+    if used == "cg":
+        raise OptionError("causal effects are not defined for mixed data (the cg score): adjusting for a "
+                          "cause's parents would mix discrete tables and per-configuration regressions, and "
+                          "bigbn has no estimator of that; run on an all-discrete or all-continuous table")
     if score is None and used not in BUILTIN:
         raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
                           "object, effects(..., score=...)")
+    dynamic = options.get("dbn")
+    if dynamic and not isinstance(data, Dataset):  # a time series: its transition rows, as the run read them
+        from bigbn import dbn
+
+        data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
+                        score=score or used, sep=sep).dataset
     ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
                                     intervention_column=options.get("intervention_column"),  # an array,
                                     interventions=interventions)  # the run's
@@ -473,6 +477,14 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    if dynamic:  # a DBN models the parents of slice t only: its effects are within slice t
+        n_now = len(dynamic["nodes"])
+        if pairs is None:
+            pair_list = [(x, y) for x, y in pair_list if x < n_now and y < n_now]
+        for x, y in pair_list:
+            if max(x, y) >= n_now:
+                raise OptionError(f"effect {names[x]} -> {names[y]}: a lagged variable's parents are not "
+                                  "modelled in a dynamic network; effects are between variables of slice t")
     prior = score.parameter_prior(score_opts)
     if prior is None:
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot "

@@ -60,7 +60,7 @@ def ranked(post_row: np.ndarray, families: np.ndarray, child: int,
     return out
 
 
-def write_parent_sets(path, names, mass: float, rank) -> None:
+def write_parent_sets(path, names, mass: float, rank, nodes=None) -> None:
     """CSV ``child,parents,posterior``: per node (data order), its most probable parent sets
     until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1): ``rank(v,
     mass)`` gives them, as `ranked` does. ``parents`` is a JSON array of names, so any
@@ -68,7 +68,8 @@ def write_parent_sets(path, names, mass: float, rank) -> None:
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["child", "parents", "posterior"])
-        for v, name in enumerate(names):
+        for v in range(len(names)) if nodes is None else nodes:
+            name = names[v]
             for parents, p in rank(v, mass):
                 w.writerow([name, json.dumps([names[u] for u in parents], ensure_ascii=False),
                             f"{p:.17g}"])

@@ -58,39 +58,54 @@ def _tier_order(names, tiers):
     return order, bounds
 
 
-def heatmap(names, posterior, path, title=None, tiers=None) -> None:
+def heatmap(names, posterior, path, title=None, tiers=None, slices=None) -> None:
     """Write a heatmap of the (n, n) posterior matrix, [u, v] = p(u -> v). tiers (lists of
     names, earliest first; a tiered run's): rows and columns tier by tier, with lines at
-    the tier boundaries (arcs below the diagonal blocks are impossible)."""
+    the tier boundaries (arcs below the diagonal blocks are impossible). slices ({name:
+    lag} of a dynamic network): the columns are slice t (the only children), the rows
+    every variable, the largest lag first, with lines between the slices."""
     P = np.asarray(posterior, dtype=np.float64)
     n = len(names)
-    bounds = []
+    bounds, hbounds = [], []
+    rows = cols = list(names)
     if tiers:
         order, bounds = _tier_order(names, tiers)
         names = [names[i] for i in order]
         P = P[np.ix_(order, order)]
+        rows = cols = names
+    elif slices:
+        index = {x: i for i, x in enumerate(names)}
+        rows = sorted(names, key=lambda x: (-slices[x], index[x]))
+        cols = [x for x in names if slices[x] == 0]
+        hbounds = [j for j in range(1, len(rows)) if slices[rows[j]] != slices[rows[j - 1]]]
+        P = P[np.ix_([index[x] for x in rows], [index[x] for x in cols])]
     side = min(max(4.0, 0.28 * n + 2.5), 30.0)
-    fig, ax = figure(figsize=(side + 1.0, side))
+    width = side + 1.0 if cols is rows else min(max(5.0, 0.45 * len(cols) + 4.0), 30.0)
+    fig, ax = figure(figsize=(width, side))
     shown = P.copy()
-    shown[np.diag_indices(n)] = np.nan  # no self-loops: leave the diagonal blank
+    for u, x in enumerate(rows):  # no self-loops: leave the diagonal blank
+        if x in cols:
+            shown[u, cols.index(x)] = np.nan
     im = ax.imshow(shown, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
-    ax.set_xticks(range(n), labels=names, rotation=90, fontsize="small")
-    ax.set_yticks(range(n), labels=names, fontsize="small")
+    ax.set_xticks(range(len(cols)), labels=cols, rotation=90, fontsize="small")
+    ax.set_yticks(range(len(rows)), labels=rows, fontsize="small")
     ax.set_xlabel("child v")
     ax.set_ylabel("parent u")
     if n <= 12:
-        for u in range(n):
-            for v in range(n):
-                if u != v:
+        for u in range(len(rows)):
+            for v in range(len(cols)):
+                if rows[u] != cols[v]:
                     ax.text(v, u, f"{P[u, v]:.2f}", ha="center", va="center",
                             fontsize="x-small", color="white" if P[u, v] < 0.6 else "black")
     for b in bounds:
         ax.axhline(b - 0.5, color="white", lw=1.5)
         ax.axvline(b - 0.5, color="white", lw=1.5)
+    for b in hbounds:
+        ax.axhline(b - 0.5, color="white", lw=1.5)
     fig.colorbar(im, ax=ax, label="p(u \u2192 v | data)")
     import textwrap
 
-    ax.set_title("\n".join(textwrap.wrap(title or "edge posteriors", 70)))
+    ax.set_title("\n".join(textwrap.wrap(title or "edge posteriors", 70 if cols is rows else 40)))
     save_figure(fig, path)
 
 
@@ -135,12 +150,14 @@ def to_graphml(names, edges) -> str:
 
 
 def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title=None,
-               fmt=None, tiers=None) -> None:
+               fmt=None, tiers=None, slices=None) -> None:
     """Draw the edges with posterior ≥ threshold on a circular layout (PNG/SVG/PDF).
 
     truth : optional bool (n, n) adjacency of the true network, to colour the arcs.
     tiers : optional lists of names (a tiered run's): the nodes go round the circle tier
     by tier, each tier's nodes filled with its own colour (a legend names the tiers).
+    slices : optional {name: lag} of a dynamic network: the slices side by side instead,
+    lagged ones left (t−L … t−1), slice t right, each variable on its own row.
     """
     from matplotlib.patches import FancyArrowPatch
 
@@ -162,13 +179,22 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
     angle = np.pi / 2 - 2 * np.pi * place / n
     xy = np.c_[np.cos(angle), np.sin(angle)]
     side = min(max(5.0, 0.25 * n + 4.0), 24.0)
-    fig, ax = figure(figsize=(side, side))
     node_size = 0.06 if n > 20 else 0.09
+    if slices:
+        xy, side, node_size = _slice_layout(names, slices)
+    fig, ax = figure(figsize=(side, side))
+    if slices:
+        for i, name in enumerate(names):
+            if slices[name] and all(slices[x] != slices[name] for x in names[:i]) or name == names[0]:
+                ax.text(xy[i][0], 1.22, f"slice t−{slices[name]}" if slices[name] else "slice t",
+                        ha="center", va="bottom", fontsize="medium", weight="bold")
     for i, name in enumerate(names):
         ax.add_patch(_circle(xy[i], node_size, fill[i]))
         x, y = xy[i] * (1.0 + node_size + 0.04)
         ha = "left" if x > 0.2 else "right" if x < -0.2 else "center"
         va = "bottom" if y > 0.2 else "top" if y < -0.2 else "center"
+        if slices:
+            x, y, ha, va = xy[i][0], xy[i][1] + node_size + 0.02, "center", "bottom"
         ax.text(x, y, name, ha=ha, va=va, fontsize="small")
     drawn = set()
     for u, v, p in edges:
@@ -178,8 +204,11 @@ def draw_graph(names, posterior, path, threshold: float = 0.5, truth=None, title
         else:
             color = ("tab:green" if truth[iu, iv] else "tab:orange" if truth[iv, iu]
                      else "tab:red")
-        # bend the arc when both directions are drawn, so they do not overlap
+        # bend the arc when both directions are drawn, so they do not overlap; within a
+        # slice column, so that it passes beside the nodes between
         bend = 0.15 if P[iv, iu] >= threshold else 0.0
+        if slices and slices[u] == slices[v]:
+            bend = 0.5
         ax.add_patch(FancyArrowPatch(
             xy[iu], xy[iv], arrowstyle="-|>", mutation_scale=12, lw=0.6 + 2.4 * p,
             color=color, shrinkA=14, shrinkB=14, connectionstyle=f"arc3,rad={bend}"))
@@ -226,6 +255,24 @@ def graph_legends(truth: bool, threshold: float, tier_colours=None) -> list:
     return out
 
 
+def _slice_layout(names, slices):
+    """Positions (n, 2) in [−1, 1]² of a dynamic network's nodes: one column per lag (the
+    largest left, slice t right), one row per variable of slice t; the figure's side and the
+    node radius."""
+    lags = sorted({int(x) for x in slices.values()}, reverse=True)
+    base = [x for x in names if slices[x] == 0]
+    row = {x: j for j, x in enumerate(base)}
+    xs = np.linspace(-1.0, 1.0, len(lags)) if len(lags) > 1 else np.zeros(1)
+    ys = np.linspace(1.0, -1.0, len(base)) if len(base) > 1 else np.zeros(1)
+    xy = np.zeros((len(names), 2))
+    for i, x in enumerate(names):
+        lag = int(slices[x])
+        stem = x if lag == 0 else x[: x.rfind("[t-")]
+        xy[i] = (xs[lags.index(lag)], ys[row[stem]])
+    side = min(max(5.0, 0.35 * len(base) + 3.0), 24.0)
+    return xy, side, min(0.09, 0.6 / max(len(base), 1))
+
+
 def _circle(center, radius, fill=None):
     from matplotlib.patches import Circle
 
@@ -244,7 +291,8 @@ def graph_format(path, fmt=None) -> str:
     return fmt
 
 
-def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, title=None, tiers=None) -> str:
+def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, title=None, tiers=None,
+                slices=None) -> str:
     """Write the thresholded graph as a picture or as DOT/GraphML text; returns the format."""
     fmt = graph_format(path, fmt)
     if fmt in ("dot", "graphml"):
@@ -252,6 +300,7 @@ def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, tit
         text = to_dot(names, edges) if fmt == "dot" else to_graphml(names, edges)
         Path(path).write_text(text, encoding="utf-8")
     else:
-        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title, tiers=tiers)
+        draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title, tiers=tiers,
+                   slices=slices)
     return fmt
 

@@ -12,6 +12,8 @@ from bigbn.io import frames
 from bigbn import options as opt
 from bigbn.errors import OptionError
 from bigbn.outputs.parentsets import ranked
+from bigbn.outputs.strength import HEADER as STRENGTH_HEADER
+from bigbn.outputs.strength import averaged_arcs, cpdag, cpdag_probabilities, strength_matrices, strength_rows
 from bigbn.plan.tiers import TieredFamilies
 
 
@@ -25,7 +27,9 @@ class Result:
     A MAP-only run (learn(..., map_dag=True, posterior=False)) has posterior and
     log_marginal None, and only the map_* methods. workdir: the run's work directory
     (learn(..., workdir=...); None when learn ran in a temporary folder, removed when it
-    returned): `bigbn.sample` takes the Result in its place.
+    returned): `bigbn.sample` takes the Result in its place. samples, effects: those a
+    `bigbn sample` / `bigbn effects` left in the workdir, when the Result comes from
+    `bigbn.open` (else None).
     """
 
     posterior: np.ndarray | None
@@ -38,6 +42,16 @@ class Result:
     map_log_score: float | None = None
     tiered: "TieredFamilies | None" = field(default=None, repr=False)
     workdir: Path | None = field(default=None, repr=False)  # None: learn ran in a temporary folder
+    #: the run's samples and causal effects when `bigbn.open` found them in its workdir
+    samples: object = field(default=None, repr=False)  # bigbn.outputs.samples.Samples
+    effects: object = field(default=None, repr=False)  # bigbn.outputs.effects.Effects
+    children: tuple[int, ...] | None = field(default=None, repr=False)
+
+    def _pairs(self) -> list[tuple[int, int]]:
+        """Every directed pair (u, v), u ≠ v, v a child, in node order of v within u."""
+        n = len(self.names)
+        kids = range(n) if self.children is None else self.children
+        return [(u, v) for u in range(n) for v in kids if u != v]
 
     def parent_sets(self, child, top: int | None = None) -> list[tuple[tuple[str, ...], float]]:
         """Every parent set of ``child`` (a name or an index) with nonzero posterior, as
@@ -68,11 +82,10 @@ class Result:
         raise OptionError(f"no variable named {node!r}")
 
     def edges(self) -> list[tuple[str, str, float]]:
-        """All n(n-1) directed edges as (parent, child, posterior), highest first."""
+        """All n(n-1) directed edges as (parent, child, posterior), highest first (a dynamic
+        network: the n·L·n from lagged variables and the n(n−1) within slice t)."""
         self._need_posterior()
-        n = len(self.names)
-        out = [(self.names[u], self.names[v], float(self.posterior[u, v]))
-               for u in range(n) for v in range(n) if u != v]
+        out = [(self.names[u], self.names[v], float(self.posterior[u, v])) for u, v in self._pairs()]
         return sorted(out, key=lambda e: -e[2])
 
     def map_arcs(self) -> list[tuple[str, str]]:
@@ -95,24 +108,90 @@ class Result:
         """A pandas DataFrame with columns parent, child, posterior: all n(n-1) directed
         edges in node order (pandas is an optional dependency)."""
         self._need_posterior()
-        n = len(self.names)
-        pairs = [(u, v) for u in range(n) for v in range(n) if u != v]
+        pairs = self._pairs()
         return frames.to_frame({"parent": [self.names[u] for u, _ in pairs],
                                 "child": [self.names[v] for _, v in pairs],
                                 "posterior": [float(self.posterior[u, v]) for u, v in pairs]})
 
     def to_networkx(self, threshold: float | None = None):
         """A networkx DiGraph with every variable as a node and an arc u → v with attribute
-        ``posterior`` for every pair, or only for those with posterior ≥ threshold."""
+        ``posterior`` for every pair, or only for those with posterior ≥ threshold. A
+        dynamic network's is the 2-TBN: arcs into slice t only, each node with attribute
+        ``lag`` (0 for slice t, l for NAME[t-l])."""
         self._need_posterior()
-        return frames.to_digraph(list(self.names), self.posterior, "posterior", threshold)
+        g = frames.to_digraph(list(self.names), self.posterior, "posterior", threshold,
+                              None if self.children is None else self._pairs())
+        if self.children is not None:
+            from bigbn.io.series import lag_of
+
+            for name in self.names:
+                g.nodes[name]["lag"] = lag_of(name, self.names)
+        return g
 
     def parent_sets_to_pandas(self):
         """A DataFrame with columns child, parents (a tuple of names), posterior: every
         parent set of nonzero posterior, per node in data order, highest first."""
-        rows = [(c, ps, p) for c in self.names for ps, p in self.parent_sets(c)]
+        kids = range(len(self.names)) if self.children is None else self.children
+        rows = [(self.names[c], ps, p) for c in kids for ps, p in self.parent_sets(c)]
         return frames.to_frame({"child": [r[0] for r in rows], "parents": [r[1] for r in rows],
                                 "posterior": [r[2] for r in rows]})
+
+    def strength(self):
+        """bnlearn's arc-strength table (`boot.strength`, `custom.strength`) as a DataFrame:
+        from, to, strength = p(from and to adjacent | data) = p(from → to) + p(to → from),
+        direction = p(from → to | adjacent); every ordered pair, both orientations, as
+        WORKDIR/strength.csv holds it (bigbn/outputs/strength.py)."""
+        self._need_posterior()
+        rows = strength_rows(self.names, self.posterior)
+        return frames.to_frame({h: [r[j] for r in rows] for j, h in enumerate(STRENGTH_HEADER)})
+
+    def averaged(self, threshold: float = 0.5, by: str = "arc"):
+        """The averaged network as a networkx DiGraph, acyclic by construction: the arcs with
+        p(u → v) ≥ threshold taken by decreasing posterior, skipping any that would close a
+        directed cycle with those already taken (they are listed in ``graph["skipped"]``; at
+        0.5 no pair can give both directions, since p(u → v) + p(v → u) ≤ 1, but a longer
+        cycle can). by="adjacency": bnlearn's `averaged.network` rule instead, the pairs
+        with strength > threshold (or 1) oriented by direction ≥ 0.5, by decreasing strength. Each arc carries ``posterior``, ``strength``, ``direction``
+        (`strength`) and ``mark``: "directed" when the arc is compelled in the averaged
+        DAG's Markov equivalence class (its CPDAG), "undirected" when it is reversible.
+        With samples (a Result of `bigbn.open` after `bigbn sample`) each arc also carries
+        ``p_compelled`` and ``p_reversible``: the posterior probability, estimated from the
+        samples, that u → v is a compelled arc of the true DAG's CPDAG, and that u — v is
+        an undirected edge of it."""
+        self._need_posterior()
+        nx = frames.require("networkx", "averaged()")
+        kept, skipped = averaged_arcs(self.posterior, threshold, by)
+        n, names = len(self.names), self.names
+        adj = np.zeros((n, n), dtype=bool)
+        for u, v in kept:
+            adj[u, v] = True
+        compelled, _ = cpdag(adj)
+        s, d = strength_matrices(self.posterior)
+        marks = None
+        if self.samples is not None and self.samples.parents.ndim == 2:
+            marks = cpdag_probabilities(self.samples.parents, self.samples.weights)
+        g = nx.DiGraph(threshold=float(threshold), by=by, skipped=[(names[u], names[v]) for u, v in skipped])
+        g.add_nodes_from(names)
+        for u, v in kept:
+            attrs = {"posterior": float(self.posterior[u, v]), "strength": float(s[u, v]),
+                     "direction": float(d[u, v]), "mark": "directed" if compelled[u, v] else "undirected"}
+            if marks is not None:
+                attrs.update(p_compelled=float(marks[0][u, v]), p_reversible=float(marks[1][u, v]))
+            g.add_edge(names[u], names[v], **attrs)
+        return g
+
+    def to_pgmpy(self, dag="map", data=None):
+        """The learned network as a pgmpy model with posterior-mean parameters under the
+        run's own parameter prior (BDeu / K2: Dirichlet, a DiscreteBayesianNetwork; BGe:
+        normal-Wishart, a LinearGaussianBayesianNetwork; bigbn/outputs/model.py).
+        dag: "map" (the MAP network: learn(..., map_dag=True) or `bigbn run --map`), a
+        threshold (the DAG of `averaged`), or a list of (parent, child) arcs. data: the
+        run's data; default the file the run read (a Result with a workdir). pgmpy is
+        optional: without it, one line says to install it."""
+        from bigbn.outputs import model
+
+        frames.require("pgmpy", "to_pgmpy()")
+        return model.to_pgmpy(model.fit_result(self, dag, data))
 
     def _repr_html_(self) -> str:
         """A compact table for Jupyter: the model, log p(data), the strongest edges."""
@@ -123,14 +202,11 @@ class Result:
     def to_csv(self, path) -> None:
         """Write parent,child,posterior rows (all n(n-1), in node order)."""
         self._need_posterior()
-        n = len(self.names)
         with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
-            for u in range(n):
-                for v in range(n):
-                    if u != v:
-                        fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
-                                 f"{self.posterior[u, v]:.17g}\n")
+            for u, v in self._pairs():
+                fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                         f"{self.posterior[u, v]:.17g}\n")
 
 
 def run_workdir(source, caller: str) -> str | Path:

@@ -891,8 +891,10 @@ def work_estimate(plan: Plan) -> dict[str, float]:
     return out
 
 
-def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
-    """Rough wall seconds per stage on `workers` cores of the reference machine."""
+def time_estimate(plan: Plan, workers: int, factors: dict[str, float] | None = None) -> dict[str, float]:
+    """Rough wall seconds per stage on `workers` cores of the reference machine; with
+    ``factors`` (per stage, this machine's wall over the reference machine's:
+    `bigbn.tools.calibrate`), on this one."""
     w = work_estimate(plan)
     lae = SECONDS_PER_LAE / max(workers, 1)
     term = SECONDS_PER_TERM / max(workers, 1)
@@ -920,4 +922,6 @@ def time_estimate(plan: Plan, workers: int) -> dict[str, float]:
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
         out["forward"] += disk["alpha"] / DISK_READ_BPS
         out["backward"] += disk["alpha"] / DISK_READ_BPS
+    if factors is not None:
+        out = {s: t * factors[s] for s, t in out.items()}
     return out

@@ -598,9 +598,11 @@ def _consecutive(sizes) -> tuple[tuple[int, ...], ...]:
 
 
 def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_dag: bool,
-               posterior: bool, chunk_bits, workdir) -> list[str]:
-    """`bigbn plan` for a tiered run: per tier its lattice, disk and time; the scores
-    stage's families and memory; the totals."""
+               posterior: bool, chunk_bits, workdir, factors: dict | None = None,
+               clock: str = "the reference machine") -> list[str]:
+    """`bigbn plan` for a tiered run: per tier its lattice, disk and time (``factors``,
+    ``clock``: the machine's, as `time_estimate` takes them and as the line names it); the
+    scores stage's families and memory; the totals."""
     import shutil
 
     from bigbn.plan.lattice import MAX_NODES, time_estimate
@@ -626,7 +628,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
             lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
             continue
         d = sum(sum(p.disk_bytes(workers).values()) for p in parts)
-        t = sum(sum(time_estimate(p, workers).values()) for p in parts)
+        t = sum(sum(time_estimate(p, workers, factors).values()) for p in parts)
         disk += d
         total_t += t
         task_mem = max(task_mem, max(p.task_memory_bytes() for p in parts))
@@ -636,8 +638,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lines.append(f"disk:   {_bytes(disk)} (the tiers' tables, kept until the run ends)")
     lines.append(f"memory: scores stage {_bytes(score_mem)}; {_bytes(task_mem)} per task × {workers} workers "
                  f"(budget {_bytes(memory)})")
-    lines.append(f"time:   ≈ {total_t:.0f} s for the tiers' lattices on {workers} cores of the reference "
-                 f"machine, plus the scores stage ({fams} families, each counted over the rows)")
+    lines.append(f"time:   ≈ {total_t:.0f} s for the tiers' lattices on {workers} cores of {clock}, plus the scores stage ({fams} families, each counted over the rows)")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
         lines.append(f"workdir {workdir}: {_bytes(free)} free — {'enough' if free >= disk * 1.05 else 'NOT enough'}")

@@ -45,10 +45,10 @@ import numpy as np
 from bigbn.io.data import Dataset
 from bigbn.errors import OptionError
 
-__all__ = ["Option", "Score", "BDeu", "K2", "BGe", "BUILTIN", "AUTO", "names", "lookup",
+__all__ = ["Option", "Score", "BDeu", "K2", "BGe", "CG", "BUILTIN", "AUTO", "names", "lookup",
            "resolve", "check_options", "numerics_version", "source_fingerprint"]
 
-#: the score name that picks by data kind: BGe for continuous data, else BDeu
+#: the score name that picks by data kind: BGe for continuous data, CG for mixed, else BDeu
 AUTO = "auto"
 
 
@@ -174,7 +174,7 @@ class BGe(Score):
     data_kind = "continuous"
     description = "BGe (Geiger & Heckerman 2002; Kuipers, Moffa & Heckerman 2014)"
     modules = ("bigbn.scores.bge",)
-    numerics = "bge-1"  # bump on any change of a BGe score (module docstring)
+    numerics = "bge-2"  # bump on any change of a BGe score (module docstring)
     options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
                Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
 
@@ -197,15 +197,39 @@ class BGe(Score):
         return scale_warnings(ds)
 
 
+class CG(Score):
+    name = "cg"
+    data_kind = "mixed"
+    description = ("CG: conditional Gaussian networks of discrete and continuous columns (Bøttcher "
+                   "2001): BDeu for discrete nodes, BGe per discrete-parent configuration")
+    modules = ("bigbn.scores.cg",)
+    numerics = "cg-1"  # bump on any change of a CG score (module docstring)
+    impossible_families = True  # a discrete node with a continuous parent
+    options = (Option("ess", "ess (equivalent sample size)", 1.0, "BDeu equivalent sample size  [default: 1]"),
+               Option("alpha_mu", "CG alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
+               Option("alpha_w", "CG alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
+
+    def local_scores(self, ds, k, options):
+        from bigbn.scores.cg import cg_scores
+
+        return cg_scores(ds, k, options["ess"], options["alpha_mu"], options["alpha_w"])
+
+    def family_scores(self, ds, k, options, sets):
+        from bigbn.scores.cg import cg_scores
+
+        return cg_scores(ds, k, options["ess"], options["alpha_mu"], options["alpha_w"], sets=sets)
+
+
 #: The scores bigbn ships, by name (read only). Registering a score is one line here.
 BUILTIN = MappingProxyType({s.name: s for s in (
     BDeu(),
     K2(),
     BGe(),
+    CG(),
 )})
 
 #: which built-in score "auto" picks for each kind of data
-_AUTO = {"discrete": "bdeu", "continuous": "bge"}
+_AUTO = {"discrete": "bdeu", "continuous": "bge", "mixed": "cg"}
 
 
 def names() -> tuple[str, ...]:

@@ -33,7 +33,9 @@ from __future__ import annotations
 from math import lgamma, log, pi
 
 import numpy as np
+from numba import njit
 
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
@@ -154,9 +156,80 @@ def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.
     t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
     mean = data.mean(axis=0)
     centred = data - mean
-    d = (nu - mean)[:, None]
-    R = t * np.eye(n) + centred.T @ centred + (alpha_mu * m / (alpha_mu + m)) * (d @ d.T)
-    return t, (R + R.T) / 2
+    d = nu - mean
+    R = t * np.eye(n) + scatter(np.ascontiguousarray(centred)) + (alpha_mu * m / (alpha_mu + m)) * np.outer(d, d)
+    return t, R
+
+
+@njit(cache=True, nogil=True)
+def log_dets(a):
+    """log det of each symmetric positive definite matrix a[s] (float64 (S, l, l)), by a
+    Cholesky factorisation in one fixed order (2 Σ_j log L_jj); NaN where a pivot is not
+    positive (not positive definite), +inf where one is not finite (overflow). Not ``np.linalg.slogdet``: LAPACK's LU
+    goes through BLAS kernels chosen by processor at run time, and gave other last bits for
+    the same 4 × 4 matrices on a Haswell and on an AVX-512 host (see `scatter`)."""
+    S, l = a.shape[0], a.shape[1]
+    out = np.empty(S)
+    L = np.zeros((l, l))
+    for s in range(S):
+        acc = 0.0
+        for j in range(l):
+            d = a[s, j, j]
+            for p in range(j):
+                d -= L[j, p] * L[j, p]
+            if not np.isfinite(d):  # overflow: non-finite, as the caller's check expects
+                acc = np.inf
+                break
+            if d <= 0.0:
+                acc = np.nan
+                break
+            L[j, j] = np.sqrt(d)
+            acc += np.log(d)
+            for i in range(j + 1, l):
+                x = a[s, i, j]
+                for p in range(j):
+                    x -= L[i, p] * L[j, p]
+                L[i, j] = x / L[j, j]
+        out[s] = acc
+    return out
+
+
+#: rows summed plainly before their block's sum joins the compensated total (`scatter`)
+SCATTER_BLOCK = 256
+
+
+@njit(cache=True, nogil=True)
+def scatter(c):
+    """S = Σ_t c_t c_tᵀ of the rows of ``c`` (float64 (m, n)), symmetric, in one fixed order
+    of operations on every machine: each entry sums the rows in blocks of `SCATTER_BLOCK`,
+    ascending, and adds each block's sum to a compensated (Neumaier) total.
+
+    Not ``c.T @ c``: BLAS (OpenBLAS picks its kernel by processor at run time) sums in an
+    order of its own, so the same data gave BGe scores that differ in the last bits on a
+    Haswell and on an AVX-512 host, and a resumed run, or the golden numbers, would not be
+    the same bits from one machine to the next."""
+    m, n = c.shape
+    total = np.zeros((n, n))
+    comp = np.zeros((n, n))
+    block = np.zeros((n, n))
+    for lo in range(0, m, SCATTER_BLOCK):
+        block[:] = 0.0
+        for r in range(lo, min(lo + SCATTER_BLOCK, m)):
+            for i in range(n):
+                ci = c[r, i]
+                for j in range(i, n):
+                    block[i, j] += ci * c[r, j]
+        for i in range(n):
+            for j in range(i, n):
+                a, x = total[i, j], block[i, j]
+                s = a + x
+                comp[i, j] += (a - s) + x if abs(a) >= abs(x) else (x - s) + a
+                total[i, j] = s
+    for i in range(n):
+        for j in range(i, n):
+            total[i, j] += comp[i, j]
+            total[j, i] = total[i, j]
+    return total
 
 
 def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
@@ -179,8 +252,8 @@ def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
     (S, l): the module docstring's formula with batched log-determinants; float64 (S,)."""
     l = idx.shape[1]
     sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
-    sign, logdet = np.linalg.slogdet(sub)
-    if np.any(sign <= 0):
+    logdet = log_dets(np.ascontiguousarray(sub))
+    if np.isnan(logdet).any():
         raise DataError("BGe: posterior scatter matrix is not positive definite (bug or overflow)")
     a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
     a1 = (m + alpha_w - n + l) / 2

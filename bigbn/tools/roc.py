@@ -125,7 +125,9 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     n = len(names)
     if n < 2:
         raise DataError(f"{path}: needs at least 2 nodes, found {n}")
-    if len(entries) != n * (n - 1):
+    if _dynamic(names, entries):  # a dynamic network's: every pair into slice t, the lagged never children
+        pass
+    elif len(entries) != n * (n - 1):
         raise DataError(
             f"{path}: {len(entries)} rows for {n} nodes; expected all n(n-1) = {n * (n - 1)} "
             "directed pairs"
@@ -142,6 +144,18 @@ def _edge_header(text: str) -> tuple[str, ...]:
     head = text.split("\n", 1)[0].strip()
     cells = tuple(c.strip() for c in head.split(sniff_separator(head)))
     return next((h for h in EDGE_HEADERS if cells[:3] == h), EDGE_HEADERS[0])
+
+
+def _dynamic(names: dict[str, int], entries) -> bool:
+    """Whether the edges are a dynamic network's (`bigbn run --lag`): every name that is no
+    child is a lagged copy NAME[t-l] of a child, and every pair into a child is there."""
+    from bigbn.io.series import lag_of
+
+    children = {v for _, v in entries}
+    kids = [x for x, i in names.items() if i in children]
+    others = [x for x, i in names.items() if i not in children]
+    return bool(others) and all(lag_of(x, kids) > 0 for x in others) \
+        and len(entries) == len(children) * (len(names) - 1)
 
 
 def plot_roc(curves, path, labels=None, title=None) -> None:

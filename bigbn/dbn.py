@@ -1,0 +1,129 @@
+"""Dynamic Bayesian networks (2-TBN): a time series as a run of tiers, exactly.
+
+The model (docs/posterior.md, "Time series"): the n variables of slice t are the nodes;
+their lagged copies X[t−l] (l = 1..L) are exogenous, always available, never children.
+A node's parents are lagged variables and nodes before it in an order of slice t, at
+most k in all. The order-modular prior runs over the n nodes of slice t.
+
+That is a tiered run (`bigbn/plan/tiers.py`) of the n·(L + 1) columns of the transition
+rows (`bigbn/io/series.py`): each lagged variable is a one-node tier of its own, earlier
+than slice t, with max parents 0 (so it has one family, ∅, and no lattice), and slice t
+is one tier (or the user's tiers of it). A tier's lattice scores are then exactly the fold
+of the lagged parents into each node's table, A_i(T) = log Σ_{H lagged, |T|+|H| ≤ k}
+exp β_i(T ∪ H), the 2^n lattice runs over slice t only, and every output of a tiered run
+is the DBN's: edges and parent sets (β_i(T ∪ H) γ_i(T) / Z), exact samples (H drawn given
+T ∝ exp β_i(T ∪ H)), the MAP network (the best H completing each T), out of core and
+resumable. ``--no-contemporaneous`` makes every node of slice t a one-node tier too, with
+the edges within slice t forbidden: no lattice at all.
+
+log p(x) of such a run holds the lagged variables' own ∅ families, which `learn` takes off
+(and adds log n! without contemporaneous edges: the n! orders of slice t, each the same sum),
+so a DBN's log marginal is Σ over the orders of slice t of Π_i α_i, as for a static run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from bigbn.errors import OptionError
+from bigbn.io import frames
+from bigbn.io.data import read_table
+from bigbn.io.series import Transitions, check_lag, split_columns, transition_rows, transitions
+from bigbn.knowledge import Knowledge
+
+
+def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
+    """Whether learn's arguments ask for a DBN."""
+    return (isinstance(data, Transitions) or lag is not None or series is not None or time is not None
+            or contemporaneous is not True)
+
+
+def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> Transitions:
+    """The transition rows of ``data`` (a CSV path or a DataFrame of series; a
+    `Transitions` is returned as it is). lag: L (default 1); series, time: column names."""
+    from bigbn import options as opt
+    from bigbn.inputs import _dataset_from_table
+    from bigbn.scores.base import lookup
+
+    if isinstance(data, Transitions):
+        if lag is not None and check_lag(lag) != data.lag:
+            raise OptionError(f"lag={lag} but these transition rows have lag {data.lag}")
+        if series is not None or time is not None:
+            raise OptionError("these are transition rows already: drop series= and time_column=")
+        return data
+    lag = check_lag(1 if lag is None else lag)
+    categories = {}
+    if frames.is_dataframe(data):
+        table, by_index = frames.table_from_frame(data)
+        categories = {table.names[j]: lv for j, lv in by_index.items()}
+    elif isinstance(data, (str, os.PathLike)):
+        table = read_table(os.fspath(data), opt.sep(sep))
+    else:
+        raise OptionError(f"a time series is a CSV file or a pandas DataFrame, got {type(data).__name__}")
+    series = None if series is None else str(series)
+    time = None if time is None else str(time)
+    table, ids, times = split_columns(table, series, time)
+    full = _dataset_from_table(table, lookup(score))
+    if categories:
+        full = frames.declared_order(full, {j: categories[x] for j, x in enumerate(table.names)
+                                            if x in categories})
+    rows, n_series = transition_rows(table, lag, ids, times, series, time)
+    return transitions(full, rows, lag, n_series, series, time)
+
+
+def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = True) -> Knowledge:
+    """The run's `Knowledge`: the user's (tiers of slice t; edges by name, lagged parents
+    as NAME[t-l]) with the DBN's tiers (every lagged variable a one-node tier before slice
+    t, max parents 0) and, without contemporaneous edges, the edges within slice t
+    forbidden."""
+    user = user if user is not None else Knowledge()
+    current = list(tr.names)
+    lagged = list(tr.dataset.names[tr.n:])
+    is_lagged = set(lagged).__contains__
+    for j, t in enumerate(user.tiers):
+        for x in t:
+            if is_lagged(x):
+                raise OptionError(f"knowledge: tier {j + 1} lists the lagged variable {x!r}; tiers order "
+                                  "the variables of slice t (the lagged ones come before all of them)")
+    for what, edges in (("forbidden", user.forbidden), ("required", user.required),
+                        ("edge_prob", tuple(e for e, _ in user.edge_prob))):
+        for u, v in edges:
+            if is_lagged(v):
+                raise OptionError(f"knowledge: {what} edge {u} -> {v}: a lagged variable is never a child "
+                                  "in a dynamic network (its parents are not modelled)")
+    forbidden = list(user.forbidden)
+    if contemporaneous:
+        within = list(user.tiers) or [current]
+        no_edges = [len(lagged) + t for t in user.no_edges_within]
+    else:
+        if user.tiers:
+            raise OptionError("tiers order the variables of slice t, but without contemporaneous edges "
+                              "there is no edge within slice t: drop the tiers or the option")
+        within = [[x] for x in current]
+        no_edges = []
+        forbidden += [(u, v) for u in current for v in current if u != v]
+    return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,
+                     required=list(user.required), edge_prob=dict(user.edge_prob),
+                     # a lagged variable has no parents whatever limit it was given (e.g. one
+                     # integer for every variable, `--max-parents-file 2`)
+                     max_parents={**dict(user.max_parents), **{x: 0 for x in lagged}},
+                     no_edges_within=no_edges)
+
+
+def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, workers: int, alpha_mode: str,
+               map_dag: bool, posterior: bool, chunk_bits, workdir, factors: dict | None = None,
+               clock: str = "the reference machine") -> list[str]:
+    """`bigbn plan --n N --lag L`: the plan of the tiered run a DBN is (`knowledge`), its
+    lagged variables' one-node tiers (no lattice) summed up in one line; factors, clock:
+    as `bigbn.plan.tiers.plan_lines` takes them."""
+    from bigbn.plan.tiers import plan_lines as tier_lines
+
+    lag = check_lag(lag, "--lag")
+    sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
+    lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
+                       factors, clock)
+    head = (f"dynamic network: {n} variables per slice, lag {lag}, {n * (lag + 1)} columns; the "
+            f"{n * lag} lagged ones are parents only (one-node tiers, no lattice)"
+            + ("" if contemporaneous else "; no edges within slice t (no lattice at all)"))
+    lagged = {f"  tier {j + 1}: 1 node, no lattice" for j in range(n * lag)}
+    return [head] + [x for x in lines if x not in lagged]

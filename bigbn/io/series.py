@@ -1,0 +1,179 @@
+"""Time series as the transition rows of a dynamic Bayesian network (a 2-TBN).
+
+A table of one or more series (``series_column`` tells them apart: the rows of one series
+contiguous; ``time_column``, if given, orders the rows within a series) with lag L gives
+one transition row (x_t, x_{t−1}, …, x_{t−L}) for every time t ≥ L of every series. Rows
+are consecutive steps in their (time) order: a gap in the time column is not filled or
+detected, it is one step like any other. The transition table has the n variables of
+slice t under their own names, then their copies at lag 1, …, L named ``NAME[t-l]``
+(`lagged_name`). A discrete variable's levels come from all rows of the file (so a level
+seen only in a series' first rows is still a level), and its lagged copies share them.
+
+Every refusal names the file, line and column: a series id that reappears after another
+series, a series of fewer than L + 1 rows, a time that is not a number or ties another
+time of its series, a lag below 1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from bigbn.io.data import Dataset, Table, no_column
+from bigbn.errors import DataError, OptionError
+
+#: A lagged copy's name: NAME[t-l].
+_LAGGED = re.compile(r"(.*)\[t-([0-9]+)\]")
+
+
+def lagged_name(name: str, lag: int) -> str:
+    """The name of variable ``name``'s copy ``lag`` steps back: NAME[t-l]."""
+    return f"{name}[t-{lag}]"
+
+
+def lag_of(name: str, names) -> int:
+    """l for a lagged copy NAME[t-l] of a variable among ``names``, 0 for anything else."""
+    hit = _LAGGED.fullmatch(name)
+    return int(hit.group(2)) if hit and hit.group(1) in names else 0
+
+
+def check_lag(lag, flag: str = "lag") -> int:
+    """The lag: a whole number ≥ 1 (OptionError otherwise)."""
+    if isinstance(lag, bool) or not isinstance(lag, (int, np.integer)) or lag < 1:
+        raise OptionError(f"{flag} {lag!r}: the lag is a whole number of steps ≥ 1 "
+                          "(1: slice t depends on slice t-1)")
+    return int(lag)
+
+
+@dataclass(frozen=True, eq=False)
+class Transitions:
+    """The transition rows of a table of series, as the `Dataset` a run scores.
+
+    dataset: n·(L + 1) columns, the n variables of slice t first (in the file's order),
+    then their copies at lag 1, …, lag L; lag: L; n: variables per slice; series: how many
+    series; series_column, time_column: as given (None if not)."""
+
+    dataset: Dataset
+    lag: int
+    n: int
+    series: int
+    series_column: str | None = None
+    time_column: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The n variables of slice t."""
+        return self.dataset.names[: self.n]
+
+    def record(self) -> dict:
+        """What names the model in a run's fingerprint and summary."""
+        return {"lag": self.lag, "nodes": list(self.names), "series": self.series,
+                "series_column": self.series_column, "time_column": self.time_column}
+
+
+def split_columns(table: Table, series_column: str | None, time_column: str | None):
+    """(the data columns as a Table, the series ids (str (m,) or None), the times (str (m,)
+    or None)): the series and time columns taken out of ``table``."""
+    names = list(table.names)
+    special = {}
+    for col, what in ((series_column, "the series column"), (time_column, "the time column")):
+        if col is None:
+            continue
+        if col not in names:
+            raise no_column(table.path, col, names, what)
+        special[what] = names.index(col)
+    if series_column is not None and series_column == time_column:
+        raise OptionError(f"--series-column and --time-column are both {series_column!r}: give two columns")
+    keep = [j for j in range(table.n) if j not in special.values()]
+    if len(keep) < 2:
+        raise DataError(f"{table.path}: {len(keep)} variable column(s) besides the series and time "
+                        "columns; a network needs at least two")
+    ids = table.column(special["the series column"]) if "the series column" in special else None
+    times = table.column(special["the time column"]) if "the time column" in special else None
+    return table.select(keep), ids, times
+
+
+def transition_rows(table: Table, lag: int, ids, times, series_column: str | None,
+                    time_column: str | None) -> tuple[np.ndarray, int]:
+    """(rows, number of series): rows int64 (M, L + 1), row t's column l the table row of
+    x_{t−l}, series after series in the file's order, each in time order."""
+    lag = check_lag(lag)
+    m = table.m
+    blocks = _blocks(table, ids, series_column)
+    out = []
+    for first, stop in blocks:
+        order = np.arange(first, stop, dtype=np.int64)
+        if times is not None:
+            order = _time_order(table, order, times, time_column)
+        size = stop - first
+        if size < lag + 1:
+            if ids is None:
+                raise DataError(f"{table.path}: {m} rows, but lag {lag} needs at least {lag + 1} "
+                                "(one transition row for every time t ≥ lag): no transition row is left")
+            raise DataError(f"{table.path}, line {table.line(first)}, column '{series_column}': series "
+                            f"{str(ids[first])!r} has {size} row(s), but lag {lag} needs at least {lag + 1} "
+                            "(drop the series or lower the lag)")
+        steps = np.stack([order[lag - l: size - l] for l in range(lag + 1)], axis=1)
+        out.append(steps)
+    return np.concatenate(out, axis=0), len(blocks)
+
+
+def _blocks(table: Table, ids, series_column) -> list[tuple[int, int]]:
+    """[(first row, stop row)] of each series; one block without a series column. A series
+    id that appears again after another series is refused (its rows must be contiguous)."""
+    if ids is None:
+        return [(0, table.m)]
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    seen: dict[str, int] = {}
+    for s in starts.tolist():
+        key = str(ids[s])
+        if key in seen:
+            raise DataError(f"{table.path}, line {table.line(s)}, column '{series_column}': series {key!r} "
+                            f"appears again after another series (it began on line "
+                            f"{table.line(seen[key])}); the rows of a series must be contiguous")
+        seen[key] = s
+    stops = np.concatenate([starts[1:], [table.m]])
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarray:
+    """The rows of one series sorted by their time: numbers, no two equal."""
+    values = np.empty(rows.size)
+    for a, r in enumerate(rows.tolist()):
+        cell = str(times[r])
+        try:
+            x = float(cell)
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x):
+            raise DataError(f"{table.path}, line {table.line(r)}, column '{time_column}': {cell!r} is not "
+                            "a finite number (the time column orders the rows of a series)")
+        values[a] = x
+    order = np.argsort(values, kind="stable")
+    tied = np.flatnonzero(values[order][1:] == values[order][:-1])
+    if tied.size:
+        a, b = sorted((int(rows[order[tied[0]]]), int(rows[order[tied[0] + 1]])))
+        raise DataError(f"{table.path}, line {table.line(b)}, column '{time_column}': time {str(times[b])!r} "
+                        f"ties line {table.line(a)} of the same series; each time of a series "
+                        "must be distinct")
+    return rows[order]
+
+
+def transitions(full: Dataset, rows: np.ndarray, lag: int, n_series: int, series_column=None,
+                time_column=None) -> Transitions:
+    """The transition dataset of ``full`` (every row of the file, coded: levels from all
+    rows) at the rows ``rows`` (`transition_rows`)."""
+    names = list(full.names)
+    for name in names:
+        hit = _LAGGED.fullmatch(name)
+        if hit and hit.group(1) in names:  # a lagged copy's name (of this lag or another): ambiguous
+            raise DataError(f"{full.path or 'data'}, column '{name}': the name of a lagged copy of "
+                            f"'{hit.group(1)}'; rename the column")
+    all_names = names + [lagged_name(x, l) for l in range(1, lag + 1) for x in names]
+    data = np.concatenate([full.data[rows[:, l]] for l in range(lag + 1)], axis=1)
+    ds = Dataset(tuple(all_names), data, np.tile(full.arities, lag + 1), tuple(full.levels) * (lag + 1),
+                 full.kind, full.path)
+    return Transitions(ds, lag, full.n, n_series, series_column, time_column)

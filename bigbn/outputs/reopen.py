@@ -1,0 +1,198 @@
+"""A finished run's work directory opened again as the `Result` `learn` returned.
+
+`open_run(workdir)` (``bigbn.open``) reads the run's checked tables through
+`bigbn.store.rundir.FinishedRun` (so every CRC and consistency check of `bigbn sample`
+applies) and gives the same `Result` as ``learn(..., workdir=workdir)`` did, number for
+number, without the data or the options: the edge posteriors, log p(data), every
+parent-set posterior, the MAP network when the run found one, summary.json. What a
+`bigbn sample` and `bigbn effects` left in the folder comes with it (``Result.samples``:
+samples-order-modular/, else samples-dag-modular/; ``Result.effects``: effects.csv).
+A folder that is not a finished run is one line naming what is missing and the command
+that finishes it.
+
+`export` writes the learned network (`bigbn.outputs.model`) of a workdir as BIF or XMLBIF.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bigbn.errors import OptionError, WorkdirError
+from bigbn.io.bif import write_bif, write_xmlbif
+from bigbn.outputs import model
+from bigbn.outputs.effects import Effects
+from bigbn.outputs.parentsets import parent_set_posteriors
+from bigbn.outputs.result import Result
+from bigbn.outputs.samples import PRIORS, Samples
+from bigbn.store.rundir import FinishedRun, RunDir, finished_run
+
+__all__ = ["open_run", "read_samples", "read_effects", "export", "FORMATS"]
+
+THEN = "open it (bigbn.open)"
+#: what `bigbn export` writes, and the file name it writes by default
+FORMATS = {"bif": "network.bif", "xmlbif": "network.xml"}
+
+
+def open_run(workdir, then: str = THEN) -> Result:
+    """The `Result` of the finished run in ``workdir`` (module docstring); WorkdirError (one
+    line) when the folder holds no finished run or a file of it is damaged. then: what the
+    caller does next, for the messages ("open it (bigbn.open)")."""
+    if not isinstance(workdir, (str, Path)) and not hasattr(workdir, "__fspath__"):
+        raise OptionError(f"open() takes a work directory (a path), got {type(workdir).__name__}")
+    rd = RunDir(workdir, then=then)
+    map_only = not rd.plan.posterior
+    run = FinishedRun(workdir, then, need="map") if map_only else finished_run(workdir, then=then)
+    root = run.root
+    summary_path = root / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text())
+        if not isinstance(summary, dict):
+            raise ValueError
+    except FileNotFoundError:
+        raise WorkdirError(f"{summary_path} is missing: run the same `bigbn run` command again (it computes "
+                           f"nothing on a finished run, it writes the run's files), then {then}") from None
+    except (OSError, ValueError, UnicodeDecodeError):
+        raise WorkdirError(f"{summary_path} is damaged: run the same `bigbn run` command again to rewrite "
+                           f"it, then {then}") from None
+    res = Result(None, run.names, None, summary=summary, workdir=root)
+    if not map_only:
+        res.posterior = run.posterior()
+        res.log_marginal = run.log_px + run.log_offset
+        if run.tiered:
+            res.tiered = run.families()
+        else:
+            lat = run.tiers[0].lattice
+            res.families = lat.plan.families
+            res.parent_set_posterior = parent_set_posteriors(lat.beta, lat.gamma(), lat.log_px)
+    _read_map(res, run)
+    if not map_only:
+        res.samples = read_samples(root, res, run.log_px, run.log_offset)
+        res.effects = read_effects(root / "effects.csv", res.names)
+    return res
+
+
+def _read_map(res: Result, run: FinishedRun) -> None:
+    """The MAP network, when the run found one: a run without tiers from its checked
+    tables, a run with tiers from map_dag.csv and summary.json (it is not one lattice)."""
+    if not run.plan.map_dag:
+        return
+    if not run.tiered:
+        lat = run.tiers[0].lattice
+        if lat.plan_read.map_dag:
+            res.map_parents, res.map_log_score = lat.map_parents(), lat.log_map_score
+        return
+    path = run.root / "map_dag.csv"
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+        index = {s: j for j, s in enumerate(res.names)}
+        masks = np.zeros(len(res.names), dtype=object)
+        for u, v in rows[1:]:
+            masks[index[v]] |= 1 << index[u]
+        score = float(res.summary["map_dag"]["log_score"])
+    except FileNotFoundError:
+        return  # the MAP stage did not finish: the posterior alone
+    except (OSError, ValueError, KeyError, TypeError):
+        raise WorkdirError(f"{path} is damaged: run the same `bigbn run --map` command again to rewrite it, "
+                           f"then {THEN}") from None
+    res.map_parents, res.map_log_score = masks, score
+
+
+def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Samples | None:
+    """The samples a `bigbn sample` wrote into WORKDIR/samples-PRIOR/ (order-modular
+    first), as `bigbn.sample` returned them; None when there are none. log_px, offset:
+    the run's log p(x) less its score offset, and that offset (`FinishedRun`)."""
+    for prior in PRIORS:
+        folder = Path(root) / f"samples-{prior}"
+        if (folder / "samples.npz").is_file():
+            break
+    else:
+        return None
+    again = f"run `bigbn sample --workdir {root}` again to rewrite it, then {THEN}"
+    try:
+        info = json.loads((folder / "summary.json").read_text())
+        with np.load(folder / "samples.npz") as z:
+            arrays = {k: z[k] for k in ("names", "parents", "weights", "orders", "log_linear_extensions",
+                                        "log_score")}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
+    if tuple(str(s) for s in arrays["names"]) != tuple(res.names) or arrays["parents"].shape[1] != len(res.names):
+        raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
+    lml = info.get("log_marginal_likelihood")
+    if not isinstance(lml, (int, float)) or abs(lml - (log_px + offset)) > 1e-9 * max(1.0, abs(lml)):
+        raise WorkdirError(f"{folder}: the samples are of another run (log p(data) {lml} vs the run's "
+                           f"{log_px + offset}): {again}")
+    info = {k: v for k, v in info.items() if k not in ("names", "log_marginal_likelihood")}
+    if "log_z_dag_modular" in info:
+        info["log_z_dag_modular"] -= offset
+    return Samples(tuple(res.names), arrays["parents"], arrays["weights"], prior, int(info.get("seed", 0)),
+                   arrays["log_linear_extensions"], arrays["log_score"] - offset, log_px,
+                   arrays["orders"], res.posterior, info, offset)
+
+
+def read_effects(path: Path, names) -> Effects | None:
+    """The effects a `bigbn effects` wrote to WORKDIR/effects.csv as an `Effects` (its
+    credible level is not in the file: ``level`` is NaN); None when there is none."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    index = {s: j for j, s in enumerate(names)}
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+        header = rows[0]
+        if header == ["cause", "effect", "mean", "p_zero", "lower", "upper"]:
+            pairs, cols = [], [[], [], [], []]
+            for r in rows[1:]:
+                pairs.append((index[r[0]], index[r[1]]))
+                for c, x in zip(cols, r[2:6]):
+                    c.append(float(x))
+            mean, p_zero, lower, upper = (np.array(c) for c in cols)
+            return Effects(tuple(names), "continuous", pairs, float("nan"), p_zero, mean, lower, upper)
+        if header != ["cause", "cause_level", "effect", "effect_level", "probability", "p_zero"]:
+            raise ValueError("header")
+        levels: dict[int, list[str]] = {}
+        cells: dict[tuple[int, int], list] = {}
+        for r in rows[1:]:
+            x, y = index[r[0]], index[r[2]]
+            for v, lv in ((x, r[1]), (y, r[3])):
+                if lv not in levels.setdefault(v, []):
+                    levels[v].append(lv)
+            cells.setdefault((x, y), []).append((r[1], r[3], float(r[4]), float(r[5])))
+        pairs, tables, p_zero = list(cells), [], []
+        for (x, y), rs in cells.items():
+            tab = np.zeros((len(levels[x]), len(levels[y])))
+            for a, b, prob, _ in rs:
+                tab[levels[x].index(a), levels[y].index(b)] = prob
+            tables.append(tab)
+            p_zero.append(rs[0][3])
+        return Effects(tuple(names), "discrete", pairs, float("nan"), np.array(p_zero), table=tables,
+                       levels=tuple(tuple(levels.get(v, ())) for v in range(len(names))))
+    except (OSError, ValueError, KeyError, IndexError, UnicodeDecodeError):
+        raise WorkdirError(f"{path} is damaged or not bigbn's: run `bigbn effects --workdir "
+                           f"{path.parent}` again to rewrite it, then {THEN}") from None
+
+
+def export(workdir, fmt: str = "bif", out=None, dag="map", data=None, sep: str | None = None) -> Path:
+    """Write the learned network of the finished run in ``workdir`` (`bigbn.outputs.model`:
+    the DAG ``dag`` with posterior-mean CPDs) as BIF or XMLBIF to ``out`` (default
+    WORKDIR/network.bif or network.xml); returns the path written."""
+    if fmt not in FORMATS:
+        raise OptionError(f"unknown format {fmt!r} (choose one of: {', '.join(FORMATS)})")
+    res = open_run(workdir, then="export it")
+    net = model.fit_result(res, dag, data, sep)
+    if isinstance(net, model.GaussianNetwork):
+        raise OptionError(f"{fmt.upper()} holds discrete networks; this run's data are continuous (BGe): "
+                          "Result.to_pgmpy() gives its LinearGaussianBayesianNetwork")
+    path = Path(out) if out is not None else res.workdir / FORMATS[fmt]
+    if path.is_dir():
+        raise OptionError(f"{path}: is a folder, not a file; give a file name (e.g. {path / FORMATS[fmt]})")
+    try:
+        (write_bif if fmt == "bif" else write_xmlbif)(net, path)
+    except OSError as e:
+        raise OptionError(f"cannot write {path}: {e.strerror}") from None
+    return path

@@ -1,0 +1,479 @@
+"""The CG score: conditional Gaussian networks of discrete and continuous variables.
+
+Model (Lauritzen 1992; Bøttcher 2001, "Learning Bayesian networks with mixed variables",
+AISTATS; the R package deal): a discrete node has only discrete parents and a
+multinomial table per parent configuration; a continuous node with discrete parents D and
+continuous parents Z is, for each configuration d of D, a linear Gaussian regression on
+Z with its own intercept, coefficients and variance. So every family of a discrete node
+with a continuous parent is impossible (local score −inf, the engine's "impossible"),
+and every edge continuous → discrete has posterior exactly 0.
+
+The local scores are differences of one set function (docs/posterior.md, "Mixed data"),
+which makes them score equivalent within CG DAGs. For a set S of variables with discrete
+part D_S and continuous part C_S,
+
+    log p(S) = log p_Dir(x_{D_S}) + Σ_{d observed} log p_NW(x_{C_S} of the rows with D_S = d | d),
+
+- p_Dir: the Dirichlet-multinomial marginal likelihood of the joint table of D_S with
+  ess / q_S on each of its q_S cells (so that a discrete node's score is BDeu(ess));
+- p_NW: the BGe marginal likelihood (`bigbn.scores.bge`, Kuipers, Moffa & Heckerman 2014)
+  of the continuous columns C_S in the rows of configuration d, under a normal-Wishart
+  prior on the n_c continuous variables whose imaginary sample is spread uniformly over
+  the q = q_{D_S} configurations of D_S, as deal's master prior spreads it
+  (its "local master" sums the prior's ν, ρ and Φ over the configurations it merges):
+
+      α_μ(d) = α_μ / q,   α_w(d) − n_c + 1 = (α_w − n_c + 1) / q,   T(d) = T / q,   ν(d) = ν,
+
+  with T = t·I, t = α_μ (α_w − n_c − 1) / (α_μ + 1), ν the column means (BGe's own choices,
+  n_c in place of n). Every configuration's prior is proper (its Wishart has
+  α_w(d) − n_c + l > l − 1 degrees of freedom on any l variables) and has the same
+  location as the whole (mean ν, covariance scale T(d) / (α_w(d) − n_c + 1) = T / (α_w − n_c + 1));
+  only its weight is 1/q. A configuration absent from the data contributes 0.
+
+Local scores: a discrete node i with discrete parents D: log p(D + i) − log p(D), which is
+BDeu(ess); with any continuous parent: −inf. A continuous node i with parents D ∪ Z:
+Σ_d [log p_NW(Z + i | d) − log p_NW(Z | d)]. With no discrete column these are bigbn's
+BGe scores bit for bit (q = 1 uses α_w itself); with no continuous column, its BDeu scores
+bit for bit (the same call).
+
+Column kinds (`column_kinds`): a column with a cell that is not a number is discrete; a
+column of numbers is continuous unless all its values are whole numbers and it has at
+most `MAX_INTEGER_LEVELS` of them (codes such as 0/1 or a stage 1..4), which makes it
+discrete; ``discrete=`` / ``continuous=`` (``--discrete A,B``, ``--continuous C``) override
+the rule column by column.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from math import lgamma, log, pi
+
+import numba
+import numpy as np
+
+from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
+from bigbn.io.data import Dataset, Table, _natural_order, no_column
+from bigbn.errors import DataError, OptionError
+
+__all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
+           "hyperparameters", "cg_scores", "cg_log_marginal"]
+
+#: a column of whole numbers with at most this many distinct values is read as discrete
+MAX_INTEGER_LEVELS = 10
+#: most levels a discrete column of mixed data may have: each level multiplies the
+#: configurations a continuous child is split into (and a discrete table's cells)
+MAX_LEVELS = 10_000
+
+
+# ------------------------------------------------------------------------- column kinds
+
+def _numbers(values: np.ndarray) -> np.ndarray | None:
+    """The distinct cells ``values`` (str) as float64, or None if one is not a number."""
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return values.astype(np.float64)
+    except ValueError:
+        return None
+
+
+def column_kinds(table: Table, discrete=None, continuous=None, where: str = "") -> tuple[str, ...]:
+    """"discrete" or "continuous" for each column of ``table`` (the module docstring's
+    rule); ``discrete`` / ``continuous``: column names forced to that kind. A name that is
+    not a column, a name in both, or a text column forced continuous is a one-line error."""
+    where = where or table.path
+    forced = {}
+    for kind, names, flag in (("discrete", discrete, "--discrete"), ("continuous", continuous, "--continuous")):
+        for name in names or ():
+            name = str(name)
+            if name not in table.names:
+                raise no_column(where, name, table.names, f"named by {flag}")
+            if forced.get(name, kind) != kind:
+                raise OptionError(f"column '{name}' is named both discrete and continuous")
+            forced[name] = kind
+    out = []
+    for j, name in enumerate(table.names):
+        values = table.columns[j][0]
+        x = _numbers(values)
+        if name in forced:
+            if forced[name] == "continuous" and x is None:
+                cell = next(v for v in values.tolist() if _numbers(np.array([v])) is None)
+                raise DataError(f"{where}, column '{name}': declared continuous, but '{cell}' is not a number")
+            out.append(forced[name])
+        elif x is None:
+            out.append("discrete")
+        elif not np.isfinite(x).all():
+            out.append("continuous")  # its non-finite cell is named when it is read
+        elif values.size <= MAX_INTEGER_LEVELS and np.all(x == np.round(x)):
+            out.append("discrete")
+        else:
+            out.append("continuous")
+    return tuple(out)
+
+
+def has_text_and_numbers(table: Table) -> bool:
+    """True if some column has a cell that is not a number and the typing rule reads some
+    other column as continuous: the tables `auto` scores with cg (all-number tables keep
+    BGe or BDeu, as before cg existed)."""
+    text = any(_numbers(table.columns[j][0]) is None for j in range(table.n))
+    return text and "continuous" in column_kinds(table)
+
+
+def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
+    """The table as a Dataset of kind "mixed": each column discrete (coded 0..r−1, levels in
+    natural order, as `bigbn.io.data.discrete_dataset` codes them) or continuous (its
+    numbers), by `column_kinds`. DataError (file, row, column) for a continuous cell that is
+    not a finite number, a continuous column with one value in every row (zero variance:
+    no information, and a degenerate Gaussian), or a discrete column with more than
+    MAX_LEVELS levels, or more than 2 levels and more than m/2 of them (an identifier or
+    a measurement, not a category)."""
+    kinds = column_kinds(table, discrete, continuous)
+    m, n, p = table.m, table.n, table.path
+    data = np.empty((m, n), dtype=np.float64)
+    arities = np.zeros(n, dtype=np.int64)
+    levels: list[tuple[str, ...]] = []
+    for j, kind in enumerate(kinds):
+        values, codes = table.columns[j]
+        name = table.names[j]
+        if kind == "discrete":
+            r = values.size
+            if r > MAX_LEVELS or (r > 2 and r > m / 2):
+                raise DataError(f"{p}, column '{name}': read as discrete but has {r} distinct values in "
+                                f"{m} rows (at most {MAX_LEVELS} levels and m/2 of them): an identifier or a "
+                                "measurement; drop it, or read it as continuous (--continuous "
+                                f"{name}) if it is a number")
+            order = _natural_order(values)
+            recode = np.empty(r, dtype=np.int64)
+            recode[order] = np.arange(r)
+            data[:, j] = recode[codes]
+            arities[j] = r
+            levels.append(tuple(values[order].tolist()))
+            continue
+        x = _numbers(values)
+        if x is None or not np.isfinite(x).all():
+            for r, cell in enumerate(table.column(j).tolist()):
+                bad = _numbers(np.array([cell]))
+                if bad is None or not np.isfinite(bad).all():
+                    raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
+                                    "number (a continuous column of the cg score)")
+        if np.unique(x).size == 1:
+            raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
+                            "column with zero variance carries no information; drop it (or read it as "
+                            f"discrete: --discrete {name})")
+        data[:, j] = x[codes]
+        levels.append(())
+    return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
+
+
+# ------------------------------------------------------------------------- the score
+
+def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, float]:
+    """(α_μ, α_w, t) of the continuous part: α_w defaults to n_c + α_μ + 1 and must exceed
+    n_c + 1; t = α_μ (α_w − n_c − 1) / (α_μ + 1) (T = t·I), as BGe with n_c variables."""
+    from bigbn.scores.discrete import MAX_HYPER
+
+    alpha_mu = float(alpha_mu)
+    if not (math.isfinite(alpha_mu) and alpha_mu > 0):
+        raise OptionError(f"CG alpha_mu must be a positive number, got {alpha_mu}")
+    alpha_w = float(n_c + alpha_mu + 1 if alpha_w is None else alpha_w)
+    if not (math.isfinite(alpha_w) and alpha_w > n_c + 1):
+        raise OptionError(f"CG alpha_w must exceed n_c + 1 = {n_c + 1} (n_c: the continuous columns), "
+                          f"got {alpha_w:g}")
+    for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
+        if value > MAX_HYPER:
+            raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
+                              "differences lose the precision the posteriors need")
+    return alpha_mu, alpha_w, alpha_mu * (alpha_w - n_c - 1) / (alpha_mu + 1)
+
+
+class _Split:
+    """A mixed dataset in parts: discrete columns (global ids, codes, arities), continuous
+    columns (global ids, values), the prior's ν and constants, and each global id's local
+    index within its kind."""
+
+    def __init__(self, ds: Dataset, alpha_mu, alpha_w):
+        if ds.kind != "mixed":
+            raise OptionError(f"the cg score needs mixed data (a Dataset of kind 'mixed'), got {ds.kind} data")
+        if ds.m < 1:
+            raise DataError(f"{ds.path or 'dataset'}: the cg score needs at least one record")
+        self.ds = ds
+        self.disc = np.flatnonzero(ds.arities > 0)
+        self.cont = np.flatnonzero(ds.arities == 0)
+        self.codes = np.ascontiguousarray(ds.data[:, self.disc]).astype(np.int64)
+        self.r = ds.arities[self.disc]
+        self.x = np.ascontiguousarray(ds.data[:, self.cont])
+        self.local = np.full(ds.n, -1, dtype=np.int64)
+        self.local[self.disc] = np.arange(self.disc.size)
+        self.local[self.cont] = np.arange(self.cont.size)
+        self.n_c = int(self.cont.size)
+        if self.n_c:
+            self.alpha_mu, self.alpha_w, self.t = hyperparameters(self.n_c, alpha_mu, alpha_w)
+            self.nu = self.x.mean(axis=0)
+
+    def discrete_dataset(self) -> Dataset:
+        ds = self.ds
+        return Dataset(tuple(ds.names[j] for j in self.disc), self.codes.astype(np.int32), self.r,
+                       tuple(ds.levels[j] for j in self.disc), "discrete", ds.path)
+
+    def configurations(self, D: tuple[int, ...]) -> tuple[int, np.ndarray, int]:
+        """(q, each row's observed-configuration index 0..G−1 (in order of configuration),
+        G) of the discrete columns D (local ids); q counts every configuration."""
+        if not D:
+            return 1, np.zeros(self.ds.m, dtype=np.int64), 1
+        q = math.prod(int(self.r[a]) for a in D)
+        if q < 2**62:
+            key = np.zeros(self.ds.m, dtype=np.int64)
+            for a in D:
+                key = key * int(self.r[a]) + self.codes[:, a]
+        else:
+            key = np.unique(self.codes[:, list(D)], axis=0, return_inverse=True)[1].reshape(-1)
+        if q <= 4 * self.ds.m:  # dense: which configurations occur, without a sort
+            seen = np.zeros(q, dtype=np.int64)
+            seen[key] = 1
+            index = np.cumsum(seen) - 1
+            return q, index[key], int(seen.sum())
+        uniq, inverse = np.unique(key, return_inverse=True)
+        return q, inverse.reshape(-1).astype(np.int64), int(uniq.size)
+
+    def groups(self, D: tuple[int, ...], diagonal: bool = False) -> "_Groups":
+        """The observed configurations of D with their posterior scatter matrices; diagonal:
+        only their diagonals are wanted (sets C of one continuous variable), the rest 0."""
+        q, index, G = self.configurations(D)
+        if q == 1:
+            from bigbn.scores.bge import posterior_scatter
+
+            R = posterior_scatter(self.x, self.alpha_mu, self.alpha_w, self.nu)[1]
+            return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
+        a_mu = self.alpha_mu / q
+        a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
+        t = self.t / q
+        counts, means, S = _scatters(index, G, self.x, diagonal)
+        d = self.nu[None, :] - means  # (G, n_c)
+        w = a_mu * counts / (a_mu + counts)
+        outer = d[:, :, None] * d[:, None, :]
+        if diagonal:
+            outer *= np.eye(self.n_c)[None]
+        R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * outer
+        return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, a_w, t)
+
+
+class _Groups:
+    """A discrete set's observed configurations: R (G, n_c, n_c), rows per configuration
+    m_d (G,), and the spread prior's α_μ(d), α_w(d), t(d) (the same for each); whole: the
+    empty set's one configuration, the whole table (BGe's prior)."""
+
+    def __init__(self, R, counts, a_mu, a_w, t, whole=False):
+        self.R, self.counts, self.a_mu, self.a_w, self.t = R, counts.astype(np.float64), a_mu, a_w, t
+        self.whole = whole
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatters(index, G, x, diagonal):
+    """Rows per configuration (G,), their means (G, n_c) and centred scatter matrices
+    (G, n_c, n_c) of the values x (m, n_c) grouped by ``index`` (m,) in 0..G−1: two passes
+    over the rows (the means, then the products of the rows less their configuration's
+    mean), so that no digits cancel however far a configuration's mean lies from the rest.
+    diagonal: only the diagonal (sums of squares), the rest 0 (a k-th discrete parent
+    leaves room for one continuous variable only: n_c products per row instead of
+    n_c (n_c + 1) / 2)."""
+    m, n = x.shape
+    counts = np.zeros(G)
+    means = np.zeros((G, n))
+    for t in range(m):
+        g = index[t]
+        counts[g] += 1.0
+        for a in range(n):
+            means[g, a] += x[t, a]
+    for g in range(G):
+        for a in range(n):
+            means[g, a] /= counts[g]
+    S = np.zeros((G, n, n))
+    c = np.empty(n)
+    for t in range(m):
+        g = index[t]
+        for a in range(n):
+            c[a] = x[t, a] - means[g, a]
+        if diagonal:
+            for a in range(n):
+                S[g, a, a] += c[a] * c[a]
+            continue
+        for a in range(n):
+            ca = c[a]
+            for b in range(a, n):
+                S[g, a, b] += ca * c[b]
+    for g in range(G):
+        for a in range(n):
+            for b in range(a + 1, n):
+                S[g, b, a] = S[g, a, b]
+    return counts, means, S
+
+
+def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.ndarray:
+    """Σ_d log p_NW(C | d) for sets C of one size l ≥ 1 (local continuous ids, ascending,
+    int64 (S, l)) over the observed configurations ``groups``; float64 (S,). One
+    configuration (q = 1, the whole table) is BGe's own computation, bit for bit."""
+    from bigbn.scores.bge import _log_marginals_of, log_dets
+
+    if groups.whole:
+        return _log_marginals_of(groups.R[0], C, int(groups.counts[0]), split.n_c, groups.t, groups.a_mu,
+                                 groups.a_w)
+    l = C.shape[1]
+    sub = groups.R[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
+    # BGe's fixed-order Cholesky, not LAPACK (whose kernels depend on the processor)
+    logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l)).reshape(sub.shape[:2])
+    if np.isnan(logdet).any():
+        raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+    md = groups.counts
+    a0 = (groups.a_w - split.n_c + l) / 2
+    a1 = (md + groups.a_w - split.n_c + l) / 2  # (G,)
+    gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
+        - sum(lgamma(a0 - j / 2) for j in range(l))
+    const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
+             + a0 * l * log(groups.t))
+    return (const[:, None] - a1[:, None] * logdet).sum(axis=0)
+
+
+def cg_scores(ds: Dataset, k: int, ess: float = 1.0, alpha_mu: float = 1.0, alpha_w=None,
+              sets=None) -> np.ndarray:
+    """CG local log scores log p(x_i | x_G) (module docstring), float64 (n, F) in the layout
+    of `bigbn.kernels.families` (F = Σ_{j ≤ k} C(n − 1, j)); −inf for a discrete node with a
+    continuous parent. ``sets`` = (parent_sets, family_index, width): the families named
+    there instead (the tiers' layouts; see `bigbn.scores.discrete.local_scores`), float64
+    (n, width), NaN where none is named."""
+    from bigbn.scores.discrete import parent_set_index
+
+    split = _Split(ds, alpha_mu, alpha_w)
+    n = ds.n
+    k = min(int(k), n - 1)
+    if sets is None:
+        parent_sets, family_index = parent_set_index(n, k)
+        width = int(family_index.max(initial=-1)) + 1 if n > 1 else 1
+        out = np.empty((n, width))
+    else:
+        parent_sets, family_index, width = sets
+        out = np.full((n, width), np.nan)
+    is_cont = ds.arities == 0
+    members = parent_sets >= 0
+    has_cont = (members & is_cont[np.where(members, parent_sets, 0)]).any(axis=1)
+    # discrete children: BDeu over the discrete columns; −inf with a continuous parent
+    disc = split.disc
+    if disc.size:
+        fi = family_index[:, disc]
+        rows, cols = np.nonzero((fi >= 0) & has_cont[:, None])
+        out[disc[cols], fi[rows, cols]] = -np.inf
+        _discrete_children(split, k, float(ess), parent_sets, family_index, ~has_cont, sets is None, width, out)
+    if split.n_c:
+        with np.errstate(all="ignore"):
+            _continuous_children(split, parent_sets, family_index, out)
+        for i in split.cont.tolist():
+            row = out[i][family_index[:, i][family_index[:, i] >= 0]]
+            if not np.isfinite(row).all():
+                raise DataError(f"{ds.path or 'data'}: the cg score of column '{ds.names[i]}' is not finite "
+                                "(values too large or degenerate: rescale the data)")
+    return out
+
+
+def _discrete_children(split, k, ess, parent_sets, family_index, only_discrete, full, width, out) -> None:
+    """out[i, f] = BDeu(ess) of each discrete child i and parent set without continuous
+    members: the discrete columns' own BDeu scores, all of them at once (the same call, so
+    the same bits, as `bigbn.scores.discrete.local_scores` on those columns), or those named."""
+    from bigbn.scores.discrete import local_scores
+
+    disc = split.disc
+    n_d = disc.size
+    kd = min(k, n_d - 1)
+    sub = split.discrete_dataset()
+    sel = np.flatnonzero(only_discrete & (family_index[:, disc] >= 0).any(axis=1))
+    local_ps = np.where(parent_sets[sel] >= 0, split.local[np.maximum(parent_sets[sel], 0)], -1)
+    if full:
+        from bigbn.kernels.families import family_masks, family_rank
+
+        beta = local_scores(sub, kd, "bdeu", ess)
+        fam = family_masks(max(n_d - 1, 0), kd)
+        bits = np.where(local_ps >= 0, np.left_shift(np.int64(1), np.maximum(local_ps, 0)), 0).sum(axis=1)
+        for a, i in enumerate(disc.tolist()):
+            f = family_index[sel, i]
+            ok = f >= 0
+            g = bits[ok]
+            sq = (g & ((1 << a) - 1)) | ((g >> (a + 1)) << a)
+            out[i, f[ok]] = beta[a, family_rank(fam, sq)]
+        return
+    if not sel.size:
+        return
+    kk = max(kd, 1)
+    ps = np.full((sel.size, kk), -1, dtype=np.int64)
+    ps[:, :min(kk, local_ps.shape[1])] = local_ps[:, :kk]
+    beta = local_scores(sub, kd, "bdeu", ess, sets=(ps, family_index[sel][:, disc], width))
+    named = ~np.isnan(beta)
+    out[disc] = np.where(named, beta, out[disc])
+
+
+def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
+    """out[i, f] = Σ_d [log p_NW(Z + i | d) − log p_NW(Z | d)] for each continuous child i
+    and parent set D ∪ Z named in family_index, the parent sets grouped by D so that each
+    D's configurations and posterior scatter matrices are formed once."""
+    cont = split.cont
+    fi = family_index[:, cont]
+    sel = np.flatnonzero((fi >= 0).any(axis=1))
+    by_d: dict[tuple[int, ...], list[int]] = {}
+    is_disc = split.ds.arities > 0
+    for g in sel.tolist():
+        ps = parent_sets[g]
+        ps = ps[ps >= 0]
+        by_d.setdefault(tuple(split.local[ps[is_disc[ps]]].tolist()), []).append(g)
+    def score(item) -> None:
+        D, gs = item
+        gs = np.array(gs, dtype=np.int64)
+        ps = parent_sets[gs]
+        Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
+        Z = -np.sort(-Z, axis=1)  # members first (descending), −1 padding last
+        sizes = (Z >= 0).sum(axis=1)
+        groups = split.groups(D, diagonal=not sizes.any())  # sets C of one variable: Z + i
+        for l in range(int(sizes.max(initial=0)) + 1):
+            at = np.flatnonzero(sizes == l)
+            if not at.size:
+                continue
+            C = np.sort(Z[at, :l], axis=1)
+            base = _group_log_marginals(split, groups, C) if l else np.zeros(at.size)
+            rows, child = np.nonzero(fi[gs[at]] >= 0)
+            union = np.sort(np.concatenate([C[rows], child[:, None]], axis=1), axis=1)
+            fam = _group_log_marginals(split, groups, union)
+            out[cont[child], fi[gs[at][rows], child]] = fam - base[rows]
+
+    # each discrete set on a thread (the scatter kernel and LAPACK release the GIL); the sets
+    # write disjoint entries of out, each the same number whichever thread computes it
+    items = sorted(by_d.items(), key=lambda kv: -len(kv[0]))
+    threads = min(_threads(), len(items))
+    if threads <= 1:
+        for item in items:
+            score(item)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(score, items))
+
+
+def _threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cg_log_marginal(ds: Dataset, columns, ess: float = 1.0, alpha_mu: float = 1.0, alpha_w=None) -> float:
+    """log p(S) of the variable set S = ``columns`` (indices): the Dirichlet-multinomial
+    marginal of its discrete part plus Σ_d of the BGe marginals of its continuous part in
+    each observed configuration d (module docstring); the empty set gives 0."""
+    split = _Split(ds, alpha_mu, alpha_w)
+    S = sorted(int(j) for j in columns)
+    D = tuple(int(split.local[j]) for j in S if ds.arities[j] > 0)
+    C = [int(split.local[j]) for j in S if ds.arities[j] == 0]
+    q, index, G = split.configurations(D)
+    total = 0.0
+    if D:
+        a = float(ess) / q
+        total += sum(lgamma(a + c) - lgamma(a) for c in np.bincount(index, minlength=G).tolist()) \
+            + lgamma(ess) - lgamma(ess + ds.m)
+    if C:
+        total += float(_group_log_marginals(split, split.groups(D), np.array([C], dtype=np.int64))[0])
+    return total

@@ -1,0 +1,160 @@
+"""The plan's clock set to the machine at hand (#39): a short run timed here, kept per user.
+
+`bigbn.plan.lattice.time_estimate` counts a run's elementary operations exactly (per stage:
+updates of the truncated transforms, terms of the recursions, bytes written and read,
+tasks) and prices them with constants fitted on one reference machine. Hosts of the same
+kind differ by 1.7× (n = 28 took 35 s on one 2-core VM and 20.4 s on another), and a
+busy machine is a slower one; so a plan priced on the reference machine can be far off.
+
+`measure` times one real run here — the calibration run, `CALIBRATION` (n = 24, k = 3,
+binary data, m = 1000, K2, c = 20, as `scripts/bench.py --n 24`): per stage, the speed factor of this machine
+is its measured wall over the wall the reference machine took for the same run
+(`REFERENCE_SECONDS`, measured when the constants were last fitted, on the machine whose
+constants they are). `time_estimate(plan, workers, factors)` multiplies each stage's
+price by its factor, so a plan at any n keeps the reference model's exact counts and takes
+this machine's speed. The calibration run is small (seconds), so it sees the machine as it
+is now: calibrate on a machine as busy as the runs will find it.
+
+The factors are kept in ``$XDG_CACHE_HOME/bigbn/calibration.json`` (else
+~/.cache/bigbn/calibration.json; ``BIGBN_CALIBRATION`` names another file), keyed by the
+machine (host name, processor, cores) and bigbn's version: a factor measured on another
+machine or by another version of the kernels is not used. `bigbn plan --calibrate`
+measures; `bigbn plan` uses the factors when they are there and says which clock it used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bigbn._version import __version__
+from bigbn.errors import OptionError
+from bigbn.plan.lattice import Plan, time_estimate
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The run `measure` times: n binary variables, m rows, k parents, chunk bits c."""
+
+    n: int = 24
+    k: int = 3
+    m: int = 1000
+    c: int = 20
+    seed: int = 1
+
+    def plan(self) -> Plan:
+        return Plan(self.n, self.k, self.c, "recompute", map_dag=False, posterior=True)
+
+
+CALIBRATION = Calibration()
+
+#: The calibration run's stage walls (seconds; 2 workers, c = 20) on the reference
+#: machine, the 2-core VM to whose runs `bigbn.plan.lattice`'s constants were last scaled:
+#: `scripts/bench.py --n 24` there on 2026-11-24 (docs/benchmarks.md, "Strong data", the
+#: m = 10^3 row: forward 0.92 s, backward 1.28 s; #38 changed no kernel: n = 24 took 0.99
+#: of that commit's wall). On that machine the factors are 1 by definition.
+REFERENCE_SECONDS = {"forward": 0.92, "backward": 1.28}
+#: stages priced with another stage's factor, those the calibration run does not time
+#: apart: the reforward rounds and a stored α are forward tasks' kernels, the MAP stage
+#: the same recursion in max-plus; the γ level sums read what the backward tasks wrote
+SAME_AS = {"reforward": "forward", "alpha": "forward", "map": "forward", "gamma": "backward"}
+
+
+def cache_file() -> str:
+    """Where the factors are kept (see the module's docstring)."""
+    if os.environ.get("BIGBN_CALIBRATION"):
+        return os.environ["BIGBN_CALIBRATION"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "bigbn", "calibration.json")
+
+
+def machine() -> dict:
+    """What a calibration holds for: this host, its processor and cores, bigbn's version."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "bigbn": __version__}
+
+
+def measure(workers: int | None = None, progress=None) -> dict:
+    """Time the calibration run here (in a temporary folder, removed after) and return
+    its record: per stage the factor (measured / reference wall), the walls, the machine,
+    when, and the load average before the run."""
+    from bigbn.api import learn
+    from bigbn.tools.simulate import random_network, sample
+
+    cal = CALIBRATION
+    rng = np.random.default_rng(cal.seed)
+    data = sample(random_network(cal.n, cal.k, 2, rng), cal.m, rng)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    tmp = tempfile.mkdtemp(prefix="bigbn-calibrate-")
+    try:
+        t0 = time.time()
+        res = learn(data, names=[f"X{i + 1}" for i in range(cal.n)], score="k2", max_parents=cal.k,
+                    workdir=tmp, chunk_bits=cal.c, workers=workers, progress=progress,
+                    parent_set_mass=1e-9)
+        wall = time.time() - t0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    stages = {s: v["wall_seconds"] for s, v in res.summary["stages"].items()}
+    missing = sorted(set(REFERENCE_SECONDS) - set(stages))
+    if missing:
+        raise OptionError(f"the calibration run has no {', '.join(missing)} stage")
+    return {"machine": machine(), "when": time.strftime("%Y-%m-%d %H:%M", time.localtime()),
+            "workers": res.summary["plan"]["workers"], "load_before": load, "wall_seconds": round(wall, 2),
+            "stage_seconds": stages,
+            "factors": {s: round(stages[s] / REFERENCE_SECONDS[s], 3) for s in REFERENCE_SECONDS}}
+
+
+def save(record: dict, path: str | None = None) -> str:
+    """Write ``record`` (from `measure`) to the cache file; returns its path."""
+    path = path or cache_file()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def load(path: str | None = None) -> dict | None:
+    """The kept record if there is one for this machine and version, else None (no file,
+    another machine or version, or a file that is not a calibration: ignored, not an
+    error — the plan then uses the reference machine's clock)."""
+    path = path or cache_file()
+    try:
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("machine") != machine():
+        return None
+    f = rec.get("factors")
+    if not isinstance(f, dict) or set(f) != set(REFERENCE_SECONDS) or \
+            not all(isinstance(v, (int, float)) and 0 < v < 1e6 for v in f.values()):
+        return None
+    return rec
+
+
+def stage_factors(record: dict | None) -> dict[str, float] | None:
+    """Per stage of `time_estimate`, the factor of ``record`` (None: the reference clock)."""
+    if record is None:
+        return None
+    f = dict(record["factors"])
+    f.update({s: f[other] for s, other in SAME_AS.items()})
+    return f
+
+
+def estimate(plan: Plan, workers: int, record: dict | None) -> dict[str, float]:
+    """`time_estimate` on this machine's clock (``record``) or the reference one (None)."""
+    return time_estimate(plan, workers, stage_factors(record))

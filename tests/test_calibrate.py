@@ -1,0 +1,73 @@
+"""The plan's clock (#39 item 5): a calibration run timed on this machine, kept per user,
+prices every stage of `time_estimate`; a record of another machine, another version or a
+damaged file is not used."""
+
+import dataclasses
+import json
+
+import pytest
+
+from bigbn.plan.lattice import Plan, time_estimate
+from bigbn.tools import calibrate as cal
+import helpers as h
+
+
+def record(factors=None, **over):
+    rec = {"machine": cal.machine(), "when": "2026-11-26 10:00", "workers": 2, "load_before": 0.1,
+           "wall_seconds": 5.0, "stage_seconds": {}, "factors": factors or
+           {"forward": 2.0, "backward": 3.0}}
+    rec.update(over)
+    return rec
+
+
+@pytest.mark.parametrize("plan", [Plan(28, 3, 20), Plan(24, 3, 18, "store", map_dag=True),
+                                  Plan(22, 2, 16, kept=(0, 1, 3, 6))], ids=str)
+def test_each_stage_takes_its_own_factor(plan):
+    ref = time_estimate(plan, 2)
+    got = cal.estimate(plan, 2, record())
+    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0}
+    assert set(got) == set(ref) and ("reforward" in ref) == (plan.kept is not None)
+    for stage, t in ref.items():
+        assert got[stage] == pytest.approx(t * f[stage], rel=1e-12)
+    assert cal.estimate(plan, 2, None) == ref
+
+
+def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
+    path = str(tmp_path / "c.json")
+    assert cal.load(path) is None  # no file
+    cal.save(record(), path)
+    assert cal.load(path) == record()
+    for bad in (record(machine={**cal.machine(), "host": "elsewhere"}),
+                record(machine={**cal.machine(), "bigbn": "0.0.1"}),
+                record(factors={"forward": 2.0}),
+                record(factors={"forward": -1.0, "backward": 3.0}),
+                record(factors={"forward": "fast", "backward": 3.0})):
+        cal.save(bad, path)
+        assert cal.load(path) is None
+    (tmp_path / "c.json").write_text("{not json")
+    assert cal.load(path) is None
+
+
+def test_plan_calibrate_times_this_machine_and_later_plans_use_it(tmp_path, monkeypatch):
+    """A small calibration run (n = 12 in place of 24, so the test is quick): its factors
+    are its stage walls over the reference walls, kept in the cache file, and `bigbn plan`
+    then prices every stage with them and says so."""
+    path = tmp_path / "calibration.json"
+    monkeypatch.setenv("BIGBN_CALIBRATION", str(path))
+    monkeypatch.setattr(cal, "CALIBRATION", dataclasses.replace(cal.CALIBRATION, n=12, c=8, m=300))
+    before = h.cli("plan", "--n", 26, "-k", 3, "--workers", 2)
+    assert "of the reference machine (`bigbn plan --calibrate` times this one)" in before.output
+    r = h.cli("plan", "--calibrate", "--workers", 2)
+    assert r.exit_code == 0, r.output
+    rec = json.loads(path.read_text())
+    assert rec["machine"] == cal.machine() and rec["workers"] == 2
+    for stage, f in rec["factors"].items():
+        assert f == pytest.approx(rec["stage_seconds"][stage] / cal.REFERENCE_SECONDS[stage], rel=1e-2, abs=1e-3)
+    after = h.cli("plan", "--n", 26, "-k", 3, "--workers", 2)
+    assert after.exit_code == 0 and f"2 cores of this machine (calibrated {rec['when']})" in after.output
+    t = cal.estimate(Plan(26, 3, 20), 2, cal.load(str(path)))
+    line = next(x for x in after.output.splitlines() if x.startswith("time:"))
+    from bigbn.cli.main import _fmt_seconds
+    assert f"≈ {_fmt_seconds(sum(t.values()))}" in line and f"forward {_fmt_seconds(t['forward'])}" in line
+    tiered = h.cli("plan", "--tier-sizes", "10,10", "-k", 2, "--workers", 2)
+    assert "2 cores of this machine (calibrated" in tiered.output

@@ -1,0 +1,321 @@
+"""Runs on mixed data (the cg score, bigbn/scores/cg.py): exact posteriors against a brute
+force over DAGs and orders from the naive twin's local scores, the typing of columns and its
+overrides, `auto`, the CLI's output, and every bad input of issue #41."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import bigbn
+import naive
+from bigbn.cli.main import main
+from bigbn.errors import DataError, OptionError
+from bigbn.inputs import load_dataset
+from bigbn.io.data import read_table
+from bigbn.kernels.families import family_masks, squeeze
+from bigbn.scores.cg import column_kinds
+
+
+def write_mixed(path, m=60, seed=0, strength=1.0):
+    """A CSV file: sex (F/M) → bp; arm (0/1 codes) → dose → bp; age → bp; a text column
+    'site' that nothing depends on. Returns the column kinds in file order."""
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(["F", "M"], m)
+    arm = rng.integers(0, 2, m)
+    age = rng.normal(size=m)
+    dose = strength * 0.8 * arm + rng.normal(size=m)
+    bp = strength * (0.5 * age + 0.8 * (sex == "M") - 0.6 * dose) + rng.normal(size=m)
+    site = rng.choice(["north", "south", "west"], m)
+    rows = ["sex,age,arm,dose,site,bp"] + [f"{a},{b:.6f},{c},{d:.6f},{e},{f:.6f}"
+                                          for a, b, c, d, e, f in zip(sex, age, arm, dose, site, bp)]
+    path.write_text("\n".join(rows) + "\n")
+    return ["discrete", "continuous", "discrete", "continuous", "discrete", "continuous"]
+
+
+def reference(ds, k, prior="koivisto-sood", **kw):
+    """β from the naive twin plus the structure prior written out by hand."""
+    kinds = ["discrete" if r else "continuous" for r in ds.arities]
+    beta = naive.cg_scores(ds.data, kinds, ds.arities, k, **kw)
+    n = ds.n
+    if prior == "koivisto-sood":
+        sizes = np.array([bin(g).count("1") for g in family_masks(n - 1, k).tolist()])
+        beta = beta - np.log([math.comb(n - 1, s) for s in sizes])[None, :]
+    return beta
+
+
+# ----------------------------------------------------------- exact posteriors, brute force
+
+@pytest.mark.parametrize("prior, k", [("koivisto-sood", 2), ("uniform", 5)])
+def test_exact_posteriors_against_brute_force_over_orders(tmp_path, prior, k):
+    f = tmp_path / "mixed.csv"
+    kinds = write_mixed(f, m=50, seed=1, strength=0.5)
+    res = bigbn.learn(f, score="cg", max_parents=k, structure_prior=prior, workdir=tmp_path / "w")
+    ds, _, _ = load_dataset(f, score="cg")
+    assert [("discrete" if r else "continuous") for r in ds.arities] == kinds
+    beta = reference(ds, k, prior)
+    P, log_px = naive.edges_by_orders(beta, k)
+    assert np.abs(res.posterior - P).max() < 1e-9
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    # continuous → discrete: exactly 0; and the answer is not trivially 0 or 1
+    disc = [j for j, kind in enumerate(kinds) if kind == "discrete"]
+    cont = [j for j, kind in enumerate(kinds) if kind == "continuous"]
+    assert (res.posterior[np.ix_(cont, disc)] == 0).all()
+    inner = res.posterior[(res.posterior > 1e-3) & (res.posterior < 1 - 1e-3)]
+    assert inner.size >= 4
+    # the run says how it read the columns
+    assert res.summary["column_kinds"] == {name: kind for name, kind in zip(ds.names, kinds)}
+
+
+def test_exact_posteriors_against_brute_force_over_dags_with_map(tmp_path):
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=40, seed=2, strength=0.6)
+    text = f.read_text().splitlines()
+    keep = [0, 2, 3, 5]  # sex, arm, dose, bp: n = 4, every DAG
+    f.write_text("\n".join(",".join(line.split(",")[j] for j in keep) for line in text) + "\n")
+    res = bigbn.learn(f, score="cg", max_parents=3, map_dag=True, ess=2.0, alpha_mu=2.0)
+    ds, _, _ = load_dataset(f, score="cg")
+    beta = reference(ds, 3, ess=2.0, alpha_mu=2.0)
+    P, log_px = naive.edges_by_dags(beta, 3)
+    assert np.abs(res.posterior - P).max() < 1e-9
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    best, arg = naive.map_by_dags(beta, 3)
+    assert res.map_log_score == pytest.approx(best, abs=1e-9)
+    got = tuple(sum(1 << res.names.index(p) for p, c in res.map_arcs() if c == v) for v in res.names)
+    assert got in arg
+    # exact parent-set posteriors (the table bigbn writes) against the brute force
+    ps = naive.parent_sets_by_dags(beta, 3)
+    fam = family_masks(3, 3).tolist()
+    for v, name in enumerate(res.names):
+        got = np.zeros(len(fam))
+        for parents, p in res.parent_sets(name):
+            got[fam.index(squeeze(sum(1 << res.names.index(x) for x in parents), v))] = p
+        assert np.abs(got - ps[v]).max() < 1e-9
+
+
+def test_tiers_and_knowledge_on_mixed_data(tmp_path):
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=50, seed=3, strength=0.5)
+    ds, _, _ = load_dataset(f, score="cg")
+    names = list(ds.names)
+    tiers = [["sex", "age", "arm"], ["dose", "site", "bp"]]
+    res = bigbn.learn(f, score="cg", max_parents=2, tiers=tiers)
+    beta = reference(ds, 2)
+    P, _ = naive.edges_by_orders(beta, 2, tiers=[[names.index(x) for x in t] for t in tiers])
+    assert np.abs(res.posterior - P).max() < 1e-9
+    # a forbidden edge is forbidden; a required edge continuous → discrete is refused in one line
+    res = bigbn.learn(f, score="cg", max_parents=2, forbidden=[("dose", "bp")])
+    assert res.posterior[names.index("dose"), names.index("bp")] == 0
+    with pytest.raises(OptionError, match="every parent set of 'arm' is impossible under the cg score"):
+        bigbn.learn(f, score="cg", max_parents=2, required=[("dose", "arm")])
+
+
+def test_samples_of_a_mixed_run(tmp_path):
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=50, seed=4, strength=0.5)
+    res = bigbn.learn(f, score="cg", max_parents=2, workdir=tmp_path / "w")
+    s = bigbn.sample(tmp_path / "w", samples=4000, seed=3)
+    freq = np.zeros((res.posterior.shape))
+    for v in range(len(res.names)):
+        for u in range(len(res.names)):
+            freq[u, v] = ((s.parents[:, v] >> u) & 1).mean()
+    assert np.abs(freq - res.posterior).max() < 0.04
+    kinds = res.summary["column_kinds"]
+    disc = [j for j, x in enumerate(res.names) if kinds[x] == "discrete"]
+    cont = [j for j, x in enumerate(res.names) if kinds[x] == "continuous"]
+    assert (freq[np.ix_(cont, disc)] == 0).all()
+
+
+def test_scores_file_round_trip_and_cli_output(tmp_path):
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=50, seed=5, strength=0.5)
+    r = CliRunner().invoke(main, ["run", str(f), "-w", str(tmp_path / "w"), "-q", "-k", "2"])
+    assert r.exit_code == 0, r.output
+    assert "score cg" in r.output
+    assert "discrete columns (3): sex, arm, site" in r.output
+    assert "continuous columns (3): age, dose, bp" in r.output
+    summary = json.loads((tmp_path / "w" / "summary.json").read_text())
+    assert summary["column_kinds"]["arm"] == "discrete" and summary["column_kinds"]["dose"] == "continuous"
+    r = CliRunner().invoke(main, ["scores", str(f), "-k", "2", "--out", str(tmp_path / "m.jkl")])
+    assert r.exit_code == 0, r.output
+    assert "score cg" in r.output and "discrete columns (3)" in r.output
+    r = CliRunner().invoke(main, ["run", "--scores", str(tmp_path / "m.jkl"), "-w", str(tmp_path / "j"), "-q"])
+    assert r.exit_code == 0, r.output
+    a = np.loadtxt(tmp_path / "w" / "edges.csv", delimiter=",", skiprows=1, usecols=2)
+    b = np.loadtxt(tmp_path / "j" / "edges.csv", delimiter=",", skiprows=1, usecols=2)
+    assert np.abs(a - b).max() < 1e-12
+    # effects: refused in one line
+    r = CliRunner().invoke(main, ["effects", "-w", str(tmp_path / "w")])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "not defined for mixed data" in r.stderr
+
+
+# ----------------------------------------------------------- typing, auto, overrides
+
+def test_column_kinds_rule_and_overrides(tmp_path):
+    f = tmp_path / "t.csv"
+    rng = np.random.default_rng(6)
+    rows = ["txt,code,count,real,dose"]
+    for t in range(40):
+        rows.append(f"{'ab'[t % 2]},{t % 4},{t},{rng.normal():.4f},{[0.5, 1.0, 2.0][t % 3]}")
+    f.write_text("\n".join(rows) + "\n")
+    table = read_table(f)
+    # text → discrete; whole numbers with ≤ 10 levels → discrete; 40 whole numbers, reals,
+    # and few non-whole numbers → continuous
+    assert column_kinds(table) == ("discrete", "discrete", "continuous", "continuous", "continuous")
+    assert column_kinds(table, discrete=["dose"], continuous=["code"]) == \
+        ("discrete", "continuous", "continuous", "continuous", "discrete")
+    with pytest.raises(DataError, match=r"no column named 'dos' \(named by --discrete\); did you mean 'dose'"):
+        column_kinds(table, discrete=["dos"])
+    with pytest.raises(OptionError, match="column 'code' is named both discrete and continuous"):
+        column_kinds(table, discrete=["code"], continuous=["code"])
+    with pytest.raises(DataError, match="column 'txt': declared continuous, but 'a' is not a number"):
+        column_kinds(table, continuous=["txt"])
+
+
+def test_auto_picks_cg_only_for_tables_with_text_and_continuous_columns(tmp_path):
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=30, seed=7)
+    _, score, _ = load_dataset(f)
+    assert score.name == "cg"
+    # all numbers with a 0/1 column: BGe, as before cg existed; --discrete makes it cg
+    g = tmp_path / "numbers.csv"
+    rng = np.random.default_rng(8)
+    g.write_text("a,b,c\n" + "".join(f"{rng.normal():.5f},{rng.normal():.5f},{t % 2}\n" for t in range(30)))
+    ds, score, _ = load_dataset(g)
+    assert score.name == "bge" and ds.kind == "continuous"
+    ds, score, _ = load_dataset(g, discrete=["c"])
+    assert score.name == "cg" and ds.arities.tolist() == [0, 0, 2]
+    ds, score, _ = load_dataset(g, score="cg")  # the rule reads c as discrete
+    assert ds.arities.tolist() == [0, 0, 2]
+    # text with only discrete columns: BDeu, as before
+    h = tmp_path / "text.csv"
+    h.write_text("a,b\n" + "".join(f"{'xy'[t % 2]},{t % 3}\n" for t in range(30)))
+    assert load_dataset(h)[1].name == "bdeu"
+    # a column kind for another score is refused
+    with pytest.raises(OptionError, match="this run uses the bge score"):
+        load_dataset(g, score="bge", discrete=["c"])
+    r = CliRunner().invoke(main, ["run", str(g), "--discrete", "c", "-w", str(tmp_path / "w"), "-q"])
+    assert r.exit_code == 0 and "discrete columns (1): c" in r.output
+    r = CliRunner().invoke(main, ["run", str(g), "--score", "cg", "--continuous", "c", "-w", str(tmp_path / "v"),
+                                  "-q"])
+    assert r.exit_code == 0 and "discrete columns (0): none" in r.output and "continuous columns (3)" in r.output
+    r = CliRunner().invoke(main, ["run", str(g), "--score", "bdeu", "--discrete", "c", "-w", str(tmp_path / "u")])
+    assert r.exit_code == 1 and "this run uses the bdeu score (choose score cg)" in r.stderr
+
+
+def test_dataframe_and_array_inputs_are_typed_as_files(tmp_path):
+    pd = pytest.importorskip("pandas")
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=40, seed=9)
+    a = bigbn.learn(f, max_parents=1)
+    b = bigbn.learn(pd.read_csv(f), max_parents=1)
+    assert b.summary["options"]["score"] == "cg"
+    assert np.abs(a.posterior - b.posterior).max() < 1e-12
+
+
+# ----------------------------------------------------------- bad input (issue #41, item 5)
+
+def _bad(tmp_path, header, rows):
+    f = tmp_path / "bad.csv"
+    f.write_text(header + "\n" + "\n".join(rows) + "\n")
+    return f
+
+
+@pytest.mark.parametrize("case, message", [
+    ("many_levels", r"bad.csv, column 'id': read as discrete but has 40 distinct values in 40 rows"),
+    ("zero_variance", r"bad.csv, column 'x': one value \(2.5\) in every row: a continuous column with zero variance"),
+    ("inf_cell", r"bad.csv, row 7, column 'x': 'inf' is not a finite number"),
+    ("nan_cell", r"bad.csv, row 4, column 'x': missing value 'NaN'"),
+    ("unknown_discrete", r"no column named 'sexx' \(named by --discrete\); did you mean 'sex'"),
+])
+def test_bad_input_is_one_line(tmp_path, case, message):
+    rng = np.random.default_rng(10)
+    rows = [f"{'FM'[t % 2]},{rng.normal():.4f},{t},{rng.normal():.4f}" for t in range(40)]
+    args = []
+    if case == "many_levels":
+        args = ["--discrete", "id"]
+    elif case == "zero_variance":
+        rows = [r.rsplit(",", 1)[0] + ",2.5" for r in rows]
+    elif case == "inf_cell":
+        rows[5] = rows[5].rsplit(",", 1)[0] + ",inf"
+    elif case == "nan_cell":
+        rows[2] = rows[2].rsplit(",", 1)[0] + ",NaN"
+    elif case == "unknown_discrete":
+        args = ["--discrete", "sexx"]
+    f = _bad(tmp_path, "sex,y,id,x", rows)
+    r = CliRunner().invoke(main, ["run", str(f), "--score", "cg", "-w", str(tmp_path / "w"), "-q", *args])
+    assert r.exit_code == 1, r.output
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    import re
+
+    assert re.search(message, r.stderr), r.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_million_levels_is_refused_before_any_scoring():
+    """A column declared discrete with more levels than MAX_LEVELS is refused even when the
+    rows would allow it (m/2 rule): each level would split every continuous child."""
+    from bigbn.io.data import Table
+    from bigbn.scores.cg import MAX_LEVELS, mixed_dataset
+
+    m = 2 * MAX_LEVELS + 10
+    cells = np.stack([np.char.mod("%d", np.arange(m) % (MAX_LEVELS + 1)),
+                      np.char.mod("%.3f", np.linspace(0, 1, m))], axis=1)
+    table = Table.from_cells("big.csv", ("id", "x"), cells)
+    with pytest.raises(DataError, match=f"column 'id': read as discrete but has {MAX_LEVELS + 1} distinct"):
+        mixed_dataset(table, discrete=["id"])
+
+
+def test_discrete_parent_configuration_with_one_row_is_scored(tmp_path):
+    """Documented behaviour: a configuration of a continuous node's discrete parents seen in
+    a single row contributes that row's marginal likelihood under its proper prior (the
+    run finishes, and agrees with the brute force)."""
+    f = tmp_path / "one.csv"
+    rng = np.random.default_rng(11)
+    rows = [f"{'a' if t else 'b'},{rng.normal():.5f},{rng.normal():.5f}" for t in range(30)]
+    f.write_text("g,x,y\n" + "\n".join(rows) + "\n")
+    res = bigbn.learn(f, max_parents=2)
+    ds, _, _ = load_dataset(f)
+    P, _ = naive.edges_by_dags(reference(ds, 2), 2)
+    assert np.abs(res.posterior - P).max() < 1e-9
+
+
+def test_interventional_mixed_data_against_brute_force(tmp_path):
+    """Interventions on mixed data: each node scored from the rows where it was not a
+    target (its configurations, scatter matrices and ν from those rows), the posterior
+    against a brute force over orders."""
+    f = tmp_path / "mixed.csv"
+    write_mixed(f, m=60, seed=12, strength=0.5)
+    lines = f.read_text().splitlines()
+    targets = ["" if t % 3 else ("dose" if t % 2 else "sex|bp") for t in range(60)]
+    f.write_text("\n".join([lines[0] + ",targets"] + [f"{a},{b}" for a, b in zip(lines[1:], targets)]) + "\n")
+    res = bigbn.learn(f, score="cg", max_parents=2, intervention_column="targets")
+    ds, _, _ = load_dataset(f, score="cg", intervention_column="targets")
+    kinds = ["discrete" if r else "continuous" for r in ds.arities]
+    beta = np.empty((ds.n, len(family_masks(ds.n - 1, 2))))
+    for i in range(ds.n):
+        keep = ~ds.intervened[:, i]
+        beta[i] = naive.cg_scores(ds.data[keep], kinds, ds.arities, 2)[i]
+    sizes = np.array([bin(g).count("1") for g in family_masks(ds.n - 1, 2).tolist()])
+    beta = beta - np.log([math.comb(ds.n - 1, s) for s in sizes])[None, :]
+    P, log_px = naive.edges_by_orders(beta, 2)
+    assert np.abs(res.posterior - P).max() < 1e-9
+    assert res.log_marginal == pytest.approx(log_px, rel=1e-12)
+    # the interventions change the answer: the same rows, all observational
+    obs = bigbn.learn(ds.rows(np.ones(ds.m, dtype=bool)), score="cg", max_parents=2)
+    assert np.abs(obs.posterior - res.posterior).max() > 1e-3
+
+
+def test_dataframe_categories_keep_their_declared_order_in_mixed_data():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(14)
+    stage = pd.Categorical(rng.choice(["low", "mid", "high"], 50), categories=["low", "mid", "high"], ordered=True)
+    df = pd.DataFrame({"stage": stage, "x": rng.normal(size=50), "y": rng.normal(size=50)})
+    ds, score, _ = load_dataset(df)
+    assert score.name == "cg" and ds.kind == "mixed"
+    assert ds.levels[0] == ("low", "mid", "high")
+    assert np.array_equal(ds.data[:, 0], pd.Series(stage).cat.codes.to_numpy())

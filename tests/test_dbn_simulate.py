@@ -1,0 +1,86 @@
+"""Series drawn from a dynamic network (bigbn/tools/series.py, `bigbn simulate --lag`), and
+recovery: with more series the true edges of a 2-TBN go to posterior 1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bigbn
+from bigbn.errors import DataError
+from bigbn.io.bif import Network
+from bigbn.tools.series import random_dbn, read_dbn, sample_series, write_dbn, write_series
+
+pd = pytest.importorskip("pandas")
+
+ST = ("0", "1")
+
+
+def _net():
+    """A[t-1] → A, A[t-1] → B, B → C (within slice t), C[t-1] → C; strong tables."""
+    names = ("A", "B", "C", "A[t-1]", "B[t-1]", "C[t-1]")
+    parents = ((3,), (3,), (1, 5), (), (), ())
+    cpts = (np.array([[0.85, 0.15], [0.2, 0.8]]), np.array([[0.8, 0.2], [0.15, 0.85]]),
+            np.array([[[0.9, 0.1], [0.6, 0.4]], [[0.3, 0.7], [0.05, 0.95]]]),
+            np.array([0.5, 0.5]), np.array([0.5, 0.5]), np.array([0.5, 0.5]))
+    return Network(names, (ST,) * 6, parents, cpts)
+
+
+def test_series_follow_the_tables():
+    """Transition frequencies of drawn series match the tables (within 5 standard errors)."""
+    net = _net()
+    codes = sample_series(net, 400, 30, np.random.default_rng(1))
+    a_prev, a, b, c, c_prev = codes[:, :-1, 0], codes[:, 1:, 0], codes[:, 1:, 1], codes[:, 1:, 2], codes[:, :-1, 2]
+    for mask, x, p in ((a_prev == 1, a, 0.8), (a_prev == 0, a, 0.15), (a_prev == 1, b, 0.85),
+                       ((b == 1) & (c_prev == 0), c, 0.7), ((b == 0) & (c_prev == 1), c, 0.4)):
+        got = x[mask].mean()
+        assert abs(got - p) < 5 * np.sqrt(p * (1 - p) / mask.sum()), (p, got)
+
+
+def test_more_series_recover_the_true_edges(tmp_path):
+    net = _net()
+    truth = {("A[t-1]", "A"), ("A[t-1]", "B"), ("B", "C"), ("C[t-1]", "C")}
+    rng = np.random.default_rng(5)
+
+    def posteriors(series, length):
+        path = tmp_path / f"s{series}.csv"
+        write_series(net, sample_series(net, series, length, rng), path)
+        res = bigbn.learn(str(path), lag=1, series="series", time_column="t", max_parents=2)
+        return {(u, v): p for u, v, p in res.edges()}
+
+    few = posteriors(3, 6)
+    assert any(0.05 < few[e] < 0.95 for e in truth)  # small m: not yet 0 or 1
+    many = posteriors(200, 25)
+    assert all(many[e] > 0.99 for e in truth), {e: many[e] for e in truth}
+    assert all(p < 0.02 for e, p in many.items() if e not in truth)
+
+
+def test_dbn_bif_round_trip_and_refusals(tmp_path):
+    net = random_dbn(4, 2, 2, 3, np.random.default_rng(0))
+    write_dbn(net, tmp_path / "n.bif")
+    back = read_dbn(tmp_path / "n.bif")
+    assert back.names == net.names and back.parents == net.parents
+    for x, y in zip(back.cpts, net.cpts):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    bad = Network(("A", "B", "A[t-1]", "B[t-1]"), (ST,) * 4, ((2,), (), (1,), ()),
+                  (np.full((2, 2), 0.5), np.full(2, 0.5), np.full((2, 2), 0.5), np.full(2, 0.5)))
+    with pytest.raises(DataError, match="lagged copy 'A\\[t-1\\]' has parents"):
+        sample_series(bad, 2, 5, np.random.default_rng(0))
+
+
+def test_cli_simulate_then_run(tmp_path):
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    out = tmp_path / "s.csv"
+    r = CliRunner().invoke(main, ["simulate", "--lag", "2", "--n", "3", "-k", "2", "--series", "4",
+                                  "--rows", "12", "--seed", "2", str(out)])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["series", "t", "X1", "X2", "X3"] and len(df) == 48
+    truth = pd.read_csv(tmp_path / "s.truth.csv")
+    assert set(truth.child) <= {"X1", "X2", "X3"}
+    r = CliRunner().invoke(main, ["run", str(out), "--lag", "2", "--series-column", "series", "--time-column",
+                                  "t", "-k", "2", "-w", str(tmp_path / "w"), "-q"])
+    assert r.exit_code == 0, r.output
+    assert len(pd.read_csv(tmp_path / "w" / "edges.csv")) == 3 * 2 * 3 + 3 * 2

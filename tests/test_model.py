@@ -1,0 +1,346 @@
+"""A finished run reopened (bigbn.open) and its learned network (to_pgmpy, bigbn export).
+
+References: `learn`'s own Result (open must give it number for number); tests/naive.py
+counts records in plain loops for each posterior-mean CPT and reads the Gaussian CPDs
+from the precision matrix of E[Σ]; a Monte Carlo draw of Σ from its inverse-Wishart
+posterior checks that those are posterior means; pgmpy's own BIF / XMLBIF readers and
+writers read back what bigbn writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bigbn
+from bigbn.errors import DataError, OptionError, WorkdirError
+from bigbn.io.bif import Network, format_bif, read_bif
+from bigbn.outputs.model import run_data
+from bigbn.outputs.samples import write_outputs
+
+import naive
+from helpers import ASIA, cli
+
+
+@pytest.fixture(scope="module")
+def asia(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("asia") / "run"
+    return bigbn.learn(ASIA, workdir=wd, map_dag=True), wd
+
+
+def same_result(a, b):
+    assert a.names == b.names
+    assert np.array_equal(a.posterior, b.posterior)
+    assert a.log_marginal == b.log_marginal
+    for v in a.names:
+        assert a.parent_sets(v) == b.parent_sets(v)
+
+
+def test_open_gives_learns_result(asia):
+    res, wd = asia
+    opened = bigbn.open(wd)
+    same_result(opened, res)
+    assert opened.map_arcs() == res.map_arcs() and opened.map_log_score == res.map_log_score
+    assert opened.summary["data_sha256"] == res.summary["data_sha256"]
+    assert opened.workdir == wd.resolve() and opened.samples is None and opened.effects is None
+    # what the Result does, it does after opening too
+    assert bigbn.sample(opened, samples=200, seed=1).parents.shape == (200, 8)
+
+
+def test_open_a_run_with_tiers_and_a_map_only_run(tmp_path):
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    res = bigbn.learn(ASIA, workdir=tmp_path / "t", tiers=tiers, map_dag=True)
+    opened = bigbn.open(tmp_path / "t")
+    same_result(opened, res)
+    assert opened.map_arcs() == res.map_arcs() and opened.map_log_score == res.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(res.map_arcs())
+    assert set(opened.to_pgmpy(dag=0.5).edges()) == set(res.averaged(0.5).edges())
+    only = bigbn.learn(ASIA, workdir=tmp_path / "m", map_dag=True, posterior=False)
+    opened = bigbn.open(tmp_path / "m")
+    assert opened.posterior is None and opened.map_arcs() == only.map_arcs()
+    assert opened.map_log_score == only.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(only.map_arcs())
+    with pytest.raises(OptionError, match="only the MAP network"):
+        opened.strength()
+
+
+def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_path):
+    res, wd = asia
+    with pytest.raises(WorkdirError, match="no such folder.*run `bigbn run` first"):
+        bigbn.open(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(WorkdirError, match="no run.json"):
+        bigbn.open(tmp_path / "empty")
+    with pytest.raises(OptionError, match="work directory"):
+        bigbn.open(res)
+    # an unfinished run: the journal without its last tasks
+    import shutil
+
+    part = tmp_path / "part"
+    shutil.copytree(wd, part)
+    lines = (part / "journal.jsonl").read_text().splitlines()
+    (part / "journal.jsonl").write_text("\n".join(x for x in lines if '"edges"' not in x and '"map_dag"' not in x)
+                                        + "\n")
+    with pytest.raises(WorkdirError, match="not finished; run the same `bigbn run` command again"):
+        bigbn.open(part)
+    done = tmp_path / "done"
+    shutil.copytree(wd, done)
+    (done / "summary.json").unlink()
+    with pytest.raises(WorkdirError, match="summary.json is missing: run the same `bigbn run` command"):
+        bigbn.open(done)
+    r = cli("export", part)
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1 and "not finished" in r.output
+
+
+def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
+    wd = tmp_path / "run"
+    bigbn.learn(ASIA, workdir=wd, max_parents=2)
+    s = bigbn.sample(wd, samples=500, seed=4)
+    write_outputs(s, wd)
+    e = bigbn.effects(wd, pairs=[("smoke", "dysp"), ("either", "xray"), ("xray", "either")])
+    e.to_csv(wd / "effects.csv")
+    opened = bigbn.open(wd)
+    got = opened.samples
+    assert np.array_equal(got.parents, s.parents) and np.array_equal(got.weights, s.weights)
+    assert np.array_equal(got.orders, s.orders) and got.seed == 4 and got.prior == "order-modular"
+    assert np.array_equal(got.log_score, s.log_score) and got.log_marginal == s.log_marginal
+    assert [d["count"] for d in got.dags(5)] == [d["count"] for d in s.dags(5)]
+    assert [d["exact_order_modular"] for d in got.dags(5)] == [d["exact_order_modular"] for d in s.dags(5)]
+    assert np.array_equal(got.ancestor_probabilities(), s.ancestor_probabilities())
+    ef = opened.effects
+    assert ef.kind == "discrete" and ef.pairs == e.pairs
+    assert all(np.array_equal(a, b) for a, b in zip(ef.table, e.table))
+    assert np.array_equal(ef.p_zero, e.p_zero)
+    assert ef.to_pandas().equals(e.to_pandas())
+    summary = json.loads((wd / "samples-order-modular" / "summary.json").read_text())
+    summary["log_marginal_likelihood"] += 1.0  # as if drawn from an earlier run in this folder
+    (wd / "samples-order-modular" / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(WorkdirError, match="samples are of another run.*bigbn sample --workdir"):
+        bigbn.open(wd)
+    write_outputs(s, wd)
+    (wd / "effects.csv").write_text("cause,effect\nfoo,bar\n")
+    with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
+        bigbn.open(wd)
+
+
+# ------------------------------------------------------------------ discrete networks
+
+def pgmpy_tables(model) -> dict:
+    """{node: (evidence names, state names of node and evidence, values (r, q))}."""
+    out = {}
+    for cpd in model.get_cpds():
+        v = cpd.variable
+        out[v] = (tuple(cpd.variables[1:]), {k: list(map(str, s)) for k, s in cpd.state_names.items()},
+                  np.asarray(cpd.get_values(), dtype=np.float64))
+    return out
+
+
+@pytest.mark.parametrize("score,ess", [("bdeu", 1.0), ("bdeu", 10.0), ("k2", None)])
+def test_to_pgmpy_cpts_are_posterior_means_counted_by_hand(tmp_path, score, ess):
+    wd = tmp_path / "run"
+    res = bigbn.learn(ASIA, workdir=wd, score=score, ess=ess, map_dag=True)
+    model = res.to_pgmpy()
+    ds, _ = run_data(res)
+    tables = pgmpy_tables(model)
+    assert set(model.edges()) == set(res.map_arcs())
+    nontrivial = 0
+    for v, name in enumerate(res.names):
+        parents = sorted(res.names.index(p) for p, c in res.map_arcs() if c == name)
+        want = naive.posterior_mean_cpt(ds.data, ds.arities, v, parents, score, ess or 1.0)
+        evidence, states, values = tables[name]
+        assert evidence == tuple(res.names[p] for p in parents)
+        assert states[name] == list(ds.levels[v])
+        assert np.allclose(values, want.reshape(-1, want.shape[-1]).T, rtol=0, atol=1e-15)
+        nontrivial += int(np.any((want > 0.01) & (want < 0.99)))
+    assert nontrivial >= 6
+
+
+def test_bif_written_by_export_reads_back_in_pgmpy_with_the_same_cpds(asia, tmp_path):
+    from pgmpy.readwrite import BIFReader, XMLBIFReader
+
+    res, wd = asia
+    mine = pgmpy_tables(res.to_pgmpy())
+    r = cli("export", wd, "--format", "bif")
+    assert r.exit_code == 0, r.output
+    assert "wrote" in r.output and (wd / "network.bif").is_file()
+    back = pgmpy_tables(BIFReader(str(wd / "network.bif")).get_model())
+    r = cli("export", wd, "--format", "xmlbif", "--out", tmp_path / "asia.xml")
+    assert r.exit_code == 0, r.output
+    xml = pgmpy_tables(XMLBIFReader(str(tmp_path / "asia.xml")).get_model())
+    for got in (back, xml):
+        assert got.keys() == mine.keys()
+        for v in mine:
+            assert got[v][0] == mine[v][0] and got[v][1] == mine[v][1]
+            assert np.array_equal(got[v][2], mine[v][2])  # floats written exactly
+    # and bigbn's own reader
+    net = read_bif(wd / "network.bif")
+    assert net.names == res.names and len(net.arcs()) == len(res.map_arcs())
+
+
+def test_to_pgmpy_round_trips_through_pgmpys_bif_writer_and_reader(asia, tmp_path):
+    from pgmpy.readwrite import BIFReader, BIFWriter
+
+    res = bigbn.open(asia[1])
+    for dag in ("map", 0.5, [("smoke", "lung"), ("lung", "either"), ("tub", "either")]):
+        model = res.to_pgmpy(dag=dag)
+        path = tmp_path / "net.bif"
+        BIFWriter(model).write(str(path))
+        back = pgmpy_tables(BIFReader(str(path)).get_model())
+        mine = pgmpy_tables(model)
+        assert back.keys() == mine.keys() == set(res.names)
+        for v in mine:
+            assert back[v][:2] == mine[v][:2]
+            assert np.allclose(back[v][2], mine[v][2], rtol=0, atol=1e-12)
+
+
+def test_the_dag_of_to_pgmpy(asia):
+    res, _ = asia
+    assert set(res.to_pgmpy(dag=0.4).edges()) == set(res.averaged(0.4).edges())
+    with pytest.raises(OptionError, match="directed cycle"):
+        res.to_pgmpy(dag=[("smoke", "lung"), ("lung", "smoke")])
+    with pytest.raises(OptionError, match="no variable named 'nope'"):
+        res.to_pgmpy(dag=[("smoke", "nope")])
+    with pytest.raises(OptionError, match="map"):
+        res.to_pgmpy(dag="best")
+    no_map = bigbn.learn(ASIA)
+    with pytest.raises(OptionError, match="no MAP network.*--map.*dag=0.5"):
+        no_map.to_pgmpy()
+    with pytest.raises(OptionError, match="give the data"):  # a run in a temporary folder
+        no_map.to_pgmpy(dag=0.5)
+    assert set(no_map.to_pgmpy(dag=0.5, data=ASIA).edges()) == set(no_map.averaged(0.5).edges())
+    df = pd.read_csv(ASIA)
+    with pytest.raises(OptionError, match="not the data of this run"):
+        no_map.to_pgmpy(dag=0.5, data=df.iloc[:1000])
+
+
+def test_to_pgmpy_without_pgmpy_says_so(asia, monkeypatch):
+    res, _ = asia
+    monkeypatch.setitem(sys.modules, "pgmpy", None)
+    with pytest.raises(OptionError, match="to_pgmpy\\(\\) needs pgmpy: pip install pgmpy"):
+        res.to_pgmpy()
+
+
+def test_interventional_cpds_come_from_the_rows_where_the_node_was_not_set(tmp_path):
+    rng = np.random.default_rng(3)
+    m = 600
+    a = rng.integers(0, 2, m)
+    b = np.where(rng.random(m) < 0.8, a, 1 - a)
+    c = np.where(rng.random(m) < 0.7, b, 1 - b)
+    target = np.where(np.arange(m) < 200, "b", "")
+    b[:200] = rng.integers(0, 2, 200)
+    df = pd.DataFrame({"a": a.astype(str), "b": b.astype(str), "c": c.astype(str), "do": target})
+    path = tmp_path / "iv.csv"
+    df.to_csv(path, index=False)
+    res = bigbn.learn(path, intervention_column="do", workdir=tmp_path / "wd", map_dag=True)
+    model = res.to_pgmpy(dag=[("a", "b"), ("b", "c")])
+    ds, _ = run_data(res)
+    keep = ~ds.intervened[:, 1]
+    want_b = naive.posterior_mean_cpt(ds.data[keep], ds.arities, 1, [0], "bdeu", 1.0)
+    want_c = naive.posterior_mean_cpt(ds.data, ds.arities, 2, [1], "bdeu", 1.0)
+    tables = pgmpy_tables(model)
+    assert np.allclose(tables["b"][2], want_b.T, atol=1e-15) and np.allclose(tables["c"][2], want_c.T, atol=1e-15)
+    every_row = naive.posterior_mean_cpt(ds.data, ds.arities, 1, [0], "bdeu", 1.0)
+    assert not np.allclose(want_b, every_row, atol=1e-3)
+
+
+def test_bif_refuses_names_it_cannot_hold_and_xmlbif_takes_them(tmp_path):
+    from pgmpy.readwrite import XMLBIFReader
+
+    from bigbn.io.bif import write_xmlbif
+
+    net = Network(("a b", "c"), (("x y", "z"), ("0", "1")), ((), (0,)),
+                  (np.array([0.25, 0.75]), np.array([[0.5, 0.5], [0.125, 0.875]])))
+    with pytest.raises(DataError, match="variable 'a b': BIF names.*xmlbif"):
+        format_bif(net)
+    ok = Network(("a", "c"), (("x y", "z"), ("0", "1")), ((), (0,)), net.cpts)
+    with pytest.raises(DataError, match="variable 'a', level 'x y'"):
+        format_bif(ok)
+    write_xmlbif(net, tmp_path / "n.xml")
+    back = XMLBIFReader(str(tmp_path / "n.xml")).get_model()
+    assert np.array_equal(back.get_cpds("c").get_values(), net.cpts[1].T)
+    assert back.get_cpds("a b").state_names["a b"] == ["x y", "z"]
+
+
+# ------------------------------------------------------------------ Gaussian networks
+
+def gaussian_data(rng, m):
+    x0 = rng.normal(size=m)
+    x1 = 0.8 * x0 + 0.6 * rng.normal(size=m)
+    x2 = -0.5 * x0 + 0.7 * x1 + 0.5 * rng.normal(size=m)
+    x3 = rng.normal(size=m) + 0.3
+    return pd.DataFrame({"x0": x0, "x1": x1, "x2": x2, "x3": x3})
+
+
+def test_gaussian_cpds_against_the_precision_matrix(tmp_path):
+    rng = np.random.default_rng(8)
+    df = gaussian_data(rng, 60)
+    path = tmp_path / "g.csv"
+    df.to_csv(path, index=False)
+    res = bigbn.learn(path, workdir=tmp_path / "wd", alpha_mu=2.0, alpha_w=9.0, map_dag=True)
+    model = res.to_pgmpy(dag=[("x0", "x1"), ("x0", "x2"), ("x1", "x2")])
+    assert type(model).__name__ == "LinearGaussianBayesianNetwork"
+    ds, _ = run_data(res)
+    for v, parents in ((0, []), (1, [0]), (2, [0, 1]), (3, [])):
+        cpd = model.get_cpds(res.names[v])
+        assert list(cpd.evidence) == [res.names[p] for p in parents]
+        b0, coef, var = naive.gaussian_cpd_by_precision(ds.data, 2.0, 9.0, v, parents)
+        assert np.allclose(cpd.beta, [b0, *coef], rtol=1e-12, atol=1e-12)
+        assert cpd.std == pytest.approx(np.sqrt(var), rel=1e-12)
+    r = cli("export", tmp_path / "wd")
+    assert r.exit_code == 1 and "continuous (BGe)" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_gaussian_cpds_are_posterior_means_by_monte_carlo():
+    """Draw Σ ~ IW(R, α_w + m) (the BGe posterior), regress y on X within each draw, and
+    average: the coefficients and residual variance `gaussian_conditional` gives."""
+    from scipy.stats import invwishart
+
+    from bigbn.outputs.parameters import bge_posterior, gaussian_conditional
+
+    rng = np.random.default_rng(1)
+    data = gaussian_data(rng, 12).to_numpy()  # few rows: the prior matters
+    m, n = data.shape
+    mean, R, alpha_w = bge_posterior(data, 1.0, None)
+    _, coef, var = gaussian_conditional(mean, R, alpha_w + m, 2, [0, 1])
+    draws = invwishart(df=alpha_w + m, scale=R).rvs(size=40000, random_state=rng)
+    A = draws[:, :2, :2]
+    b = np.linalg.solve(A, draws[:, :2, 2][..., None])[..., 0]
+    resid = draws[:, 2, 2] - np.einsum("ti,ti->t", draws[:, :2, 2], b)
+    se_b = b.std(axis=0) / np.sqrt(len(b))
+    assert np.all(np.abs(b.mean(axis=0) - coef) < 4 * se_b)
+    assert abs(resid.mean() - var) < 4 * resid.std() / np.sqrt(len(resid))
+    assert abs(coef[1]) > 10 * se_b[1]  # not a trivially zero effect
+    # the conditional variance of E[Σ] = R / (α_w + m − n − 1) (the plug-in) is not the mean
+    plug_in = (R[2, 2] - R[2, :2] @ np.linalg.solve(R[:2, :2], R[:2, 2])) / (alpha_w + m - n - 1)
+    assert abs(resid.mean() - plug_in) > 10 * resid.std() / np.sqrt(len(resid))
+
+
+def test_fit_refuses_what_has_no_parameter_model(tmp_path):
+    path = tmp_path / "s.jkl"
+    path.write_text("2\na 2\n0 0\n-1 1 b\nb 1\n0 0\n")
+    res = bigbn.learn(scores=path, workdir=tmp_path / "wd")
+    with pytest.raises(OptionError, match=".jkl file: there is no parameter model"):
+        res.to_pgmpy(dag=0.5)
+
+
+def test_export_on_the_command_line(tmp_path):
+    wd = tmp_path / "run"
+    assert cli("run", ASIA, "--workdir", wd, "-q").exit_code == 0
+    r = cli("export", wd)
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1
+    assert "no MAP network" in r.output and "--dag 0.5" in r.output
+    r = cli("export", wd, "--dag", "0.5", "--out", tmp_path / "a.bif")
+    assert r.exit_code == 0 and r.output.strip() == (f"wrote {tmp_path / 'a.bif'}: the averaged (threshold 0.5) "
+                                                     "network with posterior-mean CPDs")
+    net, res = read_bif(tmp_path / "a.bif"), bigbn.open(wd)
+    assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(res.averaged(0.5).edges())
+    for args, needle in ((("--dag", "x"), "--dag is map or a threshold"), (("--dag", "2"), "threshold"),
+                         (("--dag", "0.5", "--data", tmp_path / "nope.csv"), "nope.csv")):
+        r = cli("export", wd, *args)
+        assert r.exit_code != 0 and needle in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    r = cli("export", wd, "--dag", "0.5", "--out", tmp_path)  # click's own check, as for every command
+    assert r.exit_code == 2 and "is a directory" in r.output
