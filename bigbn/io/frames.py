@@ -138,8 +138,9 @@ def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None, pairs=N
         cycle = [u for u, _ in nx.find_cycle(g)]
         warnings.warn(f"the arcs with {attr} ≥ {threshold:g} hold a directed cycle "
                       f"({' -> '.join(cycle + cycle[:1])}): thresholded edge probabilities are not "
-                      "a DAG (for one, take the MAP network, learn(..., map_dag=True), or sampled "
-                      "DAGs, bigbn.sample)", BigBNWarning, stacklevel=3)
+                      "a DAG (for one: Result.averaged(threshold), which skips the arcs that close a "
+                      "cycle; the MAP network, learn(..., map_dag=True); or sampled DAGs, bigbn.sample)",
+                      BigBNWarning, stacklevel=3)
     return g
 
 
