@@ -172,6 +172,12 @@ def test_a_threshold_whose_arcs_hold_a_cycle_is_said(run):
     words = Page(report_html(rf, threshold=0.4)).words
     assert "hold a directed cycle" in words
     assert "hold a directed cycle" not in Page(report_html(rf, threshold=0.5)).words
+    from bigbn.outputs.strength import averaged_arcs
+
+    kept, skipped = averaged_arcs(rf.posterior, 0.4)  # the averaged DAG keeps n - 1 arcs of a chain
+    assert len(kept) == n * (n - 1) // 2 and skipped
+    assert "The averaged DAG at 0.4 ( Result.averaged(0.4) ; bnlearn's averaged.network reads the run's " \
+           f"strength.csv): {len(kept)} arcs" in words and "to stay acyclic it skips" in words
 
 
 def test_a_run_that_is_not_finished_is_one_line(tmp_path):

@@ -352,9 +352,31 @@ def _graph(rf: RunFiles, threshold: float, truth) -> str:
     cycle = _cycle(rf.names, rf.posterior >= threshold)
     warn = (f"<p class=note>At this threshold the arcs hold a directed cycle ({_e(' → '.join(cycle))}): "
             "a thresholded edge posterior is not a DAG.</p>" if cycle else "")
+    warn += _averaged(rf, threshold)
     return (f"<div class=figs>{_picture(draw)}</div><p>{count} arcs; width and darkness grow with "
             "the posterior." + (" Colours: against the true network." if truth is not None else "")
             + f"</p>{warn}")
+
+
+def _averaged(rf: RunFiles, threshold: float) -> str:
+    """A line on the averaged DAG at the threshold (`Result.averaged`, `outputs/strength.py`):
+    its arcs, the arcs it skips to stay acyclic, and how many are reversible in its CPDAG."""
+    from bigbn.outputs.strength import averaged_arcs, cpdag
+
+    if threshold <= 0:
+        return ""
+    kept, skipped = averaged_arcs(rf.posterior, threshold)
+    adj = np.zeros(rf.posterior.shape, dtype=bool)
+    for u, v in kept:
+        adj[u, v] = True
+    compelled, _ = cpdag(adj)
+    names = rf.names
+    reversible = sum(not compelled[u, v] for u, v in kept)
+    skip = ("; to stay acyclic it skips " + ", ".join(f"{names[u]} → {names[v]}" for u, v in skipped)
+            if skipped else "")
+    return (f"<p>The averaged DAG at {threshold:g} (<code>Result.averaged({threshold:g})</code>; bnlearn's "
+            f"<code>averaged.network</code> reads the run's strength.csv): {len(kept)} arcs, {reversible} of "
+            f"them reversible within its Markov equivalence class{_e(skip)}.</p>")
 
 
 def _cycle(names, adj) -> list[str] | None:
