@@ -49,7 +49,7 @@ def open(workdir):  # noqa: A001 - bigbn.open(workdir), as the package's verb fo
     `bigbn sample` / `bigbn effects` left them); see `bigbn.outputs.reopen.open_run`."""
     from bigbn.outputs.reopen import open_run
 
-    return open_run(workdir)
+    return _in_python_words(open_run, (workdir,), {})
 
 
 # not in __all__: `from bigbn import *` must not shadow the builtin open

@@ -70,7 +70,7 @@ def test_open_a_run_with_tiers_and_a_map_only_run(tmp_path):
 
 def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_path):
     res, wd = asia
-    with pytest.raises(WorkdirError, match="no such folder.*run `bigbn run` first"):
+    with pytest.raises(WorkdirError, match=r"no such folder.*call learn\(\.\.\., workdir=\.\.\.\) first"):
         bigbn.open(tmp_path / "nothing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(WorkdirError, match="no run.json"):
@@ -85,12 +85,12 @@ def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_pa
     lines = (part / "journal.jsonl").read_text().splitlines()
     (part / "journal.jsonl").write_text("\n".join(x for x in lines if '"edges"' not in x and '"map_dag"' not in x)
                                         + "\n")
-    with pytest.raises(WorkdirError, match="not finished; run the same `bigbn run` command again"):
+    with pytest.raises(WorkdirError, match="not finished; call learn again with the same arguments"):
         bigbn.open(part)
     done = tmp_path / "done"
     shutil.copytree(wd, done)
     (done / "summary.json").unlink()
-    with pytest.raises(WorkdirError, match="summary.json is missing: run the same `bigbn run` command"):
+    with pytest.raises(WorkdirError, match="summary.json is missing: call learn again with the same arguments"):
         bigbn.open(done)
     r = cli("export", part)
     assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1 and "not finished" in r.output
