@@ -25,7 +25,7 @@ def record(factors=None, **over):
 def test_each_stage_takes_its_own_factor(plan):
     ref = time_estimate(plan, 2)
     got = cal.estimate(plan, 2, record())
-    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0}
+    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0, "start": 2.0}
     assert set(got) == set(ref) and ("reforward" in ref) == (plan.kept is not None)
     for stage, t in ref.items():
         assert got[stage] == pytest.approx(t * f[stage], rel=1e-12)

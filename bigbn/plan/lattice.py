@@ -867,6 +867,11 @@ DISK_WRITE_BPS = 0.65e9
 # it dominates with tiny chunks (n = 14, c = 4: 3074 tasks took 38 s more than one chunk).
 SECONDS_PER_TASK = 0.02
 DISK_READ_BPS = 1.6e9
+# Starting a run's process: Python's imports (numba, zarr, dask ≈ 1 s) and loading the
+# compiled kernels from numba's cache, before the first stage. Measured on this kind of
+# machine on 2026-11-26 as a whole `bigbn run` process's wall less its stage walls, at
+# n = 24 and 28 (scripts/bench.py): 1.3 s and 1.5 s; at n ≤ 24 it is most of the wall.
+SECONDS_START = 1.4
 
 
 def work_estimate(plan: Plan) -> dict[str, float]:
@@ -922,6 +927,7 @@ def time_estimate(plan: Plan, workers: int, factors: dict[str, float] | None = N
         out["alpha"] = w["alpha"] * lae + disk["alpha"] / DISK_WRITE_BPS
         out["forward"] += disk["alpha"] / DISK_READ_BPS
         out["backward"] += disk["alpha"] / DISK_READ_BPS
+    out["start"] = SECONDS_START
     if factors is not None:
         out = {s: t * factors[s] for s, t in out.items()}
     return out

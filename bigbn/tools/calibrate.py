@@ -64,7 +64,10 @@ REFERENCE_SECONDS = {"forward": 0.92, "backward": 1.28}
 #: stages priced with another stage's factor, those the calibration run does not time
 #: apart: the reforward rounds and a stored α are forward tasks' kernels, the MAP stage
 #: the same recursion in max-plus; the γ level sums read what the backward tasks wrote
-SAME_AS = {"reforward": "forward", "alpha": "forward", "map": "forward", "gamma": "backward"}
+SAME_AS = {"reforward": "forward", "alpha": "forward", "map": "forward", "gamma": "backward",
+           "start": "forward"}
+#: calibration runs per `measure`; each stage's factor is from their median wall
+REPEATS = 3
 
 
 def cache_file() -> str:
@@ -87,9 +90,9 @@ def machine() -> dict:
 
 
 def measure(workers: int | None = None, progress=None) -> dict:
-    """Time the calibration run here (in a temporary folder, removed after) and return
-    its record: per stage the factor (measured / reference wall), the walls, the machine,
-    when, and the load average before the run."""
+    """Time the calibration run here, `REPEATS` times (each in a temporary folder, removed
+    after), and return its record: per stage the factor (the median measured wall over the
+    reference wall), the median walls, the machine, when, and the load average before."""
     from bigbn.api import learn
     from bigbn.tools.simulate import random_network, sample
 
@@ -97,16 +100,20 @@ def measure(workers: int | None = None, progress=None) -> dict:
     rng = np.random.default_rng(cal.seed)
     data = sample(random_network(cal.n, cal.k, 2, rng), cal.m, rng)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    tmp = tempfile.mkdtemp(prefix="bigbn-calibrate-")
-    try:
-        t0 = time.time()
-        res = learn(data, names=[f"X{i + 1}" for i in range(cal.n)], score="k2", max_parents=cal.k,
-                    workdir=tmp, chunk_bits=cal.c, workers=workers, progress=progress,
-                    parent_set_mass=1e-9)
-        wall = time.time() - t0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    stages = {s: v["wall_seconds"] for s, v in res.summary["stages"].items()}
+    walls, runs = [], []
+    for _ in range(REPEATS):
+        tmp = tempfile.mkdtemp(prefix="bigbn-calibrate-")
+        try:
+            t0 = time.time()
+            res = learn(data, names=[f"X{i + 1}" for i in range(cal.n)], score="k2", max_parents=cal.k,
+                        workdir=tmp, chunk_bits=cal.c, workers=workers, progress=progress,
+                        parent_set_mass=1e-9)
+            walls.append(time.time() - t0)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        runs.append({s: v["wall_seconds"] for s, v in res.summary["stages"].items()})
+    stages = {s: float(np.median([r[s] for r in runs])) for s in runs[0] if all(s in r for r in runs)}
+    wall = float(np.median(walls))
     missing = sorted(set(REFERENCE_SECONDS) - set(stages))
     if missing:
         raise OptionError(f"the calibration run has no {', '.join(missing)} stage")
