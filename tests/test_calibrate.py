@@ -25,7 +25,7 @@ def record(factors=None, **over):
 def test_each_stage_takes_its_own_factor(plan):
     ref = time_estimate(plan, 2)
     got = cal.estimate(plan, 2, record())
-    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0, "start": 2.0}
+    f = {"forward": 2.0, "backward": 3.0, "gamma": 3.0, "map": 2.0, "reforward": 2.0, "alpha": 2.0, "start": 1.0}
     assert set(got) == set(ref) and ("reforward" in ref) == (plan.kept is not None)
     for stage, t in ref.items():
         assert got[stage] == pytest.approx(t * f[stage], rel=1e-12)
@@ -49,9 +49,9 @@ def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
 
 
 def test_plan_calibrate_times_this_machine_and_later_plans_use_it(tmp_path, monkeypatch):
-    """A small calibration run (n = 12 in place of 24, so the test is quick): its factors
-    are its stage walls over the reference walls, kept in the cache file, and `bigbn plan`
-    then prices every stage with them and says so."""
+    """A small calibration run (n = 12 in place of 25, so the test is quick): its factors
+    are its median stage walls over the reference clock's price of the same stages, kept in
+    the cache file, and `bigbn plan` then prices every stage with them and says so."""
     path = tmp_path / "calibration.json"
     monkeypatch.setenv("BIGBN_CALIBRATION", str(path))
     monkeypatch.setattr(cal, "CALIBRATION", dataclasses.replace(cal.CALIBRATION, n=12, c=8, m=300))
@@ -62,7 +62,9 @@ def test_plan_calibrate_times_this_machine_and_later_plans_use_it(tmp_path, monk
     rec = json.loads(path.read_text())
     assert rec["machine"] == cal.machine() and rec["workers"] == 2
     for stage, f in rec["factors"].items():
-        assert f == pytest.approx(rec["stage_seconds"][stage] / cal.REFERENCE_SECONDS[stage], rel=1e-2, abs=1e-3)
+        model = time_estimate(cal.CALIBRATION.plan(), 2)[stage]
+        assert rec["model_seconds"][stage] == pytest.approx(model, rel=1e-3)
+        assert f == pytest.approx(rec["stage_seconds"][stage] / model, rel=1e-2, abs=1e-3)
     after = h.cli("plan", "--n", 26, "-k", 3, "--workers", 2)
     assert after.exit_code == 0 and f"2 cores of this machine (calibrated {rec['when']})" in after.output
     t = cal.estimate(Plan(26, 3, 20), 2, cal.load(str(path)))

@@ -540,7 +540,7 @@ def _fmt_seconds(s: float) -> str:
 @click.option("--disk-budget", default=None,
               help="Plan within this much disk (e.g. 24G), and show the trade of disk for time.")
 @click.option("--calibrate", is_flag=True,
-              help="Time a short run on this machine first (about 10 s) and keep its speed in the user's "
+              help="Time a short run on this machine first (about 20 s) and keep its speed in the user's "
                    "cache: later plans give times for this machine, not the reference one.")
 @click.option("--lag", type=int, default=None,
               help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
