@@ -5,6 +5,8 @@ damaged file is not used."""
 import dataclasses
 import json
 
+import numpy as np
+
 import pytest
 
 from bigbn.plan.lattice import Plan, time_estimate
@@ -73,3 +75,23 @@ def test_plan_calibrate_times_this_machine_and_later_plans_use_it(tmp_path, monk
     assert f"≈ {_fmt_seconds(sum(t.values()))}" in line and f"forward {_fmt_seconds(t['forward'])}" in line
     tiered = h.cli("plan", "--tier-sizes", "10,10", "-k", 2, "--workers", 2)
     assert "2 cores of this machine (calibrated" in tiered.output
+
+
+def test_the_report_prices_the_plan_on_the_calibrated_clock(tmp_path, monkeypatch):
+    """`bigbn report` predicts the run's time as `bigbn plan` does: on this machine's clock
+    once it is calibrated, and says which clock it used."""
+    from bigbn import learn
+
+    rng = np.random.default_rng(3)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, rng.integers(0, 2, size=(200, 6)), fmt="%d", delimiter=",", header="a,b,c,d,e,f",
+               comments="")
+    learn(data, workdir=tmp_path / "w", max_parents=2)
+    before = h.cli("report", tmp_path / "w", "--out", tmp_path / "a.html")
+    assert before.exit_code == 0, before.output
+    assert "cores of the reference machine" in (tmp_path / "a.html").read_text()
+    path = tmp_path / "calibration.json"
+    monkeypatch.setenv("BIGBN_CALIBRATION", str(path))
+    cal.save(record(), str(path))
+    h.cli("report", tmp_path / "w", "--out", tmp_path / "b.html")
+    assert "cores of this machine (calibrated 2026-11-26 10:00)" in (tmp_path / "b.html").read_text()

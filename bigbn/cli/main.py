@@ -906,7 +906,11 @@ def report_cmd(workdir, out, threshold, truth):
         adj = read_truth(truth, list(rf.names))
         curve = edge_roc(rf.posterior, adj)
         roc = (curve.fpr, curve.tpr, curve.auc)
-    write_report(rf, out, threshold=threshold, truth=adj, roc=roc)
+    from bigbn.tools import calibrate as cal
+
+    record = cal.load()  # the plan's time on this machine's clock once `bigbn plan --calibrate` set it
+    write_report(rf, out, threshold=threshold, truth=adj, roc=roc, factors=cal.stage_factors(record),
+                 clock="the reference machine" if record is None else f"this machine (calibrated {record['when']})")
     click.echo(f"wrote {out}")
 
 

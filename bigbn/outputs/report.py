@@ -170,19 +170,23 @@ def _read_samples(root: Path) -> dict:
 
 # ------------------------------------------------------------------------------ the page
 
-def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None) -> Path:
+def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None, factors=None,
+                 clock: str = "the reference machine") -> Path:
     """Write the report of the finished run in ``workdir`` (a path, or its `RunFiles`
     already read) to ``out`` (an .html file).
 
     threshold: the graph shows the arcs with posterior ≥ it. truth: an optional bool (n, n)
     adjacency of the true network (arcs coloured right / reversed / wrong). roc: an optional
-    (fpr, tpr, auc) of the run's undirected-edge ROC against that network."""
+    (fpr, tpr, auc) of the run's undirected-edge ROC against that network. factors, clock:
+    the plan's time on this machine's clock (`bigbn.tools.calibrate.stage_factors`, and how
+    to name it), else the reference machine's."""
     if not 0.0 <= threshold <= 1.0:
         raise OptionError(f"threshold must be in [0, 1], got {threshold}")
     out = Path(out)
     if out.is_dir():
         raise OptionError(f"{out}: is a folder; give a file name (e.g. {out / 'report.html'})")
-    page = report_html(workdir if isinstance(workdir, RunFiles) else read_run(workdir), threshold, truth, roc)
+    page = report_html(workdir if isinstance(workdir, RunFiles) else read_run(workdir), threshold, truth, roc,
+                       factors, clock)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
@@ -190,10 +194,11 @@ def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None) -> 
     return out
 
 
-def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None) -> str:
+def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None, factors=None,
+                clock: str = "the reference machine") -> str:
     """The report's HTML text (see `write_report`)."""
     sections = [("asked", "What was asked", _asked(rf)),
-                ("plan", "The plan and what it took", _plan(rf)),
+                ("plan", "The plan and what it took", _plan(rf, factors, clock)),
                 ("heatmap", "Edge posteriors", _heatmap(rf)),
                 ("graph", f"The graph at posterior ≥ {threshold:g}", _graph(rf, threshold, truth)),
                 ("edges", "Strongest and most uncertain edges", _edges(rf)),
@@ -253,7 +258,7 @@ def _asked(rf: RunFiles) -> str:
     return table(None, rows)
 
 
-def _plan(rf: RunFiles) -> str:
+def _plan(rf: RunFiles, factors=None, clock: str = "the reference machine") -> str:
     from bigbn.plan.lattice import STAGES, time_estimate
 
     pl = rf.run.plan
@@ -262,7 +267,7 @@ def _plan(rf: RunFiles) -> str:
     lattices = pl.distinct()
     predicted: dict[str, float] = {}
     for p in lattices:
-        for s, t in time_estimate(p, workers).items():
+        for s, t in time_estimate(p, workers, factors).items():
             predicted[s] = predicted.get(s, 0.0) + t
     disk = sum(sum(p.disk_bytes(workers).values()) for p in lattices)
     memory = max((p.task_memory_bytes() for p in lattices), default=0) * workers + 300 * 2**20
@@ -283,7 +288,7 @@ def _plan(rf: RunFiles) -> str:
              + ", chunk bits " + ", ".join(str(p.chunk_bits) for p in lattices[:8])
              + f", alpha {pl.alpha_mode}, {workers} workers"
              + (f", scheduler {plan_info['scheduler']}" if plan_info.get("scheduler") else ""),
-             f"predicted: ≈ {_secs(sum(predicted.values()))} on {workers} cores of the reference machine, "
+             f"predicted: ≈ {_secs(sum(predicted.values()))} on {workers} cores of {clock}, "
              f"peak disk {gib(disk)}, memory ≈ {gib(memory)}"]
     took = [f"journal: {len(recs)} tasks in {invocations} invocation{'s' * (invocations != 1)}"
             + (" (the run was resumed)" if invocations > 1 else "")]
