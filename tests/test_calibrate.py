@@ -6,7 +6,6 @@ import dataclasses
 import json
 
 import numpy as np
-
 import pytest
 
 from bigbn.plan.lattice import Plan, time_estimate
