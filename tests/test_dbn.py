@@ -16,7 +16,7 @@ from bigbn import dbn
 from bigbn.io.series import lagged_name
 from bigbn.kernels.families import family_masks
 
-from tests import naive
+import naive
 
 pd = pytest.importorskip("pandas")
 
