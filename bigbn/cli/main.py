@@ -579,8 +579,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     def time_estimate(p, w):
         return cal.estimate(p, w, record)
 
-    clock = ("the reference machine (`bigbn plan --calibrate` times this one)" if record is None
-             else f"this machine (calibrated {record['when']})")
+    clock = cal.clock(record, " (`bigbn plan --calibrate` times this one)")
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
@@ -910,7 +909,7 @@ def report_cmd(workdir, out, threshold, truth):
 
     record = cal.load()  # the plan's time on this machine's clock once `bigbn plan --calibrate` set it
     write_report(rf, out, threshold=threshold, truth=adj, roc=roc, factors=cal.stage_factors(record),
-                 clock="the reference machine" if record is None else f"this machine (calibrated {record['when']})")
+                 clock=cal.clock(record))
     click.echo(f"wrote {out}")
 
 

@@ -169,6 +169,12 @@ def stage_factors(record: dict | None) -> dict[str, float] | None:
     return f
 
 
+def clock(record: dict | None, hint: str = "") -> str:
+    """How a plan names the clock its times are on: this machine's, calibrated when, or the
+    reference machine's (then followed by ``hint``)."""
+    return f"this machine (calibrated {record['when']})" if record is not None else "the reference machine" + hint
+
+
 def estimate(plan: Plan, workers: int, record: dict | None) -> dict[str, float]:
     """`time_estimate` on this machine's clock (``record``) or the reference one (None)."""
     return time_estimate(plan, workers, stage_factors(record))
