@@ -63,13 +63,21 @@ class Events(Callback):
 
 
 def run(executor, specs, fn, callbacks=(), workers=3):
+    """"dask7" is dask's executor with the plan cut into dask graphs of 7 tasks (a run's
+    are of `dask_local.WINDOW`): what holds for one graph must hold across windows."""
     if executor == "sync":
         sync.run(specs, fn, callbacks=callbacks)
+    elif executor == "dask7":
+        window, dask_local.WINDOW = dask_local.WINDOW, 7
+        try:
+            dask_local.run(specs, fn, workers=workers, callbacks=callbacks)
+        finally:
+            dask_local.WINDOW = window
     else:
         {"threads": threads, "dask": dask_local}[executor].run(specs, fn, workers=workers, callbacks=callbacks)
 
 
-@pytest.mark.parametrize("executor", ["sync", "threads", "dask"])
+@pytest.mark.parametrize("executor", ["sync", "threads", "dask", "dask7"])
 @pytest.mark.parametrize("plan", PLANS, ids=str)
 @pytest.mark.parametrize("skip", [0, 5])
 def test_each_task_once_after_its_dependencies(executor, plan, skip):
@@ -103,7 +111,7 @@ def test_threads_run_tasks_concurrently(executor):
     assert 2 <= peak <= 4
 
 
-@pytest.mark.parametrize("executor", ["threads", "dask"])
+@pytest.mark.parametrize("executor", ["threads", "dask", "dask7"])
 @pytest.mark.parametrize("workers", [1, 3])
 def test_failure_waits_for_tasks_in_flight_and_starts_nothing_new(executor, workers):
     specs = Plan(8, 2, 3).tasks()
@@ -120,7 +128,7 @@ def test_failure_waits_for_tasks_in_flight_and_starts_nothing_new(executor, work
         assert rec.runs[-1] == fail  # nothing started after it
 
 
-@pytest.mark.parametrize("executor", ["sync", "threads", "dask"])
+@pytest.mark.parametrize("executor", ["sync", "threads", "dask", "dask7"])
 def test_a_dependency_cycle_is_reported(executor):
     a = TaskSpec(key=("forward", 0), reads=(), writes=(), deps=(("forward", 1),))
     b = TaskSpec(key=("forward", 1), reads=(), writes=(), deps=(("forward", 0),))
@@ -166,14 +174,14 @@ class LiveChunks:
         return {}
 
 
-@pytest.mark.parametrize("executor", ["threads", "dask"])
+@pytest.mark.parametrize("executor", ["threads", "dask", "dask7"])
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_local_executors_keep_b_within_the_planned_disk(executor, workers):
     """The plan's bound for ordered local threads (`plan.live_chunks(h, workers)`, what
     `Plan.disk_bytes(ordered_workers(scheduler, workers))` counts) holds on the real
     executors, with task times drawn at random; at h = 8 it is well below two levels."""
     plan = Plan(10, 2, 2)  # 2^8 chunks, as at n = 28 with c = 20
-    assert ordered_workers(executor, workers) == workers
+    assert ordered_workers(executor.rstrip("7"), workers) == workers
     bound = live_chunks(plan.h, workers)
     assert bound < live_chunks(plan.h) == 126
     for seed in range(3):
@@ -181,6 +189,30 @@ def test_local_executors_keep_b_within_the_planned_disk(executor, workers):
         run(executor, plan.tasks(), fn, workers=workers)
         assert fn.live == {(0,)}  # B(0), read by edges, is all that is left
         assert fn.peak <= bound
+
+
+@pytest.mark.parametrize("size", [1, 5, 64, 10**6])
+def test_dask_windows_are_the_one_worker_order_cut_in_runs(size):
+    """The windows, joined, are the order the sync executor runs (each spec once), at
+    most ``size`` each, and no task depends on one in a later window."""
+    plan = Plan(8, 2, 3)
+    specs = plan.tasks()
+    rec = Recorder(specs)
+    sync.run(specs, rec)
+    parts = dask_local.windows(specs, size)
+    assert [s.key for p in parts for s in p] == rec.runs
+    assert all(1 <= len(p) <= size for p in parts)
+    window = {s.key: i for i, p in enumerate(parts) for s in p}
+    assert all(window[d] <= window[s.key] for s in specs for d in s.deps)
+    assert len(parts) == -(-len(specs) // size)
+
+
+def test_dask_with_one_worker_runs_the_plan_order_across_windows():
+    plan = Plan(10, 2, 2)
+    specs = plan.tasks()
+    rec = Recorder(specs)
+    run("dask7", specs, rec, workers=1)
+    assert rec.runs == [s.key for s in specs]
 
 
 def test_dask_in_its_own_order_would_exceed_the_bound():
@@ -211,7 +243,9 @@ def data9(tmp_path_factory):
     dict(chunk_bits=4, max_parents=2, map_dag=True),
     dict(chunk_bits=2, max_parents=2, tiers=[["V0", "V1", "V2"], ["V3", "V4", "V5", "V6"], ["V7", "V8"]]),
 ], ids=["plain", "store", "map", "tiers"])
-def test_dask_runs_give_the_sync_tables_bit_for_bit(data9, tmp_path, options):
+@pytest.mark.parametrize("window", [1024, 5])
+def test_dask_runs_give_the_sync_tables_bit_for_bit(data9, tmp_path, options, window, monkeypatch):
+    monkeypatch.setattr(dask_local, "WINDOW", window)
     ref = learn(data9, workdir=tmp_path / "sync", scheduler="sync", **options)
     res = learn(data9, workdir=tmp_path / "dask", scheduler="dask", workers=3, **options)
     crcs = journal_crcs(tmp_path / "sync")
