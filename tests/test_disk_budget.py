@@ -3,7 +3,6 @@ others computed again in the backward pass. The numbers are those of the run wit
 budget, bit for bit (journal CRCs), with and without the MAP network; a run killed at
 any point of a recomputed level resumes to the same bits; the CLI plans the trade."""
 
-import dataclasses
 import json
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 from bigbn import learn
 from bigbn.errors import BigBNError, OptionError
-from bigbn.plan.lattice import Plan, choose_kept, fit_disk, least_disk
+from bigbn.plan.lattice import Plan, fit_disk, least_disk
 from bigbn.store.workdir import Workdir
 import helpers as h
 from test_resume import Count, FailOn, wrapped, write_data
@@ -105,7 +104,7 @@ def test_a_run_killed_in_a_recomputed_level_resumes_to_the_same_bits(tmp_path, w
         assert done < ids
         count = Count()
         with wrapped(count):  # resumed with no budget given: the recorded plan is kept
-            res = learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
+            learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
         assert set(count.keys) >= ids - done and len(count.keys) == len(set(count.keys))
         assert crcs(wd) == crcs(tmp_path / "ref"), fail_at
         assert set(Workdir(wd).journal()) == ids

@@ -11,7 +11,7 @@ import pytest
 
 import naive
 from bigbn.kernels import maxplus as MP
-from bigbn.kernels.families import family_masks, unsqueeze
+from bigbn.kernels.families import family_masks
 from bigbn.kernels.mapdag import backtrack, dag_score, map_chunk
 from bigbn.plan.lattice import Plan
 

@@ -304,7 +304,7 @@ def test_unknown_stage_and_a_chunk_written_twice_are_refused():
 
 # ------------------------------------------------------------ the disk budget (#39)
 
-from bigbn.plan.lattice import budget_peak, choose_kept, fit_disk, least_disk, refwd_chunks  # noqa: E402
+from bigbn.plan.lattice import choose_kept, fit_disk, least_disk, refwd_chunks  # noqa: E402
 import naive  # noqa: E402
 
 BUDGET_LATTICES = [(6, 2, 1), (8, 2, 3), (9, 2, 3), pytest.param(9, 3, 2, marks=pytest.mark.slow),

@@ -24,7 +24,7 @@ from bigbn.outputs.samples import sample
 from bigbn.scores.base import BUILTIN
 from bigbn.scores.discrete import parent_sets_of
 from bigbn.knowledge import Knowledge
-from bigbn.plan.tiers import TierLayout, _tier_prior, layouts, read_tiers, tier_scores, tier_sizes_from_file
+from bigbn.plan.tiers import _tier_prior, layouts, read_tiers, tier_scores, tier_sizes_from_file
 
 
 def random_table(seed: int, n: int, m: int, arity: int = 2) -> np.ndarray:

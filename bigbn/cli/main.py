@@ -650,13 +650,14 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
                + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
-        verdict = "enough" if free >= total_disk * 1.05 else "NOT enough"
-        click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {verdict}")
-        if free < total_disk * 1.05 and disk_budget is None:
-            from bigbn.plan.lattice import fit_disk
+        from bigbn.plan.lattice import fit_disk, fits_free_disk, free_disk_budget
+
+        fits = fits_free_disk(total_disk, free)
+        click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {'enough' if fits else 'NOT enough'}")
+        if not fits and disk_budget is None:
 
             try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
-                q = fit_disk(p, int(free / 1.05), workers)
+                q = fit_disk(p, free_disk_budget(free), workers)
             except OptionError as e:
                 click.echo(f"  and no plan fits it: {e}")
             else:

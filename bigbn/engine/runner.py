@@ -24,7 +24,7 @@ from bigbn._version import __version__
 from bigbn.engine.tasks import Job, execute, log_offset, verify
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.engine.executors import Callback
-from bigbn.plan.lattice import STAGES, Plan, fit_disk, ordered_workers
+from bigbn.plan.lattice import STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget, ordered_workers
 from bigbn.engine.progress import report
 from bigbn.plan import tiers as tiering
 from bigbn.store.rundir import RunRecord, check_is_ours, gib, read_record, write_record
@@ -156,7 +156,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
                if old is None or not (wd.tables / p.scope / t).exists())
     if need and check_disk:
         free = shutil.disk_usage(wd.root).free
-        if need * 1.05 > free:
+        if not fits_free_disk(need, free):
             if old is None and plain:
                 raise WorkdirError(f"{wd.root}: this run needs {gib(need)} of disk, only {gib(free)} free "
                                    f"(see `bigbn plan --n {n} -k {k}`)")
@@ -174,7 +174,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
 
 def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None) -> "tiering.RunPlan":
     """A new run without tiers and without ``disk_budget`` that does not fit the free disk
-    (with the 5 % margin `prepare` keeps) takes the fastest plan that does: the free disk
+    (with the margin `prepare` keeps, `DISK_MARGIN`) takes the fastest plan that does: the free disk
     is its budget (`fit_disk`), so a user with room loses nothing and one without gets
     the same numbers, later. Left as it is where nothing fits (`prepare` then refuses,
     naming the need) or where no budget can hold (a dask cluster starts tasks in any
@@ -183,10 +183,10 @@ def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None
     if post is None or disk_workers is None:
         return run
     free = shutil.disk_usage(wd.root).free
-    if sum(post.disk_bytes(disk_workers).values()) * 1.05 <= free:
+    if fits_free_disk(sum(post.disk_bytes(disk_workers).values()), free):
         return run
     try:
-        fitted = fit_disk(post, int(free / 1.05), disk_workers)
+        fitted = fit_disk(post, free_disk_budget(free), disk_workers)
     except OptionError:
         return run
     return dataclasses.replace(run, kept=fitted.kept)

@@ -695,6 +695,23 @@ def choose_kept(st: LatticeSteps, limit: float, workers: int = 1,
 BUDGET_MAX_CHUNK_LEVELS = 16
 
 
+DISK_MARGIN = 1.05
+"""A run starts only where the free disk is this many times its planned peak (the plan
+counts the tables' bytes; file-system blocks, the journal and zarr's metadata are the
+rest): `bigbn run` and `bigbn plan --workdir` both judge free disk by it."""
+
+
+def fits_free_disk(need: float, free: float) -> bool:
+    """Whether ``need`` bytes of planned peak fit ``free`` bytes with the margin."""
+    return need * DISK_MARGIN <= free
+
+
+def free_disk_budget(free: float) -> int:
+    """The largest planned peak that ``free`` bytes hold with the margin: the budget of a
+    run that does not fit the free disk as planned."""
+    return int(free / DISK_MARGIN)
+
+
 def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     """The fastest plan whose disk fits ``budget`` bytes (None: no budget, ``plan`` as it
     is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least

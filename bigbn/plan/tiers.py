@@ -44,7 +44,7 @@ import numpy as np
 from bigbn.errors import DataError, EngineError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, n_families
-from bigbn.plan.lattice import Plan, choose_chunk_bits
+from bigbn.plan.lattice import Plan, choose_chunk_bits, fits_free_disk
 
 NEG_INF = -np.inf
 #: Most variables a tiered run takes (each tier is at most plan.MAX_NODES).
@@ -641,7 +641,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lines.append(f"time:   ≈ {total_t:.0f} s for the tiers' lattices on {workers} cores of {clock}, plus the scores stage ({fams} families, each counted over the rows)")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
-        lines.append(f"workdir {workdir}: {_bytes(free)} free — {'enough' if free >= disk * 1.05 else 'NOT enough'}")
+        lines.append(f"workdir {workdir}: {_bytes(free)} free — {'enough' if fits_free_disk(disk, free) else 'NOT enough'}")
     return lines
 
 
