@@ -112,7 +112,7 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
 
 def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, workers: int, alpha_mode: str,
                map_dag: bool, posterior: bool, chunk_bits, workdir, factors: dict | None = None,
-               clock: str = "the reference machine") -> list[str]:
+               clock: str = "the reference machine", rows: int = 1000) -> list[str]:
     """`bigbn plan --n N --lag L`: the plan of the tiered run a DBN is (`knowledge`), its
     lagged variables' one-node tiers (no lattice) summed up in one line; factors, clock:
     as `bigbn.plan.tiers.plan_lines` takes them."""
@@ -121,7 +121,7 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     lag = check_lag(lag, "--lag")
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
-                       factors, clock)
+                       factors, clock, rows)
     head = (f"dynamic network: {n} variables per slice, lag {lag}, {n * (lag + 1)} columns; the "
             f"{n * lag} lagged ones are parents only (one-node tiers, no lattice)"
             + ("" if contemporaneous else "; no edges within slice t (no lattice at all)"))

@@ -5,7 +5,9 @@ Binary data from a layered random network (`bigbn simulate --tier-sizes`: the or
 tier 1 first, parents uniform among the predecessors, k = 3), m = 1000 rows, K2 score,
 koivisto-sood prior. Each case runs in its own process (peak RSS is that run's) in a
 fresh workdir, polled every 0.2 s for peak disk, and deleted after. Prints wall time,
-scores-stage time, per-stage task-seconds, peak RSS and peak disk against `bigbn plan`'s.
+scores-stage time, per-stage task-seconds and walls, peak RSS and peak disk against `bigbn plan`'s,
+and the whole wall over the plan's time (on the plan's clock: calibrate first, `bigbn plan
+--calibrate`, for this machine's).
 
     python scripts/bench_tiers.py                        # 4x16, 4x25, 2x30 (plans 2x30 first)
     python scripts/bench_tiers.py --sizes 16,16,16,16 --workdir /scratch/bench
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -42,9 +45,11 @@ def main() -> None:
     rows = []
     for sizes in args.sizes:
         n = sum(int(s) for s in sizes.split(","))
-        plan = subprocess.run(bigbn + ["plan", "--tier-sizes", sizes, "-k", str(args.k), "--workdir", str(base)],
+        plan = subprocess.run(bigbn + ["plan", "--tier-sizes", sizes, "-k", str(args.k), "--workdir", str(base),
+                                       "--rows", str(args.rows)],
                               check=True, capture_output=True, text=True).stdout
         print(plan, flush=True)
+        planned = re.search(r"^time: +≈ ([0-9.]+) (s|min|h)", plan, re.M)
         if "NOT enough" in plan:
             print(f"skipping {sizes}: not enough disk", flush=True)
             continue
@@ -71,17 +76,20 @@ def main() -> None:
         watcher.join()
         s = json.loads((wd / "summary.json").read_text())
         stages = {k: v["task_seconds"] for k, v in s["stages"].items()}
+        walls = {k: round(v["wall_seconds"], 1) for k, v in s["stages"].items()}
+        print(f"stage walls {walls}", flush=True)
         rows.append((sizes, n, wall, s["scoring_seconds_this_invocation"], stages, s["peak_rss_bytes"], peak[0],
-                     sum(s["disk_bytes"].values())))
+                     sum(s["disk_bytes"].values()),
+                     float(planned[1]) * {"s": 1, "min": 60, "h": 3600}[planned[2]] if planned else float("nan")))
         print(f"tiers {sizes} (n = {n}): {wall:.1f} s wall, scores {s['scoring_seconds_this_invocation']:.1f} s, "
               f"task-seconds {stages}, peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB, "
               f"peak disk {peak[0] / 2**20:.0f} MiB (planned {sum(s['disk_bytes'].values()) / 2**20:.0f} MiB), "
               f"log p(x) {s['log_marginal_likelihood']:.6f}", flush=True)
         shutil.rmtree(wd, ignore_errors=True)
-    print("\n| tiers | n | wall | scores | forward | backward | peak RSS | peak disk |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for sizes, n, wall, sc, st, rss, pk, _ in rows:
-        print(f"| {sizes} | {n} | {wall:.1f} s | {sc:.1f} s | {st.get('forward', 0):.1f} | "
+    print("\n| tiers | n | wall | plan | wall / plan | scores | forward | backward | peak RSS | peak disk |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for sizes, n, wall, sc, st, rss, pk, _, pl in rows:
+        print(f"| {sizes} | {n} | {wall:.1f} s | {pl:.1f} s | {wall / pl:.2f} | {sc:.1f} s | {st.get('forward', 0):.1f} | "
               f"{st.get('backward', 0):.1f} | {rss / 2**20:.0f} MiB | {pk / 2**20:.0f} MiB |")
     if args.workdir is None:
         shutil.rmtree(base, ignore_errors=True)

@@ -765,3 +765,41 @@ def test_scores_from_a_jkl_file_under_tiers(tmp_path):
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+# ------------------------------------------------------------ the tiered plan's clock (#39)
+
+def _plan_time(rows, workers=2, sizes=(9, 9, 9)):
+    import re
+
+    from bigbn.plan.tiers import plan_lines
+
+    lines = plan_lines(sizes, 3, 2**30, workers, "recompute", False, True, None, None, rows=rows)
+    fams = int(re.search(r"k = 3: (\d+) families", lines[0])[1])
+    tiers = [float(re.search(r"≈ ([0-9.]+) s$", x)[1]) for x in lines if x.startswith("  tier")]
+    t = next(x for x in lines if x.startswith("time:"))
+    parts = {name: float(re.search(rf"{words} ([0-9.]+) s", t)[1])
+             for name, words in [("lattices", "lattices"), ("scores", "scores stage"), ("start", "start")]}
+    return fams, tiers, float(re.search(r"≈ ([0-9.]+) s", t)[1]), parts
+
+
+def test_the_tiered_plan_adds_its_lattices_the_scores_stage_and_one_start():
+    """The time line is the tiers' lattices (each without its own start), the scores
+    stage (families × rows at the measured rate, on the workers) and one start; the
+    scores stage grows with --rows, the lattices do not."""
+    from bigbn.plan.lattice import SECONDS_PER_FAMILY_ROW, SECONDS_START
+
+    fams, tiers, total, parts = _plan_time(10_000)
+    assert len(tiers) == 3 and parts["lattices"] == pytest.approx(sum(tiers), abs=0.2)
+    assert parts["start"] == SECONDS_START
+    assert parts["scores"] == pytest.approx(fams * 10_000 * SECONDS_PER_FAMILY_ROW / 2, abs=0.06)
+    assert total == pytest.approx(sum(parts.values()), abs=0.2)
+    fams4, tiers4, _, parts4 = _plan_time(40_000)
+    assert (fams4, tiers4, parts4["lattices"]) == (fams, tiers, parts["lattices"])
+    assert parts4["scores"] == pytest.approx(4 * parts["scores"], rel=0.05)
+    assert _plan_time(10_000, workers=1)[3]["scores"] == pytest.approx(2 * parts["scores"], rel=0.05)
+
+
+def test_plan_refuses_rows_below_one():
+    out = CliRunner().invoke(main, ["plan", "--tier-sizes", "3,3", "--rows", "0"])
+    assert out.exit_code != 0 and "--rows must be at least 1" in out.output

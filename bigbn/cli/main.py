@@ -520,6 +520,12 @@ def _fmt_seconds(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def _plan_rows(rows: int) -> int:
+    if rows < 1:
+        raise OptionError(f"--rows must be at least 1, got {rows}")
+    return rows
+
+
 @main.command("plan")
 @click.option("--n", "n", type=int, default=None, help="Number of variables (without tiers).")
 @click.option("--max-parents", "-k", default=3, show_default=True, type=int,
@@ -545,8 +551,10 @@ def _fmt_seconds(s: float) -> str:
 @click.option("--lag", type=int, default=None,
               help="A dynamic network (`bigbn run --lag`) of --n variables per slice with this lag.")
 @click.option("--no-contemporaneous", is_flag=True, help="With --lag: no edges within slice t.")
+@click.option("--rows", type=int, default=1000, show_default=True,
+              help="Rows of the data: with tiers or --lag, the scores stage's time grows with them.")
 def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers, alpha_mode, map_dag,
-             map_only, workdir, disk_budget, calibrate, lag, no_contemporaneous):
+             map_only, workdir, disk_budget, calibrate, lag, no_contemporaneous, rows):
     """Disk, memory and estimated time a run of N variables would need.
 
     Times are for this machine once `bigbn plan --calibrate` has timed it (kept in
@@ -593,7 +601,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
                                    opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
                                    map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
-                                   clock):
+                                   clock, _plan_rows(rows)):
             click.echo(line)
         return
     if tiers_file is not None or tier_sizes is not None:
@@ -606,7 +614,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
                                alpha_mode, map_dag or map_only, not map_only, c, workdir,
-                               cal.stage_factors(record), clock):
+                               cal.stage_factors(record), clock, _plan_rows(rows)):
             click.echo(line)
         return
     if n is None:

@@ -889,6 +889,12 @@ DISK_READ_BPS = 1.6e9
 # machine on 2026-11-26 as a whole `bigbn run` process's wall less its stage walls, at
 # n = 24 and 28 (scripts/bench.py): 1.3 s and 1.5 s; at n ≤ 24 it is most of the wall.
 SECONDS_START = 1.4
+# A tiered run's scores stage (`plan.tiers.tier_scores`) counts every family of every node
+# over the rows, on all cores: core-seconds per family and row, binary data, k = 3, from
+# its measured wall on 2 cores (docs/benchmarks.md, "Tiers"): 4 × 16 3.1 s (1 034 240
+# families), 4 × 25 18 s (6 284 375), 2 × 30 3.0 s (1 151 100), m = 1000: 6.0, 5.7 and
+# 5.2 ns. (A run without tiers scores its n·C(n−1, ≤ k) families in well under a second.)
+SECONDS_PER_FAMILY_ROW = 5.7e-9
 
 
 def work_estimate(plan: Plan) -> dict[str, float]:

@@ -599,13 +599,13 @@ def _consecutive(sizes) -> tuple[tuple[int, ...], ...]:
 
 def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_dag: bool,
                posterior: bool, chunk_bits, workdir, factors: dict | None = None,
-               clock: str = "the reference machine") -> list[str]:
+               clock: str = "the reference machine", rows: int = 1000) -> list[str]:
     """`bigbn plan` for a tiered run: per tier its lattice, disk and time (``factors``,
     ``clock``: the machine's, as `time_estimate` takes them and as the line names it); the
-    scores stage's families and memory; the totals."""
+    scores stage's families, memory and time over ``rows`` rows; the totals."""
     import shutil
 
-    from bigbn.plan.lattice import MAX_NODES, time_estimate
+    from bigbn.plan.lattice import MAX_NODES, SECONDS_PER_FAMILY_ROW, SECONDS_START, time_estimate
 
     n = sum(sizes)
     if n > MAX_TIERED_NODES:
@@ -628,7 +628,7 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
             lines.append(f"  tier {lay.index + 1}: 1 node, no lattice")
             continue
         d = sum(sum(p.disk_bytes(workers).values()) for p in parts)
-        t = sum(sum(time_estimate(p, workers, factors).values()) for p in parts)
+        t = sum(v for p in parts for stage, v in time_estimate(p, workers, factors).items() if stage != "start")
         disk += d
         total_t += t
         task_mem = max(task_mem, max(p.task_memory_bytes() for p in parts))
@@ -638,11 +638,19 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lines.append(f"disk:   {_bytes(disk)} (the tiers' tables, kept until the run ends)")
     lines.append(f"memory: scores stage {_bytes(score_mem)}; {_bytes(task_mem)} per task × {workers} workers "
                  f"(budget {_bytes(memory)})")
-    lines.append(f"time:   ≈ {total_t:.0f} s for the tiers' lattices on {workers} cores of {clock}, plus the scores stage ({fams} families, each counted over the rows)")
+    score_t = fams * rows * SECONDS_PER_FAMILY_ROW / max(workers, 1)
+    start_t = SECONDS_START * (factors or {}).get("start", 1.0)
+    lines.append(f"time:   ≈ {_seconds(total_t + score_t + start_t)} on {workers} cores of {clock}: the tiers' "
+                 f"lattices {_seconds(total_t)}, the scores stage {_seconds(score_t)} ({fams} families "
+                 f"counted over {rows} rows; `--rows`), start {_seconds(start_t)}")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
         lines.append(f"workdir {workdir}: {_bytes(free)} free — {'enough' if fits_free_disk(disk, free) else 'NOT enough'}")
     return lines
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 100 else f"{s / 60:.1f} min" if s < 6000 else f"{s / 3600:.1f} h"
 
 
 def _bytes(b: float) -> str:
