@@ -432,7 +432,15 @@ def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
     Z = np.sort(np.where(member & ~is_disc[at], split.local[at], big), axis=1)
     D[D == big] = -1
     Z[Z == big] = -1
-    uD, inverse = np.unique(D, axis=0, return_inverse=True)
+    base = split.disc.size + 1
+    if D.shape[1] and base ** D.shape[1] < 1 << 62:  # one integer per D: a faster grouping
+        key = np.zeros(D.shape[0], dtype=np.int64)
+        for p in range(D.shape[1]):
+            key = key * base + (D[:, p] + 1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        uD = D[first]
+    else:
+        uD, inverse = np.unique(D, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     dlen = (uD >= 0).sum(axis=1)
     q = [math.prod(int(split.r[a]) for a in row[:c]) for row, c in zip(uD.tolist(), dlen.tolist())]
@@ -517,26 +525,39 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
         tail = np.empty(a1.size)
         for l in range(1, int(L.max(initial=0)) + 1):
             sel = np.flatnonzero(l_f == l)
-            uniq, inv = np.unique(a1[sel], return_inverse=True)
-            g = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in uniq.tolist()])
-            gammas[sel] = g[inv.reshape(-1)]
             # per D: Σ_j lgamma(a0 − j/2) and a0 l log t(d), Python floats as before
             a0 = [(aw - split.n_c + l) / 2 for aw in a_w.tolist()]
-            g0 = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a0])
             lt = np.array([a * l * log(tt) for a, tt in zip(a0, t.tolist())])
-            gammas[sel] -= g0[dof[sel]]
+            gammas[sel] = _lgamma_sums(a1[sel], l) - _lgamma_sums(np.array(a0), l)[dof[sel]]
             tail[sel] = lt[dof[sel]]
         const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas + tail)
+        # every set's cell means, and the diagonal sets' sums of squares
+        cell_means = np.zeros((int(goff[-1]), n_c))
+        cell_sq = np.zeros((int(goff[-1]), n_c))
+        _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+                    lambda a, b: _cell_moments(split.x, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
         err = np.zeros(hi - lo, dtype=np.int64)
         sl = slice(set_off[lo], set_off[hi])
         fl = slice(fam_off[lo], fam_off[hi])
         _on_threads(threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * m + 1,
-                    lambda a, b: _score_sets(split.x, split.nu, index, G, goff, counts, a_mu, t, full[lo:hi],
+                    lambda a, b: _score_sets(split.x, split.nu, index, G, goff, counts, cell_means, cell_sq, a_mu,
+                                             t, full[lo:hi],
                                              const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
                                              fam_off[lo:hi + 1] - fam_off[lo], rows[fl] - set_off[lo],
                                              child[fl], fam_col[fl], cont, a, b, out, err))
         if err.any():
             raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+
+
+def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
+    """Σ_{j < l} lgamma(a − j/2) for each a (float64), the numbers
+    ``sum(lgamma(a - j / 2) for j in range(l))`` gives (the same math.lgamma, the same
+    arguments, added in order of j from 0), each distinct a computed once."""
+    uniq, inverse = np.unique(a, return_inverse=True)
+    total = 0.0
+    for j in range(l):
+        total = total + np.array(list(map(lgamma, (uniq - j / 2).tolist())))
+    return np.asarray(total)[inverse.reshape(-1)]
 
 
 def _on_threads(threads: int, n: int, cost, fn) -> None:
@@ -626,11 +647,11 @@ def _cell_counts(index, G, goff):
 
 
 @numba.njit(cache=True, nogil=True)
-def _score_sets(x, nu, index, G, goff, counts, a_mu, t, full, const, a1, coff, set_off, Z, zl,
-                fam_off, fam_set, fam_child, fam_col, cont, lo, hi, out, err):
+def _score_sets(x, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, full, const, a1, coff, set_off,
+                Z, zl, fam_off, fam_set, fam_child, fam_col, cont, lo, hi, out, err):
     """The families of the discrete sets s in [lo, hi) (see `_discrete_sets`): for each,
-    the cells' rows (a stable counting sort: ascending within a cell), means, centred
-    scatter matrices (all entries if ``full[s]``, else the diagonal), posterior matrices R
+    the centred scatter matrices (all entries if ``full[s]``, `_full_scatters`; else the
+    diagonal, ``cell_sq``, from `_cell_moments` with the means), posterior matrices R
     as `_Split.groups` forms them, then Σ_d (const − a1 · log det R_d[C, C]) for every
     set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the difference."""
     m, n = x.shape
@@ -643,31 +664,14 @@ def _score_sets(x, nu, index, G, goff, counts, a_mu, t, full, const, a1, coff, s
         g_n = G[s]
         cnt = counts[goff[s]:goff[s] + g_n]
         idx = index[s]
-        means = np.zeros((g_n, n))
-        for r in range(m):  # in order of the rows, as `_scatters`
-            mg = means[idx[r]]
-            xr = x[r]
-            for a in range(n):
-                mg[a] += xr[a]
-        for g in range(g_n):
-            for a in range(n):
-                means[g, a] /= float(cnt[g])
+        means = cell_means[goff[s]:goff[s] + g_n]
         S = np.zeros((g_n, n, n))
         if full[s]:
             _full_scatters(x, idx, means, cnt, perm, cb, S)
-        else:  # the diagonal: sums of squares, in order of the rows
-            sq = np.zeros((g_n, n))
-            for r in range(m):
-                g = idx[r]
-                mg = means[g]
-                sg = sq[g]
-                xr = x[r]
-                for a in range(n):
-                    c = xr[a] - mg[a]
-                    sg[a] += c * c
+        else:
             for g in range(g_n):
                 for a in range(n):
-                    S[g, a, a] = sq[g, a]
+                    S[g, a, a] = cell_sq[goff[s] + g, a]
         R = _posterior(S, means, nu, cnt, a_mu[s], t[s], full[s])
         # every set of the group: its Σ_d, then the families' differences
         sets = set_off[s + 1] - set_off[s]
@@ -700,6 +704,33 @@ def _score_sets(x, nu, index, G, goff, counts, a_mu, t, full, const, a1, coff, s
                 C[p] = i
             fam = _cell_sum(R, C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s)
             out[cont[i], fam_col[f]] = fam - base[j - set_off[s]]
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_moments(x, index, goff, counts, diagonal, lo, hi, means, sq):
+    """For the sets s in [lo, hi): the means of their cells (rows goff[s] + g of ``means``)
+    and, if diagonal[s], the sums of squares about them (of ``sq``): each entry adds its
+    rows in order of the rows, from 0.0, then divides by the count, as `_scatters` does (so
+    the same bits). (Blocks of rows taken through every set, so as to read x once per
+    block, measured slower.)"""
+    m, n = x.shape
+    for s in range(lo, hi):
+        idx = index[s]
+        o = goff[s]
+        for r in range(m):
+            g = o + idx[r]
+            for a in range(n):
+                means[g, a] += x[r, a]
+        for g in range(goff[s], goff[s + 1]):
+            for a in range(n):
+                means[g, a] /= float(counts[g])
+        if not diagonal[s]:
+            continue
+        for r in range(m):
+            g = o + idx[r]
+            for a in range(n):
+                c = x[r, a] - means[g, a]
+                sq[g, a] += c * c
 
 
 @numba.njit(cache=True, nogil=True)
