@@ -656,7 +656,12 @@ def _score_sets(x, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, ful
     set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the difference."""
     m, n = x.shape
     perm = np.empty(m, dtype=np.int64)
-    cb = np.empty((m, n))
+    cap = 0  # the largest cell of a full set: the rows of the centred buffer
+    for s in range(lo, hi):
+        if full[s]:
+            for g in range(goff[s], goff[s] + G[s]):
+                cap = max(cap, counts[g])
+    cb = np.empty((cap, n))
     kz = Z.shape[1]
     C = np.empty(kz + 1, dtype=np.int64)
     L = np.zeros((kz + 1, kz + 1))
@@ -739,8 +744,9 @@ def _full_scatters(x, idx, means, cnt, perm, cb, S):
     entry (the square, not the triangle: fixed-length loops the compiler vectorises; S[g]
     comes out symmetric bit for bit, a·b being b·a). Each entry adds its rows' products one
     by one in order of the rows, as `_scatters` does, so the same bits: the rows are first
-    sorted by cell (a stable counting sort, into ``perm``) and centred into ``cb``, then
-    taken four at a time (one load and store of S[g] per four products)."""
+    sorted by cell (a stable counting sort, into ``perm``), each cell's centred into ``cb``
+    (at least as many rows as the largest cell), then taken four at a time (one load and
+    store of S[g] per four products)."""
     m, n = x.shape
     g_n = means.shape[0]
     start = np.zeros(g_n + 1, dtype=np.int64)
@@ -751,17 +757,16 @@ def _full_scatters(x, idx, means, cnt, perm, cb, S):
         g = idx[r]
         perm[pos[g]] = r
         pos[g] += 1
-    for u in range(m):
-        r = perm[u]
-        mg = means[idx[r]]
-        xr = x[r]
-        cu = cb[u]
-        for a in range(n):
-            cu[a] = xr[a] - mg[a]
     for g in range(g_n):
+        mg = means[g]
+        for u in range(cnt[g]):
+            xr = x[perm[start[g] + u]]
+            cu = cb[u]
+            for a in range(n):
+                cu[a] = xr[a] - mg[a]
         Sg = S[g]
-        u = start[g]
-        hi = start[g + 1]
+        u = 0
+        hi = cnt[g]
         while u + 4 <= hi:
             c1 = cb[u]
             c2 = cb[u + 1]
