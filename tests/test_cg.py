@@ -311,7 +311,9 @@ def test_cell_index_kernel_against_naive():
         want, g = naive.cg_cell_index(codes.tolist(), D)
         assert G[s] == g
         assert index[s].tolist() == want
-    counts = cgmod._cell_counts(index, G, np.concatenate([[0], np.cumsum(G)]))
+    goff = np.concatenate([[0], np.cumsum(G)])
+    counts = np.zeros(int(goff[-1]), dtype=np.int64)
+    cgmod._cell_counts(index, goff, 0, len(Ds), counts)
     assert counts.tolist() == np.concatenate([np.bincount(index[s], minlength=G[s]) for s in range(len(Ds))]).tolist()
 
 

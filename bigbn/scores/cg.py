@@ -414,9 +414,10 @@ def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
     and parent set D ∪ Z named in family_index, the parent sets grouped by D so that each
     D's configurations and posterior scatter matrices are formed once.
 
-    The discrete sets with more than one configuration go to `_discrete_sets` (numba, on
-    threads: each D's cells, scatter matrices and log-determinants in one pass); the empty
-    set (and sets of one-level columns, q = 1) is the whole table, BGe's own computation."""
+    The discrete sets with more than one configuration go to `_discrete_sets` (numba
+    kernels on threads: each D's cells, their means and scatter matrices, and every set's
+    log-determinants, once per D); the empty set (and sets of one-level columns, q = 1) is
+    the whole table, BGe's own computation."""
     cont = split.cont
     fi = family_index[:, cont]
     sel = np.flatnonzero((fi >= 0).any(axis=1))
@@ -479,9 +480,10 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     each): ``which`` names each parent set's D (a row of Ds), Z its continuous part
     (ascending, −1 padded), fi its row of family_index over the continuous children.
 
-    Three steps: the cells of each D and their rows (`_cell_counts`, numba); the per-cell
-    constants of each set size l (log-gammas, by `math.lgamma` as before); then, per D, the
-    scatter matrices and every set's Σ_d (`_score_sets`, numba). Each step computes the same
+    Steps: the cells of each D and their rows (`_cell_index`, `_cell_counts`); the per-cell
+    constants of each set size l (log-gammas, by `math.lgamma` as before); the cells' means
+    (and sums of squares, `_cell_moments`); then, per D, the scatter matrices and every set's
+    Σ_d (`_score_sets`). The kernels are numba's, on threads. Each step computes the same
     floating-point operations in the same order as `_Split.groups` and
     `_group_log_marginals` do, so the scores are the same bits."""
     m, n_c = split.x.shape
@@ -508,7 +510,8 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
         _on_threads(threads, hi - lo, m * dlen[lo:hi] + 1,
                     lambda a, b: _cell_index(codes_t, split.r, Ds[lo:hi], dlen[lo:hi], a, b, index, G))
         goff = np.concatenate([[0], np.cumsum(G)])
-        counts = _cell_counts(index, G, goff)
+        counts = np.zeros(int(goff[-1]), dtype=np.int64)
+        _on_threads(threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
         # per-cell constants of each set size l = 1..lmax: the terms of _group_log_marginals
         a_mu = np.array([split.alpha_mu / qq for qq in qs[lo:hi]])
         a_w = np.array([split.n_c - 1 + (split.alpha_w - split.n_c + 1) / qq for qq in qs[lo:hi]])
@@ -636,14 +639,13 @@ def _rank(key):
 
 
 @numba.njit(cache=True, nogil=True)
-def _cell_counts(index, G, goff):
-    """Rows per configuration of each set, concatenated (goff[s] is set s's first)."""
-    counts = np.zeros(goff[-1], dtype=np.int64)
-    for s in range(index.shape[0]):
+def _cell_counts(index, goff, lo, hi, counts):
+    """Rows per configuration of the sets s in [lo, hi), into counts[goff[s]:goff[s + 1]]
+    (zeros before)."""
+    for s in range(lo, hi):
         o = goff[s]
         for t in range(index.shape[1]):
             counts[o + index[s, t]] += 1
-    return counts
 
 
 @numba.njit(cache=True, nogil=True)
