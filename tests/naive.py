@@ -1451,3 +1451,107 @@ def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=T
         if total > best:
             best, arg = total, parents
     return best, arg
+
+# ---------------------------------------------------------------------------- cg: the fast path (mixed-data scoring speed)
+
+
+def cg_cell_index(codes, D):
+    """Each row's configuration of the discrete columns D (column ids of ``codes``, (m, n_d)) as
+    its rank among the configurations seen, sorted as tuples (first column most significant);
+    (index as a list, G)."""
+    keys = [tuple(int(codes[t][a]) for a in D) for t in range(len(codes))]
+    rank = {key: g for g, key in enumerate(sorted(set(keys)))}
+    return [rank[key] for key in keys], len(rank)
+
+
+def cg_cell_moments(x, index, G):
+    """Per cell g (rows t with index[t] == g): its row count, its means (each column's values
+    added in order of the rows, from 0.0, divided by the count) and its centred scatter
+    matrix (each entry's products (x_ta − x̄_a)(x_tb − x̄_b) added in order of the rows, from
+    0.0), in plain Python floats: (counts, means, S) as lists."""
+    n = len(x[0])
+    counts = [0] * G
+    sums = [[0.0] * n for _ in range(G)]
+    for t, g in enumerate(index):
+        counts[g] += 1
+        for a in range(n):
+            sums[g][a] += float(x[t][a])
+    means = [[sums[g][a] / counts[g] for a in range(n)] for g in range(G)]
+    S = [[[0.0] * n for _ in range(n)] for _ in range(G)]
+    for t, g in enumerate(index):
+        c = [float(x[t][a]) - means[g][a] for a in range(n)]
+        for a in range(n):
+            for b in range(n):
+                S[g][a][b] += c[a] * c[b]
+    return counts, means, S
+
+
+def pairwise_sum(values):
+    """numpy's pairwise summation of a contiguous float64 vector (what np.add.reduce does
+    to one: numpy/_core/src/umath/loops_utils.h.src), from 0.0, in Python floats."""
+    def pw(lo, n):
+        if n < 8:
+            res = 0.0
+            for i in range(n):
+                res += values[lo + i]
+            return res
+        if n <= 128:
+            r = list(values[lo:lo + 8])
+            i = 8
+            while i < n - n % 8:
+                for j in range(8):
+                    r[j] += values[lo + i + j]
+                i += 8
+            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+            while i < n:
+                res += values[lo + i]
+                i += 1
+            return res
+        n2 = n // 2
+        n2 -= n2 % 8
+        return pw(lo, n2) + pw(lo + n2, n - n2)
+    return 0.0 + pw(0, len(values))
+
+
+def cg_continuous_by_numpy(ds, k, ess=1.0, alpha_mu=1.0, alpha_w=None, sets=None):
+    """cg_scores as bigbn computed them before the fast path (commit 2896bce): the parent
+    sets grouped by their discrete part D in Python, and per D and set size numpy calls on
+    `bigbn.scores.cg`'s `_Split.groups` (the scatter matrices, `_scatters`) and
+    `_group_log_marginals` (log-dets and the sum over cells). The fast path must give these
+    numbers bit for bit."""
+    from bigbn.scores import cg
+
+    def continuous_children(split, parent_sets, family_index, out):
+        cont = split.cont
+        fi = family_index[:, cont]
+        sel = np.flatnonzero((fi >= 0).any(axis=1))
+        by_d = {}
+        is_disc = split.ds.arities > 0
+        for g in sel.tolist():
+            ps = parent_sets[g]
+            ps = ps[ps >= 0]
+            by_d.setdefault(tuple(split.local[ps[is_disc[ps]]].tolist()), []).append(g)
+        for D, gs in by_d.items():
+            gs = np.array(gs, dtype=np.int64)
+            ps = parent_sets[gs]
+            Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
+            Z = -np.sort(-Z, axis=1)
+            sizes = (Z >= 0).sum(axis=1)
+            groups = split.groups(D, diagonal=not sizes.any())
+            for l in range(int(sizes.max(initial=0)) + 1):
+                at = np.flatnonzero(sizes == l)
+                if not at.size:
+                    continue
+                C = np.sort(Z[at, :l], axis=1)
+                base = cg._group_log_marginals(split, groups, C) if l else np.zeros(at.size)
+                rows, child = np.nonzero(fi[gs[at]] >= 0)
+                union = np.sort(np.concatenate([C[rows], child[:, None]], axis=1), axis=1)
+                fam = cg._group_log_marginals(split, groups, union)
+                out[cont[child], fi[gs[at][rows], child]] = fam - base[rows]
+
+    fast = cg._continuous_children
+    cg._continuous_children = continuous_children
+    try:
+        return cg.cg_scores(ds, k, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w, sets=sets)
+    finally:
+        cg._continuous_children = fast

@@ -277,3 +277,145 @@ def test_far_apart_configurations_lose_no_digits():
     got, want = cg_scores(ds, 2), naive_scores(ds, 2)
     fin = np.isfinite(want)
     assert np.abs(got[fin] - want[fin]).max() < 1e-9 * np.abs(want[fin]).max()
+
+
+# ------------------------------------------------------------------ 5. the fast path, kernel by kernel
+
+from bigbn.scores import cg as cgmod  # noqa: E402
+
+
+def _cells(codes, r, Ds):
+    """index (S, m) int32 and G (S,) of `cgmod._cell_index` for the sets Ds (lists)."""
+    kk = max(1, max(len(D) for D in Ds))
+    arr = np.full((len(Ds), kk), -1, dtype=np.int64)
+    for s, D in enumerate(Ds):
+        arr[s, :len(D)] = D
+    index = np.empty((len(Ds), codes.shape[0]), dtype=np.int32)
+    G = np.empty(len(Ds), dtype=np.int64)
+    cgmod._cell_index(np.ascontiguousarray(codes.T), np.asarray(r, dtype=np.int64), arr,
+                      np.array([len(D) for D in Ds]), 0, len(Ds), index, G)
+    return index, G
+
+
+def test_cell_index_kernel_against_naive():
+    """Dense keys, sparse keys (q > 4m: ranks by sorting) and keys past 2^62 (renumbered
+    by rank before the next column) all give the rank of each row's configuration."""
+    rng = np.random.default_rng(20)
+    m = 300
+    r = [2, 3, 7, 5000, 5000, 5000, 5000, 5000, 2]
+    codes = np.column_stack([rng.integers(0, a, m) for a in r]).astype(np.int64)
+    codes[:, 1] = np.where(codes[:, 1] == 2, 0, codes[:, 1])  # a level never seen
+    Ds = [[0], [1], [0, 1, 2], [2, 8], [3], [3, 4], [0, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7, 8], [1, 2, 8]]
+    index, G = _cells(codes, r, Ds)
+    for s, D in enumerate(Ds):
+        want, g = naive.cg_cell_index(codes.tolist(), D)
+        assert G[s] == g
+        assert index[s].tolist() == want
+    goff = np.concatenate([[0], np.cumsum(G)])
+    counts = np.zeros(int(goff[-1]), dtype=np.int64)
+    cgmod._cell_counts(index, goff, 0, len(Ds), counts)
+    assert counts.tolist() == np.concatenate([np.bincount(index[s], minlength=G[s]) for s in range(len(Ds))]).tolist()
+
+
+@pytest.mark.parametrize("G, offset", [(1, 0.0), (3, 0.0), (8, 1e4), (40, 0.0)])
+def test_cell_moment_kernels_against_naive_bit_for_bit(G, offset):
+    """_cell_moments (means, diagonal sums of squares) and _full_scatters (every entry) add
+    the same products in the same order as plain Python floats do: equal bits."""
+    rng = np.random.default_rng(21 + G)
+    m, n = 203, 5
+    x = rng.normal(size=(m, n)) + offset * rng.integers(0, 2, size=(m, 1))
+    idx = rng.integers(0, G, m)
+    idx[:G] = np.arange(G)  # every cell seen
+    index = idx.astype(np.int32)[None]
+    counts = np.bincount(idx, minlength=G).astype(np.int64)
+    goff = np.array([0, G])
+    counts_n, means_n, S_n = naive.cg_cell_moments(x.tolist(), idx.tolist(), G)
+    for diagonal in (True, False):
+        means = np.zeros((G, n))
+        sq = np.zeros((G, n))
+        cgmod._cell_moments(x, index, goff, counts, np.array([diagonal]), 0, 1, means, sq)
+        assert means.tolist() == means_n
+        if diagonal:
+            assert sq.tolist() == [[S_n[g][a][a] for a in range(n)] for g in range(G)]
+        else:
+            assert not sq.any()
+    S = np.zeros((G, n, n))
+    cgmod._full_scatters(x, idx.astype(np.int32), means, counts, np.empty(m, dtype=np.int64), np.empty((m, n)), S)
+    assert S.tolist() == S_n
+    # and the old kernel's (the upper triangle, mirrored)
+    c_old, m_old, S_old = cgmod._scatters(idx.astype(np.int64), G, x, False)
+    assert np.array_equal(m_old, means) and np.array_equal(S_old, S)
+
+
+def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
+    """_posterior forms `_Split.groups`'s R bit for bit, and _cell_sum the sum over cells of
+    `_group_log_marginals` (in order for several sets; numpy's pairwise order for one set,
+    with up to 300 cells, past numpy's blocks of 128)."""
+    for D, kinds, arity, m in ((1, 3, 2, 80), (0, 2, 6, 900)):
+        n_d = 3
+        ds = mixed(["discrete"] * n_d + ["continuous"] * kinds, m, 22 + m, arity=arity)
+        split = cgmod._Split(ds, 1.0, None)
+        Dset = tuple(range(n_d)) if D == 0 else (0,)
+        groups = split.groups(Dset)
+        q, index, G = split.configurations(Dset)
+        counts, means, S = cgmod._scatters(index, G, split.x, False)
+        R = cgmod._posterior(S, means, split.nu, counts.astype(np.int64), groups.a_mu, groups.t, True)
+        assert np.array_equal(R, groups.R)
+        for sets in (np.array([[0]]), np.array([[0, 1], [0, 2]] if kinds > 2 else [[0, 1], [1, 1]])[:1],
+                     np.array([[0], [1]])):
+            want = cgmod._group_log_marginals(split, groups, sets)
+            l = sets.shape[1]
+            md = groups.counts
+            a1 = (md + groups.a_w - split.n_c + l) / 2
+            gam = cgmod._lgamma_sums(a1, l) - sum(math.lgamma((groups.a_w - split.n_c + l) / 2 - j / 2)
+                                                  for j in range(l))
+            const = (-l * md / 2 * math.log(math.pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gam
+                     + (groups.a_w - split.n_c + l) / 2 * l * math.log(groups.t))
+            L = np.zeros((l, l))
+            err = np.zeros(1, dtype=np.int64)
+            got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0) for C in sets]
+            assert got == want.tolist()
+            assert not err.any()
+    assert G > 128
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 7, 8, 9, 100, 128, 129, 300, 1000, 4097])
+def test_pairwise_kernel_is_numpys_sum(n):
+    rng = np.random.default_rng(n)
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-3, 6, size=n)
+    want = v.reshape(-1, 1).sum(axis=0)[0] if n else 0.0
+    assert 0.0 + cgmod._pairwise(v, 0, n) == want == naive.pairwise_sum(v.tolist())
+
+
+@pytest.mark.parametrize("kinds, arity, m, k, seed", [
+    (["discrete", "continuous", "discrete", "continuous", "continuous", "discrete", "continuous"], 3, 60, 4, 23),
+    (["discrete", "discrete", "discrete", "continuous"], 3, 200, 3, 24),  # 9+ cells, one child: numpy's pairwise
+    (["discrete", "discrete", "discrete", "continuous", "continuous"], 6, 900, 3, 25),  # > 128 cells
+    (["continuous", "discrete", "continuous"], 2, 9, 2, 26),  # cells of one row
+    (["discrete", "continuous", "continuous", "discrete", "continuous", "continuous", "discrete", "continuous",
+      "continuous"], 2, 500, 3, 27),
+])
+def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed):
+    """The fast path (cell index, moments, scatter and log-det kernels on threads) gives
+    the numbers of the per-D numpy path it replaced, bit for bit, for the full layout and
+    for a sparse naming of families (the tiers' path)."""
+    ds = mixed(kinds, m, seed, arity=arity)
+    for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5}):
+        assert np.array_equal(cg_scores(ds, k, **kw), naive.cg_continuous_by_numpy(ds, k, **kw))
+    ps, fi = parent_set_index(len(kinds), k)
+    index = np.where(np.arange(ps.shape[0])[:, None] % 3 == 0, fi, -1)
+    sets = (ps, index, int(fi.max()) + 1)
+    assert np.array_equal(cg_scores(ds, k, sets=sets), naive.cg_continuous_by_numpy(ds, k, sets=sets),
+                          equal_nan=True)
+
+
+def test_one_level_discrete_column_is_the_whole_table():
+    """A discrete column with one level (q = 1) leaves its families on the whole table,
+    BGe's prior: the numbers of the numpy path."""
+    ds = mixed(["discrete", "continuous", "discrete", "continuous", "continuous"], 50, 28)
+    data = ds.data.copy()
+    data[:, 0] = 0
+    arities = ds.arities.copy()
+    arities[0] = 1
+    ds = Dataset(ds.names, data, arities, (("0",),) + ds.levels[1:], kind="mixed")
+    assert np.array_equal(cg_scores(ds, 3), naive.cg_continuous_by_numpy(ds, 3))

@@ -412,45 +412,509 @@ def _discrete_children(split, k, ess, parent_sets, family_index, only_discrete, 
 def _continuous_children(split: _Split, parent_sets, family_index, out) -> None:
     """out[i, f] = Σ_d [log p_NW(Z + i | d) − log p_NW(Z | d)] for each continuous child i
     and parent set D ∪ Z named in family_index, the parent sets grouped by D so that each
-    D's configurations and posterior scatter matrices are formed once."""
+    D's configurations and posterior scatter matrices are formed once.
+
+    The discrete sets with more than one configuration go to `_discrete_sets` (numba
+    kernels on threads: each D's cells, their means and scatter matrices, and every set's
+    log-determinants, once per D); the empty set (and sets of one-level columns, q = 1) is
+    the whole table, BGe's own computation."""
     cont = split.cont
     fi = family_index[:, cont]
     sel = np.flatnonzero((fi >= 0).any(axis=1))
-    by_d: dict[tuple[int, ...], list[int]] = {}
+    if not sel.size:
+        return
     is_disc = split.ds.arities > 0
-    for g in sel.tolist():
-        ps = parent_sets[g]
-        ps = ps[ps >= 0]
-        by_d.setdefault(tuple(split.local[ps[is_disc[ps]]].tolist()), []).append(g)
-    def score(item) -> None:
-        D, gs = item
-        gs = np.array(gs, dtype=np.int64)
-        ps = parent_sets[gs]
-        Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
-        Z = -np.sort(-Z, axis=1)  # members first (descending), −1 padding last
-        sizes = (Z >= 0).sum(axis=1)
-        groups = split.groups(D, diagonal=not sizes.any())  # sets C of one variable: Z + i
-        for l in range(int(sizes.max(initial=0)) + 1):
-            at = np.flatnonzero(sizes == l)
-            if not at.size:
-                continue
-            C = np.sort(Z[at, :l], axis=1)
-            base = _group_log_marginals(split, groups, C) if l else np.zeros(at.size)
-            rows, child = np.nonzero(fi[gs[at]] >= 0)
-            union = np.sort(np.concatenate([C[rows], child[:, None]], axis=1), axis=1)
-            fam = _group_log_marginals(split, groups, union)
-            out[cont[child], fi[gs[at][rows], child]] = fam - base[rows]
-
-    # each discrete set on a thread (the scatter kernel and LAPACK release the GIL); the sets
-    # write disjoint entries of out, each the same number whichever thread computes it
-    items = sorted(by_d.items(), key=lambda kv: -len(kv[0]))
-    threads = min(_threads(), len(items))
-    if threads <= 1:
-        for item in items:
-            score(item)
+    ps = parent_sets[sel]
+    member = ps >= 0
+    at = np.maximum(ps, 0)
+    big = np.int64(1) << 40
+    # each set's discrete part D and continuous part Z as local ids, ascending, −1 padded
+    D = np.sort(np.where(member & is_disc[at], split.local[at], big), axis=1)
+    Z = np.sort(np.where(member & ~is_disc[at], split.local[at], big), axis=1)
+    D[D == big] = -1
+    Z[Z == big] = -1
+    base = split.disc.size + 1
+    if D.shape[1] and base ** D.shape[1] < 1 << 62:  # one integer per D: a faster grouping
+        key = np.zeros(D.shape[0], dtype=np.int64)
+        for p in range(D.shape[1]):
+            key = key * base + (D[:, p] + 1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        uD = D[first]
     else:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(score, items))
+        uD, inverse = np.unique(D, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    dlen = (uD >= 0).sum(axis=1)
+    q = [math.prod(int(split.r[a]) for a in row[:c]) for row, c in zip(uD.tolist(), dlen.tolist())]
+    whole = [j for j in range(uD.shape[0]) if q[j] == 1]
+    for j in whole:  # the whole table: BGe's prior and computation
+        _whole_table(split, ps[inverse == j], fi[sel[inverse == j]], cont, out)
+    split_d = [j for j in range(uD.shape[0]) if q[j] > 1]
+    if split_d:
+        _discrete_sets(split, uD[split_d], dlen[split_d], [q[j] for j in split_d],
+                       np.searchsorted(split_d, inverse[np.isin(inverse, split_d)]),
+                       Z[np.isin(inverse, split_d)], fi[sel[np.isin(inverse, split_d)]], cont, out)
+
+
+def _whole_table(split: _Split, ps, fi, cont, out) -> None:
+    """The families whose discrete parents have one configuration (q = 1): log p_NW over
+    the whole table with BGe's prior (`bigbn.scores.bge._log_marginals_of`)."""
+    is_disc = split.ds.arities > 0
+    Z = np.where((ps >= 0) & ~is_disc[np.maximum(ps, 0)], split.local[np.maximum(ps, 0)], -1)
+    Z = -np.sort(-Z, axis=1)  # members first (descending), −1 padding last
+    sizes = (Z >= 0).sum(axis=1)
+    groups = split.groups(())
+    for l in range(int(sizes.max(initial=0)) + 1):
+        at = np.flatnonzero(sizes == l)
+        if not at.size:
+            continue
+        C = np.sort(Z[at, :l], axis=1)
+        base = _group_log_marginals(split, groups, C) if l else np.zeros(at.size)
+        rows, child = np.nonzero(fi[at] >= 0)
+        union = np.sort(np.concatenate([C[rows], child[:, None]], axis=1), axis=1)
+        fam = _group_log_marginals(split, groups, union)
+        out[cont[child], fi[at][rows, child]] = fam - base[rows]
+
+
+def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None:
+    """The families of the discrete sets Ds (local ids, −1 padded; q > 1 configurations
+    each): ``which`` names each parent set's D (a row of Ds), Z its continuous part
+    (ascending, −1 padded), fi its row of family_index over the continuous children.
+
+    Steps: the cells of each D and their rows (`_cell_index`, `_cell_counts`); the per-cell
+    constants of each set size l (log-gammas, by `math.lgamma` as before); the cells' means
+    (and sums of squares, `_cell_moments`); then, per D, the scatter matrices and every set's
+    Σ_d (`_score_sets`). The kernels are numba's, on threads. Each step computes the same
+    floating-point operations in the same order as `_Split.groups` and
+    `_group_log_marginals` do, so the scores are the same bits."""
+    m, n_c = split.x.shape
+    nD = Ds.shape[0]
+    order = np.argsort(which, kind="stable")
+    which, Z, fi = which[order], Z[order], fi[order]
+    set_off = np.searchsorted(which, np.arange(nD + 1))
+    zl = (Z >= 0).sum(axis=1)
+    lmax = np.zeros(nD, dtype=np.int64)
+    np.maximum.at(lmax, which, zl + 1)  # set sizes 1..lmax occur (Z and Z + i)
+    full = np.zeros(nD, dtype=np.bool_)
+    np.logical_or.at(full, which, zl > 0)  # off-diagonal entries needed
+    rows, child = np.nonzero(fi >= 0)  # the families, grouped by set, so by D
+    fam_off = np.searchsorted(rows, set_off)
+    fam_col = fi[rows, child]
+    codes_t = np.ascontiguousarray(split.codes.T)
+    threads = _threads()
+    # cells: chunks of D whose row indices fit in about 64 MiB
+    chunk = max(1, (1 << 24) // max(m, 1))
+    for lo in range(0, nD, chunk):
+        hi = min(nD, lo + chunk)
+        index = np.empty((hi - lo, m), dtype=np.int32)
+        G = np.empty(hi - lo, dtype=np.int64)
+        _on_threads(threads, hi - lo, m * dlen[lo:hi] + 1,
+                    lambda a, b: _cell_index(codes_t, split.r, Ds[lo:hi], dlen[lo:hi], a, b, index, G))
+        goff = np.concatenate([[0], np.cumsum(G)])
+        counts = np.zeros(int(goff[-1]), dtype=np.int64)
+        _on_threads(threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
+        # per-cell constants of each set size l = 1..lmax: the terms of _group_log_marginals
+        a_mu = np.array([split.alpha_mu / qq for qq in qs[lo:hi]])
+        a_w = np.array([split.n_c - 1 + (split.alpha_w - split.n_c + 1) / qq for qq in qs[lo:hi]])
+        t = np.array([split.t / qq for qq in qs[lo:hi]])
+        L = lmax[lo:hi]
+        nent = L * G
+        coff = np.concatenate([[0], np.cumsum(nent)])
+        dof = np.repeat(np.arange(hi - lo), nent)
+        within = np.arange(int(coff[-1])) - coff[dof]
+        l_f = within // G[dof] + 1
+        md = counts[goff[dof] + within % G[dof]].astype(np.float64)
+        a1 = (md + a_w[dof] - split.n_c + l_f) / 2
+        gammas = np.empty(a1.size)
+        tail = np.empty(a1.size)
+        for l in range(1, int(L.max(initial=0)) + 1):
+            sel = np.flatnonzero(l_f == l)
+            # per D: Σ_j lgamma(a0 − j/2) and a0 l log t(d), Python floats as before
+            a0 = [(aw - split.n_c + l) / 2 for aw in a_w.tolist()]
+            lt = np.array([a * l * log(tt) for a, tt in zip(a0, t.tolist())])
+            gammas[sel] = _lgamma_sums(a1[sel], l) - _lgamma_sums(np.array(a0), l)[dof[sel]]
+            tail[sel] = lt[dof[sel]]
+        const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas + tail)
+        # every set's cell means, and the diagonal sets' sums of squares
+        cell_means = np.zeros((int(goff[-1]), n_c))
+        cell_sq = np.zeros((int(goff[-1]), n_c))
+        _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+                    lambda a, b: _cell_moments(split.x, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
+        err = np.zeros(hi - lo, dtype=np.int64)
+        sl = slice(set_off[lo], set_off[hi])
+        fl = slice(fam_off[lo], fam_off[hi])
+        _on_threads(threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * m + 1,
+                    lambda a, b: _score_sets(split.x, split.nu, index, G, goff, counts, cell_means, cell_sq, a_mu,
+                                             t, full[lo:hi],
+                                             const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
+                                             fam_off[lo:hi + 1] - fam_off[lo], rows[fl] - set_off[lo],
+                                             child[fl], fam_col[fl], cont, a, b, out, err))
+        if err.any():
+            raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+
+
+def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
+    """Σ_{j < l} lgamma(a − j/2) for each a (float64), the numbers
+    ``sum(lgamma(a - j / 2) for j in range(l))`` gives (the same math.lgamma, the same
+    arguments, added in order of j from 0), each distinct a computed once."""
+    uniq, inverse = np.unique(a, return_inverse=True)
+    total = 0.0
+    for j in range(l):
+        total = total + np.array(list(map(lgamma, (uniq - j / 2).tolist())))
+    return np.asarray(total)[inverse.reshape(-1)]
+
+
+def _on_threads(threads: int, n: int, cost, fn) -> None:
+    """fn(a, b) on the index blocks [a, b) of range(n), on up to ``threads`` threads: blocks
+    of about equal ``cost`` (n,), a few per thread so that a slow thread is not waited for.
+    The kernels release the GIL and write disjoint entries, each the same number whichever
+    thread computes it."""
+    blocks = min(n, 1 if threads <= 1 else 4 * threads)
+    if blocks <= 1:
+        fn(0, n)
+        return
+    edges = np.searchsorted(np.cumsum(cost), np.sum(cost) * np.arange(1, blocks) / blocks)
+    edges = np.unique(np.concatenate([[0], np.minimum(edges + 1, n), [n]]))
+    pairs = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+    with ThreadPoolExecutor(min(threads, len(pairs))) as pool:
+        list(pool.map(lambda ab: fn(*ab), pairs))
+
+
+#: past this many configurations a key is renumbered densely before the next column
+_KEY_LIMIT = 1 << 62
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_index(codes_t, r, Ds, dlen, lo, hi, index, G):
+    """For each discrete set Ds[s] (s in [lo, hi)): each row's configuration index 0..G−1
+    among the configurations seen, in ascending order of configuration (the mixed-radix
+    key, first column most significant, as `_Split.configurations`), into index[s] (m,);
+    G[s] the number seen. A key that would pass `_KEY_LIMIT` is first renumbered by rank
+    (which keeps the order)."""
+    m = codes_t.shape[1]
+    key = np.empty(m, dtype=np.int64)
+    for s in range(lo, hi):
+        key[:] = 0
+        q = 1
+        for p in range(dlen[s]):
+            a = Ds[s, p]
+            ra = r[a]
+            if q > _KEY_LIMIT // ra:
+                q = _rank(key)
+            for t in range(m):
+                key[t] = key[t] * ra + codes_t[a, t]
+            q *= ra
+        if q <= 4 * m:
+            seen = np.zeros(q, dtype=np.int64)
+            for t in range(m):
+                seen[key[t]] = 1
+            c = 0
+            for v in range(q):
+                if seen[v]:
+                    seen[v] = c
+                    c += 1
+            for t in range(m):
+                index[s, t] = seen[key[t]]
+            G[s] = c
+        else:
+            G[s] = _rank(key)
+            for t in range(m):
+                index[s, t] = key[t]
+
+
+@numba.njit(cache=True, nogil=True)
+def _rank(key):
+    """Replace each key by its rank among the distinct keys (ascending); their number."""
+    order = np.argsort(key, kind="mergesort")
+    c = -1
+    prev = 0
+    out = np.empty_like(key)
+    for u in range(key.size):
+        v = key[order[u]]
+        if u == 0 or v != prev:
+            c += 1
+            prev = v
+        out[order[u]] = c
+    key[:] = out
+    return c + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_counts(index, goff, lo, hi, counts):
+    """Rows per configuration of the sets s in [lo, hi), into counts[goff[s]:goff[s + 1]]
+    (zeros before)."""
+    for s in range(lo, hi):
+        o = goff[s]
+        for t in range(index.shape[1]):
+            counts[o + index[s, t]] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _score_sets(x, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, full, const, a1, coff, set_off,
+                Z, zl, fam_off, fam_set, fam_child, fam_col, cont, lo, hi, out, err):
+    """The families of the discrete sets s in [lo, hi) (see `_discrete_sets`): for each,
+    the centred scatter matrices (all entries if ``full[s]``, `_full_scatters`; else the
+    diagonal, ``cell_sq``, from `_cell_moments` with the means), posterior matrices R
+    as `_Split.groups` forms them, then Σ_d (const − a1 · log det R_d[C, C]) for every
+    set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the difference."""
+    m, n = x.shape
+    perm = np.empty(m, dtype=np.int64)
+    cap = 0  # the largest cell of a full set: the rows of the centred buffer
+    for s in range(lo, hi):
+        if full[s]:
+            for g in range(goff[s], goff[s] + G[s]):
+                cap = max(cap, counts[g])
+    cb = np.empty((cap, n))
+    kz = Z.shape[1]
+    C = np.empty(kz + 1, dtype=np.int64)
+    L = np.zeros((kz + 1, kz + 1))
+    for s in range(lo, hi):
+        g_n = G[s]
+        cnt = counts[goff[s]:goff[s] + g_n]
+        idx = index[s]
+        means = cell_means[goff[s]:goff[s] + g_n]
+        S = np.zeros((g_n, n, n))
+        if full[s]:
+            _full_scatters(x, idx, means, cnt, perm, cb, S)
+        else:
+            for g in range(g_n):
+                for a in range(n):
+                    S[g, a, a] = cell_sq[goff[s] + g, a]
+        R = _posterior(S, means, nu, cnt, a_mu[s], t[s], full[s])
+        # every set of the group: its Σ_d, then the families' differences
+        sets = set_off[s + 1] - set_off[s]
+        base = np.zeros(sets)
+        nl = np.zeros(kz + 2, dtype=np.int64)  # sets per size |Z|
+        nf = np.zeros(kz + 2, dtype=np.int64)  # families per size |Z|
+        for j in range(set_off[s], set_off[s + 1]):
+            nl[zl[j]] += 1
+        for f in range(fam_off[s], fam_off[s + 1]):
+            nf[zl[fam_set[f]]] += 1
+        for j in range(set_off[s], set_off[s + 1]):
+            l = zl[j]
+            if l == 0:
+                continue
+            for p in range(l):
+                C[p] = Z[j, p]
+            base[j - set_off[s]] = _cell_sum(R, C, l, const, a1, coff[s] + (l - 1) * g_n, nl[l] == 1, L, err, s)
+        for f in range(fam_off[s], fam_off[s + 1]):
+            j = fam_set[f]
+            l = zl[j]
+            i = fam_child[f]
+            p = 0
+            for e in range(l):  # Z + i, ascending
+                if p == e and Z[j, e] > i:
+                    C[p] = i
+                    p += 1
+                C[p] = Z[j, e]
+                p += 1
+            if p == l:
+                C[p] = i
+            fam = _cell_sum(R, C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s)
+            out[cont[i], fam_col[f]] = fam - base[j - set_off[s]]
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_moments(x, index, goff, counts, diagonal, lo, hi, means, sq):
+    """For the sets s in [lo, hi): the means of their cells (rows goff[s] + g of ``means``)
+    and, if diagonal[s], the sums of squares about them (of ``sq``): each entry adds its
+    rows in order of the rows, from 0.0, then divides by the count, as `_scatters` does (so
+    the same bits). (Blocks of rows taken through every set, so as to read x once per
+    block, measured slower.)"""
+    m, n = x.shape
+    for s in range(lo, hi):
+        idx = index[s]
+        o = goff[s]
+        for r in range(m):
+            g = o + idx[r]
+            for a in range(n):
+                means[g, a] += x[r, a]
+        for g in range(goff[s], goff[s + 1]):
+            for a in range(n):
+                means[g, a] /= float(counts[g])
+        if not diagonal[s]:
+            continue
+        for r in range(m):
+            g = o + idx[r]
+            for a in range(n):
+                c = x[r, a] - means[g, a]
+                sq[g, a] += c * c
+
+
+@numba.njit(cache=True, nogil=True)
+def _full_scatters(x, idx, means, cnt, perm, cb, S):
+    """S[g] += Σ (x_r − x̄_g)(x_r − x̄_g)ᵀ over the rows r of each cell g (idx[r] = g), every
+    entry (the square, not the triangle: fixed-length loops the compiler vectorises; S[g]
+    comes out symmetric bit for bit, a·b being b·a). Each entry adds its rows' products one
+    by one in order of the rows, as `_scatters` does, so the same bits: the rows are first
+    sorted by cell (a stable counting sort, into ``perm``), each cell's centred into ``cb``
+    (at least as many rows as the largest cell), then taken four at a time (one load and
+    store of S[g] per four products)."""
+    m, n = x.shape
+    g_n = means.shape[0]
+    start = np.zeros(g_n + 1, dtype=np.int64)
+    for g in range(g_n):
+        start[g + 1] = start[g] + cnt[g]
+    pos = start[:g_n].copy()
+    for r in range(m):
+        g = idx[r]
+        perm[pos[g]] = r
+        pos[g] += 1
+    for g in range(g_n):
+        mg = means[g]
+        for u in range(cnt[g]):
+            xr = x[perm[start[g] + u]]
+            cu = cb[u]
+            for a in range(n):
+                cu[a] = xr[a] - mg[a]
+        Sg = S[g]
+        u = 0
+        hi = cnt[g]
+        while u + 4 <= hi:
+            c1 = cb[u]
+            c2 = cb[u + 1]
+            c3 = cb[u + 2]
+            c4 = cb[u + 3]
+            for a in range(n):
+                a1 = c1[a]
+                a2 = c2[a]
+                a3 = c3[a]
+                a4 = c4[a]
+                Sa = Sg[a]
+                for b in range(n):
+                    Sa[b] = (((Sa[b] + a1 * c1[b]) + a2 * c2[b]) + a3 * c3[b]) + a4 * c4[b]
+            u += 4
+        while u < hi:
+            c1 = cb[u]
+            for a in range(n):
+                a1 = c1[a]
+                Sa = Sg[a]
+                for b in range(n):
+                    Sa[b] += a1 * c1[b]
+            u += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _posterior(S, means, nu, cnt, a_mu, t, full):
+    """R_d = t·I + S_d + w_d (ν − x̄_d)(ν − x̄_d)ᵀ, w_d = α_μ m_d / (α_μ + m_d), then
+    (R + Rᵀ) / 2: `_Split.groups`'s operations, in its order (off the diagonal 0 unless
+    ``full``)."""
+    g_n, n = means.shape
+    R = np.empty((g_n, n, n))
+    d = np.empty(n)
+    for g in range(g_n):
+        md = float(cnt[g])
+        w = a_mu * md / (a_mu + md)
+        for a in range(n):
+            d[a] = nu[a] - means[g, a]
+        for a in range(n):
+            for b in range(n):
+                o = d[a] * d[b]
+                if not full:
+                    o *= 1.0 if a == b else 0.0
+                R[g, a, b] = (t * (1.0 if a == b else 0.0) + S[g, a, b]) + w * o
+        for a in range(n):
+            for b in range(a + 1, n):
+                v = (R[g, a, b] + R[g, b, a]) / 2
+                R[g, a, b] = v
+                R[g, b, a] = v
+            R[g, a, a] = (R[g, a, a] + R[g, a, a]) / 2
+    return R
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_sum(R, C, l, const, a1, o, single, L, err, s):
+    """Σ_d (const[o + d] − a1[o + d] · log det R_d[C, C]) over the cells d of R, summed as
+    numpy's ``sum(axis=0)`` of `_group_log_marginals` sums: in order of the cells, or, when
+    the group has one set of this size (``single``: a (G, 1) array), numpy's pairwise
+    summation of a contiguous vector (`_pairwise`). The log-determinant is BGe's fixed-order
+    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0 sets err[s]."""
+    g_n = R.shape[0]
+    v = np.empty(g_n)
+    for g in range(g_n):
+        acc = 0.0
+        for j in range(l):
+            d = R[g, C[j], C[j]]
+            for p in range(j):
+                d -= L[j, p] * L[j, p]
+            if not np.isfinite(d):
+                acc = np.inf
+                break
+            if d <= 0.0:
+                acc = np.nan
+                err[s] = 1
+                break
+            L[j, j] = np.sqrt(d)
+            acc += np.log(d)
+            for i in range(j + 1, l):
+                xx = R[g, C[i], C[j]]
+                for p in range(j):
+                    xx -= L[i, p] * L[j, p]
+                L[i, j] = xx / L[j, j]
+        v[g] = const[o + g] - a1[o + g] * acc
+    if single:
+        return 0.0 + _pairwise(v, 0, g_n)
+    total = v[0]
+    for g in range(1, g_n):
+        total += v[g]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise_block(a, lo, n):
+    """numpy's pairwise sum of a[lo:lo + n] for n ≤ 128: in order below 8, else 8
+    accumulators over blocks of 8, combined as a tree, then the rest in order."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r = a[lo:lo + 8].copy()
+    i = 8
+    while i < n - (n % 8):
+        for j in range(8):
+            r[j] += a[lo + i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise(a, lo, n):
+    """numpy's pairwise summation of a[lo:lo + n] (numpy/_core/src/umath/loops_utils.h.src:
+    halves, rounded down to a multiple of 8, until blocks of ≤ 128), the order np.add.reduce
+    sums a contiguous float64 vector. Without recursion (numba's cache cannot load
+    recursive functions): a post-order walk of the halving tree with explicit stacks."""
+    if n <= 128:
+        return _pairwise_block(a, lo, n)
+    # the tree has depth ≤ 64; each node is (lo, n, children done?)
+    s_lo = np.empty(130, dtype=np.int64)
+    s_n = np.empty(130, dtype=np.int64)
+    s_done = np.zeros(130, dtype=np.bool_)
+    vals = np.empty(130)
+    top, nv = 0, 0
+    s_lo[0], s_n[0], s_done[0] = lo, n, False
+    while top >= 0:
+        lo_, n_ = s_lo[top], s_n[top]
+        if n_ <= 128:
+            vals[nv] = _pairwise_block(a, lo_, n_)
+            nv += 1
+            top -= 1
+        elif s_done[top]:
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+            top -= 1
+        else:
+            s_done[top] = True
+            n2 = n_ // 2
+            n2 -= n2 % 8
+            # push the right half first, so that the left one is summed first
+            s_lo[top + 1], s_n[top + 1], s_done[top + 1] = lo_ + n2, n_ - n2, False
+            s_lo[top + 2], s_n[top + 2], s_done[top + 2] = lo_, n2, False
+            top += 2
+    return vals[0]
 
 
 def _threads() -> int:
