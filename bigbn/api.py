@@ -278,7 +278,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     root, tmp = open_root(workdir, fresh)
     try:
         with Workdir(root).lock() as owner:
-            disk_workers = ordered_workers(scheduler, workers)
+            # on a cluster a disk budget keeps `workers` tasks in flight in the plan's order
+            # (`executors.distributed`), so the plan counts disk for them; else any order
+            cluster = ordered_workers(scheduler, workers) is None
+            disk_workers = workers if cluster and disk_budget is not None else ordered_workers(scheduler, workers)
             plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
                             map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers,
                             disk_budget=disk_budget)
@@ -301,8 +304,12 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     if p is not None:
                         jobs.append(Job(Workdir(root, owner, p.scope), p, s, offset))
                         labels[p.scope] = f"tier {lay.index + 1}/{len(lays)}"
-            recomputed, journal, done = run_engine(jobs, scheduler, workers, progress, finished, labels) \
-                if jobs else ([], Workdir(root).journal(), False)
+            kept = any(p is not None and p.kept is not None for pair in plans for p in pair)
+            if cluster and kept:  # the budget's levels (this run's, or a resumed run's record)
+                disk_workers = workers
+            in_flight = workers if cluster and (disk_budget is not None or kept) else None
+            recomputed, journal, done = run_engine(jobs, scheduler, workers, progress, finished, labels,
+                                                   in_flight) if jobs else ([], Workdir(root).journal(), False)
             if plain:
                 plan, wd = jobs[0].plan, jobs[0].workdir
                 offset = log_offset(journal, task_id(("scores",)))
@@ -350,7 +357,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             if not plain:
                 journal = Workdir(root).journal()
             result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, workers,
-                                     memory, scheduler, t_start)
+                                     memory, scheduler, t_start, disk_workers)
             if not plain:
                 result.summary["log_marginal_likelihood"] = result.log_marginal
                 result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],

@@ -182,3 +182,66 @@ def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monk
     free_disk(least // 2)
     with pytest.raises(BigBNError, match=r"this run needs .* of disk, only .* free"):
         learn(data, workdir=tmp_path / "none", chunk_bits=3, max_parents=2, scheduler="sync")
+
+
+# ------------------------------------------------------------ a budget on a dask cluster
+
+@pytest.fixture(scope="module")
+def inproc_client():
+    """A dask.distributed cluster in this process (one worker of four threads), so the
+    task functions' counters are shared with the test."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_a_cluster_given_tasks_in_plan_order_keeps_b_within_the_plans_bound(inproc_client):
+    """`executors.distributed` with ``in_flight``: the cluster (four threads) runs only what
+    the client submitted, the ready tasks first in the plan's order, so B stays within
+    `live_chunks(h, in_flight)`, the bound of that many ordered local threads; given every
+    ready task at once it goes past the bound even of four."""
+    from test_executors import LiveChunks, Recorder
+
+    from bigbn.engine.executors import distributed as D
+    from bigbn.plan.lattice import live_chunks
+
+    plan = Plan(10, 2, 2)  # 2^8 chunks of B
+    fn = LiveChunks(0)
+    D.run(plan.tasks(), fn, inproc_client, in_flight=2)
+    assert fn.live == {(0,)} and fn.peak <= live_chunks(plan.h, 2)
+    rec = Recorder(plan.tasks(), seconds=0.002)
+    D.run(plan.tasks(), rec, inproc_client, in_flight=2)
+    assert rec.violations == [] and sorted(rec.runs) == sorted(s.key for s in plan.tasks())
+    events = sorted([(t, 1) for t in rec.started.values()] + [(t, -1) for t in rec.ended.values()])
+    in_flight = peak = 0
+    for _, step in events:
+        in_flight += step
+        peak = max(peak, in_flight)
+    assert peak <= 2
+    fn = LiveChunks(0)
+    D.run(plan.tasks(), fn, inproc_client)
+    assert fn.peak > live_chunks(plan.h, 4)
+
+
+def test_a_budget_on_a_cluster_keeps_the_numbers_and_the_planned_disk(tmp_path, inproc_client):
+    """learn on a dask cluster under a disk budget: the plan is made for ``workers`` tasks
+    in flight in its order (the cluster is given no more), it keeps L at some levels only,
+    and the run gives the sync run's bits; summary.json counts the disk for those
+    workers, within the budget. Without a budget a cluster run counts any order's disk."""
+    n, k, c, workers = 11, 1, 4, 2
+    data = write_data(tmp_path / "d.csv", n=n, m=200, seed=n)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=c, max_parents=k, scheduler="sync")
+    plan = Plan(n, k, c)
+    budget = least_disk(plan, workers)
+    wd = tmp_path / "b"
+    res = learn(data, workdir=wd, chunk_bits=c, max_parents=k, workers=workers, scheduler=inproc_client,
+                disk_budget=budget)
+    kept = tuple(json.loads((wd / "run.json").read_text())["plan"]["kept"])
+    assert kept == fit_disk(plan, budget, workers).kept and len(kept) < plan.h + 1
+    assert crcs(wd) == crcs(tmp_path / "ref")
+    assert np.array_equal(res.posterior, ref.posterior) and res.log_marginal == ref.log_marginal
+    disk = json.loads((wd / "summary.json").read_text())["disk_bytes"]
+    assert disk == fit_disk(plan, budget, workers).disk_bytes(workers) and sum(disk.values()) <= budget
+    learn(data, workdir=tmp_path / "u", chunk_bits=c, max_parents=k, workers=workers, scheduler=inproc_client)
+    assert json.loads((tmp_path / "u" / "summary.json").read_text())["disk_bytes"] == plan.disk_bytes(None)

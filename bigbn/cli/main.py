@@ -190,7 +190,8 @@ def _kind_lines(summary) -> list[str]:
 @click.option("--disk-budget", default=None,
               help="Peak disk the run may take, e.g. 24G: levels of the forward table that do not "
                    "fit are computed again in the backward pass (same numbers, more time; the "
-                   "run cannot be sampled). See `bigbn plan --disk-budget`.")
+                   "run cannot be sampled). On a dask cluster the run keeps --workers tasks in "
+                   "flight, in the plan's order. See `bigbn plan --disk-budget`.")
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
 @click.option("--scheduler", default="dask", show_default=True,

@@ -24,7 +24,7 @@ from bigbn._version import __version__
 from bigbn.engine.tasks import Job, execute, log_offset, verify
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.engine.executors import Callback
-from bigbn.plan.lattice import STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget, ordered_workers
+from bigbn.plan.lattice import STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget
 from bigbn.engine.progress import report
 from bigbn.plan import tiers as tiering
 from bigbn.store.rundir import RunRecord, check_is_ours, gib, read_record, write_record
@@ -275,7 +275,7 @@ class _Progress(Callback):
 
 
 def run_engine(jobs, scheduler, workers, progress, finished: bool = False,
-               labels: dict | None = None) -> tuple[list[str], dict, bool]:
+               labels: dict | None = None, in_flight: int | None = None) -> tuple[list[str], dict, bool]:
     """Run what the journal does not list as finished and intact, for every lattice of
     the run (``jobs``: a `Job` per lattice plan; a run without tiers has one, a run with
     tiers one per tier and stage) in one executor call over all their pending tasks.
@@ -283,7 +283,7 @@ def run_engine(jobs, scheduler, workers, progress, finished: bool = False,
     the final journal, and whether the run was already finished (nothing ran). finished:
     the caller has just found every kept output intact (`finished_beta`), so they are not
     read again. progress: a `progress.Listener` or None; labels: {scope: how progress
-    names that lattice}."""
+    names that lattice}; in_flight: as `execute` takes it."""
     wd = jobs[0].workdir  # any scope: the run's one journal
     if finished:
         return [], wd.journal(), True
@@ -306,7 +306,7 @@ def run_engine(jobs, scheduler, workers, progress, finished: bool = False,
     if not pending:
         return [], journal, True
     callbacks = [_Progress([j.plan for j in pending], done, progress, labels)] if progress is not None else []
-    execute(pending, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done)
+    execute(pending, scheduler=scheduler, workers=workers, callbacks=callbacks, done=done, in_flight=in_flight)
     return bad, wd.journal(), False
 
 
@@ -328,8 +328,9 @@ def peak_rss_bytes() -> int:
 
 
 def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, scheduler,
-            t_start) -> dict:
-    """summary.json (plan None: a tiered run, whose caller adds its tiers). Per stage: tasks
+            t_start, disk_workers: int | None) -> dict:
+    """summary.json (plan None: a tiered run, whose caller adds its tiers; ``disk_workers``:
+    the plan's disk is counted for that many tasks in its order, `Plan.disk_bytes`). Per stage: tasks
     and task-seconds over the whole run; wall seconds (first start to last end) over the
     tasks of this invocation only, so a resumed run does not count the time it was down."""
     recs = journal.values()
@@ -360,7 +361,7 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
         "peak_rss_bytes": peak_rss_bytes(),
-        "disk_bytes": {} if plan is None else dict(plan.disk_bytes(ordered_workers(scheduler, workers))),
+        "disk_bytes": {} if plan is None else dict(plan.disk_bytes(disk_workers)),
         "version": __version__,
     }
 

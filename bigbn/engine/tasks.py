@@ -366,7 +366,7 @@ class JournaledTasks:
 
 
 def execute(job: Job | Sequence[Job], *, scheduler="dask", workers: int | None = None,
-            callbacks: Sequence = (), done: set[str] | None = None) -> None:
+            callbacks: Sequence = (), done: set[str] | None = None, in_flight: int | None = None) -> None:
     """Run every task of the plan not in ``done`` (task ids; default: the journal).
 
     job: a `Job`, or the jobs of one run's lattices (a run's tiers: plans of distinct
@@ -382,6 +382,7 @@ def execute(job: Job | Sequence[Job], *, scheduler="dask", workers: int | None =
     "processes" (a local dask.distributed cluster of ``workers`` processes), a scheduler
     address "tcp://HOST:PORT" / "tls://..." or a ``distributed.Client``. callbacks:
     objects with ``on_task_start(event)`` / ``on_task_end(event)`` (bigbn.engine.executors).
+    in_flight: on a cluster, tasks submitted at once in the plan's order (a disk budget).
     Each spec runs through `JournaledTask(job)`.
     """
     jobs = (job,) if isinstance(job, Job) else tuple(job)
@@ -393,4 +394,4 @@ def execute(job: Job | Sequence[Job], *, scheduler="dask", workers: int | None =
     specs = [s for j in jobs for s in j.plan.tasks() if s.id not in done]
     fn = JournaledTask(job) if len(jobs) == 1 else JournaledTasks(jobs)
     run_specs(specs, fn, scheduler=scheduler, workers=workers, callbacks=callbacks,
-              visible=job.workdir.root, where="work directory")
+              visible=job.workdir.root, where="work directory", in_flight=in_flight)

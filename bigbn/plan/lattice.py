@@ -725,7 +725,8 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     if workers is None:
         raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
                           f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
-                          "of the plan without a budget (use the threads executor for a budget)")
+                          "of the plan without a budget (a run on a cluster under a budget keeps --workers tasks in "
+                          "flight in the plan's order, and is planned for them)")
     if plan.h > BUDGET_MAX_CHUNK_LEVELS:
         raise OptionError(f"a disk budget needs at most 2^{BUDGET_MAX_CHUNK_LEVELS} chunks; n = {plan.n} with "
                           f"chunk bits {plan.c} has 2^{plan.h}: give --chunk-bits {plan.n - BUDGET_MAX_CHUNK_LEVELS}")
@@ -782,8 +783,9 @@ def least_disk(plan: Plan, workers: int | None = 1) -> int:
 def ordered_workers(scheduler, workers: int) -> int | None:
     """Tasks at once in the plan's order (`Plan.disk_bytes`): one for the sync executor,
     ``workers`` for local threads (bigbn's or dask's threaded scheduler, given the plan's
-    order); None for a dask cluster, which may start ready tasks in another order than
-    their priorities."""
+    order); None for a dask cluster given every ready task, which may start them in
+    another order than their priorities (under a disk budget the client gives it
+    ``workers`` at a time in the plan's order instead: `bigbn.api.learn`)."""
     if isinstance(scheduler, str) and scheduler in ("sync", "threads", "dask"):
         return 1 if scheduler == "sync" else workers
     return None

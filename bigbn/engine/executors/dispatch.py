@@ -14,13 +14,16 @@ SCHEDULERS = "dask, threads, sync, processes or tcp://HOST:PORT"
 
 
 def run(specs: Sequence[TaskSpec], fn, *, scheduler="dask", workers: int | None = None,
-        callbacks: Sequence[Callback] = (), visible=None, where: str = "work directory") -> None:
+        callbacks: Sequence[Callback] = (), visible=None, where: str = "work directory",
+        in_flight: int | None = None) -> None:
     """Hand ``specs`` and the task function ``fn`` to one executor: "dask" (dask's local
     threaded scheduler, the default), "threads" (bigbn's own pool), "sync" (a plain loop,
     the specification), "processes" (a local dask.distributed cluster of ``workers``
     processes), "tcp://HOST:PORT" (or tls://, inproc://) or a ``distributed.Client``.
     visible: a path every cluster worker must see (checked first, naming the blind
-    workers: ``where`` says what it is)."""
+    workers: ``where`` says what it is). in_flight: on a cluster, at most that many tasks
+    submitted at once, in the plan's order (`distributed.run`); the local executors keep
+    ``workers`` in flight in that order anyway."""
     import os
 
     if scheduler == "sync":
@@ -40,14 +43,14 @@ def run(specs: Sequence[TaskSpec], fn, *, scheduler="dask", workers: int | None 
 
         with distributed.local_cluster(workers or os.cpu_count() or 1) as client:
             check_visible(client, visible, where)
-            distributed.run(specs, fn, client, callbacks=callbacks)
+            distributed.run(specs, fn, client, callbacks=callbacks, in_flight=in_flight)
     elif not isinstance(scheduler, str) or scheduler.startswith(("tcp://", "tls://", "inproc://")):
         from bigbn.engine.executors import distributed
 
         client, owned = distributed.connect(scheduler)
         try:
             check_visible(client, visible, where)
-            distributed.run(specs, fn, client, callbacks=callbacks)
+            distributed.run(specs, fn, client, callbacks=callbacks, in_flight=in_flight)
         finally:
             if owned:
                 client.close()

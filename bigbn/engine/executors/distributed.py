@@ -16,6 +16,13 @@ releases each future the moment it finishes:
   idempotent, they overwrite their chunks and append their journal line again.
 - ``retries`` covers exceptions raised inside a task (e.g. a transient I/O error on a
   network file system); it does not count worker deaths.
+- ``in_flight`` (a run under a disk budget): at most that many tasks are submitted and
+  unfinished at once, and each time one ends the ready task first in the plan's order is
+  submitted. The cluster can run only what it was given, so tasks start as on that many
+  local threads in the plan's order, the model of `plan.live_chunks(h, workers)`, and the
+  run keeps within the disk its plan counts for that many workers. Without it every
+  ready task is submitted and the cluster picks among them, so only the looser bound of
+  any order holds.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from bigbn.engine.executors import Callback, Ready, emit_end, emit_start
 
 
 def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, retries: int = 3,
-        callbacks: Sequence[Callback] = ()) -> None:
+        callbacks: Sequence[Callback] = (), in_flight: int | None = None) -> None:
     """Run ``fn(spec)`` for every spec on the cluster of ``client`` (a distributed.Client).
 
     Ready tasks are submitted with decreasing priority in the plan's order, so lower chunk
@@ -43,6 +50,8 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, 
 
     if retries < 0:
         raise OptionError(f"retries = {retries} must be 0 or more")
+    if in_flight is not None and in_flight < 1:
+        raise OptionError(f"in_flight = {in_flight} must be at least 1")
     ready = Ready(specs)
     token = uuid.uuid4().hex[:8]
     [fn_future] = client.scatter([fn], broadcast=True, hash=False)
@@ -50,7 +59,7 @@ def run(specs: Sequence[TaskSpec], fn: Callable[[TaskSpec], object], client, *, 
     ac = as_completed(loop=client.loop)
     try:
         while ready or running:
-            while ready:
+            while ready and (in_flight is None or len(running) < in_flight):
                 spec = ready.pop()
                 # dask-style key ("forward-<token>", "tier2", 5): the dashboard groups by stage
                 fut = client.submit(_call, fn_future, spec,
