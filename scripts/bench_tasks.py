@@ -35,7 +35,7 @@ def main() -> None:
 
     root = Path(args.workdir)
     wd = Workdir(root)
-    job = engine.Job(wd, read_record(root).plan, wd.read("beta", slice(None)))
+    job = engine.Job(wd, read_record(root).plan.lattices(0)[0], wd.read("beta", slice(None)))
     seconds, calls = collections.Counter(), collections.Counter()
 
     def timed(label, fn):

@@ -60,7 +60,9 @@ def _upward_truncated(x, ex, d, small, wide):
     zeroing beforehand.
     """
     j0 = 3 if d >= 3 else 0
-    if j0:
+    if j0 and wide:
+        _zeta8_ext(x, ex, d, small, True)
+    elif j0:
         for t in range(small.shape[0]):
             g = small[t]
             if g >= (1 << (d - 3)):
@@ -111,7 +113,9 @@ def _downward_truncated(x, ex, d, small, wide):
                 _ext_add_run(x, ex, dst, dst + h, h)
             else:
                 _add_run(x, dst, dst + h, h)
-    if j0:
+    if j0 and wide:
+        _zeta8_ext(x, ex, d, small, False)
+    elif j0:
         for t in range(small.shape[0]):
             g = small[t]
             if g >= (1 << (d - 3)):
@@ -139,6 +143,46 @@ def _zeta8(x, ex, base, wide, up):
                     _add8(x, ex, base + o, base + o - h, wide)
                 else:
                     _add8(x, ex, base + o - h, base + o, wide)
+
+
+@njit(**_KW)
+def _zeta8_ext(x, ex, d, small, up):
+    """`_zeta8` of extended numbers (x, ex) on every group of 8 entries g·8 .. g·8 + 7, g
+    among the small masks below 2^(d-3) (d ≥ 3), all at once: the groups' entries are
+    copied into 8 planes (plane o holds entry o of every group), each of the 12 additions
+    is then one `_ext_add` loop over the groups, contiguous (it vectorises, where a
+    group's own additions are scalar), and the planes are copied back. Each entry takes
+    the same additions in the same order as `_zeta8` gives it: the same bits."""
+    ng = 0
+    while ng < small.shape[0] and small[ng] < (1 << (d - 3)):
+        ng += 1
+    pm = np.empty((8, ng))
+    pe = np.empty((8, ng))
+    for t in range(ng):
+        b = small[t] << 3
+        for o in range(8):
+            pm[o, t] = x[b + o]
+            pe[o, t] = ex[b + o]
+    for i in range(3):
+        h = 1 << i
+        for o in range(8):
+            if (o >> i) & 1 == 1:
+                if up:
+                    _ext_add_rows(pm[o], pe[o], pm[o - h], pe[o - h])
+                else:
+                    _ext_add_rows(pm[o - h], pe[o - h], pm[o], pe[o])
+    for t in range(ng):
+        b = small[t] << 3
+        for o in range(8):
+            x[b + o] = pm[o, t]
+            ex[b + o] = pe[o, t]
+
+
+@njit(**_KW)
+def _ext_add_rows(dm, de, sm, se):
+    """(dm, de)[j] += (sm, se)[j] for every j (`_ext_add`; one loop that vectorises)."""
+    for j in range(dm.shape[0]):
+        dm[j], de[j] = _ext_add(dm[j], de[j], sm[j], se[j])
 
 
 @njit(**_KW)
