@@ -65,7 +65,7 @@ def timed(out: dict, key: str, fn, *args):
 
 
 def timings(K, beta, plan):
-    c, d, fam, small, T = plan.c, plan.c - 1, plan.families, plan.small_masks, plan.tile_bits
+    c, fam, small, T = plan.c, plan.families, plan.small_masks, plan.tile_bits
     out = {}
     top = plan.n_chunks - 1
     tables = {}
@@ -84,10 +84,10 @@ def timings(K, beta, plan):
     B = tables["backward chunk"][::-1].copy()
     Bm, Be = np.empty((2, plan.chunk_size))
     K._ext_from_log_into(B, Bm, Be)
-    part = np.empty((plan.n, plan.n_families))
+    part = np.full((plan.n, plan.n_families), np.nan)  # rows c .. n-2 are not written
     timed(out, "γ parts (c low nodes)", K._gamma_low, Lm, Le, Bm, Be, 0, fam, small, T, part)
     timed(out, "γ part (one high node)", K._gamma_high, Lm, Le, B, 0, fam, small, T, part[-1])
-    return out, float(L[-1])
+    return out, float(L[-1]), {"L": L, "B": B, "high term": (m, e), "γ parts": part}
 
 
 def main() -> None:
@@ -119,6 +119,11 @@ def main() -> None:
             for name, K in impls.items():  # back to back
                 runs[name].append(timings(K, beta, plan))
         print(f"\nm = {m}" + "".join(f"   L(chunk 0 full) {name}: {runs[name][0][1]:.9f}" for name in impls))
+        if "old" in runs:  # every kernel's output, bit for bit
+            for key, a in runs["this"][0][2].items():
+                same = all(np.array_equal(x, y, equal_nan=True) for x, y in
+                           zip(np.atleast_2d(a), np.atleast_2d(runs["old"][0][2][key])))
+                print(f"  {key}: {'bit-identical to old' if same else 'DIFFERS FROM OLD'}")
         for key in runs["this"][0][0]:
             cells = "".join(f" {name} {1e3 * statistics.median(r[0][key] for r in runs[name]):9.1f}"
                             for name in impls)

@@ -211,6 +211,49 @@ def test_downward_truncated(d, k, wide):
     assert_close(got[defined], want[defined])
 
 
+@pytest.mark.parametrize("d,k", [(3, 0), (3, 3), (6, 2), (9, 3), (14, 3)])
+@pytest.mark.parametrize("up", [True, False])
+def test_zeta8_ext_is_zeta8_group_by_group_bit_for_bit(d, k, up):
+    """The wide transforms' three lowest bits, all groups at once through planes
+    (`_zeta8_ext`): the same bits as `_zeta8` on each group in turn (which the plain
+    transforms still use), on extended numbers spread over 30000 nats with zeros; the
+    entries outside the groups untouched."""
+    rng = np.random.default_rng(d * 10 + k + up)
+    small = small_masks(d, k)
+    m, e, _ = _scaled(log_table(rng, 1 << d, spread=30000.0), True)
+    want_m, want_e = m.copy(), e.copy()
+    for g in small[small < (1 << (d - 3))]:
+        K._zeta8(want_m, want_e, g << 3, True, up)
+    K._zeta8_ext(m, e, d, small, up)
+    np.testing.assert_array_equal(m, want_m)
+    np.testing.assert_array_equal(e, want_e)
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_zeta8_plain_is_the_additions_in_order_bit_for_bit(up):
+    """The plain transforms' three lowest bits (`_zeta8_plain`, the group in locals): the
+    same bits as `_zeta8` and as the 12 additions done one by one in Python, in its order
+    (for bit i = 0, 1, 2, every entry o with bit i set: x[o] += x[o - 2^i] up,
+    x[o - 2^i] += x[o] down), on values over 40 binades, zeros and subnormals."""
+    rng = np.random.default_rng(5 + up)
+    for _ in range(200):
+        x = np.ldexp(rng.random(24), rng.integers(-40, 1, 24))
+        x[rng.random(24) < 0.2] = 0.0
+        x[rng.random(24) < 0.1] = 5e-324
+        want = x.copy()
+        b = 8
+        for i in range(3):
+            for o in range(8):
+                if o >> i & 1:
+                    d, s = (o, o - (1 << i)) if up else (o - (1 << i), o)
+                    want[b + d] = float(want[b + d]) + float(want[b + s])
+        got, ref = x.copy(), x.copy()
+        K._zeta8_plain(got, b, up)
+        K._zeta8(ref, ref, b, False, up)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(ref, want)
+
+
 # ----------------------------------------------------------------------------- alpha
 
 def assert_normalised(m, e):

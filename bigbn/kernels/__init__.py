@@ -39,6 +39,9 @@ from bigbn.kernels.mobius import (  # noqa: F401
     _downward_truncated,
     _add8,
     _zeta8,
+    _zeta8_plain,
+    _zeta8_ext,
+    _ext_add_rows,
     _copy_run,
     _add_run,
 )

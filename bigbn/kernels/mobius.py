@@ -60,12 +60,14 @@ def _upward_truncated(x, ex, d, small, wide):
     zeroing beforehand.
     """
     j0 = 3 if d >= 3 else 0
-    if j0:
+    if j0 and wide:
+        _zeta8_ext(x, ex, d, small, True)
+    elif j0:
         for t in range(small.shape[0]):
             g = small[t]
             if g >= (1 << (d - 3)):
                 break
-            _zeta8(x, ex, g << 3, wide, True)
+            _zeta8_plain(x, g << 3, True)
     # k: small's last (largest) mask has min(k, its width) bits; for j ≥ 3 a run's m has
     # at most d-4 bits, below that width, so a full small (k ≥ width) never copies. For
     # d < 3 (j from 0) every entry was zeroed and runs only add.
@@ -111,12 +113,14 @@ def _downward_truncated(x, ex, d, small, wide):
                 _ext_add_run(x, ex, dst, dst + h, h)
             else:
                 _add_run(x, dst, dst + h, h)
-    if j0:
+    if j0 and wide:
+        _zeta8_ext(x, ex, d, small, False)
+    elif j0:
         for t in range(small.shape[0]):
             g = small[t]
             if g >= (1 << (d - 3)):
                 break
-            _zeta8(x, ex, g << 3, wide, False)
+            _zeta8_plain(x, g << 3, False)
 
 
 @njit(inline="always", **_KW)
@@ -130,7 +134,8 @@ def _add8(x, ex, dst, src, wide):
 @njit(**_KW)
 def _zeta8(x, ex, base, wide, up):
     """The subset (up) or superset sums over the 3 low bits of the 8 entries base..base+7
-    (plain, or extended numbers if wide), written out: 12 additions."""
+    (plain, or extended numbers if wide), written out: 12 additions. The reference of
+    the transforms' own: `_zeta8_plain` (plain) and `_zeta8_ext` (all groups at once)."""
     for i in range(3):
         h = 1 << i
         for o in range(8):
@@ -139,6 +144,83 @@ def _zeta8(x, ex, base, wide, up):
                     _add8(x, ex, base + o, base + o - h, wide)
                 else:
                     _add8(x, ex, base + o - h, base + o, wide)
+
+
+@njit(**_KW)
+def _zeta8_plain(x, base, up):
+    """`_zeta8` of plain values: the group's 8 entries in locals, the 12 additions written
+    out in `_zeta8`'s order (the same bits), stored back once: 6x faster than adding in
+    the array one entry at a time (0.5 against 2.8 µs for the 232 groups of a 2^14 tile)."""
+    x0, x1, x2, x3 = x[base], x[base + 1], x[base + 2], x[base + 3]
+    x4, x5, x6, x7 = x[base + 4], x[base + 5], x[base + 6], x[base + 7]
+    if up:  # x[o] += x[o - 2^i], bit i = 0, 1, 2 in turn
+        x1 += x0
+        x3 += x2
+        x5 += x4
+        x7 += x6
+        x2 += x0
+        x3 += x1
+        x6 += x4
+        x7 += x5
+        x4 += x0
+        x5 += x1
+        x6 += x2
+        x7 += x3
+    else:  # x[o - 2^i] += x[o]
+        x0 += x1
+        x2 += x3
+        x4 += x5
+        x6 += x7
+        x0 += x2
+        x1 += x3
+        x4 += x6
+        x5 += x7
+        x0 += x4
+        x1 += x5
+        x2 += x6
+        x3 += x7
+    x[base], x[base + 1], x[base + 2], x[base + 3] = x0, x1, x2, x3
+    x[base + 4], x[base + 5], x[base + 6], x[base + 7] = x4, x5, x6, x7
+
+
+@njit(**_KW)
+def _zeta8_ext(x, ex, d, small, up):
+    """`_zeta8` of extended numbers (x, ex) on every group of 8 entries g·8 .. g·8 + 7, g
+    among the small masks below 2^(d-3) (d ≥ 3), all at once: the groups' entries are
+    copied into 8 planes (plane o holds entry o of every group), each of the 12 additions
+    is then one `_ext_add` loop over the groups, contiguous (it vectorises, where a
+    group's own additions are scalar), and the planes are copied back. Each entry takes
+    the same additions in the same order as `_zeta8` gives it: the same bits."""
+    ng = 0
+    while ng < small.shape[0] and small[ng] < (1 << (d - 3)):
+        ng += 1
+    pm = np.empty((8, ng))
+    pe = np.empty((8, ng))
+    for t in range(ng):
+        b = small[t] << 3
+        for o in range(8):
+            pm[o, t] = x[b + o]
+            pe[o, t] = ex[b + o]
+    for i in range(3):
+        h = 1 << i
+        for o in range(8):
+            if (o >> i) & 1 == 1:
+                if up:
+                    _ext_add_rows(pm[o], pe[o], pm[o - h], pe[o - h])
+                else:
+                    _ext_add_rows(pm[o - h], pe[o - h], pm[o], pe[o])
+    for t in range(ng):
+        b = small[t] << 3
+        for o in range(8):
+            x[b + o] = pm[o, t]
+            ex[b + o] = pe[o, t]
+
+
+@njit(**_KW)
+def _ext_add_rows(dm, de, sm, se):
+    """(dm, de)[j] += (sm, se)[j] for every j (`_ext_add`; one loop that vectorises)."""
+    for j in range(dm.shape[0]):
+        dm[j], de[j] = _ext_add(dm[j], de[j], sm[j], se[j])
 
 
 @njit(**_KW)
