@@ -56,6 +56,7 @@ import numpy as np
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, no_column
 from bigbn.errors import DataError, OptionError
+from bigbn.scores.discrete import _compress
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
            "hyperparameters", "cg_scores", "cg_log_marginal"]
@@ -624,18 +625,7 @@ def _cell_index(codes_t, r, Ds, dlen, lo, hi, index, G):
 @numba.njit(cache=True, nogil=True)
 def _rank(key):
     """Replace each key by its rank among the distinct keys (ascending); their number."""
-    order = np.argsort(key, kind="mergesort")
-    c = -1
-    prev = 0
-    out = np.empty_like(key)
-    for u in range(key.size):
-        v = key[order[u]]
-        if u == 0 or v != prev:
-            c += 1
-            prev = v
-        out[order[u]] = c
-    key[:] = out
-    return c + 1
+    return int(_compress(key))
 
 
 @numba.njit(cache=True, nogil=True)
