@@ -229,13 +229,21 @@ def topological_backward(parents_row):
     return out
 
 
+def alpha_one(n):
+    """`SK.point_alpha` of scores with the empty family alone (log score 0): α ≡ 1."""
+    fam = family_masks(n - 1, 2)
+    beta = np.full((n, fam.size), -np.inf)
+    beta[:, 0] = 0.0
+    return SK.point_alpha(beta, fam, 2)
+
+
 def test_rounding_gap_is_rejected_not_forced():
     """A u beyond the computed total can only come from rounding; the kernels reject it
     (the sample is drawn again) instead of forcing some node."""
     c = 3
     # α ≡ 1 (log 0): L(S) = |S|!, consistent everywhere but at V
     L = np.array([math.lgamma(bin(S).count("1") + 1) for S in range(8)])
-    alpha_low = np.zeros((c, 4))
+    pa = alpha_one(3)
     L_bad = L.copy()
     L_bad[7] = L[7] + 5.0  # L(S) far above its terms: their total is e^-5
     T = 2000
@@ -244,7 +252,7 @@ def test_rounding_gap_is_rejected_not_forced():
                  key=np.zeros(T, dtype=np.int64))
     pend = dict(pu=np.zeros(T), pcum=np.zeros(T), plog=np.zeros(T), pbit=np.zeros(T, dtype=np.int64))
     nodes, preds = np.zeros((T, 3), dtype=np.int64), np.zeros((T, 3), dtype=np.int64)
-    SK.walk_chunk(0, c, L_bad, alpha_low, 1, 0, state["cur"], state["step"], state["attempt"],
+    SK.walk_chunk(0, c, L_bad, pa, 1, 0, state["cur"], state["step"], state["attempt"],
                   state["status"], state["key"], pend["pu"], pend["pcum"], pend["plog"], pend["pbit"],
                   nodes, preds)
     u = np.array([SK.uniform(1, t, 0, 0, 0) for t in range(T)])
@@ -262,7 +270,7 @@ def test_pending_samples_without_a_taker_are_rejected():
     pu, pcum, plog = np.array([0.9]), np.array([0.2]), np.array([0.0])
     pbit = np.array([0], dtype=np.int64)
     nodes, preds, step = np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    L, span = np.full(4, np.log(0.5)), np.zeros(4)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
+    L, span = np.full(4, np.log(0.5)), alpha_one(3)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
     SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
     assert status[0] == SK.REJECTED and step[0] == 0
     pu[0], pcum[0], status[0], key[0], pbit[0] = 0.6, 0.2, SK.PENDING, 0, 0
@@ -611,3 +619,48 @@ def test_sampling_a_run_in_progress_says_it_is_running_or_unfinished(tmp_path):
         holder.kill()
         holder.wait()
     assert_one_line_error(CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"]), unfinished)
+
+
+@pytest.mark.parametrize("n, k, spread, forbidden", [(6, 2, 3.0, 0.0), (7, 3, 10.0, 0.3), (8, 8, 5.0, 0.5),
+                                                     (9, 1, 2.0, 0.0), (5, 0, 1.0, 0.0)])
+def test_point_alpha_against_naive(n, k, spread, forbidden):
+    """`SK.alphas_at` (α_i(S − i) of every i ∈ S, one pass over the subsets of S, memoised)
+    against logsumexp over the families ⊆ S − i, for every S; with a memo so small it is
+    emptied many times, and twice over (memo hits)."""
+    rng = np.random.default_rng(n * 10 + k)
+    beta = naive.random_beta(n, k, rng, spread=spread, p_forbidden=forbidden)
+    fam = family_masks(n - 1, k)
+    pa = SK.point_alpha(beta, fam, k, 16)
+    want = [naive.alpha_chunk(beta[i], fam, 0, n - 1) for i in range(n)]
+    for _ in range(2):
+        for S in rng.permutation(1 << n).tolist():
+            row = SK.alphas_at(pa, np.int64(S))
+            for i in range(n):
+                if S >> i & 1:
+                    w = want[i][naive._squeeze(S ^ (1 << i), i)]
+                    if w == -np.inf:
+                        assert pa[7][row, i] == -np.inf
+                    else:
+                        assert abs(pa[7][row, i] - w) <= 1e-12 * max(1.0, abs(w)), (S, i)
+
+
+def test_point_alpha_rescales_far_below_the_best_family():
+    """Families ⊆ U all > 700 nats below node i's best: the terms exp(β − max β) would be
+    subnormal or 0, so α is rescaled by the best family ⊆ U (`_alpha_rescaled`)."""
+    n, k = 4, 1
+    fam = family_masks(n - 1, k)
+    beta = np.full((n, fam.size), -2000.0)
+    beta[:, -1] = 0.0  # the single parent of the highest bit: far above the rest
+    beta[1, 1] = -np.inf
+    beta[3, :-1] = -np.inf  # node 3: no family at all within U unless U holds the highest bit
+    pa = SK.point_alpha(beta, fam, k)
+    want = [naive.alpha_chunk(beta[i], fam, 0, n - 1) for i in range(n)]
+    for S in range(1, 1 << n):
+        row = SK.alphas_at(pa, np.int64(S))
+        for i in range(n):
+            if S >> i & 1:
+                w = want[i][naive._squeeze(S ^ (1 << i), i)]
+                if i == 3 and not S >> 2 & 1:
+                    assert w == pa[7][row, i] == -np.inf
+                else:
+                    assert w > -1e4 and abs(pa[7][row, i] - w) <= 1e-12 * abs(w), (S, i)
