@@ -1451,3 +1451,65 @@ def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=T
         if total > best:
             best, arg = total, parents
     return best, arg
+
+
+# ------------------------------------------- the exact sampler at every n (#39 item 4)
+
+def linear_extensions_float_recursion(parents):
+    """#LE of one DAG (full parent masks, (n,)) in float64 by the recursion of
+    bigbn/kernels/linext.py, written as a plain memoised Python recursion: a single node
+    has one order; a disconnected set is the product over its components (lowest node
+    first) of count × C(placed, size), as res = res * (count * C); a connected one sums
+    the counts of S − x over its unique source (if it has one and several sinks) or its
+    sinks, ascending. The same float operations in the same order, so the kernel's
+    counts must match it bit for bit beyond 2^53 too."""
+    n = len(parents)
+    par = [int(p) for p in parents]
+    ch = [sum(1 << v for v in range(n) if par[v] >> u & 1) for u in range(n)]
+    adj = [par[v] | ch[v] for v in range(n)]
+    memo = {}
+
+    def component(S, start):
+        comp, frontier = 1 << start, 1 << start
+        while frontier:
+            grow = 0
+            for j in range(n):
+                if frontier >> j & 1:
+                    grow |= adj[j]
+            grow &= S & ~comp
+            comp |= grow
+            frontier = grow
+        return comp
+
+    def binomial(a, b):
+        r = 1.0
+        for j in range(1, b + 1):
+            r = r * (a - b + j) / j
+        return r
+
+    def count(S):
+        if S & (S - 1) == 0:
+            return 1.0
+        if S in memo:
+            return memo[S]
+        low = (S & -S).bit_length() - 1
+        if component(S, low) != S:
+            res, rest, placed = 1.0, S, 0
+            while rest:
+                comp = component(S, (rest & -rest).bit_length() - 1)
+                size = bin(comp).count("1")
+                placed += size
+                res = res * (count(comp) * binomial(placed, size))
+                rest &= ~comp
+        else:
+            nodes = [j for j in range(n) if S >> j & 1]
+            sinks = [j for j in nodes if ch[j] & S == 0]
+            sources = [j for j in nodes if par[j] & S == 0]
+            cand = sources if len(sources) == 1 and len(sinks) > 1 else sinks
+            res = 0.0
+            for j in cand:
+                res += count(S & ~(1 << j))
+        memo[S] = res
+        return res
+
+    return count((1 << n) - 1)
