@@ -602,6 +602,27 @@ def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarr
                     w.writerow(row)
 
 
+def _arcs_json(names: list[str], rows: list[np.ndarray]) -> list[str]:
+    """json.dumps([[parent, child], ...], ensure_ascii=False) of the arcs of each DAG (rows of
+    parent masks, or of words past 63 variables), in `Samples.arcs` order (by child, then
+    parent, in data order): built from each name's JSON once, not per arc."""
+    from bigbn.io.frames import arcs as frame_arcs
+
+    if not rows:
+        return []
+    masks = np.asarray(rows)
+    if masks.ndim != 2:  # words past 63 variables: one DAG at a time
+        return [json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False) for r in rows]
+    n = len(names)
+    jn = [json.dumps(x, ensure_ascii=False) for x in names]
+    pair = [[f"[{jn[u]}, {jn[v]}]" for u in range(n)] for v in range(n)]
+    bits = (masks[:, :, None] >> np.arange(n, dtype=np.int64)) & 1  # [d, v, u]: u → v
+    d, v, u = np.nonzero(bits)
+    cuts = np.searchsorted(d, np.arange(masks.shape[0] + 1)).tolist()
+    v, u = v.tolist(), u.tolist()
+    return ["[" + ", ".join([pair[v[j]][u[j]] for j in range(a, b)]) + "]" for a, b in zip(cuts, cuts[1:])]
+
+
 def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
@@ -624,11 +645,12 @@ def write_outputs(s: Samples, workdir) -> Path:
         post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
         w.writerow(["rank", "count", "probability", "se", post, "log_linear_extensions",
                     "log_score", "arcs"])
-        for r, d in enumerate(s.dags(), 1):
+        dags = s.dags()
+        arcs = _arcs_json(names, [d["parents"] for d in dags])
+        for r, (d, a) in enumerate(zip(dags, arcs), 1):
             exact = d["exact_order_modular"] if s.prior == "order-modular" else d["estimated_dag_modular"]
             w.writerow([r, d["count"], f"{d['probability']:.17g}", f"{d['se']:.6g}", f"{exact:.17g}",
-                        f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}",
-                        json.dumps([list(a) for a in s.arcs(d["parents"])], ensure_ascii=False)])
+                        f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}", a])
     np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
              orders=s.orders, log_linear_extensions=s.log_linear_extensions,
              log_score=s.log_score + s.log_offset)
