@@ -680,3 +680,32 @@ def test_arcs_json_of_dags_csv_against_json_dumps():
     assert _arcs_json(names, rows) == want
     assert _arcs_json(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
     assert _arcs_json(names, []) == []
+
+
+@pytest.mark.parametrize("n, k, spread, forbidden, drop", [(7, 2, 3.0, 0.0, 0), (8, 3, 10.0, 0.3, 0),
+                                                           (6, 5, 2000.0, 0.2, 0), (7, 2, 5.0, 0.1, 5),
+                                                           (1, 2, 1.0, 0.0, 0)])
+def test_draw_parents_against_filtering_every_family(n, k, spread, forbidden, drop):
+    """`SK.draw_parents` (one weight per family and node, two passes over the families
+    within U's top bit) against naive.draw_parents_by_filter, bit for bit: complete families, forbidden ones (-inf), scores 2000 nats apart (the
+    rescaled draws), and an incomplete family list (``drop`` families removed)."""
+    rng = np.random.default_rng(n * 100 + k + drop)
+    fam = family_masks(max(n - 1, 0), k)
+    beta = naive.random_beta(n, k, rng, spread=spread, p_forbidden=forbidden) if n > 1 else np.zeros((1, 1))
+    if drop:
+        keep = np.sort(np.r_[0, rng.choice(np.arange(1, fam.size), fam.size - 1 - drop, replace=False)])
+        fam, beta = fam[keep], beta[:, keep]
+    T = 300
+    nodes = np.array([rng.permutation(n) for _ in range(T)], dtype=np.int64)
+    preds = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        S = (1 << n) - 1
+        for j in range(n):
+            S &= ~(1 << int(nodes[t, j]))
+            preds[t, j] = S
+    attempt = rng.integers(0, 2, T).astype(np.int64)
+    got = np.zeros((T, n), dtype=np.int64)
+    SK.draw_parents(beta, fam, nodes, preds, 7, 1000, attempt, got)
+    want = naive.draw_parents_by_filter(beta, fam, nodes, preds, 7, 1000, attempt, SK.uniform)
+    np.testing.assert_array_equal(got, want)
+    assert len({tuple(r) for r in got.tolist()}) > (T // 3 if n > 3 else 0)

@@ -17,6 +17,10 @@ the sweep order). The arithmetic is the same sequence of additions whatever the 
 bits, so a seed gives the same samples for every lattice (up to decisions within a few
 ulps of a boundary, where tables of different lattices differ in their last bits).
 
+α_i(S − i) is computed at the sets S the samples visit only (`alphas_at`: one pass over
+the subsets of S with at most k nodes gives every i ∈ S, memoised per S), not per chunk:
+the chunks a sweep visits hold far more sets than its samples do.
+
 A u at or beyond the computed total (possible only by rounding: the exact total is 1) is
 rejected and the sample is drawn again from S = V with the next attempt's random numbers.
 
