@@ -111,10 +111,13 @@ def _count(full, parents, children, adj, keys, vals, state, max_sets):
     set S being counted: SPLIT (its components, each count times a binomial, multiplied
     in as `res = res * (count * C(placed, size))`, components by their lowest node) or
     BRANCH (res += the count of S − x for each candidate x, ascending); the same
-    arithmetic in the same order as a recursion, and the same memo insertions, so the
-    counts are bit-identical to it. state[0] counts the memoised sets; state[1] = 1 once
-    the table is half full: then NaN at once, and the caller starts again with a table
-    twice the size. NaN too past max_sets memoised sets."""
+    arithmetic in the same order as a recursion, so the counts are bit-identical to it.
+    Only connected sets are memoised: a disconnected one is cheap to split again (its
+    components are memoised), and leaving it out saves ~10 % of the time at n = 28. A
+    count is a function of the induced subgraph alone, so what is memoised never changes
+    a value. state[0] counts the memoised sets; state[1] = 1 once the table is half full:
+    then NaN at once, and the caller starts again with a table twice the size. NaN too
+    past max_sets memoised sets."""
     v, known = _lookup(keys, vals, state, max_sets, full)
     if known:
         return v
@@ -183,12 +186,13 @@ def _count(full, parents, children, adj, keys, vals, state, max_sets):
                 res[top] += v
         if pushed:
             continue
-        # frame done: memoise S and hand its count to the frame below
+        # frame done: memoise S (if connected) and hand its count to the frame below
         v = res[top]
-        i = _slot(keys, S)
-        keys[i] = S
-        vals[i] = v
-        state[0] += 1
+        if not split[top]:
+            i = _slot(keys, S)
+            keys[i] = S
+            vals[i] = v
+            state[0] += 1
         if top == 0:
             return v
         top -= 1
