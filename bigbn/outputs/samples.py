@@ -326,7 +326,6 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
         log_px = run.log_px
         exact = run.posterior()
     d = _gather([recs[s.id] for s in specs], [parts[s.id] for s in specs])
-    t_parents = time.perf_counter()
     lle = d.lle
     info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
             "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
