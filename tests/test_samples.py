@@ -143,8 +143,12 @@ def test_linear_extensions_refuse_more_than_62_nodes():
 # ----------------------------------------------------------------------- sampler kernels
 
 @pytest.mark.slow
-def test_sampler_equals_the_in_memory_recursion(tmp_path):
-    """Same uniforms, same decisions: the chunk sweep is the plain backward recursion."""
+@pytest.mark.parametrize("point", [True, False])
+def test_sampler_equals_the_in_memory_recursion(point, tmp_path, monkeypatch):
+    """Same uniforms, same decisions: the chunk sweep is the plain backward recursion, with
+    α at the visited sets (point) and with α per visited chunk (the path where
+    `SK.point_alpha_pays` says no), for every chunk size."""
+    monkeypatch.setattr(SK, "point_alpha_pays", lambda n, k, T: point)
     rng = np.random.default_rng(7)
     n, k, T, seed = 6, 2, 400, 11
     beta = naive.random_beta(n, k, rng, spread=3, p_forbidden=0.1)
@@ -709,3 +713,11 @@ def test_draw_parents_against_filtering_every_family(n, k, spread, forbidden, dr
     want = naive.draw_parents_by_filter(beta, fam, nodes, preds, 7, 1000, attempt, SK.uniform)
     np.testing.assert_array_equal(got, want)
     assert len({tuple(r) for r in got.tolist()}) > (T // 3 if n > 3 else 0)
+
+
+def test_point_alpha_pays_where_the_visited_sets_are_fewer():
+    """The rule: C(n, ≤ k) · T ≤ 2^(n+4). The benchmarks' k = 3, T = 10 000 from n = 20 on
+    take α at the visited sets; large k or many samples on a small lattice take chunks."""
+    assert SK.point_alpha_pays(20, 3, 10_000) and SK.point_alpha_pays(28, 3, 50_000)
+    assert not SK.point_alpha_pays(20, 19, 10_000) and not SK.point_alpha_pays(20, 6, 10_000)
+    assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)

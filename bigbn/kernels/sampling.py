@@ -19,7 +19,9 @@ ulps of a boundary, where tables of different lattices differ in their last bits
 
 α_i(S − i) is computed at the sets S the samples visit only (`alphas_at`: one pass over
 the subsets of S with at most k nodes gives every i ∈ S, memoised per S), not per chunk:
-the chunks a sweep visits hold far more sets than its samples do.
+the chunks a sweep visits hold far more sets than its samples do. Where a set's pass
+would cost too much (large k, or many samples on a small lattice: `point_alpha_pays`),
+α is built per visited chunk instead (`walk_chunk_tables`, `advance_pending_tables`).
 
 A u at or beyond the computed total (possible only by rounding: the exact total is 1) is
 rejected and the sample is drawn again from S = V with the next attempt's random numbers.
@@ -86,6 +88,16 @@ def _place(t, node, cur, step, nodes, preds):
 #: when it fills to 3/4 it is emptied (its values are a function of S, so that costs
 #: recomputation only).
 MEMO_SLOTS = 1 << 17
+
+
+def point_alpha_pays(n: int, k: int, T: int) -> bool:
+    """Whether α at the visited sets (`alphas_at`) beats α per visited chunk for T samples
+    of n nodes with at most k parents: a set costs up to C(n, ≤ k) additions of n-wide rows
+    and the samples visit up to T n sets, where the chunks hold n 2^(n−1) values of α built
+    by a k-truncated transform. The visited sets are far fewer than T n (65 048 of 240 000
+    at n = 24), so the rule is C(n, ≤ k) · T ≤ 2^(n+4): true for k = 3 and T = 10 000 from
+    n = 20 on; false for large k (C(n, ≤ k) → 2^n) or many samples on a small lattice."""
+    return sum(math.comb(n, j) for j in range(min(k, n) + 1)) * T <= 1 << (n + 4)
 
 
 def memo_slots(visits: int) -> int:
@@ -311,6 +323,95 @@ def advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit
                     status[t] = ACTIVE
                     key[t] = H
                     continue
+        hi = cur[t] >> c
+        above = hi & ~((np.int64(2) << b) - 1)
+        if above == 0:
+            status[t] = REJECTED
+            key[t] = -1
+        else:
+            nb = _lowest_bit(above)
+            pbit[t] = nb
+            key[t] = hi - (np.int64(1) << nb)
+
+
+@njit(**_KW)
+def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
+               pu, pcum, plog, pbit, nodes, preds):
+    """`walk_chunk` with α of the low nodes as a table of chunk H (built per chunk, as the
+    forward task does): the sweep's path where `point_alpha_pays` says no.
+
+    L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
+    for the low nodes i < c (as the forward recursion reads it); first: the global index
+    of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
+    ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != ACTIVE or key[t] != H:
+            continue
+        while True:
+            S = cur[t]
+            if S == 0:
+                status[t] = DONE
+                key[t] = -1
+                break
+            o = S & lowmask
+            logL = L[o]
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
+            cum = 0.0
+            chosen = -1
+            rest = o
+            while rest:
+                i = _lowest_bit(rest)
+                rest &= rest - 1
+                pp = o - (np.int64(1) << i)
+                w = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)] + L[pp]
+                if w > NEG_INF:
+                    cum += math.exp(w - logL)
+                    if u < cum:
+                        chosen = i
+                        break
+            if chosen >= 0:
+                _place(t, chosen, cur, step, nodes, preds)
+                continue
+            if H == 0:
+                status[t] = REJECTED  # u beyond the total by rounding
+                key[t] = -1
+                break
+            b = _lowest_bit(H)
+            status[t] = PENDING
+            pu[t] = u
+            pcum[t] = cum
+            plog[t] = logL
+            pbit[t] = b
+            key[t] = H - (np.int64(1) << b)
+            break
+
+
+@njit(**_KW)
+def advance_pending_tables(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
+                    nodes, preds):
+    """`advance_pending` with α_{c+b} as a table (a span of 2^c entries of chunk pair H),
+    for the path of `walk_chunk_tables`.
+
+    L: forward chunk H; alpha_span: float64 (2^c,) α_{c+b} on the squeezed chunk pair of
+    chunk H (offset o of the span is S − (c+b) at offset o). A sample takes node c + b if its
+    u falls in this term; otherwise it waits for its next high bit, or is REJECTED when
+    there is none (u beyond the total by rounding).
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != PENDING or key[t] != H or pbit[t] != b:
+            continue
+        o = cur[t] & lowmask
+        w = alpha_span[o] + L[o]
+        if w > NEG_INF:
+            pcum[t] += math.exp(w - plog[t])
+            if pu[t] < pcum[t]:
+                _place(t, c + b, cur, step, nodes, preds)
+                status[t] = ACTIVE
+                key[t] = H
+                continue
         hi = cur[t] >> c
         above = hi & ~((np.int64(2) << b) - 1)
         if above == 0:

@@ -37,9 +37,9 @@ import numpy as np
 
 from bigbn import options as opt
 from bigbn.kernels import sampling as SK
-from bigbn.engine.tasks import Job
+from bigbn.engine.tasks import Job, alpha_span
 from bigbn.errors import EngineError, OptionError
-from bigbn.kernels.families import family_rank
+from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
 from bigbn.outputs.result import run_workdir
 from bigbn.engine.progress import reporter
@@ -213,13 +213,15 @@ class Samples:
 
 # ------------------------------------------------------------------------------ sampling
 
-def _sweep(run: FinishedLattice, job: Job, T: int, seed: int,
-           first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
+           pool: ThreadPoolExecutor) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets), the samples first .. first + T − 1, by the
     descending chunk sweep; rejected draws (rounding) are drawn again. Each forward chunk
     is checked against its journal record as it is read (`FinishedLattice.chunk`); α is
-    computed at the sets the samples visit only, memoised (`sampling.point_alpha`), not
-    per chunk. Returns (nodes, preds, attempt, chunks read)."""
+    computed at the sets the samples visit only, memoised (`sampling.point_alpha`), where
+    `sampling.point_alpha_pays`, else per visited chunk on ``pool``'s threads as the
+    forward task does (large k, or many samples on a small lattice). Returns (nodes,
+    preds, attempt, chunks read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     top = p.n_chunks - 1
@@ -230,7 +232,8 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int,
     key = np.full(T, top, dtype=np.int64)
     pu, pcum, plog = np.zeros(T), np.zeros(T), np.zeros(T)
     pbit = np.zeros(T, dtype=np.int64)
-    pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots(T * n))
+    point = SK.point_alpha_pays(n, p.k, T)
+    pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots(T * n)) if point else None
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
     reads = 0
@@ -252,11 +255,24 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int,
         L = run.chunk("forward", H)  # CRC-checked: costs no extra read
         reads += 1
         waiting = (status == SK.PENDING) & (key == H)
-        for b in np.unique(pbit[waiting]).tolist():
-            SK.advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+        bits = np.unique(pbit[waiting]).tolist()
+        if point:
+            for b in bits:
+                SK.advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+        else:
+            spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+            for b, span in zip(bits, spans):
+                SK.advance_pending_tables(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
+                                          nodes, preds)
         if np.any((status == SK.ACTIVE) & (key == H)):
-            SK.walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
-                          pu, pcum, plog, pbit, nodes, preds)
+            if point:
+                SK.walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
+                              pu, pcum, plog, pbit, nodes, preds)
+            else:
+                low = np.empty((c, p.alpha_chunk_size))
+                list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+                SK.walk_chunk_tables(H, c, L, low, seed, first, cur, step, attempt, status, key,
+                                     pu, pcum, plog, pbit, nodes, preds)
     return nodes, preds, attempt, reads
 
 
@@ -466,7 +482,7 @@ def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: in
     plan, beta = run.plan, run.beta
     job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
-    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first)
+    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool)
     t_sweep = time.perf_counter() - t1
     parents = np.zeros((T, plan.n), dtype=np.int64)
     _draw_parents(beta, plan.families, nodes, preds, seed, first, attempt, parents, pool, threads)
@@ -502,7 +518,7 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
         else:
             t1 = time.perf_counter()
             job = Job(lat.workdir, lat.plan_read, lat.beta)
-            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first)
+            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
             _draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, first, attempt, within, pool,
