@@ -721,3 +721,23 @@ def test_point_alpha_pays_where_the_visited_sets_are_fewer():
     assert SK.point_alpha_pays(20, 3, 10_000) and SK.point_alpha_pays(28, 3, 50_000)
     assert not SK.point_alpha_pays(20, 19, 10_000) and not SK.point_alpha_pays(20, 6, 10_000)
     assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)
+
+
+def test_unique_rows_against_numpy_unique_axis_0():
+    """`samples._unique_rows` (rows compared as raw bytes) finds the rows np.unique(axis=0)
+    finds: the same distinct rows and counts (in another order), first occurrences, and an
+    inverse that rebuilds the array; masks (T, n), words (T, n, W) and negative words."""
+    from bigbn.outputs.samples import _unique_rows
+
+    rng = np.random.default_rng(3)
+    for shape in [(500, 6), (300, 4, 2), (1, 3)]:
+        a = rng.integers(-3, 4, size=shape).astype(np.int64)
+        a = a[rng.integers(0, shape[0], shape[0])]  # repeats
+        idx, inv, counts = _unique_rows(a)
+        np.testing.assert_array_equal(a[idx][inv], a)
+        want, wcounts = np.unique(a, axis=0, return_counts=True)
+        got = a[idx]
+        key = np.lexsort(got.reshape(len(got), -1).T[::-1])
+        np.testing.assert_array_equal(got[key], want)
+        np.testing.assert_array_equal(counts[key], wcounts)
+        assert all(int(np.flatnonzero(inv == j)[0]) == i for j, i in enumerate(idx.tolist()))

