@@ -4,8 +4,9 @@
 Data as scripts/bench.py (paper section 5.2: random binary network, k = 3, m = 1000, K2,
 koivisto-sood). For each n: one `bigbn run`, then `bigbn sample` for each T in its own
 process (so peak RSS is the sampler's). Prints the run's wall time, and per T: wall time,
-samples/s, time of the chunk sweep, the parent draws and the #LE counting, chunks read
-(of the run's chunks), distinct DAGs, peak RSS, and the edge self-check's worst |z|.
+its ratio to the run's, samples/s, time of the chunk sweep, the parent draws and the #LE
+counting, chunks read (of the run's chunks), distinct DAGs, peak RSS, and the edge
+self-check's worst |z|.
 
     python scripts/bench_sample.py --n 24 28 --samples 10000 100000
 """
@@ -54,6 +55,7 @@ def main() -> None:
                 wall = time.time() - t0
                 s = json.loads((wd / f"samples-{args.prior}" / "summary.json").read_text())
                 line = {"n": n, "T": T, "run_wall_s": round(run_wall, 1), "sample_wall_s": round(wall, 1),
+                        "sample_over_run": round(wall / run_wall, 2),
                         "samples_per_s": round(T / wall), **{f"{k}_s": v for k, v in s["seconds"].items()},
                         "chunks_read": s["chunks_read"], "chunks": s["chunks"],
                         "distinct_dags": s["distinct_dags"], "peak_rss_MiB": round(s["peak_rss_bytes"] / 2**20),
@@ -65,10 +67,11 @@ def main() -> None:
         if args.workdir is None:
             shutil.rmtree(base, ignore_errors=True)
     print()
-    print(f"{'n':>3} {'T':>7} {'run s':>7} {'sample s':>9} {'samples/s':>10} {'sweep':>6} {'parents':>8} "
+    print(f"{'n':>3} {'T':>7} {'run s':>7} {'sample s':>9} {'/run':>5} {'samples/s':>10} {'sweep':>6} {'parents':>8} "
           f"{'#LE':>6} {'chunks':>9} {'distinct':>9} {'RSS MiB':>8} {'|z|max':>7}")
     for r in rows:
-        print(f"{r['n']:>3} {r['T']:>7} {r['run_wall_s']:>7} {r['sample_wall_s']:>9} {r['samples_per_s']:>10} "
+        print(f"{r['n']:>3} {r['T']:>7} {r['run_wall_s']:>7} {r['sample_wall_s']:>9} {r['sample_over_run']:>5} "
+              f"{r['samples_per_s']:>10} "
               f"{r['sweep_s']:>6} {r['parents_s']:>8} {r['linear_extensions_s']:>6} "
               f"{r['chunks_read']:>4}/{r['chunks']:<4} {r['distinct_dags']:>9} {r['peak_rss_MiB']:>8} "
               f"{r['max_abs_z']:>7}")

@@ -1555,3 +1555,112 @@ def cg_continuous_by_numpy(ds, k, ess=1.0, alpha_mu=1.0, alpha_w=None, sets=None
         return cg.cg_scores(ds, k, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w, sets=sets)
     finally:
         cg._continuous_children = fast
+
+
+
+# ------------------------------------------- the exact sampler at every n (#39 item 4)
+
+def linear_extensions_float_recursion(parents):
+    """#LE of one DAG (full parent masks, (n,)) in float64 by the recursion of
+    bigbn/kernels/linext.py, written as a plain memoised Python recursion: a single node
+    has one order; a disconnected set is the product over its components (lowest node
+    first) of count × C(placed, size), as res = res * (count * C); a connected one sums
+    the counts of S − x over its unique source (if it has one and several sinks) or its
+    sinks, ascending. The same float operations in the same order, so the kernel's
+    counts must match it bit for bit beyond 2^53 too."""
+    n = len(parents)
+    par = [int(p) for p in parents]
+    ch = [sum(1 << v for v in range(n) if par[v] >> u & 1) for u in range(n)]
+    adj = [par[v] | ch[v] for v in range(n)]
+    memo = {}
+
+    def component(S, start):
+        comp, frontier = 1 << start, 1 << start
+        while frontier:
+            grow = 0
+            for j in range(n):
+                if frontier >> j & 1:
+                    grow |= adj[j]
+            grow &= S & ~comp
+            comp |= grow
+            frontier = grow
+        return comp
+
+    def binomial(a, b):
+        r = 1.0
+        for j in range(1, b + 1):
+            r = r * (a - b + j) / j
+        return r
+
+    def count(S):
+        if S & (S - 1) == 0:
+            return 1.0
+        if S in memo:
+            return memo[S]
+        low = (S & -S).bit_length() - 1
+        if component(S, low) != S:
+            res, rest, placed = 1.0, S, 0
+            while rest:
+                comp = component(S, (rest & -rest).bit_length() - 1)
+                size = bin(comp).count("1")
+                placed += size
+                res = res * (count(comp) * binomial(placed, size))
+                rest &= ~comp
+        else:
+            nodes = [j for j in range(n) if S >> j & 1]
+            sinks = [j for j in nodes if ch[j] & S == 0]
+            sources = [j for j in nodes if par[j] & S == 0]
+            cand = sources if len(sources) == 1 and len(sinks) > 1 else sinks
+            res = 0.0
+            for j in cand:
+                res += count(S & ~(1 << j))
+        memo[S] = res
+        return res
+
+    return count((1 << n) - 1)
+
+
+def draw_parents_by_filter(beta, fam, nodes, preds, seed, first, attempt, uniform):
+    """Parent masks (T, n) drawn as `sampling.draw_parents` specifies, by testing every
+    family: for the node i placed at step j of sample t, the families f ⊆ U (U: the set
+    before the step less i, squeezed) in ascending order; u = uniform(seed, first + t,
+    attempt[t], j, 1) times the total of w = exp(β − max_f β_i) over them; the first f of
+    w > 0 whose running total exceeds u (else the last of w > 0). Where the total is at
+    most 1e-278, the same with exp(β − the best β ⊆ U). The same float operations in the
+    same order as the kernel."""
+    T, n = nodes.shape
+    w = np.zeros(beta.shape)
+    for i in range(n):
+        gm = max(beta[i])
+        if gm > -np.inf:
+            for f in range(beta.shape[1]):
+                if beta[i, f] > -np.inf:
+                    w[i, f] = math.exp(beta[i, f] - gm)
+    out = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        for j in range(n):
+            i, P = int(nodes[t, j]), int(preds[t, j])
+            U = _squeeze(P, i)
+            sub = [f for f in range(len(fam)) if int(fam[f]) & ~U == 0]
+            u = uniform(seed, first + t, attempt[t], j, 1)
+            tot = 0.0
+            for f in sub:
+                tot += w[i, f]
+            if tot > 1e-278:
+                terms = [(f, w[i, f]) for f in sub if w[i, f] > 0.0]
+            else:
+                mx = max(beta[i, f] for f in sub)
+                terms = [(f, math.exp(beta[i, f] - mx)) for f in sub if beta[i, f] > -np.inf]
+                tot = 0.0
+                for _, x in terms:
+                    tot += x
+            u *= tot
+            cum, pick = 0.0, -1
+            for f, x in terms:
+                pick = f
+                cum += x
+                if u < cum:
+                    break
+            g = int(fam[pick])
+            out[t, i] = (g & ((1 << i) - 1)) | ((g >> i) << (i + 1))
+    return out

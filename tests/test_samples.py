@@ -143,8 +143,12 @@ def test_linear_extensions_refuse_more_than_62_nodes():
 # ----------------------------------------------------------------------- sampler kernels
 
 @pytest.mark.slow
-def test_sampler_equals_the_in_memory_recursion(tmp_path):
-    """Same uniforms, same decisions: the chunk sweep is the plain backward recursion."""
+@pytest.mark.parametrize("point", [True, False])
+def test_sampler_equals_the_in_memory_recursion(point, tmp_path, monkeypatch):
+    """Same uniforms, same decisions: the chunk sweep is the plain backward recursion, with
+    α at the visited sets (point) and with α per visited chunk (the path where
+    `SK.point_alpha_pays` says no), for every chunk size."""
+    monkeypatch.setattr(SK, "point_alpha_pays", lambda n, k, T: point)
     rng = np.random.default_rng(7)
     n, k, T, seed = 6, 2, 400, 11
     beta = naive.random_beta(n, k, rng, spread=3, p_forbidden=0.1)
@@ -229,13 +233,21 @@ def topological_backward(parents_row):
     return out
 
 
+def alpha_one(n):
+    """`SK.point_alpha` of scores with the empty family alone (log score 0): α ≡ 1."""
+    fam = family_masks(n - 1, 2)
+    beta = np.full((n, fam.size), -np.inf)
+    beta[:, 0] = 0.0
+    return SK.point_alpha(beta, fam, 2)
+
+
 def test_rounding_gap_is_rejected_not_forced():
     """A u beyond the computed total can only come from rounding; the kernels reject it
     (the sample is drawn again) instead of forcing some node."""
     c = 3
     # α ≡ 1 (log 0): L(S) = |S|!, consistent everywhere but at V
     L = np.array([math.lgamma(bin(S).count("1") + 1) for S in range(8)])
-    alpha_low = np.zeros((c, 4))
+    pa = alpha_one(3)
     L_bad = L.copy()
     L_bad[7] = L[7] + 5.0  # L(S) far above its terms: their total is e^-5
     T = 2000
@@ -244,7 +256,7 @@ def test_rounding_gap_is_rejected_not_forced():
                  key=np.zeros(T, dtype=np.int64))
     pend = dict(pu=np.zeros(T), pcum=np.zeros(T), plog=np.zeros(T), pbit=np.zeros(T, dtype=np.int64))
     nodes, preds = np.zeros((T, 3), dtype=np.int64), np.zeros((T, 3), dtype=np.int64)
-    SK.walk_chunk(0, c, L_bad, alpha_low, 1, 0, state["cur"], state["step"], state["attempt"],
+    SK.walk_chunk(0, c, L_bad, pa, 1, 0, state["cur"], state["step"], state["attempt"],
                   state["status"], state["key"], pend["pu"], pend["pcum"], pend["plog"], pend["pbit"],
                   nodes, preds)
     u = np.array([SK.uniform(1, t, 0, 0, 0) for t in range(T)])
@@ -262,7 +274,7 @@ def test_pending_samples_without_a_taker_are_rejected():
     pu, pcum, plog = np.array([0.9]), np.array([0.2]), np.array([0.0])
     pbit = np.array([0], dtype=np.int64)
     nodes, preds, step = np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3), dtype=np.int64), np.zeros(1, dtype=np.int64)
-    L, span = np.full(4, np.log(0.5)), np.zeros(4)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
+    L, span = np.full(4, np.log(0.5)), alpha_one(3)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
     SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
     assert status[0] == SK.REJECTED and step[0] == 0
     pu[0], pcum[0], status[0], key[0], pbit[0] = 0.6, 0.2, SK.PENDING, 0, 0
@@ -611,3 +623,121 @@ def test_sampling_a_run_in_progress_says_it_is_running_or_unfinished(tmp_path):
         holder.kill()
         holder.wait()
     assert_one_line_error(CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "10"]), unfinished)
+
+
+@pytest.mark.parametrize("n, k, spread, forbidden", [(6, 2, 3.0, 0.0), (7, 3, 10.0, 0.3), (8, 8, 5.0, 0.5),
+                                                     (9, 1, 2.0, 0.0), (5, 0, 1.0, 0.0)])
+def test_point_alpha_against_naive(n, k, spread, forbidden):
+    """`SK.alphas_at` (α_i(S − i) of every i ∈ S, one pass over the subsets of S, memoised)
+    against logsumexp over the families ⊆ S − i, for every S; with a memo so small it is
+    emptied many times, and twice over (memo hits)."""
+    rng = np.random.default_rng(n * 10 + k)
+    beta = naive.random_beta(n, k, rng, spread=spread, p_forbidden=forbidden)
+    fam = family_masks(n - 1, k)
+    pa = SK.point_alpha(beta, fam, k, 16)
+    want = [naive.alpha_chunk(beta[i], fam, 0, n - 1) for i in range(n)]
+    for _ in range(2):
+        for S in rng.permutation(1 << n).tolist():
+            row = SK.alphas_at(pa, np.int64(S))
+            for i in range(n):
+                if S >> i & 1:
+                    w = want[i][naive._squeeze(S ^ (1 << i), i)]
+                    if w == -np.inf:
+                        assert pa[7][row, i] == -np.inf
+                    else:
+                        assert abs(pa[7][row, i] - w) <= 1e-12 * max(1.0, abs(w)), (S, i)
+
+
+def test_point_alpha_rescales_far_below_the_best_family():
+    """Families ⊆ U all > 700 nats below node i's best: the terms exp(β − max β) would be
+    subnormal or 0, so α is rescaled by the best family ⊆ U (`_alpha_rescaled`)."""
+    n, k = 4, 1
+    fam = family_masks(n - 1, k)
+    beta = np.full((n, fam.size), -2000.0)
+    beta[:, -1] = 0.0  # the single parent of the highest bit: far above the rest
+    beta[1, 1] = -np.inf
+    beta[3, :-1] = -np.inf  # node 3: no family at all within U unless U holds the highest bit
+    pa = SK.point_alpha(beta, fam, k)
+    want = [naive.alpha_chunk(beta[i], fam, 0, n - 1) for i in range(n)]
+    for S in range(1, 1 << n):
+        row = SK.alphas_at(pa, np.int64(S))
+        for i in range(n):
+            if S >> i & 1:
+                w = want[i][naive._squeeze(S ^ (1 << i), i)]
+                if i == 3 and not S >> 2 & 1:
+                    assert w == pa[7][row, i] == -np.inf
+                else:
+                    assert w > -1e4 and abs(pa[7][row, i] - w) <= 1e-12 * abs(w), (S, i)
+
+
+def test_arcs_json_of_dags_csv_against_json_dumps():
+    """dags.csv's arcs column (`samples._arcs_json`, built from each name's JSON once) is
+    json.dumps of the arcs in `Samples.arcs` order, names with quotes and non-ASCII too."""
+    from bigbn.io.frames import arcs
+    from bigbn.outputs.samples import _arcs_json
+
+    rng = np.random.default_rng(5)
+    n = 9
+    names = ["a", 'b"q', "é ü", "d\\e", "x,y", "0", "ß", "tab\t", "z"]
+    rows = [rng.integers(0, 1 << n, n) & ~(1 << np.arange(n)) for _ in range(40)] + [np.zeros(n, dtype=np.int64)]
+    want = [json.dumps([list(a) for a in arcs(names, [int(x) for x in r])], ensure_ascii=False) for r in rows]
+    assert _arcs_json(names, rows) == want
+    assert _arcs_json(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
+    assert _arcs_json(names, []) == []
+
+
+@pytest.mark.parametrize("n, k, spread, forbidden, drop", [(7, 2, 3.0, 0.0, 0), (8, 3, 10.0, 0.3, 0),
+                                                           (6, 5, 2000.0, 0.2, 0), (7, 2, 5.0, 0.1, 5),
+                                                           (1, 2, 1.0, 0.0, 0)])
+def test_draw_parents_against_filtering_every_family(n, k, spread, forbidden, drop):
+    """`SK.draw_parents` (one weight per family and node, two passes over the families
+    within U's top bit) against naive.draw_parents_by_filter, bit for bit: complete families, forbidden ones (-inf), scores 2000 nats apart (the
+    rescaled draws), and an incomplete family list (``drop`` families removed)."""
+    rng = np.random.default_rng(n * 100 + k + drop)
+    fam = family_masks(max(n - 1, 0), k)
+    beta = naive.random_beta(n, k, rng, spread=spread, p_forbidden=forbidden) if n > 1 else np.zeros((1, 1))
+    if drop:
+        keep = np.sort(np.r_[0, rng.choice(np.arange(1, fam.size), fam.size - 1 - drop, replace=False)])
+        fam, beta = fam[keep], beta[:, keep]
+    T = 300
+    nodes = np.array([rng.permutation(n) for _ in range(T)], dtype=np.int64)
+    preds = np.zeros((T, n), dtype=np.int64)
+    for t in range(T):
+        S = (1 << n) - 1
+        for j in range(n):
+            S &= ~(1 << int(nodes[t, j]))
+            preds[t, j] = S
+    attempt = rng.integers(0, 2, T).astype(np.int64)
+    got = np.zeros((T, n), dtype=np.int64)
+    SK.draw_parents(beta, fam, nodes, preds, 7, 1000, attempt, got)
+    want = naive.draw_parents_by_filter(beta, fam, nodes, preds, 7, 1000, attempt, SK.uniform)
+    np.testing.assert_array_equal(got, want)
+    assert len({tuple(r) for r in got.tolist()}) > (T // 3 if n > 3 else 0)
+
+
+def test_point_alpha_pays_where_the_visited_sets_are_fewer():
+    """The rule: C(n, ≤ k) · T ≤ 2^(n+4). The benchmarks' k = 3, T = 10 000 from n = 20 on
+    take α at the visited sets; large k or many samples on a small lattice take chunks."""
+    assert SK.point_alpha_pays(20, 3, 10_000) and SK.point_alpha_pays(28, 3, 50_000)
+    assert not SK.point_alpha_pays(20, 19, 10_000) and not SK.point_alpha_pays(20, 6, 10_000)
+    assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)
+
+
+def test_unique_rows_against_numpy_unique_axis_0():
+    """`samples._unique_rows` (rows compared as raw bytes) finds the rows np.unique(axis=0)
+    finds: the same distinct rows and counts (in another order), first occurrences, and an
+    inverse that rebuilds the array; masks (T, n), words (T, n, W) and negative words."""
+    from bigbn.outputs.samples import _unique_rows
+
+    rng = np.random.default_rng(3)
+    for shape in [(500, 6), (300, 4, 2), (1, 3)]:
+        a = rng.integers(-3, 4, size=shape).astype(np.int64)
+        a = a[rng.integers(0, shape[0], shape[0])]  # repeats
+        idx, inv, counts = _unique_rows(a)
+        np.testing.assert_array_equal(a[idx][inv], a)
+        want, wcounts = np.unique(a, axis=0, return_counts=True)
+        got = a[idx]
+        key = np.lexsort(got.reshape(len(got), -1).T[::-1])
+        np.testing.assert_array_equal(got[key], want)
+        np.testing.assert_array_equal(counts[key], wcounts)
+        assert all(int(np.flatnonzero(inv == j)[0]) == i for j, i in enumerate(idx.tolist()))

@@ -86,61 +86,120 @@ def _slot(keys, S):
 
 
 @njit(**_KW)
-def _count(S, parents, children, adj, keys, vals, state, max_sets):
-    """#LE of the induced subgraph on S, memoised in (keys, vals). state[0] counts the
-    memoised sets; state[1] = 1 once the table is half full: then every call returns NaN
-    at once and the caller starts again with a table twice the size."""
+def _lookup(keys, vals, state, max_sets, S):
+    """What the recursion does on entering S: (value, 1) if it is known (a single node: 1;
+    memoised: its count), (NaN, 1) if the count must stop (the memo would exceed max_sets,
+    or the table fills to half: then state[1] = 1), else (0, 0): S must be counted."""
     if S & (S - 1) == 0:
-        return 1.0
-    if state[1]:
-        return np.nan
+        return 1.0, 1
     i = _slot(keys, S)
     if keys[i] == S:
-        return vals[i]
+        return vals[i], 1
     if state[0] >= max_sets:
-        return np.nan
+        return np.nan, 1
     if 2 * (state[0] + 1) > keys.shape[0]:
         state[1] = 1
-        return np.nan
-    low = S & -S
-    comp = _component(S, adj, _popcount(low - 1))
-    if comp != S:
-        res = 1.0
-        rest = S
-        placed = 0
-        while rest:
-            lo = rest & -rest
-            cmp_ = _component(S, adj, _popcount(lo - 1))
-            size = _popcount(cmp_)
-            placed += size
-            res *= _count(cmp_, parents, children, adj, keys, vals, state, max_sets) * _binomial(placed, size)
-            rest &= ~cmp_
-    else:
-        sinks = np.int64(0)
-        sources = np.int64(0)
-        f = S
-        while f:
-            lo = f & -f
-            j = _popcount(lo - 1)
-            if children[j] & S == 0:
-                sinks |= lo
-            if parents[j] & S == 0:
-                sources |= lo
-            f ^= lo
-        # A unique source (sink) must come first (last): no branching. Else branch on sinks.
-        cand = sources if _popcount(sources) == 1 and _popcount(sinks) > 1 else sinks
-        res = 0.0
-        while cand:
-            lo = cand & -cand
-            res += _count(S & ~lo, parents, children, adj, keys, vals, state, max_sets)
-            cand ^= lo
-    if state[1]:
-        return np.nan
-    i = _slot(keys, S)  # the recursion may have filled S's slot of before
-    keys[i] = S
-    vals[i] = res
-    state[0] += 1
-    return res
+        return np.nan, 1
+    return 0.0, 0
+
+
+@njit(**_KW)
+def _count(full, parents, children, adj, keys, vals, state, max_sets):
+    """#LE of the induced subgraph on ``full``, memoised in (keys, vals): the recursion of
+    the module's docstring on an explicit stack (a numba call per set passed five arrays,
+    their reference counts and the call cost more than the set's own work). A frame is a
+    set S being counted: SPLIT (its components, each count times a binomial, multiplied
+    in as `res = res * (count * C(placed, size))`, components by their lowest node) or
+    BRANCH (res += the count of S − x for each candidate x, ascending); the same
+    arithmetic in the same order as a recursion, so the counts are bit-identical to it.
+    Only connected sets are memoised: a disconnected one is cheap to split again (its
+    components are memoised), and leaving it out saves ~10 % of the time at n = 28. A
+    count is a function of the induced subgraph alone, so what is memoised never changes
+    a value. state[0] counts the memoised sets; state[1] = 1 once the table is half full:
+    then NaN at once, and the caller starts again with a table twice the size. NaN too
+    past max_sets memoised sets."""
+    v, known = _lookup(keys, vals, state, max_sets, full)
+    if known:
+        return v
+    depth = 64
+    stS = np.empty(depth, dtype=np.int64)
+    split = np.empty(depth, dtype=np.int64)
+    rest = np.empty(depth, dtype=np.int64)
+    res = np.empty(depth)
+    placed = np.empty(depth, dtype=np.int64)
+    size = np.empty(depth, dtype=np.int64)
+    top = 0
+    stS[0] = full
+    entering = True
+    while True:
+        S = stS[top]
+        if entering:  # a new frame: split into components, or the candidates to branch on
+            low = S & -S
+            comp = _component(S, adj, _popcount(low - 1))
+            if comp != S:
+                split[top] = 1
+                rest[top] = S
+                placed[top] = 0
+                res[top] = 1.0
+            else:
+                sinks = np.int64(0)
+                sources = np.int64(0)
+                f = S
+                while f:
+                    lo = f & -f
+                    j = _popcount(lo - 1)
+                    if children[j] & S == 0:
+                        sinks |= lo
+                    if parents[j] & S == 0:
+                        sources |= lo
+                    f ^= lo
+                # A unique source (sink) must come first (last): no branching. Else branch on sinks.
+                split[top] = 0
+                rest[top] = sources if _popcount(sources) == 1 and _popcount(sinks) > 1 else sinks
+                res[top] = 0.0
+            entering = False
+        # the frame's next child, until one must be counted (pushed) or the frame is done
+        pushed = False
+        while rest[top]:
+            if split[top]:
+                lo = rest[top] & -rest[top]
+                child = _component(S, adj, _popcount(lo - 1))
+                size[top] = _popcount(child)
+                placed[top] += size[top]
+                rest[top] &= ~child
+            else:
+                lo = rest[top] & -rest[top]
+                child = S & ~lo
+                rest[top] ^= lo
+            v, known = _lookup(keys, vals, state, max_sets, child)
+            if not known:
+                top += 1
+                stS[top] = child
+                entering = True
+                pushed = True
+                break
+            if v != v:  # NaN: stop (table half full, or past max_sets)
+                return np.nan
+            if split[top]:
+                res[top] = res[top] * (v * _binomial(placed[top], size[top]))
+            else:
+                res[top] += v
+        if pushed:
+            continue
+        # frame done: memoise S (if connected) and hand its count to the frame below
+        v = res[top]
+        if not split[top]:
+            i = _slot(keys, S)
+            keys[i] = S
+            vals[i] = v
+            state[0] += 1
+        if top == 0:
+            return v
+        top -= 1
+        if split[top]:
+            res[top] = res[top] * (v * _binomial(placed[top], size[top]))
+        else:
+            res[top] += v
 
 
 #: slots of a DAG's first table (256 KiB); a table that fills to half is doubled and the count redone

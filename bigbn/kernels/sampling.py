@@ -17,6 +17,12 @@ the sweep order). The arithmetic is the same sequence of additions whatever the 
 bits, so a seed gives the same samples for every lattice (up to decisions within a few
 ulps of a boundary, where tables of different lattices differ in their last bits).
 
+α_i(S − i) is computed at the sets S the samples visit only (`alphas_at`: one pass over
+the subsets of S with at most k nodes gives every i ∈ S, memoised per S), not per chunk:
+the chunks a sweep visits hold far more sets than its samples do. Where a set's pass
+would cost too much (large k, or many samples on a small lattice: `point_alpha_pays`),
+α is built per visited chunk instead (`walk_chunk_tables`, `advance_pending_tables`).
+
 A u at or beyond the computed total (possible only by rounding: the exact total is 1) is
 rejected and the sample is drawn again from S = V with the next attempt's random numbers.
 
@@ -78,10 +84,261 @@ def _place(t, node, cur, step, nodes, preds):
     step[t] = j + 1
 
 
+#: Most slots of the memo of `point_alpha` (sets S, each with α_i(S − i) of every node):
+#: when it fills to 3/4 it is emptied (its values are a function of S, so that costs
+#: recomputation only).
+MEMO_SLOTS = 1 << 17
+
+
+def point_alpha_pays(n: int, k: int, T: int) -> bool:
+    """Whether α at the visited sets (`alphas_at`) beats α per visited chunk for T samples
+    of n nodes with at most k parents: a set costs up to C(n, ≤ k) additions of n-wide rows
+    and the samples visit up to T n sets, where the chunks hold n 2^(n−1) values of α built
+    by a k-truncated transform. The visited sets are far fewer than T n (65 048 of 240 000
+    at n = 24), so the rule is C(n, ≤ k) · T ≤ 2^(n+4): true for k = 3 and T = 10 000 from
+    n = 20 on; false for large k (C(n, ≤ k) → 2^n) or many samples on a small lattice."""
+    return sum(math.comb(n, j) for j in range(min(k, n) + 1)) * T <= 1 << (n + 4)
+
+
+def memo_slots(visits: int) -> int:
+    """Memo slots for about ``visits`` sets: a power of two, 2^10 .. MEMO_SLOTS."""
+    return 1 << min(max(int(visits) * 2, 1 << 10).bit_length(), MEMO_SLOTS.bit_length() - 1)
+
+
+def _cum_binomials(nbits: int, k: int) -> np.ndarray:
+    """cb[p, r] = Σ_{s ≤ r} C(p, s), p < max(nbits, 1), r ≤ k: the ranks of `_family_ranks`."""
+    cb = np.zeros((max(nbits, 1), k + 1), dtype=np.int64)
+    for p in range(max(nbits, 1)):
+        for r in range(k + 1):
+            cb[p, r] = sum(math.comb(p, s) for s in range(r + 1))
+    return cb
+
+
+def point_alpha(beta, fam, k: int, slots: int = MEMO_SLOTS):
+    """The state of `alphas_at` for the scores beta (n, F) of the families ``fam`` (all
+    squeezed masks of at most k of n − 1 bits, ascending: `families.family_masks`), a
+    tuple for the sweep's kernels: (wt, gm, beta, cbs, cbn, k, keys, vals, fill, pos,
+    ranks, acc).
+
+    gm[i] = max_f β_i(f); wt[R, i] = exp(β_i(G) − gm[i]) for the family G ∌ i of rank R
+    among the unsqueezed masks of ≤ k of n bits (0 where i ∈ G), so one pass over the
+    subsets G ⊆ S adds every node's terms at once; cbs, cbn: `_cum_binomials` of n − 1 and
+    n bits; keys, vals, fill: the memo (S → α_i(S − i) for every i, an open-addressing
+    table, -1 empty); pos, ranks, acc: scratch."""
+    from bigbn.kernels.families import family_masks
+
+    beta = np.ascontiguousarray(beta, dtype=np.float64)
+    fam = np.asarray(fam, dtype=np.int64)
+    n, F = beta.shape
+    if n > 62:
+        raise ValueError(f"point α of {n} nodes: at most 62")
+    full = family_masks(n, min(k, n))
+    gm = np.full(n, NEG_INF)
+    wt = np.zeros((full.size, n))
+    for i in range(n):
+        if np.any(beta[i] > NEG_INF):
+            gm[i] = beta[i].max()
+            unsq = (fam & ((1 << i) - 1)) | ((fam >> i) << (i + 1))
+            wt[np.searchsorted(full, unsq), i] = np.exp(beta[i] - gm[i])
+    return (wt, gm, beta, _cum_binomials(n - 1, k), _cum_binomials(n, k), np.int64(k),
+            np.full(slots, -1, dtype=np.int64), np.empty((slots, n)), np.zeros(1, dtype=np.int64),
+            np.empty(64, dtype=np.int64), np.empty(full.size, dtype=np.int64), np.empty(n))
+
+
 @njit(**_KW)
-def walk_chunk(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
+def _family_ranks(U, cb, k, pos, ranks):
+    """The ranks (indices in the ascending list of masks with ≤ k bits) of every subset of
+    U with at most k bits, into ranks; returns how many. Subsets are built by adding bits
+    in descending order, so that a bit p added below j chosen ones adds cb[p, k − j] to
+    the rank: the masks that agree above p, lack p and have ≤ k − j bits below it."""
+    m = 0
+    x = U
+    while x:
+        pos[m] = _lowest_bit(x)
+        x &= x - 1
+        m += 1
+    ranks[0] = 0
+    cnt = 1
+    if k == 0 or m == 0:
+        return cnt
+    cur = np.empty(k, dtype=np.int64)
+    base = np.empty(k, dtype=np.int64)
+    d = 0
+    cur[0] = m - 1
+    base[0] = 0
+    while d >= 0:
+        if cur[d] < 0:
+            d -= 1
+            if d >= 0:
+                cur[d] -= 1
+            continue
+        r = base[d] + cb[pos[cur[d]], k - d]
+        ranks[cnt] = r
+        cnt += 1
+        if d + 1 < k and cur[d] > 0:
+            base[d + 1] = r
+            cur[d + 1] = cur[d] - 1
+            d += 1
+        else:
+            cur[d] -= 1
+    return cnt
+
+
+@njit(**_KW)
+def _alpha_rescaled(beta_row, cbs, k, pos, ranks, U):
+    """log α_i(U) for a squeezed mask U, rescaled by the best family ⊆ U: for the U whose
+    families all lie so far below node i's best that their sum in `alphas_at` lost
+    precision to subnormals (or is 0: then -inf if no family ⊆ U has a score)."""
+    cnt = _family_ranks(U, cbs, k, pos, ranks)
+    mx = NEG_INF
+    for j in range(cnt):
+        if beta_row[ranks[j]] > mx:
+            mx = beta_row[ranks[j]]
+    if mx == NEG_INF:
+        return NEG_INF
+    tot = 0.0
+    for j in range(cnt):
+        tot += math.exp(beta_row[ranks[j]] - mx)
+    return mx + math.log(tot)
+
+
+@njit(**_KW)
+def alphas_at(pa, S):
+    """The memo row of set S (a full mask): vals[row, i] = log α_i(S − i) =
+    log Σ_{G ⊆ S − i, |G| ≤ k} exp β_i(G) for every node i ∈ S (other entries unset).
+    Computed on a miss by one pass over the subsets of S with ≤ k bits (`point_alpha`);
+    returns the row."""
+    wt, gm, beta, cbs, cbn, k, keys, vals, fill, pos, ranks, acc = pa
+    mask = keys.shape[0] - 1
+    h = S * np.int64(-7046029254386353131)  # Fibonacci hashing (wraps mod 2^64)
+    s = (h ^ (h >> 29)) & mask
+    while keys[s] != -1:
+        if keys[s] == S:
+            return s
+        s = (s + 1) & mask
+    if 4 * (fill[0] + 1) > 3 * keys.shape[0]:
+        keys[:] = -1
+        fill[0] = 0
+        s = (h ^ (h >> 29)) & mask
+    n = acc.shape[0]
+    cnt = _family_ranks(S, cbn, k, pos, ranks)
+    acc[:] = 0.0
+    for j in range(cnt):
+        r = ranks[j]
+        for i in range(n):
+            acc[i] += wt[r, i]
+    x = S
+    while x:
+        i = _lowest_bit(x)
+        x &= x - 1
+        if acc[i] > 1e-278:
+            vals[s, i] = gm[i] + math.log(acc[i])
+        else:
+            P = S & ~(np.int64(1) << i)
+            U = (P & ((np.int64(1) << i) - 1)) | ((P >> (i + 1)) << i)
+            vals[s, i] = _alpha_rescaled(beta[i], cbs, k, pos, ranks, U)
+    keys[s] = S
+    fill[0] += 1
+    return s
+
+
+@njit(**_KW)
+def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
                pu, pcum, plog, pbit, nodes, preds):
     """Advance every ACTIVE sample of chunk H as far as chunk H allows.
+
+    L: float64 (2^c,) forward chunk H; pa: the α of the run's scores (`point_alpha`),
+    computed at the sets the samples visit only (memoised); first: the global index
+    of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
+    ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
+    """
+    lowmask = (np.int64(1) << c) - 1
+    vals = pa[7]
+    for t in range(cur.shape[0]):
+        if status[t] != ACTIVE or key[t] != H:
+            continue
+        while True:
+            S = cur[t]
+            if S == 0:
+                status[t] = DONE
+                key[t] = -1
+                break
+            o = S & lowmask
+            logL = L[o]
+            row = alphas_at(pa, S)
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
+            cum = 0.0
+            chosen = -1
+            rest = o
+            while rest:
+                i = _lowest_bit(rest)
+                rest &= rest - 1
+                pp = o - (np.int64(1) << i)
+                if L[pp] == NEG_INF:
+                    continue
+                w = vals[row, i] + L[pp]
+                if w > NEG_INF:
+                    cum += math.exp(w - logL)
+                    if u < cum:
+                        chosen = i
+                        break
+            if chosen >= 0:
+                _place(t, chosen, cur, step, nodes, preds)
+                continue
+            if H == 0:
+                status[t] = REJECTED  # u beyond the total by rounding
+                key[t] = -1
+                break
+            b = _lowest_bit(H)
+            status[t] = PENDING
+            pu[t] = u
+            pcum[t] = cum
+            plog[t] = logL
+            pbit[t] = b
+            key[t] = H - (np.int64(1) << b)
+            break
+
+
+@njit(**_KW)
+def advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit,
+                    nodes, preds):
+    """Offer high node c + b to every PENDING sample waiting for chunk H = (its chunk) − 2^b.
+
+    L: forward chunk H; pa: as for `walk_chunk` (α_{c+b} at S − (c+b), the set at the
+    sample's offset of chunk H). A sample takes node c + b if its
+    u falls in this term; otherwise it waits for its next high bit, or is REJECTED when
+    there is none (u beyond the total by rounding).
+    """
+    lowmask = (np.int64(1) << c) - 1
+    for t in range(cur.shape[0]):
+        if status[t] != PENDING or key[t] != H or pbit[t] != b:
+            continue
+        o = cur[t] & lowmask
+        if L[o] > NEG_INF:
+            w = pa[7][alphas_at(pa, cur[t]), c + b] + L[o]
+            if w > NEG_INF:
+                pcum[t] += math.exp(w - plog[t])
+                if pu[t] < pcum[t]:
+                    _place(t, c + b, cur, step, nodes, preds)
+                    status[t] = ACTIVE
+                    key[t] = H
+                    continue
+        hi = cur[t] >> c
+        above = hi & ~((np.int64(2) << b) - 1)
+        if above == 0:
+            status[t] = REJECTED
+            key[t] = -1
+        else:
+            nb = _lowest_bit(above)
+            pbit[t] = nb
+            key[t] = hi - (np.int64(1) << nb)
+
+
+@njit(**_KW)
+def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
+               pu, pcum, plog, pbit, nodes, preds):
+    """`walk_chunk` with α of the low nodes as a table of chunk H (built per chunk, as the
+    forward task does): the sweep's path where `point_alpha_pays` says no.
 
     L: float64 (2^c,) forward chunk H; alpha_low: float64 (c, 2^(c-1)), α_i on chunk H
     for the low nodes i < c (as the forward recursion reads it); first: the global index
@@ -132,9 +389,10 @@ def walk_chunk(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
 
 
 @njit(**_KW)
-def advance_pending(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
+def advance_pending_tables(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
                     nodes, preds):
-    """Offer high node c + b to every PENDING sample waiting for chunk H = (its chunk) − 2^b.
+    """`advance_pending` with α_{c+b} as a table (a span of 2^c entries of chunk pair H),
+    for the path of `walk_chunk_tables`.
 
     L: forward chunk H; alpha_span: float64 (2^c,) α_{c+b} on the squeezed chunk pair of
     chunk H (offset o of the span is S − (c+b) at offset o). A sample takes node c + b if its
