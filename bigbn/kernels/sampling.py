@@ -243,6 +243,53 @@ def alphas_at(pa, S):
 
 
 @njit(**_KW)
+def _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit):
+    """No low node of chunk H took sample t (u beyond their terms): it waits, PENDING, for
+    the lowest high node of H, keeping u, the terms' sum and log L; REJECTED if H has none
+    (u beyond the total by rounding)."""
+    if H == 0:
+        status[t] = REJECTED
+        key[t] = -1
+        return
+    b = _lowest_bit(H)
+    status[t] = PENDING
+    pu[t] = u
+    pcum[t] = cum
+    plog[t] = logL
+    pbit[t] = b
+    key[t] = H - (np.int64(1) << b)
+
+
+@njit(**_KW)
+def _take_high(t, H, v, w, cur, step, status, key, pu, pcum, plog, nodes, preds):
+    """Offer high node v, whose term is log w, to PENDING sample t: whether it took it
+    (then ACTIVE again, in chunk H)."""
+    if w > NEG_INF:
+        pcum[t] += math.exp(w - plog[t])
+        if pu[t] < pcum[t]:
+            _place(t, v, cur, step, nodes, preds)
+            status[t] = ACTIVE
+            key[t] = H
+            return True
+    return False
+
+
+@njit(**_KW)
+def _next_high(t, b, c, cur, status, key, pbit):
+    """High node c + b did not take PENDING sample t: it waits for the next high node of
+    its set, or is REJECTED if there is none (u beyond the total by rounding)."""
+    hi = cur[t] >> c
+    above = hi & ~((np.int64(2) << b) - 1)
+    if above == 0:
+        status[t] = REJECTED
+        key[t] = -1
+    else:
+        nb = _lowest_bit(above)
+        pbit[t] = nb
+        key[t] = hi - (np.int64(1) << nb)
+
+
+@njit(**_KW)
 def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
                pu, pcum, plog, pbit, nodes, preds):
     """Advance every ACTIVE sample of chunk H as far as chunk H allows.
@@ -285,17 +332,7 @@ def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
             if chosen >= 0:
                 _place(t, chosen, cur, step, nodes, preds)
                 continue
-            if H == 0:
-                status[t] = REJECTED  # u beyond the total by rounding
-                key[t] = -1
-                break
-            b = _lowest_bit(H)
-            status[t] = PENDING
-            pu[t] = u
-            pcum[t] = cum
-            plog[t] = logL
-            pbit[t] = b
-            key[t] = H - (np.int64(1) << b)
+            _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
             break
 
 
@@ -314,24 +351,10 @@ def advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit
         if status[t] != PENDING or key[t] != H or pbit[t] != b:
             continue
         o = cur[t] & lowmask
-        if L[o] > NEG_INF:
-            w = pa[7][alphas_at(pa, cur[t]), c + b] + L[o]
-            if w > NEG_INF:
-                pcum[t] += math.exp(w - plog[t])
-                if pu[t] < pcum[t]:
-                    _place(t, c + b, cur, step, nodes, preds)
-                    status[t] = ACTIVE
-                    key[t] = H
-                    continue
-        hi = cur[t] >> c
-        above = hi & ~((np.int64(2) << b) - 1)
-        if above == 0:
-            status[t] = REJECTED
-            key[t] = -1
-        else:
-            nb = _lowest_bit(above)
-            pbit[t] = nb
-            key[t] = hi - (np.int64(1) << nb)
+        if L[o] > NEG_INF and _take_high(t, H, c + b, pa[7][alphas_at(pa, cur[t]), c + b] + L[o],
+                                         cur, step, status, key, pu, pcum, plog, nodes, preds):
+            continue
+        _next_high(t, b, c, cur, status, key, pbit)
 
 
 @njit(**_KW)
@@ -374,17 +397,7 @@ def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, statu
             if chosen >= 0:
                 _place(t, chosen, cur, step, nodes, preds)
                 continue
-            if H == 0:
-                status[t] = REJECTED  # u beyond the total by rounding
-                key[t] = -1
-                break
-            b = _lowest_bit(H)
-            status[t] = PENDING
-            pu[t] = u
-            pcum[t] = cum
-            plog[t] = logL
-            pbit[t] = b
-            key[t] = H - (np.int64(1) << b)
+            _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
             break
 
 
@@ -404,23 +417,9 @@ def advance_pending_tables(H, b, c, L, alpha_span, cur, step, status, key, pu, p
         if status[t] != PENDING or key[t] != H or pbit[t] != b:
             continue
         o = cur[t] & lowmask
-        w = alpha_span[o] + L[o]
-        if w > NEG_INF:
-            pcum[t] += math.exp(w - plog[t])
-            if pu[t] < pcum[t]:
-                _place(t, c + b, cur, step, nodes, preds)
-                status[t] = ACTIVE
-                key[t] = H
-                continue
-        hi = cur[t] >> c
-        above = hi & ~((np.int64(2) << b) - 1)
-        if above == 0:
-            status[t] = REJECTED
-            key[t] = -1
-        else:
-            nb = _lowest_bit(above)
-            pbit[t] = nb
-            key[t] = hi - (np.int64(1) << nb)
+        if _take_high(t, H, c + b, alpha_span[o] + L[o], cur, step, status, key, pu, pcum, plog, nodes, preds):
+            continue
+        _next_high(t, b, c, cur, status, key, pbit)
 
 
 @njit(**_KW)
