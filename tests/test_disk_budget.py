@@ -196,6 +196,7 @@ def inproc_client():
         yield client
 
 
+@pytest.mark.slow
 def test_a_cluster_given_tasks_in_plan_order_keeps_b_within_the_plans_bound(inproc_client):
     """`executors.distributed` with ``in_flight``: the cluster (four threads) runs only what
     the client submitted, the ready tasks first in the plan's order, so B stays within
@@ -224,6 +225,7 @@ def test_a_cluster_given_tasks_in_plan_order_keeps_b_within_the_plans_bound(inpr
     assert fn.peak > live_chunks(plan.h, 4)
 
 
+@pytest.mark.slow
 def test_a_budget_on_a_cluster_keeps_the_numbers_and_the_planned_disk(tmp_path, inproc_client):
     """learn on a dask cluster under a disk budget: the plan is made for ``workers`` tasks
     in flight in its order (the cluster is given no more), it keeps L at some levels only,
