@@ -14,13 +14,13 @@ every score (only β enters it), so this is the whole difference between a cg an
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from bigbn.io.data import Dataset
 from bigbn.scores.bge import bge_scores
 from bigbn.scores.cg import cg_scores
+from bench_bge import _timed
 
 
 def datasets(n_d: int, n_c: int, m: int, seed: int = 0):
@@ -67,12 +67,6 @@ def main() -> None:
     print(f"  cg  {1e3 * cg:9.1f} ms")
     print(f"  bge {1e3 * bge:9.1f} ms (the same columns as numbers)")
     print(f"  cg / bge = {cg / bge:.1f}")
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -261,6 +261,30 @@ def _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit):
 
 
 @njit(**_KW)
+def _step_low(t, H, o, L, alpha, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds):
+    """One step of ACTIVE sample t at offset o of chunk H: the low node i ∈ o whose term
+    exp(α[i] + L[o − i] − L[o]) takes u (alpha[i]: α_i(S − i)), placed, True; else the
+    sample waits for the high nodes (`_wait_high`), False."""
+    logL = L[o]
+    cum = 0.0
+    rest = o
+    while rest:
+        i = _lowest_bit(rest)
+        rest &= rest - 1
+        pp = o - (np.int64(1) << i)
+        if L[pp] == NEG_INF:
+            continue
+        w = alpha[i] + L[pp]
+        if w > NEG_INF:
+            cum += math.exp(w - logL)
+            if u < cum:
+                _place(t, i, cur, step, nodes, preds)
+                return True
+    _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
+    return False
+
+
+@njit(**_KW)
 def _take_high(t, H, v, w, cur, step, status, key, pu, pcum, plog, nodes, preds):
     """Offer high node v, whose term is log w, to PENDING sample t: whether it took it
     (then ACTIVE again, in chunk H)."""
@@ -310,30 +334,10 @@ def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
                 status[t] = DONE
                 key[t] = -1
                 break
-            o = S & lowmask
-            logL = L[o]
-            row = alphas_at(pa, S)
             u = uniform(seed, first + t, attempt[t], step[t], 0)
-            cum = 0.0
-            chosen = -1
-            rest = o
-            while rest:
-                i = _lowest_bit(rest)
-                rest &= rest - 1
-                pp = o - (np.int64(1) << i)
-                if L[pp] == NEG_INF:
-                    continue
-                w = vals[row, i] + L[pp]
-                if w > NEG_INF:
-                    cum += math.exp(w - logL)
-                    if u < cum:
-                        chosen = i
-                        break
-            if chosen >= 0:
-                _place(t, chosen, cur, step, nodes, preds)
-                continue
-            _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
-            break
+            if not _step_low(t, H, S & lowmask, L, vals[alphas_at(pa, S)], u, cur, step, status, key,
+                             pu, pcum, plog, pbit, nodes, preds):
+                break
 
 
 @njit(**_KW)
@@ -369,6 +373,7 @@ def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, statu
     ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
     """
     lowmask = (np.int64(1) << c) - 1
+    row = np.empty(max(c, 1))
     for t in range(cur.shape[0]):
         if status[t] != ACTIVE or key[t] != H:
             continue
@@ -379,26 +384,15 @@ def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, statu
                 key[t] = -1
                 break
             o = S & lowmask
-            logL = L[o]
-            u = uniform(seed, first + t, attempt[t], step[t], 0)
-            cum = 0.0
-            chosen = -1
             rest = o
-            while rest:
+            while rest:  # α_i(S − i) of the low nodes i ∈ S, from the chunk's table
                 i = _lowest_bit(rest)
                 rest &= rest - 1
                 pp = o - (np.int64(1) << i)
-                w = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)] + L[pp]
-                if w > NEG_INF:
-                    cum += math.exp(w - logL)
-                    if u < cum:
-                        chosen = i
-                        break
-            if chosen >= 0:
-                _place(t, chosen, cur, step, nodes, preds)
-                continue
-            _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
-            break
+                row[i] = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)]
+            u = uniform(seed, first + t, attempt[t], step[t], 0)
+            if not _step_low(t, H, o, L, row, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds):
+                break
 
 
 @njit(**_KW)
