@@ -723,6 +723,35 @@ def test_point_alpha_pays_where_the_visited_sets_are_fewer():
     assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)
 
 
+@pytest.mark.parametrize("n, T", [(16, 1000), (12, 1000), (12, 50)])
+def test_memory_count_bounds_what_a_batch_allocates(n, T, tmp_path):
+    """`sample_memory_bytes` + `sweep_memory_bytes` bound the numpy memory one batch of T
+    samples allocates (tracemalloc's peak over `_draw_batch`): at n = 16 the memo of α at
+    the visited sets (4 MiB) is most of it, which the per-sample count alone misses; at
+    n = 12, T = 1000 the sweep takes α per chunk (`point_alpha_pays` says no)."""
+    import tracemalloc
+    from bigbn.outputs import samples as S
+    from bigbn.outputs.result import run_workdir
+    from bigbn.store.rundir import finished_run
+
+    path = finished_workdir(tmp_path / "w", naive.random_beta(n, 3, np.random.default_rng(n), spread=4), 3, n)
+    run = finished_run(run_workdir(path, "sample"), then="sample")
+    c = run.tiers[0].lattice.plan.c
+    S._draw_batch(run, 0, T, 1, 1)  # compiled and loaded before the count
+    tracemalloc.start()
+    try:
+        S._draw_batch(run, 0, T, 1, 1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    need = S.sample_memory_bytes(n, T) + S.sweep_memory_bytes(n, 3, c, T, 1)
+    assert peak <= need
+    if SK.point_alpha_pays(n, 3, T) and n == 16:
+        assert peak > 2 * S.sample_memory_bytes(n, T)
+        with pytest.raises(OptionError, match="need about"):
+            bigbn.sample(path, T, memory=(S.sample_memory_bytes(n, T) + need) // 2, workers=1)
+
+
 def test_unique_rows_against_numpy_unique_axis_0():
     """`samples._unique_rows` (rows compared as raw bytes) finds the rows np.unique(axis=0)
     finds: the same distinct rows and counts (in another order), first occurrences, and an

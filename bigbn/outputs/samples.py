@@ -277,11 +277,26 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
 
 
 def sample_memory_bytes(n: int, T: int) -> int:
-    """Memory that drawing T samples of n variables needs, at most: the sweep's per-sample
-    state (8 int64/float64 arrays and the (T, n) orders and predecessor sets), the parents
-    (T, n, W words), their sorted copies for the distinct DAGs, the orders returned, and
-    the per-sample scores, weights and linear-extension counts."""
+    """Memory that T samples of n variables hold, at most: the sweep's per-sample state (8
+    int64/float64 arrays and the (T, n) orders and predecessor sets), the parents (T, n, W
+    words), their sorted copies for the distinct DAGs, the orders returned, and the
+    per-sample scores, weights and linear-extension counts."""
     return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
+
+
+def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
+    """Memory one batch of T samples holds besides their own state while it sweeps a
+    lattice of n nodes in chunks of 2^c (`_sweep`), at most: the forward chunk it reads,
+    and α, either at the visited sets (`sampling.point_alpha_pays`: the weights of the
+    C(n, ≤ k) families of every node, the memo of `sampling.memo_slots` sets of n values
+    and its keys) or per visited chunk (the c low nodes' rows, the 2-chunk spans of up to
+    n − c high nodes and, per thread, the exponents `_alpha_chunks` builds them with)."""
+    chunk = 8 << c
+    if SK.point_alpha_pays(n, k, T):
+        families = sum(math.comb(n, j) for j in range(min(k, n) + 1))
+        slots = SK.memo_slots(T * n)
+        return chunk + 8 * families * (n + 1) + 8 * slots * (n + 1)
+    return chunk + c * chunk // 2 + (n - c) * chunk + threads * chunk
 
 
 #: Samples per task by default: a task sweeps the forward tables once for its samples, so
@@ -328,15 +343,17 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     t0 = time.perf_counter()
     run = finished_run(run_workdir(workdir, "sample"), then="sample")
     n = len(run.names)
-    need = sample_memory_bytes(n, T)
+    specs = batch_specs(T, batch)
+    threads = threads_per_task(scheduler, workers, len(specs))
+    need = sample_memory_bytes(n, T) + min(workers, len(specs)) * max(
+        [sweep_memory_bytes(lat.plan.n, lat.plan.k, lat.plan.c, min(T, batch), threads)
+         for lat in (tier.lattice for tier in run.tiers) if lat is not None] or [0])
     if need > memory:
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
-    specs = batch_specs(T, batch)
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
-        threads = threads_per_task(scheduler, workers, len(specs))
         recs, parts = run_parts(folder, specs, BatchTask(run, seed, threads), owner=owner,
                                 scheduler=scheduler, workers=workers, progress=progress, stage="sample")
         log_px = run.log_px
