@@ -395,18 +395,86 @@ def test_pairwise_kernel_is_numpys_sum(n):
     (["discrete", "continuous", "continuous", "discrete", "continuous", "continuous", "discrete", "continuous",
       "continuous"], 2, 500, 3, 27),
 ])
-def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed):
+def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monkeypatch):
     """The fast path (cell index, moments, scatter and log-det kernels on threads) gives
-    the numbers of the per-D numpy path it replaced, bit for bit, for the full layout and
-    for a sparse naming of families (the tiers' path)."""
+    the numbers of the per-D numpy path it replaced: bit for bit where each D's cells are
+    formed from the rows (JOINT_SHARE = 0), for the full layout and for a sparse naming of
+    families (the tiers' path); to 1e-13 relative where they are merged from the joint
+    cells (the same sums in another order: a few ulps of each scatter entry, 2e-15
+    relative in the scores here)."""
     ds = mixed(kinds, m, seed, arity=arity)
-    for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5}):
-        assert np.array_equal(cg_scores(ds, k, **kw), naive.cg_continuous_by_numpy(ds, k, **kw))
     ps, fi = parent_set_index(len(kinds), k)
     index = np.where(np.arange(ps.shape[0])[:, None] % 3 == 0, fi, -1)
     sets = (ps, index, int(fi.max()) + 1)
-    assert np.array_equal(cg_scores(ds, k, sets=sets), naive.cg_continuous_by_numpy(ds, k, sets=sets),
-                          equal_nan=True)
+    split = cgmod._Split(ds, 1.0, None)
+    joint = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), 2) is not None
+    assert joint == (m >= 200)  # these data: the joint cells pay from 200 rows on
+    for share in (0.0, cgmod.JOINT_SHARE):
+        monkeypatch.setattr(cgmod, "JOINT_SHARE", share)
+        same = np.array_equal if share == 0.0 or not joint else (
+            lambda a, b, equal_nan=False: np.allclose(a, b, rtol=1e-13, atol=0.0, equal_nan=True))
+        for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5}):
+            assert same(cg_scores(ds, k, **kw), naive.cg_continuous_by_numpy(ds, k, **kw))
+        assert same(cg_scores(ds, k, sets=sets), naive.cg_continuous_by_numpy(ds, k, sets=sets), equal_nan=True)
+
+
+@pytest.mark.parametrize("K, G, offset", [(1, 1, 0.0), (12, 3, 0.0), (40, 8, 1e4), (60, 60, 1e8)])
+def test_joint_cell_kernels_against_the_rows(K, G, offset):
+    """Each D-cell's rows, means and centred scatter merged from its joint cells
+    (`_cell_counts_w`, `_joint_moments`, `_joint_scatters`: the parallel-axis rule) are
+    those formed from its rows (naive.cg_cell_moments), also where the cells' means lie
+    10^8 apart (no digits cancel: every term is about its own mean). The merge's error is
+    the conditioning of centring values of size |x| with spread sd: the joint cells'
+    means carry ε|x| each, so an entry is good to ≈ ε |x| sd √(rows · largest joint cell)
+    (1.6e-10 of 30 at |x| = 7·10^4, sd = 1), where the rows' two passes cancel that to
+    first order; the bound below is 32 times that, plus 1e-12 relative."""
+    rng = np.random.default_rng(K + G)
+    m, n = 301, 4
+    J = rng.integers(0, K, m)
+    J[:K] = np.arange(K)  # every joint cell seen
+    jmap = rng.integers(0, G, K)
+    jmap[:G] = np.arange(G)  # every D-cell seen
+    x = rng.normal(size=(m, n)) + offset * jmap[J][:, None] + rng.normal(size=(1, n)) * 1e3
+    nJ, muJ, MJ = (np.array(a) for a in naive.cg_cell_moments(x.tolist(), J.tolist(), K))
+    counts_n, means_n, S_n = (np.array(a) for a in naive.cg_cell_moments(x.tolist(), jmap[J].tolist(), G))
+    index = jmap.astype(np.int32)[None]
+    goff = np.array([0, G])
+    counts = np.zeros(G, dtype=np.int64)
+    cgmod._cell_counts_w(index, goff, 0, 1, nJ.astype(np.int64), counts)
+    assert counts.tolist() == counts_n.astype(np.int64).tolist()
+    for diagonal in (False, True):
+        means = np.zeros((G, n))
+        sq = np.zeros((G, n))
+        cgmod._joint_moments(muJ, MJ, nJ.astype(np.int64), index, goff, counts, np.array([diagonal]), 0, 1,
+                             means, sq)
+        np.testing.assert_allclose(means, means_n, rtol=1e-12, atol=1e-12 * np.abs(x).max())
+        assert sq.any() == diagonal
+    diag = np.diagonal(S_n, axis1=1, axis2=2)  # (G, n)
+    sd = np.sqrt(diag / counts_n[:, None])
+    cond = 32 * np.finfo(float).eps * np.abs(x).max() * np.sqrt(counts_n * nJ.max())[:, None, None]
+    bound = 1e-12 * np.sqrt(np.einsum("ga,gb->gab", diag, diag)) + cond * np.sqrt(np.einsum("ga,gb->gab", sd, sd))
+    assert np.all(np.abs(sq - diag) <= np.diagonal(bound, axis1=1, axis2=2))
+    S = np.zeros((G, n, n))
+    cgmod._joint_scatters(muJ, MJ, nJ.astype(np.int64), jmap.astype(np.int32), means, S)
+    assert np.all(np.abs(S - S_n) <= bound)
+    assert np.array_equal(S, np.swapaxes(S, 1, 2))
+
+
+def test_joint_cells_only_where_they_are_few():
+    """The joint cells replace the rows only when there are at most JOINT_SHARE of them per
+    row (and two or more discrete columns, and two or more discrete sets to share them)."""
+    few = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 400, 3, arity=2)
+    many = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 40, 3, arity=4)
+    for ds, want in ((few, True), (many, False)):
+        split = cgmod._Split(ds, 1.0, None)
+        codes_t = np.ascontiguousarray(split.codes.T)
+        got = cgmod._joint_cells(split, codes_t, 5)
+        assert (got is not None) == want
+        assert cgmod._joint_cells(split, codes_t, 1) is None
+    codes, counts, means, within = cgmod._joint_cells(cgmod._Split(few, 1.0, None),
+                                                      np.ascontiguousarray(cgmod._Split(few, 1.0, None).codes.T), 5)
+    K = counts.size
+    assert codes.shape == (3, K) and counts.sum() == 400 and within.shape == (K, 2, 2) and K <= 100
 
 
 def test_one_level_discrete_column_is_the_whole_table():

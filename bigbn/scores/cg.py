@@ -502,17 +502,26 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     fam_col = fi[rows, child]
     codes_t = np.ascontiguousarray(split.codes.T)
     threads = _threads()
-    # cells: chunks of D whose row indices fit in about 64 MiB
-    chunk = max(1, (1 << 24) // max(m, 1))
+    joint = _joint_cells(split, codes_t, nD)
+    if joint is not None:  # each D's cells merged from the joint cells, not formed from the rows
+        codes_t, wts, xs, wscatter = joint
+    else:
+        wts, xs, wscatter = np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0))
+    points = xs.shape[0]  # rows, or joint cells
+    # cells: chunks of D whose indices fit in about 64 MiB
+    chunk = max(1, (1 << 24) // max(points, 1))
     for lo in range(0, nD, chunk):
         hi = min(nD, lo + chunk)
-        index = np.empty((hi - lo, m), dtype=np.int32)
+        index = np.empty((hi - lo, points), dtype=np.int32)
         G = np.empty(hi - lo, dtype=np.int64)
-        _on_threads(threads, hi - lo, m * dlen[lo:hi] + 1,
+        _on_threads(threads, hi - lo, points * dlen[lo:hi] + 1,
                     lambda a, b: _cell_index(codes_t, split.r, Ds[lo:hi], dlen[lo:hi], a, b, index, G))
         goff = np.concatenate([[0], np.cumsum(G)])
         counts = np.zeros(int(goff[-1]), dtype=np.int64)
-        _on_threads(threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
+        if joint is None:
+            _on_threads(threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
+        else:
+            _cell_counts_w(index, goff, 0, hi - lo, wts, counts)
         # per-cell constants of each set size l = 1..lmax: the terms of _group_log_marginals
         a_mu = np.array([split.alpha_mu / qq for qq in qs[lo:hi]])
         a_w = np.array([split.n_c - 1 + (split.alpha_w - split.n_c + 1) / qq for qq in qs[lo:hi]])
@@ -538,14 +547,19 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
         # every set's cell means, and the diagonal sets' sums of squares
         cell_means = np.zeros((int(goff[-1]), n_c))
         cell_sq = np.zeros((int(goff[-1]), n_c))
-        _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
-                    lambda a, b: _cell_moments(split.x, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
+        if joint is None:
+            _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+                        lambda a, b: _cell_moments(xs, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
+        else:
+            _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+                        lambda a, b: _joint_moments(xs, wscatter, wts, index, goff, counts, ~full[lo:hi], a, b,
+                                                    cell_means, cell_sq))
         err = np.zeros(hi - lo, dtype=np.int64)
         sl = slice(set_off[lo], set_off[hi])
         fl = slice(fam_off[lo], fam_off[hi])
-        _on_threads(threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * m + 1,
-                    lambda a, b: _score_sets(split.x, split.nu, index, G, goff, counts, cell_means, cell_sq, a_mu,
-                                             t, full[lo:hi],
+        _on_threads(threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * points + 1,
+                    lambda a, b: _score_sets(xs, wscatter, wts, split.nu, index, G, goff, counts, cell_means, cell_sq,
+                                             a_mu, t, full[lo:hi],
                                              const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
                                              fam_off[lo:hi + 1] - fam_off[lo], rows[fl] - set_off[lo],
                                              child[fl], fam_col[fl], cont, a, b, out, err))
@@ -638,19 +652,119 @@ def _cell_counts(index, goff, lo, hi, counts):
             counts[o + index[s, t]] += 1
 
 
+#: the joint cells replace the rows when there are at most this share of them
+JOINT_SHARE = 0.25
+#: ... and their scatter matrices take at most this many bytes
+JOINT_BYTES = 1 << 28
+
+
+def _joint_cells(split: _Split, codes_t: np.ndarray, nD: int):
+    """The rows grouped by their configuration of every discrete column (the joint cells):
+    (codes (p, K) of each cell's configuration, rows per cell (K,), means (K, n_c),
+    centred scatter matrices (K, n_c, n_c)), each formed from its rows in order of the
+    rows (`_cell_moments`, `_full_scatters`), if there are few enough of them
+    (`JOINT_SHARE` of the rows; `JOINT_BYTES`) for each D's cells to be merged from them
+    (`_joint_moments`, `_joint_scatters`) at less cost than from the rows; else None."""
+    m, n_c = split.x.shape
+    p = codes_t.shape[0]
+    if nD < 2 or p < 2:
+        return None
+    jindex = np.empty((1, m), dtype=np.int32)
+    K = np.empty(1, dtype=np.int64)
+    _cell_index(codes_t, split.r, np.arange(p, dtype=np.int64)[None], np.array([p]), 0, 1, jindex, K)
+    K = int(K[0])
+    if K > JOINT_SHARE * m or K * n_c * n_c * 8 > JOINT_BYTES:
+        return None
+    goff = np.array([0, K])
+    counts = np.zeros(K, dtype=np.int64)
+    _cell_counts(jindex, goff, 0, 1, counts)
+    means = np.zeros((K, n_c))
+    _cell_moments(split.x, jindex, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means, np.zeros((K, n_c)))
+    within = np.zeros((K, n_c, n_c))
+    _full_scatters(split.x, jindex[0], means, counts, np.empty(m, dtype=np.int64),
+                   np.empty((int(counts.max()), n_c)), within)
+    first = np.full(K, m, dtype=np.int64)
+    np.minimum.at(first, jindex[0].astype(np.int64), np.arange(m))
+    return np.ascontiguousarray(codes_t[:, first]), counts, means, within
+
+
 @numba.njit(cache=True, nogil=True)
-def _score_sets(x, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, full, const, a1, coff, set_off,
-                Z, zl, fam_off, fam_set, fam_child, fam_col, cont, lo, hi, out, err):
+def _cell_counts_w(index, goff, lo, hi, w, counts):
+    """Rows per configuration of the sets s in [lo, hi) from the joint cells: each adds
+    its w[j] rows (zeros before)."""
+    for s in range(lo, hi):
+        o = goff[s]
+        for j in range(index.shape[1]):
+            counts[o + index[s, j]] += w[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _joint_moments(mu, within, w, index, goff, counts, diagonal, lo, hi, means, sq):
+    """`_cell_moments` from the joint cells (means mu, scatter matrices ``within``, rows w):
+    a cell's mean is Σ_j w_j mu_j / its rows, and, if diagonal[s], its sums of squares
+    about it Σ_j (within_j[a, a] + w_j (mu_j[a] − mean[a])²), the joint cells in order."""
+    K, n = mu.shape
+    for s in range(lo, hi):
+        idx = index[s]
+        o = goff[s]
+        for j in range(K):
+            g = o + idx[j]
+            wj = float(w[j])
+            for a in range(n):
+                means[g, a] += wj * mu[j, a]
+        for g in range(goff[s], goff[s + 1]):
+            for a in range(n):
+                means[g, a] /= float(counts[g])
+        if not diagonal[s]:
+            continue
+        for j in range(K):
+            g = o + idx[j]
+            wj = float(w[j])
+            for a in range(n):
+                c = mu[j, a] - means[g, a]
+                sq[g, a] += within[j, a, a] + wj * (c * c)
+
+
+@numba.njit(cache=True, nogil=True)
+def _joint_scatters(mu, within, w, idx, means, S):
+    """S[g] += Σ_j within_j + w_j (mu_j − x̄_g)(mu_j − x̄_g)ᵀ over the joint cells j of
+    cell g (idx[j] = g), in order of j: the centred scatter of the cell's rows, exactly
+    so in real numbers (the parallel-axis rule), with no digits cancelled (every term is
+    formed about the cell's own mean). Symmetric bit for bit (c_a c_b is c_b c_a)."""
+    K, n = mu.shape
+    c = np.empty(n)
+    for j in range(K):
+        g = idx[j]
+        wj = float(w[j])
+        for a in range(n):
+            c[a] = mu[j, a] - means[g, a]
+        Wj = within[j]
+        Sg = S[g]
+        for a in range(n):
+            ca = c[a]
+            Sa = Sg[a]
+            Wa = Wj[a]
+            for b in range(n):
+                Sa[b] += Wa[b] + wj * (ca * c[b])
+
+
+@numba.njit(cache=True, nogil=True)
+def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, full, const, a1, coff,
+                set_off, Z, zl, fam_off, fam_set, fam_child, fam_col, cont, lo, hi, out, err):
     """The families of the discrete sets s in [lo, hi) (see `_discrete_sets`): for each,
-    the centred scatter matrices (all entries if ``full[s]``, `_full_scatters`; else the
-    diagonal, ``cell_sq``, from `_cell_moments` with the means), posterior matrices R
-    as `_Split.groups` forms them, then Σ_d (const − a1 · log det R_d[C, C]) for every
-    set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the difference."""
+    the centred scatter matrices (all entries if ``full[s]``: from the rows x,
+    `_full_scatters`, or, where ``wts`` is not empty, merged from the joint cells whose
+    means are x, scatter matrices ``within`` and rows ``wts``, `_joint_scatters`; else the
+    diagonal, ``cell_sq``, from `_cell_moments` or `_joint_moments` with the means),
+    posterior matrices R as `_Split.groups` forms them, then Σ_d (const − a1 · log det
+    R_d[C, C]) for every set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the
+    difference."""
     m, n = x.shape
+    joint = wts.shape[0] > 0
     perm = np.empty(m, dtype=np.int64)
     cap = 0  # the largest cell of a full set: the rows of the centred buffer
     for s in range(lo, hi):
-        if full[s]:
+        if full[s] and not joint:
             for g in range(goff[s], goff[s] + G[s]):
                 cap = max(cap, counts[g])
     cb = np.empty((cap, n))
@@ -663,7 +777,9 @@ def _score_sets(x, nu, index, G, goff, counts, cell_means, cell_sq, a_mu, t, ful
         idx = index[s]
         means = cell_means[goff[s]:goff[s] + g_n]
         S = np.zeros((g_n, n, n))
-        if full[s]:
+        if full[s] and joint:
+            _joint_scatters(x, within, wts, idx, means, S)
+        elif full[s]:
             _full_scatters(x, idx, means, cnt, perm, cb, S)
         else:
             for g in range(g_n):
