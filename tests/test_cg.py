@@ -445,7 +445,8 @@ def test_joint_cell_kernels_against_the_rows(K, G, offset):
     for diagonal in (False, True):
         means = np.zeros((G, n))
         sq = np.zeros((G, n))
-        cgmod._joint_moments(muJ, MJ, nJ.astype(np.int64), index, goff, counts, np.array([diagonal]), 0, 1,
+        cgmod._joint_moments(muJ, np.ascontiguousarray(np.diagonal(MJ, axis1=1, axis2=2)), nJ.astype(np.int64),
+                             index, goff, counts, np.array([diagonal]), 0, 1,
                              means, sq)
         np.testing.assert_allclose(means, means_n, rtol=1e-12, atol=1e-12 * np.abs(x).max())
         assert sq.any() == diagonal

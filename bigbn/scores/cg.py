@@ -505,6 +505,7 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     joint = _joint_cells(split, codes_t, nD)
     if joint is not None:  # each D's cells merged from the joint cells, not formed from the rows
         codes_t, wts, xs, wscatter = joint
+        wdiag = np.ascontiguousarray(np.diagonal(wscatter, axis1=1, axis2=2))
     else:
         wts, xs, wscatter = np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0))
     points = xs.shape[0]  # rows, or joint cells
@@ -552,7 +553,7 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
                         lambda a, b: _cell_moments(xs, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
         else:
             _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
-                        lambda a, b: _joint_moments(xs, wscatter, wts, index, goff, counts, ~full[lo:hi], a, b,
+                        lambda a, b: _joint_moments(xs, wdiag, wts, index, goff, counts, ~full[lo:hi], a, b,
                                                     cell_means, cell_sq))
         err = np.zeros(hi - lo, dtype=np.int64)
         sl = slice(set_off[lo], set_off[hi])
@@ -699,10 +700,11 @@ def _cell_counts_w(index, goff, lo, hi, w, counts):
 
 
 @numba.njit(cache=True, nogil=True)
-def _joint_moments(mu, within, w, index, goff, counts, diagonal, lo, hi, means, sq):
-    """`_cell_moments` from the joint cells (means mu, scatter matrices ``within``, rows w):
-    a cell's mean is Σ_j w_j mu_j / its rows, and, if diagonal[s], its sums of squares
-    about it Σ_j (within_j[a, a] + w_j (mu_j[a] − mean[a])²), the joint cells in order."""
+def _joint_moments(mu, wdiag, w, index, goff, counts, diagonal, lo, hi, means, sq):
+    """`_cell_moments` from the joint cells (means mu, the diagonals ``wdiag`` of their
+    scatter matrices, rows w): a cell's mean is Σ_j w_j mu_j / its rows, and, if
+    diagonal[s], its sums of squares about it Σ_j (wdiag_j[a] + w_j (mu_j[a] − mean[a])²),
+    the joint cells in order."""
     K, n = mu.shape
     for s in range(lo, hi):
         idx = index[s]
@@ -722,7 +724,7 @@ def _joint_moments(mu, within, w, index, goff, counts, diagonal, lo, hi, means, 
             wj = float(w[j])
             for a in range(n):
                 c = mu[j, a] - means[g, a]
-                sq[g, a] += within[j, a, a] + wj * (c * c)
+                sq[g, a] += wdiag[j, a] + wj * (c * c)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -730,7 +732,9 @@ def _joint_scatters(mu, within, w, idx, means, S):
     """S[g] += Σ_j within_j + w_j (mu_j − x̄_g)(mu_j − x̄_g)ᵀ over the joint cells j of
     cell g (idx[j] = g), in order of j: the centred scatter of the cell's rows, exactly
     so in real numbers (the parallel-axis rule), with no digits cancelled (every term is
-    formed about the cell's own mean). Symmetric bit for bit (c_a c_b is c_b c_a)."""
+    formed about the cell's own mean). Symmetric bit for bit (c_a c_b is c_b c_a); the
+    whole square, not the triangle (measured 10.0 against 6.0 ms of `_score_sets` at
+    n = 12 + 12, m = 10^4: fixed-length loops vectorise)."""
     K, n = mu.shape
     c = np.empty(n)
     for j in range(K):
