@@ -486,7 +486,16 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     (and sums of squares, `_cell_moments`); then, per D, the scatter matrices and every set's
     Σ_d (`_score_sets`). The kernels are numba's, on threads. Each step computes the same
     floating-point operations in the same order as `_Split.groups` and
-    `_group_log_marginals` do, so the scores are the same bits."""
+    `_group_log_marginals` do, so the scores are the same bits.
+
+    Where the rows fall into few joint cells (`_joint_cells`: configurations of every
+    discrete column, at most `JOINT_SHARE` of the rows), the same steps run on those cells
+    instead of the rows: a D-cell's rows, mean and centred scatter matrix are merged from
+    its joint cells' (`_cell_counts_w`, `_joint_moments`, `_joint_scatters`), exactly so in
+    real numbers and with no digits cancelled, in float64 within a few ulps of the rows'
+    sums (2e-15 relative in the scores of tests/test_cg.py). Each D then costs K joint
+    cells instead of m rows (K = 973 of m = 10^4 rows for 12 binary columns in a chain,
+    2 064 of 10^5)."""
     m, n_c = split.x.shape
     nD = Ds.shape[0]
     order = np.argsort(which, kind="stable")
