@@ -408,7 +408,7 @@ def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monke
     sets = (ps, index, int(fi.max()) + 1)
     split = cgmod._Split(ds, 1.0, None)
     joint = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), 2) is not None
-    assert joint == (m >= 200)  # these data: the joint cells pay from 200 rows on
+    assert joint == (m >= 60)  # these data: the joint cells are few enough from 60 rows on
     for share in (0.0, cgmod.JOINT_SHARE):
         monkeypatch.setattr(cgmod, "JOINT_SHARE", share)
         same = np.array_equal if share == 0.0 or not joint else (
@@ -465,7 +465,7 @@ def test_joint_cells_only_where_they_are_few():
     """The joint cells replace the rows only when there are at most JOINT_SHARE of them per
     row (and two or more discrete columns, and two or more discrete sets to share them)."""
     few = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 400, 3, arity=2)
-    many = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 40, 3, arity=4)
+    many = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 30, 3, arity=6)
     for ds, want in ((few, True), (many, False)):
         split = cgmod._Split(ds, 1.0, None)
         codes_t = np.ascontiguousarray(split.codes.T)

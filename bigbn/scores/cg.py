@@ -662,8 +662,9 @@ def _cell_counts(index, goff, lo, hi, counts):
             counts[o + index[s, t]] += 1
 
 
-#: the joint cells replace the rows when there are at most this share of them
-JOINT_SHARE = 0.25
+#: the joint cells replace the rows when there are at most this share of them (12
+#: independent binary columns, m = 10^4, K = 3 724: 36.3 ms of thread CPU at 0.5, 56.9 at 0.25)
+JOINT_SHARE = 0.5
 #: ... and their scatter matrices take at most this many bytes
 JOINT_BYTES = 1 << 28
 
