@@ -461,6 +461,34 @@ def test_joint_cell_kernels_against_the_rows(K, G, offset):
     assert np.array_equal(S, np.swapaxes(S, 1, 2))
 
 
+def test_pair_tables_serve_the_sets_within_two_groups():
+    """With many discrete columns (12 binary: groups of 4) and many joint cells, the sets
+    within two groups take their cells from the pair's table (merged from the joint cells,
+    `_pair_tables`), those across three from the joint cells: every score as the numpy
+    path's (from the rows) to 1e-13 relative, and as the rows' own kernels'."""
+    rng = np.random.default_rng(31)
+    m, p = 8000, 12  # ≈ 3 500 joint cells: at most half the rows
+    codes = rng.integers(0, 2, (m, p))
+    x = rng.normal(size=(m, 2)) + codes[:, :2] * 0.7
+    x[:, 1] += 0.5 * x[:, 0]
+    data = np.column_stack([codes, x]).astype(np.float64)
+    n = p + 2
+    ds = Dataset(tuple(f"v{j}" for j in range(n)), data, np.array([2] * p + [0, 0]),
+                 tuple(("0", "1") for _ in range(p)) + ((), ()), kind="mixed")
+    split = cgmod._Split(ds, 1.0, None)
+    codes_t = np.ascontiguousarray(split.codes.T)
+    ps, fi = parent_set_index(n, 3)
+    Ds = np.array([[a, b, c] for a in range(p) for b in range(a + 1, p) for c in range(b + 1, p)])
+    src, sources = cgmod._sources(split, codes_t, Ds, np.full(len(Ds), 3))
+    assert len(sources) == 4 and np.bincount(src).tolist() == [64, 56, 52, 48]  # 4·4·4 across three groups
+    got = cg_scores(ds, 3)
+    np.testing.assert_allclose(got, naive.cg_continuous_by_numpy(ds, 3), rtol=1e-13, atol=0.0)
+    import unittest.mock
+    with unittest.mock.patch.object(cgmod, "JOINT_SHARE", 0.0):
+        rows = cg_scores(ds, 3)
+    np.testing.assert_allclose(got, rows, rtol=1e-13, atol=0.0)
+
+
 def test_joint_cells_only_where_they_are_few():
     """The joint cells replace the rows only when there are at most JOINT_SHARE of them per
     row (and two or more discrete columns, and two or more discrete sets to share them)."""

@@ -495,9 +495,19 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     real numbers and with no digits cancelled, in float64 within a few ulps of the rows'
     sums (2e-15 relative in the scores of tests/test_cg.py). Each D then costs K joint
     cells instead of m rows (K = 973 of m = 10^4 rows for 12 binary columns in a chain,
-    2 064 of 10^5)."""
+    2 064 of 10^5). Where the joint cells are many too (12 independent binary columns:
+    3 724 of 10^4 rows), the columns are cut into groups and each pair of groups gets a
+    table merged from the joint cells (`_sources`, `_pair_tables`); a D within two groups
+    then costs that table's cells (at most 256 for 8 binary columns)."""
     m, n_c = split.x.shape
     nD = Ds.shape[0]
+    codes_t = np.ascontiguousarray(split.codes.T)
+    threads = _threads()
+    src, sources = _sources(split, codes_t, Ds, dlen)
+    perm = np.argsort(src, kind="stable")  # the sets of one source together
+    newpos = np.empty(nD, dtype=np.int64)
+    newpos[perm] = np.arange(nD)
+    Ds, dlen, qs, which, src = Ds[perm], dlen[perm], [qs[j] for j in perm.tolist()], newpos[which], src[perm]
     order = np.argsort(which, kind="stable")
     which, Z, fi = which[order], Z[order], fi[order]
     set_off = np.searchsorted(which, np.arange(nD + 1))
@@ -509,27 +519,35 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     rows, child = np.nonzero(fi >= 0)  # the families, grouped by set, so by D
     fam_off = np.searchsorted(rows, set_off)
     fam_col = fi[rows, child]
-    codes_t = np.ascontiguousarray(split.codes.T)
-    threads = _threads()
-    joint = _joint_cells(split, codes_t, nD)
-    if joint is not None:  # each D's cells merged from the joint cells, not formed from the rows
-        codes_t, wts, xs, wscatter = joint
-        wdiag = np.ascontiguousarray(np.diagonal(wscatter, axis1=1, axis2=2))
-    else:
-        wts, xs, wscatter = np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0))
-    points = xs.shape[0]  # rows, or joint cells
+    bounds = np.searchsorted(src, np.arange(len(sources) + 1))
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        for b, (codes_t, wts, xs, wscatter, wdiag) in enumerate(sources):
+            _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, int(bounds[b]), int(bounds[b + 1]),
+                         Ds, dlen, qs, lmax, full, set_off, Z, zl, fam_off, rows, child, fam_col, cont, out)
+
+
+def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, b0, b1, Ds, dlen, qs, lmax, full, set_off, Z,
+                 zl, fam_off, rows, child, fam_col, cont, out) -> None:
+    """`_discrete_sets` for its sets b0 .. b1 − 1, whose cells come from one source: the
+    rows (``wts`` empty, ``xs`` the values, codes_t the rows' codes), or cells of a table
+    (codes_t, rows wts, means xs, scatter matrices wscatter and their diagonals wdiag)."""
+    n_c = split.n_c
+    joint = wts.shape[0] > 0
+    points = xs.shape[0]  # rows, or cells
+    if points * (b1 - b0) * max(n_c, 1) ** 2 < PARALLEL_WORK:
+        threads = 1  # too little to share: the threads' hand-offs cost more
     # cells: chunks of D whose indices fit in about 64 MiB
     chunk = max(1, (1 << 24) // max(points, 1))
-    for lo in range(0, nD, chunk):
-        hi = min(nD, lo + chunk)
+    for lo in range(b0, b1, chunk):
+        hi = min(b1, lo + chunk)
         index = np.empty((hi - lo, points), dtype=np.int32)
         G = np.empty(hi - lo, dtype=np.int64)
-        _on_threads(threads, hi - lo, points * dlen[lo:hi] + 1,
+        _on_threads(pool, threads, hi - lo, points * dlen[lo:hi] + 1,
                     lambda a, b: _cell_index(codes_t, split.r, Ds[lo:hi], dlen[lo:hi], a, b, index, G))
         goff = np.concatenate([[0], np.cumsum(G)])
         counts = np.zeros(int(goff[-1]), dtype=np.int64)
-        if joint is None:
-            _on_threads(threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
+        if not joint:
+            _on_threads(pool, threads, hi - lo, np.ones(hi - lo), lambda a, b: _cell_counts(index, goff, a, b, counts))
         else:
             _cell_counts_w(index, goff, 0, hi - lo, wts, counts)
         # per-cell constants of each set size l = 1..lmax: the terms of _group_log_marginals
@@ -557,17 +575,17 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
         # every set's cell means, and the diagonal sets' sums of squares
         cell_means = np.zeros((int(goff[-1]), n_c))
         cell_sq = np.zeros((int(goff[-1]), n_c))
-        if joint is None:
-            _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+        if not joint:
+            _on_threads(pool, threads, hi - lo, np.where(full[lo:hi], 1, 2),
                         lambda a, b: _cell_moments(xs, index, goff, counts, ~full[lo:hi], a, b, cell_means, cell_sq))
         else:
-            _on_threads(threads, hi - lo, np.where(full[lo:hi], 1, 2),
+            _on_threads(pool, threads, hi - lo, np.where(full[lo:hi], 1, 2),
                         lambda a, b: _joint_moments(xs, wdiag, wts, index, goff, counts, ~full[lo:hi], a, b,
                                                     cell_means, cell_sq))
         err = np.zeros(hi - lo, dtype=np.int64)
         sl = slice(set_off[lo], set_off[hi])
         fl = slice(fam_off[lo], fam_off[hi])
-        _on_threads(threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * points + 1,
+        _on_threads(pool, threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * points + 1,
                     lambda a, b: _score_sets(xs, wscatter, wts, split.nu, index, G, goff, counts, cell_means, cell_sq,
                                              a_mu, t, full[lo:hi],
                                              const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
@@ -588,10 +606,11 @@ def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
     return np.asarray(total)[inverse.reshape(-1)]
 
 
-def _on_threads(threads: int, n: int, cost, fn) -> None:
-    """fn(a, b) on the index blocks [a, b) of range(n), on up to ``threads`` threads: blocks
-    of about equal ``cost`` (n,), a few per thread so that a slow thread is not waited for.
-    The kernels release the GIL and write disjoint entries, each the same number whichever
+def _on_threads(pool, threads: int, n: int, cost, fn) -> None:
+    """fn(a, b) on the index blocks [a, b) of range(n), on up to ``threads`` threads of
+    ``pool`` (a ThreadPoolExecutor; one for all the calls of a scoring): blocks of about
+    equal ``cost`` (n,), a few per thread so that a slow thread is not waited for. The
+    kernels release the GIL and write disjoint entries, each the same number whichever
     thread computes it."""
     blocks = min(n, 1 if threads <= 1 else 4 * threads)
     if blocks <= 1:
@@ -600,8 +619,7 @@ def _on_threads(threads: int, n: int, cost, fn) -> None:
     edges = np.searchsorted(np.cumsum(cost), np.sum(cost) * np.arange(1, blocks) / blocks)
     edges = np.unique(np.concatenate([[0], np.minimum(edges + 1, n), [n]]))
     pairs = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
-    with ThreadPoolExecutor(min(threads, len(pairs))) as pool:
-        list(pool.map(lambda ab: fn(*ab), pairs))
+    list(pool.map(lambda ab: fn(*ab), pairs))
 
 
 #: past this many configurations a key is renumbered densely before the next column
@@ -667,6 +685,84 @@ def _cell_counts(index, goff, lo, hi, counts):
 JOINT_SHARE = 0.5
 #: ... and their scatter matrices take at most this many bytes
 JOINT_BYTES = 1 << 28
+
+
+#: the discrete columns are cut into groups of at most this many configurations, whose
+#: pairs' tables serve the sets within two groups (`_pair_tables`)
+GROUP_CELLS = 16
+#: a source's sets go on threads from about this many products (points · sets · n_c²):
+#: below it (12 + 12 columns, 973 joint cells, m = 10^4) one thread took 17.6 ms, two 23.3
+PARALLEL_WORK = 1 << 25
+
+
+def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, dlen: np.ndarray):
+    """Where each discrete set D's cells come from: (src (nD,), sources), a source being
+    (codes (p, P), rows per point (P,) or empty, values or means (P, n_c), scatter
+    matrices (P, n_c, n_c), their diagonals): the rows themselves; or the joint cells
+    (`_joint_cells`); or, where those are still many, the tables of pairs of column groups
+    merged from them (`_pair_tables`), each D taking the table whose groups hold it
+    (a D across three groups takes the joint cells)."""
+    nD = Ds.shape[0]
+    joint = _joint_cells(split, codes_t, nD)
+    if joint is None:
+        return np.zeros(nD, dtype=np.int64), [(codes_t, np.empty(0, dtype=np.int64), split.x,
+                                              np.empty((0, 0, 0)), np.empty((0, 0)))]
+    jc, jw, jm, js = joint
+    sources = [(jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)))]
+    src = np.zeros(nD, dtype=np.int64)
+    group, tables = _pair_tables(split, jc, jw, jm, js)
+    gD = np.where(Ds >= 0, group[np.maximum(Ds, 0)], -1)  # each D's columns' groups, −1 padded
+    for (g1, g2), table in tables.items():
+        inside = np.all((gD == g1) | (gD == g2) | (gD < 0), axis=1)
+        take = inside & (src == 0)
+        if take.any():
+            src[take] = len(sources)
+            sources.append(table)
+    return src, sources
+
+
+def _pair_tables(split: _Split, jc, jw, jm, js):
+    """(group of each discrete column, {(g1, g2): table}): the columns cut, in order, into
+    groups of at most `GROUP_CELLS` configurations, and for each pair of groups g1 < g2
+    the cells of their columns merged from the joint cells (`_cell_index` on the joint
+    cells' codes, `_cell_counts_w`, `_joint_moments`, `_joint_scatters`), kept where they
+    are at most a quarter of the joint cells: a table as `_sources`' (codes of one joint
+    cell of each)."""
+    p, K = jc.shape
+    group = np.zeros(p, dtype=np.int64)
+    cells, g = 1, 0
+    for a in range(p):
+        if cells * int(split.r[a]) > GROUP_CELLS and cells > 1:
+            g += 1
+            cells = 1
+        cells *= int(split.r[a])
+        group[a] = g
+    tables = {}
+    if g < 2:  # two groups or fewer: their pair is all the columns
+        return group, tables
+    wdiag = np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2))
+    for g1 in range(g + 1):
+        for g2 in range(g1 + 1, g + 1):
+            C = np.flatnonzero((group == g1) | (group == g2))
+            index = np.empty((1, K), dtype=np.int32)
+            G = np.empty(1, dtype=np.int64)
+            _cell_index(jc, split.r, C[None].astype(np.int64), np.array([C.size]), 0, 1, index, G)
+            G = int(G[0])
+            if 4 * G > K:
+                continue
+            goff = np.array([0, G])
+            counts = np.zeros(G, dtype=np.int64)
+            _cell_counts_w(index, goff, 0, 1, jw, counts)
+            means = np.zeros((G, split.n_c))
+            _joint_moments(jm, wdiag, jw, index, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means,
+                           np.zeros((G, split.n_c)))
+            S = np.zeros((G, split.n_c, split.n_c))
+            _joint_scatters(jm, js, jw, index[0], means, S)
+            first = np.full(G, K, dtype=np.int64)
+            np.minimum.at(first, index[0].astype(np.int64), np.arange(K))
+            tables[g1, g2] = (np.ascontiguousarray(jc[:, first]), counts, means, S,
+                              np.ascontiguousarray(np.diagonal(S, axis1=1, axis2=2)))
+    return group, tables
 
 
 def _joint_cells(split: _Split, codes_t: np.ndarray, nD: int):
