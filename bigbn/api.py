@@ -130,8 +130,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     `Result.parent_sets` always has all of them. map_dag: also find the highest-scoring
     DAG (argmax Σ_i β_i(G_i); WORKDIR/map_dag.csv, `Result.map_arcs()`); it can be added
     to a finished run by running again with map_dag=True. posterior=False (with
-    map_dag=True): only the MAP network, at 9·2^n bytes of disk and about a third of the
-    work; the result has no posteriors, and running again with posterior=True adds them.
+    map_dag=True): only the MAP network, at 9·2^n bytes of disk and nearly the time of a
+    posterior run; the result has no posteriors, and running again with posterior=True adds them.
     tiers: a bucket order of the variables, {name: tier} (integers, lower = earlier) or a
     list of lists of names (earliest first): only the orders that list every earlier tier
     first have prior mass (docs/posterior.md, "Tiers"); up to MAX_TIERED_NODES variables,

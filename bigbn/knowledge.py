@@ -372,7 +372,8 @@ class Knowledge:
             order = getattr(expert, "temporal_order")
         except AttributeError:
             raise OptionError(f"from_pgmpy takes a pgmpy ExpertKnowledge, got {type(expert).__name__}") from None
-        tiers = [[str(x) for x in t] for t in order] if order else None
+        # pgmpy's "no temporal order" is [[]]: its empty tiers say nothing, so they are dropped
+        tiers = [[str(x) for x in t] for t in order or () if len(t)] or None
         return cls(tiers=tiers, forbidden=[tuple(map(str, e)) for e in forbidden or ()],
                    required=[tuple(map(str, e)) for e in required or ()])
 

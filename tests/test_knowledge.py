@@ -128,6 +128,9 @@ def test_from_pgmpy_expert_knowledge():
                           tiers=[["asia", "smoke"], ["tub", "lung", "bronc", "either", "xray", "dysp"]])
     with pytest.raises(OptionError, match="from_pgmpy takes a pgmpy ExpertKnowledge, got dict"):
         Knowledge.from_pgmpy({})
+    # without a temporal order pgmpy holds [[]]: no tiers, not an empty tier
+    bare = ExpertKnowledge(forbidden_edges=[("bronc", "dysp")], required_edges=[("smoke", "lung")])
+    assert Knowledge.from_pgmpy(bare) == Knowledge(forbidden=[("bronc", "dysp")], required=[("smoke", "lung")])
 
 
 def test_status_shows_the_knowledge_by_name(tmp_path):

@@ -213,8 +213,8 @@ def _kind_lines(summary) -> list[str]:
               help="Also find the MAP network (the DAG of highest score Σ β_i(G_i)): "
                    "WORKDIR/map_dag.csv. Adds 9·2^n bytes of disk and about one forward pass.")
 @click.option("--map-only", is_flag=True,
-              help="Only the MAP network, no posterior: 9·2^n bytes of disk and about a third "
-                   "of the work of a posterior run (the same command without it adds the posterior).")
+              help="Only the MAP network, no posterior: 9·2^n bytes of disk and nearly the time "
+                   "of a posterior run (the same command without it adds the posterior).")
 @click.option("--intervention-column", default=None, metavar="NAME",
               help="A column of DATA that is not a variable: each cell lists the variables "
                    "intervened on in its row, joined by '|' (empty: an observational row). Each "
