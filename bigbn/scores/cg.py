@@ -727,7 +727,7 @@ def _pair_tables(split: _Split, jc, jw, jm, js):
     the cells of their columns merged from the joint cells (`_cell_index` on the joint
     cells' codes, `_cell_counts_w`, `_joint_moments`, `_joint_scatters`), kept where they
     are at most a quarter of the joint cells: a table as `_sources`' (codes of one joint
-    cell of each)."""
+    cell of each); all of them in at most `JOINT_BYTES` (the pairs taken in order)."""
     p, K = jc.shape
     group = np.zeros(p, dtype=np.int64)
     cells, g = 1, 0
@@ -741,6 +741,7 @@ def _pair_tables(split: _Split, jc, jw, jm, js):
     if g < 2:  # two groups or fewer: their pair is all the columns
         return group, tables
     wdiag = np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2))
+    room = JOINT_BYTES
     for g1 in range(g + 1):
         for g2 in range(g1 + 1, g + 1):
             C = np.flatnonzero((group == g1) | (group == g2))
@@ -748,8 +749,9 @@ def _pair_tables(split: _Split, jc, jw, jm, js):
             G = np.empty(1, dtype=np.int64)
             _cell_index(jc, split.r, C[None].astype(np.int64), np.array([C.size]), 0, 1, index, G)
             G = int(G[0])
-            if 4 * G > K:
+            if 4 * G > K or G * split.n_c * (split.n_c + 1) * 8 > room:
                 continue
+            room -= G * split.n_c * (split.n_c + 1) * 8
             goff = np.array([0, G])
             counts = np.zeros(G, dtype=np.int64)
             _cell_counts_w(index, goff, 0, 1, jw, counts)
