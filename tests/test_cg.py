@@ -398,9 +398,9 @@ def test_pairwise_kernel_is_numpys_sum(n):
 def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monkeypatch):
     """The fast path (cell index, moments, scatter and log-det kernels on threads) gives
     the numbers of the per-D numpy path it replaced: bit for bit where each D's cells are
-    formed from the rows (JOINT_SHARE = 0), for the full layout and for a sparse naming of
-    families (the tiers' path); to 1e-13 relative where they are merged from the joint
-    cells (the same sums in another order: a few ulps of each scatter entry, 2e-15
+    formed from the rows (JOINT_SHARE = 0 and one group of columns: no tables), for the
+    full layout and for a sparse naming of families (the tiers' path); to 1e-13 relative
+    where they are merged from the joint cells or tables (the same sums in another order: a few ulps of each scatter entry, 2e-15
     relative in the scores here)."""
     ds = mixed(kinds, m, seed, arity=arity)
     ps, fi = parent_set_index(len(kinds), k)
@@ -411,6 +411,7 @@ def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monke
     assert joint == (m >= 60)  # these data: the joint cells are few enough from 60 rows on
     for share in (0.0, cgmod.JOINT_SHARE):
         monkeypatch.setattr(cgmod, "JOINT_SHARE", share)
+        monkeypatch.setattr(cgmod, "GROUP_CELLS", 1 << 62 if share == 0.0 else 16)  # 0: no tables either
         same = np.array_equal if share == 0.0 or not joint else (
             lambda a, b, equal_nan=False: np.allclose(a, b, rtol=1e-13, atol=0.0, equal_nan=True))
         for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5}):
@@ -479,14 +480,38 @@ def test_pair_tables_serve_the_sets_within_two_groups():
     codes_t = np.ascontiguousarray(split.codes.T)
     ps, fi = parent_set_index(n, 3)
     Ds = np.array([[a, b, c] for a in range(p) for b in range(a + 1, p) for c in range(b + 1, p)])
-    src, sources = cgmod._sources(split, codes_t, Ds, np.full(len(Ds), 3))
+    src, sources = cgmod._sources(split, codes_t, Ds, np.zeros(len(Ds), dtype=np.bool_))
     assert len(sources) == 4 and np.bincount(src).tolist() == [64, 56, 52, 48]  # 4·4·4 across three groups
     got = cg_scores(ds, 3)
     np.testing.assert_allclose(got, naive.cg_continuous_by_numpy(ds, 3), rtol=1e-13, atol=0.0)
     import unittest.mock
-    with unittest.mock.patch.object(cgmod, "JOINT_SHARE", 0.0):
+    with unittest.mock.patch.object(cgmod, "JOINT_SHARE", 0.0), unittest.mock.patch.object(cgmod, "GROUP_CELLS", 1 << 62):
         rows = cg_scores(ds, 3)
     np.testing.assert_allclose(got, rows, rtol=1e-13, atol=0.0)
+
+
+def test_tables_from_the_rows_for_pairs_and_threes_of_groups():
+    """Joint cells too many (8 independent ternary columns, m = 4000: ≈ 3 000 of them), so
+    the tables are merged from the rows: each pair of groups (2 columns each) serves the
+    sets within it, each three groups the sets of three columns across them (diagonals
+    only); every score as the numpy path's to 1e-13 relative."""
+    rng = np.random.default_rng(32)
+    m, p = 4000, 8
+    codes = rng.integers(0, 3, (m, p))
+    x = rng.normal(size=(m, 2)) + codes[:, :2] * 0.5
+    x[:, 1] += 0.5 * x[:, 0]
+    n = p + 2
+    ds = Dataset(tuple(f"v{j}" for j in range(n)), np.column_stack([codes, x]).astype(np.float64),
+                 np.array([3] * p + [0, 0]), tuple(("0", "1", "2") for _ in range(p)) + ((), ()), kind="mixed")
+    split = cgmod._Split(ds, 1.0, None)
+    codes_t = np.ascontiguousarray(split.codes.T)
+    assert cgmod._joint_cells(split, codes_t, 2) is None
+    assert cgmod._groups(split).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    Ds = np.array([list(c) for c in itertools.combinations(range(p), 3)])
+    src, sources = cgmod._sources(split, codes_t, Ds, np.zeros(len(Ds), dtype=np.bool_))
+    assert len(sources) == 1 + 6 + 4 and np.bincount(src).tolist() == [0] + [4, 4, 4, 4, 4, 4] + [8, 8, 8, 8]
+    assert all(sources[j][3].size == 0 for j in range(7, 11))  # the threes' tables: diagonals only
+    np.testing.assert_allclose(cg_scores(ds, 3), naive.cg_continuous_by_numpy(ds, 3), rtol=1e-13, atol=0.0)
 
 
 def test_joint_cells_only_where_they_are_few():

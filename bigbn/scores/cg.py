@@ -45,6 +45,7 @@ the rule column by column.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -496,14 +497,17 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     sums (2e-15 relative in the scores of tests/test_cg.py). Each D then costs K joint
     cells instead of m rows (K = 973 of m = 10^4 rows for 12 binary columns in a chain,
     2 064 of 10^5). Where the joint cells are many too (12 independent binary columns:
-    3 724 of 10^4 rows), the columns are cut into groups and each pair of groups gets a
-    table merged from the joint cells (`_sources`, `_pair_tables`); a D within two groups
-    then costs that table's cells (at most 256 for 8 binary columns)."""
+    3 724 of 10^4 rows), the columns are cut into groups, and each pair of groups and
+    each three get a table merged from the joint cells or the rows (`_sources`,
+    `_table`); a D within two groups then costs its pair's cells (at most 256 for 8
+    binary columns), a D of k columns across three groups its three's."""
     m, n_c = split.x.shape
     nD = Ds.shape[0]
     codes_t = np.ascontiguousarray(split.codes.T)
     threads = _threads()
-    src, sources = _sources(split, codes_t, Ds, dlen)
+    needs_full = np.zeros(nD, dtype=np.bool_)
+    np.logical_or.at(needs_full, which, (Z >= 0).any(axis=1))  # off-diagonal entries needed
+    src, sources = _sources(split, codes_t, Ds, needs_full)
     perm = np.argsort(src, kind="stable")  # the sets of one source together
     newpos = np.empty(nD, dtype=np.int64)
     newpos[perm] = np.arange(nD)
@@ -695,40 +699,56 @@ GROUP_CELLS = 16
 PARALLEL_WORK = 1 << 25
 
 
-def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, dlen: np.ndarray):
+def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, full: np.ndarray):
     """Where each discrete set D's cells come from: (src (nD,), sources), a source being
     (codes (p, P), rows per point (P,) or empty, values or means (P, n_c), scatter
-    matrices (P, n_c, n_c), their diagonals): the rows themselves; or the joint cells
-    (`_joint_cells`); or, where those are still many, the tables of pairs of column groups
-    merged from them (`_pair_tables`), each D taking the table whose groups hold it
-    (a D across three groups takes the joint cells)."""
+    matrices (P, n_c, n_c) or empty, their diagonals (P, n_c)).
+
+    The base is the rows themselves, or the joint cells where those are few
+    (`_joint_cells`). Then the columns are cut into groups (`_groups`) and, for each pair
+    of groups, and for each three groups, a table of their columns' cells is merged from
+    the base (`_table`): a D within two groups takes the pair's table, a D within three
+    that needs only diagonals (a set of k discrete columns leaves room for one continuous
+    variable) the three's; each table is kept only if its cells are at most a quarter of
+    the base's points, and all of them within `JOINT_BYTES`."""
     nD = Ds.shape[0]
     joint = _joint_cells(split, codes_t, nD)
     if joint is None:
-        return np.zeros(nD, dtype=np.int64), [(codes_t, np.empty(0, dtype=np.int64), split.x,
-                                              np.empty((0, 0, 0)), np.empty((0, 0)))]
-    jc, jw, jm, js = joint
-    sources = [(jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)))]
+        base = (codes_t, np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0)), np.empty((0, 0)))
+    else:
+        jc, jw, jm, js = joint
+        base = (jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)))
     src = np.zeros(nD, dtype=np.int64)
-    group, tables = _pair_tables(split, jc, jw, jm, js)
-    gD = np.where(Ds >= 0, group[np.maximum(Ds, 0)], -1)  # each D's columns' groups, −1 padded
-    for (g1, g2), table in tables.items():
-        inside = np.all((gD == g1) | (gD == g2) | (gD < 0), axis=1)
-        take = inside & (src == 0)
-        if take.any():
-            src[take] = len(sources)
-            sources.append(table)
+    sources = [base]
+    group = _groups(split)
+    ng = int(group.max(initial=-1)) + 1
+    if nD < 2 or ng < 3:  # two groups or fewer: their tables are the base
+        return src, sources
+    if ng > 62:
+        return src, sources
+    # each D's groups as a mask (the union of its columns' groups)
+    gmask = np.bitwise_or.reduce(np.where(Ds >= 0, np.left_shift(np.int64(1), group[np.maximum(Ds, 0)]), 0),
+                                 axis=1)
+    room = [JOINT_BYTES]
+    for size in (2, 3):
+        for gs in itertools.combinations(range(ng), size):
+            inside = (gmask & ~np.int64(sum(1 << g for g in gs)) == 0) & (src == 0)
+            if size == 3:
+                inside &= ~full
+            if not inside.any():
+                continue
+            table = _table(split, base, np.flatnonzero(np.isin(group, gs)), size == 2 and bool(full[inside].any()),
+                           room)
+            if table is not None:
+                src[inside] = len(sources)
+                sources.append(table)
     return src, sources
 
 
-def _pair_tables(split: _Split, jc, jw, jm, js):
-    """(group of each discrete column, {(g1, g2): table}): the columns cut, in order, into
-    groups of at most `GROUP_CELLS` configurations, and for each pair of groups g1 < g2
-    the cells of their columns merged from the joint cells (`_cell_index` on the joint
-    cells' codes, `_cell_counts_w`, `_joint_moments`, `_joint_scatters`), kept where they
-    are at most a quarter of the joint cells: a table as `_sources`' (codes of one joint
-    cell of each); all of them in at most `JOINT_BYTES` (the pairs taken in order)."""
-    p, K = jc.shape
+def _groups(split: _Split) -> np.ndarray:
+    """The group of each discrete column: the columns cut, in order, into groups of at most
+    `GROUP_CELLS` configurations (4 binary columns, 2 ternary)."""
+    p = split.r.size
     group = np.zeros(p, dtype=np.int64)
     cells, g = 1, 0
     for a in range(p):
@@ -737,34 +757,50 @@ def _pair_tables(split: _Split, jc, jw, jm, js):
             cells = 1
         cells *= int(split.r[a])
         group[a] = g
-    tables = {}
-    if g < 2:  # two groups or fewer: their pair is all the columns
-        return group, tables
-    wdiag = np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2))
-    room = JOINT_BYTES
-    for g1 in range(g + 1):
-        for g2 in range(g1 + 1, g + 1):
-            C = np.flatnonzero((group == g1) | (group == g2))
-            index = np.empty((1, K), dtype=np.int32)
-            G = np.empty(1, dtype=np.int64)
-            _cell_index(jc, split.r, C[None].astype(np.int64), np.array([C.size]), 0, 1, index, G)
-            G = int(G[0])
-            if 4 * G > K or G * split.n_c * (split.n_c + 1) * 8 > room:
-                continue
-            room -= G * split.n_c * (split.n_c + 1) * 8
-            goff = np.array([0, G])
-            counts = np.zeros(G, dtype=np.int64)
-            _cell_counts_w(index, goff, 0, 1, jw, counts)
-            means = np.zeros((G, split.n_c))
-            _joint_moments(jm, wdiag, jw, index, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means,
-                           np.zeros((G, split.n_c)))
-            S = np.zeros((G, split.n_c, split.n_c))
-            _joint_scatters(jm, js, jw, index[0], means, S)
-            first = np.full(G, K, dtype=np.int64)
-            np.minimum.at(first, index[0].astype(np.int64), np.arange(K))
-            tables[g1, g2] = (np.ascontiguousarray(jc[:, first]), counts, means, S,
-                              np.ascontiguousarray(np.diagonal(S, axis1=1, axis2=2)))
-    return group, tables
+    return group
+
+
+def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
+    """The cells of the columns C merged from the base source (rows: `_cell_counts`,
+    `_cell_moments`, `_full_scatters`; joint cells: `_cell_counts_w`, `_joint_moments`,
+    `_joint_scatters`), as a source: with the whole scatter matrices if ``with_full``,
+    else their diagonals only. None if its cells are more than a quarter of the base's
+    points, or its matrices more than room[0] bytes (else taken from it)."""
+    codes, w, x, S0, d0 = base
+    P = x.shape[0]
+    n_c = split.n_c
+    index = np.empty((1, P), dtype=np.int32)
+    G = np.empty(1, dtype=np.int64)
+    _cell_index(codes, split.r, C[None].astype(np.int64), np.array([C.size]), 0, 1, index, G)
+    G = int(G[0])
+    need = G * n_c * ((n_c if with_full else 0) + 2) * 8
+    if 4 * G > P or need > room[0]:
+        return None
+    room[0] -= need
+    goff = np.array([0, G])
+    counts = np.zeros(G, dtype=np.int64)
+    means = np.zeros((G, n_c))
+    sq = np.zeros((G, n_c))
+    diagonal = np.array([not with_full])
+    if w.size:
+        _cell_counts_w(index, goff, 0, 1, w, counts)
+        _joint_moments(x, d0, w, index, goff, counts, diagonal, 0, 1, means, sq)
+    else:
+        _cell_counts(index, goff, 0, 1, counts)
+        _cell_moments(x, index, goff, counts, diagonal, 0, 1, means, sq)
+    if with_full:
+        S = np.zeros((G, n_c, n_c))
+        if w.size:
+            _joint_scatters(x, S0, w, index[0], means, S)
+        else:
+            _full_scatters(x, index[0], means, counts, np.empty(P, dtype=np.int64),
+                           np.empty((int(counts.max()), n_c)), S)
+        sq = np.ascontiguousarray(np.diagonal(S, axis1=1, axis2=2))
+    else:
+        S = np.empty((0, 0, 0))
+    first = np.full(G, P, dtype=np.int64)
+    np.minimum.at(first, index[0].astype(np.int64), np.arange(P))
+    return np.ascontiguousarray(codes[:, first]), counts, means, S, sq
 
 
 def _joint_cells(split: _Split, codes_t: np.ndarray, nD: int):
