@@ -465,8 +465,9 @@ def test_joint_cell_kernels_against_the_rows(K, G, offset):
 def test_pair_tables_serve_the_sets_within_two_groups():
     """With many discrete columns (12 binary: groups of 4) and many joint cells, the sets
     within two groups take their cells from the pair's table (merged from the joint cells,
-    `_pair_tables`), those across three from the joint cells: every score as the numpy
-    path's (from the rows) to 1e-13 relative, and as the rows' own kernels'."""
+    `_table`), those across three from the joint cells (the three's table would be as
+    many): every score as the numpy path's (from the rows) to 1e-13 relative, and as the
+    rows' own kernels'."""
     rng = np.random.default_rng(31)
     m, p = 8000, 12  # ≈ 3 500 joint cells: at most half the rows
     codes = rng.integers(0, 2, (m, p))

@@ -692,7 +692,7 @@ JOINT_BYTES = 1 << 28
 
 
 #: the discrete columns are cut into groups of at most this many configurations, whose
-#: pairs' tables serve the sets within two groups (`_pair_tables`)
+#: pairs and threes get tables of their columns' cells (`_sources`, `_table`)
 GROUP_CELLS = 16
 #: a source's sets go on threads from about this many products (points · sets · n_c²):
 #: below it (12 + 12 columns, 973 joint cells, m = 10^4) one thread took 17.6 ms, two 23.3
