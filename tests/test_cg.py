@@ -407,7 +407,9 @@ def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monke
     index = np.where(np.arange(ps.shape[0])[:, None] % 3 == 0, fi, -1)
     sets = (ps, index, int(fi.max()) + 1)
     split = cgmod._Split(ds, 1.0, None)
-    joint = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), 2) is not None
+    sources = cgmod._sources(split, np.ascontiguousarray(split.codes.T), np.zeros((2, 1), dtype=np.int64),
+                             np.ones(2, dtype=np.bool_))[1]
+    joint = sources[0][2] is not split.x
     assert joint == (m >= 60)  # these data: the joint cells are few enough from 60 rows on
     for share in (0.0, cgmod.JOINT_SHARE):
         monkeypatch.setattr(cgmod, "JOINT_SHARE", share)
@@ -506,7 +508,7 @@ def test_tables_from_the_rows_for_pairs_and_threes_of_groups():
                  np.array([3] * p + [0, 0]), tuple(("0", "1", "2") for _ in range(p)) + ((), ()), kind="mixed")
     split = cgmod._Split(ds, 1.0, None)
     codes_t = np.ascontiguousarray(split.codes.T)
-    assert cgmod._joint_cells(split, codes_t, 2) is None
+    assert cgmod._joint_cells(split, codes_t, split.x) is None
     assert cgmod._groups(split).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     Ds = np.array([list(c) for c in itertools.combinations(range(p), 3)])
     src, sources = cgmod._sources(split, codes_t, Ds, np.zeros(len(Ds), dtype=np.bool_))
@@ -517,24 +519,27 @@ def test_tables_from_the_rows_for_pairs_and_threes_of_groups():
 
 def test_joint_cells_only_where_they_are_few():
     """The joint cells replace the rows only when there are at most JOINT_SHARE of them per
-    row (and two or more discrete columns, and two or more discrete sets to share them)."""
+    row (and there are two or more discrete sets to share them)."""
     few = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 400, 3, arity=2)
     many = mixed(["discrete", "discrete", "continuous", "discrete", "continuous"], 30, 3, arity=6)
     for ds, want in ((few, True), (many, False)):
         split = cgmod._Split(ds, 1.0, None)
         codes_t = np.ascontiguousarray(split.codes.T)
-        got = cgmod._joint_cells(split, codes_t, 5)
+        got = cgmod._joint_cells(split, codes_t, split.x)
         assert (got is not None) == want
-        assert cgmod._joint_cells(split, codes_t, 1) is None
-    codes, counts, means, within = cgmod._joint_cells(cgmod._Split(few, 1.0, None),
-                                                      np.ascontiguousarray(cgmod._Split(few, 1.0, None).codes.T), 5)
+        src, sources = cgmod._sources(split, codes_t, np.array([[0, 1, 2]]), np.array([True]))  # one set: the rows
+        assert len(sources) == 1 and sources[0][2] is split.x
+    split = cgmod._Split(few, 1.0, None)
+    codes, counts, means, within = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), split.x)
     K = counts.size
     assert codes.shape == (3, K) and counts.sum() == 400 and within.shape == (K, 2, 2) and K <= 100
 
 
-def test_one_level_discrete_column_is_the_whole_table():
+def test_one_level_discrete_column_is_the_whole_table(monkeypatch):
     """A discrete column with one level (q = 1) leaves its families on the whole table,
-    BGe's prior: the numbers of the numpy path."""
+    BGe's prior: the numbers of the numpy path (the other sets' cells from the rows, as
+    it forms them)."""
+    monkeypatch.setattr(cgmod, "JOINT_SHARE", 0.0)
     ds = mixed(["discrete", "continuous", "discrete", "continuous", "continuous"], 50, 28)
     data = ds.data.copy()
     data[:, 0] = 0

@@ -525,13 +525,14 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     fam_col = fi[rows, child]
     bounds = np.searchsorted(src, np.arange(len(sources) + 1))
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        for b, (codes_t, wts, xs, wscatter, wdiag) in enumerate(sources):
-            _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, int(bounds[b]), int(bounds[b + 1]),
-                         Ds, dlen, qs, lmax, full, set_off, Z, zl, fam_off, rows, child, fam_col, cont, out)
+        for b, (codes_t, wts, xs, wscatter, wdiag, nu) in enumerate(sources):
+            _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, int(bounds[b]),
+                         int(bounds[b + 1]), Ds, dlen, qs, lmax, full, set_off, Z, zl, fam_off, rows, child, fam_col,
+                         cont, out)
 
 
-def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, b0, b1, Ds, dlen, qs, lmax, full, set_off, Z,
-                 zl, fam_off, rows, child, fam_col, cont, out) -> None:
+def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0, b1, Ds, dlen, qs, lmax, full,
+                 set_off, Z, zl, fam_off, rows, child, fam_col, cont, out) -> None:
     """`_discrete_sets` for its sets b0 .. b1 − 1, whose cells come from one source: the
     rows (``wts`` empty, ``xs`` the values, codes_t the rows' codes), or cells of a table
     (codes_t, rows wts, means xs, scatter matrices wscatter and their diagonals wdiag)."""
@@ -590,7 +591,7 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, b0, b1
         sl = slice(set_off[lo], set_off[hi])
         fl = slice(fam_off[lo], fam_off[hi])
         _on_threads(pool, threads, hi - lo, np.where(full[lo:hi], n_c * n_c, n_c) * points + 1,
-                    lambda a, b: _score_sets(xs, wscatter, wts, split.nu, index, G, goff, counts, cell_means, cell_sq,
+                    lambda a, b: _score_sets(xs, wscatter, wts, nu, index, G, goff, counts, cell_means, cell_sq,
                                              a_mu, t, full[lo:hi],
                                              const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
                                              fam_off[lo:hi + 1] - fam_off[lo], rows[fl] - set_off[lo],
@@ -702,7 +703,14 @@ PARALLEL_WORK = 1 << 25
 def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, full: np.ndarray):
     """Where each discrete set D's cells come from: (src (nD,), sources), a source being
     (codes (p, P), rows per point (P,) or empty, values or means (P, n_c), scatter
-    matrices (P, n_c, n_c) or empty, their diagonals (P, n_c)).
+    matrices (P, n_c, n_c) or empty, their diagonals (P, n_c), the prior's ν in the
+    source's coordinates).
+
+    What is merged (the joint cells, the tables) is formed from the rows less ν (the
+    columns' means), so that a cell's mean carries the rounding of its spread, not of
+    its distance from 0 (merging adds a first-order term in it, where the rows' two
+    passes do not); its ν is then 0. The rows themselves, where they are the source, are
+    not moved (cg-1's numbers).
 
     The base is the rows themselves, or the joint cells where those are few
     (`_joint_cells`). Then the columns are cut into groups (`_groups`) and, for each pair
@@ -712,17 +720,23 @@ def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, full: np.ndarra
     variable) the three's; each table is kept only if its cells are at most a quarter of
     the base's points, and all of them within `JOINT_BYTES`."""
     nD = Ds.shape[0]
-    joint = _joint_cells(split, codes_t, nD)
+    rows = (codes_t, np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0)), np.empty((0, 0)), split.nu)
+    if nD < 2 or codes_t.shape[0] < 2:
+        return np.zeros(nD, dtype=np.int64), [rows]
+    xc = split.x - split.nu  # the rows less ν: what is merged is formed from these
+    zero = np.zeros(split.n_c)
+    joint = _joint_cells(split, codes_t, xc)
     if joint is None:
-        base = (codes_t, np.empty(0, dtype=np.int64), split.x, np.empty((0, 0, 0)), np.empty((0, 0)))
+        sources = [rows]
+        base = (codes_t, np.empty(0, dtype=np.int64), xc, np.empty((0, 0, 0)), np.empty((0, 0)), zero)
     else:
         jc, jw, jm, js = joint
-        base = (jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)))
+        base = (jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)), zero)
+        sources = [base]
     src = np.zeros(nD, dtype=np.int64)
-    sources = [base]
     group = _groups(split)
     ng = int(group.max(initial=-1)) + 1
-    if nD < 2 or ng < 3:  # two groups or fewer: their tables are the base
+    if ng < 3:  # two groups or fewer: their tables are the base
         return src, sources
     if ng > 62:
         return src, sources
@@ -766,7 +780,7 @@ def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
     `_joint_scatters`), as a source: with the whole scatter matrices if ``with_full``,
     else their diagonals only. None if its cells are more than a quarter of the base's
     points, or its matrices more than room[0] bytes (else taken from it)."""
-    codes, w, x, S0, d0 = base
+    codes, w, x, S0, d0, nu = base
     P = x.shape[0]
     n_c = split.n_c
     index = np.empty((1, P), dtype=np.int32)
@@ -800,20 +814,19 @@ def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
         S = np.empty((0, 0, 0))
     first = np.full(G, P, dtype=np.int64)
     np.minimum.at(first, index[0].astype(np.int64), np.arange(P))
-    return np.ascontiguousarray(codes[:, first]), counts, means, S, sq
+    return np.ascontiguousarray(codes[:, first]), counts, means, S, sq, nu
 
 
-def _joint_cells(split: _Split, codes_t: np.ndarray, nD: int):
+def _joint_cells(split: _Split, codes_t: np.ndarray, x: np.ndarray):
     """The rows grouped by their configuration of every discrete column (the joint cells):
     (codes (p, K) of each cell's configuration, rows per cell (K,), means (K, n_c),
     centred scatter matrices (K, n_c, n_c)), each formed from its rows in order of the
     rows (`_cell_moments`, `_full_scatters`), if there are few enough of them
     (`JOINT_SHARE` of the rows; `JOINT_BYTES`) for each D's cells to be merged from them
-    (`_joint_moments`, `_joint_scatters`) at less cost than from the rows; else None."""
-    m, n_c = split.x.shape
+    (`_joint_moments`, `_joint_scatters`) at less cost than from the rows; else None.
+    x: the rows' values (m, n_c) to form them from."""
+    m, n_c = x.shape
     p = codes_t.shape[0]
-    if nD < 2 or p < 2:
-        return None
     jindex = np.empty((1, m), dtype=np.int32)
     K = np.empty(1, dtype=np.int64)
     _cell_index(codes_t, split.r, np.arange(p, dtype=np.int64)[None], np.array([p]), 0, 1, jindex, K)
@@ -824,9 +837,9 @@ def _joint_cells(split: _Split, codes_t: np.ndarray, nD: int):
     counts = np.zeros(K, dtype=np.int64)
     _cell_counts(jindex, goff, 0, 1, counts)
     means = np.zeros((K, n_c))
-    _cell_moments(split.x, jindex, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means, np.zeros((K, n_c)))
+    _cell_moments(x, jindex, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means, np.zeros((K, n_c)))
     within = np.zeros((K, n_c, n_c))
-    _full_scatters(split.x, jindex[0], means, counts, np.empty(m, dtype=np.int64),
+    _full_scatters(x, jindex[0], means, counts, np.empty(m, dtype=np.int64),
                    np.empty((int(counts.max()), n_c)), within)
     first = np.full(K, m, dtype=np.int64)
     np.minimum.at(first, jindex[0].astype(np.int64), np.arange(m))
