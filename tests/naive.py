@@ -1664,3 +1664,20 @@ def draw_parents_by_filter(beta, fam, nodes, preds, seed, first, attempt, unifor
             g = int(fam[pick])
             out[t, i] = (g & ((1 << i) - 1)) | ((g >> i) << (i + 1))
     return out
+
+
+# ---------------------------------------------------------------- cg: exact cell scatter (joint cells, 2026-11-27)
+
+def exact_cell_scatter(x, idx, G):
+    """The centred scatter matrix of each cell g's rows (idx[r] = g) in exact rational
+    arithmetic (fractions of the float64 inputs), as floats: (G, n, n) nested lists."""
+    from fractions import Fraction
+
+    n = len(x[0])
+    out = []
+    for g in range(G):
+        rows = [[Fraction(float(v)) for v in x[r]] for r in range(len(x)) if idx[r] == g]
+        mu = [sum(rw[a] for rw in rows) / len(rows) for a in range(n)]
+        out.append([[float(sum((rw[a] - mu[a]) * (rw[b] - mu[b]) for rw in rows)) for b in range(n)]
+                    for a in range(n)])
+    return out

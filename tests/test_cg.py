@@ -517,6 +517,34 @@ def test_tables_from_the_rows_for_pairs_and_threes_of_groups():
     np.testing.assert_allclose(cg_scores(ds, 3), naive.cg_continuous_by_numpy(ds, 3), rtol=1e-13, atol=0.0)
 
 
+def test_merged_scatter_against_exact_arithmetic():
+    """Far from 0 (mean −5 000, spread 1.5) the merged scatter matrices (joint cells formed
+    from the rows less ν, then `_joint_moments`, `_joint_scatters`) and the rows' two
+    passes (`_scatters`) are both within 4 ulps of each entry's diagonal scale of the exact
+    rational answer (naive.exact_cell_scatter)."""
+    rng = np.random.default_rng(33)
+    m, c, K, G = 90, 3, 9, 3
+    J = rng.integers(0, K, m)
+    J[:K] = np.arange(K)
+    jmap = np.arange(K) % G
+    x = rng.normal(size=(m, c)) * 1.5 - 5233.0 + jmap[J][:, None] * 0.7
+    exact = np.array(naive.exact_cell_scatter(x.tolist(), jmap[J].tolist(), G))
+    scale = np.sqrt(np.einsum("gaa,gbb->gab", exact, exact))
+    xc = x - x.mean(axis=0)
+    nJ, muJ, MJ = (np.array(a) for a in naive.cg_cell_moments(xc.tolist(), J.tolist(), K))
+    counts = np.bincount(jmap, weights=nJ).astype(np.int64)
+    means = np.zeros((G, c))
+    cgmod._joint_moments(muJ, np.ascontiguousarray(np.diagonal(MJ, axis1=1, axis2=2)), nJ.astype(np.int64),
+                         jmap.astype(np.int32)[None], np.array([0, G]), counts, np.array([False]), 0, 1, means,
+                         np.zeros((G, c)))
+    merged = np.zeros((G, c, c))
+    cgmod._joint_scatters(muJ, MJ, nJ.astype(np.int64), jmap.astype(np.int32), means, merged)
+    rows = cgmod._scatters(jmap[J].astype(np.int64), G, x, False)[2]
+    eps = np.finfo(float).eps
+    assert np.all(np.abs(merged - exact) <= 4 * eps * scale)
+    assert np.all(np.abs(rows - exact) <= 4 * eps * scale)
+
+
 def test_joint_cells_only_where_they_are_few():
     """The joint cells replace the rows only when there are at most JOINT_SHARE of them per
     row (and there are two or more discrete sets to share them)."""
