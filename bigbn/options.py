@@ -237,7 +237,8 @@ _PHRASES = (
 _ALONE = {"fresh": "fresh=True", "map-only": "posterior=False", "map": "map_dag=True",
           "processes": 'scheduler="processes"'}
 _KEYWORDS = {"alpha": "alpha_mode", "forbid": "forbidden", "require": "required", "map": "map_dag",
-             "samples": "samples", "intervention-column": "intervention_column", "sep": "sep"}
+             "samples": "samples", "intervention-column": "intervention_column", "sep": "sep",
+             "series-column": "series"}
 _VALUE = r"\d[\w.]*|bge|bdeu|k2|auto|recompute|store|threads|sync|dask|processes"
 _FLAG = re.compile(r"(`[^`]*`)|--([a-z][a-z-]*)(?: (" + _VALUE + r")\b)?")
 

@@ -457,3 +457,21 @@ def test_a_time_series_of_mixed_data_is_refused_in_one_line():
     for kw in ({}, {"score": "cg"}, {"discrete": ["a"]}):
         with pytest.raises(OptionError, match="^a time series of mixed data .* not supported yet"):
             bigbn.learn(df, lag=1, series="s", max_parents=1, **kw)
+
+
+def test_series_read_as_mixed_data_name_their_columns(tmp_path):
+    """--lag without --series-column: the text series id and the numeric time are read as
+    variables, which makes the table mixed. The refusal names the discrete and continuous
+    columns and the likely cause (it blamed the cg score and --discrete, neither given)."""
+    from bigbn.options import python_spelling
+
+    rows = "".join(f"s{i // 12},{i % 12},{'xy'[i % 2]},{'uv'[i // 2 % 2]}\n" for i in range(24))
+    path = _write(tmp_path, "sid,time,A,B\n" + rows)
+    with pytest.raises(OptionError) as e:
+        dbn.load(path, lag=1)
+    msg = str(e.value)
+    assert msg.startswith("a time series of mixed data") and "\n" not in msg
+    assert "discrete columns (sid, A, B) and continuous ones (time)" in msg
+    assert "--series-column or --time-column" in msg
+    assert "series= or time_column=" in python_spelling(msg)
+    assert dbn.load(path, lag=1, series="sid", time="time").n == 2  # named: one kind of data
