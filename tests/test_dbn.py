@@ -475,3 +475,18 @@ def test_series_read_as_mixed_data_name_their_columns(tmp_path):
     assert "--series-column or --time-column" in msg
     assert "series= or time_column=" in python_spelling(msg)
     assert dbn.load(path, lag=1, series="sid", time="time").n == 2  # named: one kind of data
+
+
+def test_times_float64_cannot_tell_apart_are_ordered_exactly(tmp_path):
+    """Times 10^20 + t (distinct integers, equal in float64) order the rows as t does; they
+    were refused as ties. Times that are equal as numbers ('2' and '2.0') still tie."""
+    body = [(i // 8, i % 8, "xy"[(i * 5 + i // 3) % 2], "uv"[(i * 7 // 2) % 2]) for i in range(16)]
+    plain = _write(tmp_path, "s,t,A,B\n" + "".join(f"{s},{t},{a},{b}\n" for s, t, a, b in body[::-1]))
+    big = tmp_path / "big.csv"
+    big.write_text("s,t,A,B\n" + "".join(f"{s},{10 ** 20 + t},{a},{b}\n" for s, t, a, b in body[::-1]))
+    want, got = dbn.load(plain, series="s", time="t"), dbn.load(big, series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    tie = tmp_path / "tie.csv"
+    tie.write_text("s,t,A,B\n1,2,x,u\n1,2.0,y,v\n1,3,x,v\n")
+    with pytest.raises(DataError, match=r"line 3, column 't': time '2.0' ties line 2"):
+        dbn.load(tie, series="s", time="t")
