@@ -344,3 +344,29 @@ def test_export_on_the_command_line(tmp_path):
         assert r.exit_code != 0 and needle in r.output and len(r.output.strip().splitlines()) == 1, r.output
     r = cli("export", wd, "--dag", "0.5", "--out", tmp_path)  # click's own check, as for every command
     assert r.exit_code == 2 and "is a directory" in r.output
+
+
+def test_export_of_a_mixed_run_and_of_a_time_series_run(tmp_path):
+    """A cg run has no parameter model bigbn fits: one line (it was a TypeError traceback
+    from fit). A time series run is fitted on its transition rows, read as the run read
+    them (its data file was refused as 'not the data of this run')."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 40)
+    x = a + rng.normal(size=40)
+    mixed = tmp_path / "mx.csv"
+    mixed.write_text("a,x\n" + "".join(f"l{u},{v:.5f}\n" for u, v in zip(a, x)))
+    assert cli("run", mixed, "-w", tmp_path / "m", "-q").exit_code == 0
+    r = cli("export", tmp_path / "m", "--dag", "0.5")
+    assert r.exit_code == 1 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert "mixed (the cg score)" in r.output
+    with pytest.raises(OptionError, match="mixed"):
+        bigbn.open(tmp_path / "m").to_pgmpy(dag=0.5)
+    series = tmp_path / "ts.csv"
+    series.write_text("s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                          for i in range(30)))
+    assert cli("run", series, "--series-column", "s", "-w", tmp_path / "t", "-q", "--map").exit_code == 0
+    out = tmp_path / "t.xml"
+    r = cli("export", tmp_path / "t", "--format", "xmlbif", "--out", out)
+    assert r.exit_code == 0, r.output
+    res = bigbn.open(tmp_path / "t")
+    assert "A[t-1]" in out.read_text() and len(res.to_pgmpy().nodes()) == 4
