@@ -490,3 +490,14 @@ def test_times_float64_cannot_tell_apart_are_ordered_exactly(tmp_path):
     tie.write_text("s,t,A,B\n1,2,x,u\n1,2.0,y,v\n1,3,x,v\n")
     with pytest.raises(DataError, match=r"line 3, column 't': time '2.0' ties line 2"):
         dbn.load(tie, series="s", time="t")
+
+
+def test_open_gives_a_time_series_runs_edges_into_slice_t_only(tmp_path):
+    """bigbn.open of a DBN run lost which nodes are children: its edges() listed every edge
+    into a lagged variable with posterior 0, as if the model had ruled it out."""
+    path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                                for i in range(30)))
+    res = bigbn.learn(path, series="s", max_parents=2, workdir=tmp_path / "w")
+    back = bigbn.open(tmp_path / "w")
+    assert back.children == res.children == (0, 1)
+    assert list(back.edges()) == list(res.edges()) and len(list(back.edges())) == 2 * 3
