@@ -113,6 +113,11 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
                               "there is no edge within slice t: drop the tiers or the option")
         within = [[x] for x in current]
         no_edges = []
+        hard = user.hard_edges()[1]
+        for u, v in sorted(hard):
+            if not is_lagged(u):
+                raise OptionError(f"knowledge: required edge {u} -> {v} is within slice t, but this time series "
+                                  "has no contemporaneous edges (--no-contemporaneous): drop the one or the other")
         forbidden += [(u, v) for u in current for v in current if u != v]
     return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,
                      required=list(user.required), edge_prob=dict(user.edge_prob),

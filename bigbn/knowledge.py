@@ -206,7 +206,8 @@ class Knowledge:
                 why = ("forbidden" if (u, v) in self.forbidden else
                        "given prior probability 0" if (u, v) in dict(self.edge_prob) else
                        f"within tier {tier_of[v] + 1}, which has no edges within")
-                raise OptionError(f"edge {u} -> {v} is both required and {why}")
+                how = "required" if (u, v) in self.required else "given prior probability 1"
+                raise OptionError(f"edge {u} -> {v} is both {how} and {why}")
             if u in tier_of and v in tier_of and tier_of[u] > tier_of[v]:
                 raise OptionError(f"required edge {u} -> {v} points from tier {tier_of[u] + 1} back to "
                                   f"tier {tier_of[v] + 1}")

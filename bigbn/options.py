@@ -254,7 +254,7 @@ _PHRASES = (
 #: ... then each flag outside `backticks` (a command quoted whole stays a command): a flag
 #: alone, a flag with its value, or the keyword it is.
 _ALONE = {"fresh": "fresh=True", "map-only": "posterior=False", "map": "map_dag=True",
-          "processes": 'scheduler="processes"'}
+          "processes": 'scheduler="processes"', "no-contemporaneous": "contemporaneous=False"}
 _KEYWORDS = {"alpha": "alpha_mode", "forbid": "forbidden", "require": "required", "map": "map_dag",
              "samples": "samples", "intervention-column": "intervention_column", "sep": "sep",
              "series-column": "series"}

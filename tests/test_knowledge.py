@@ -138,3 +138,10 @@ def test_status_shows_the_knowledge_by_name(tmp_path):
     assert "knowledge: forbidden (1): bronc -> dysp" in r.output
     assert "edge probabilities (1): smoke -> bronc 0.9" in r.output
     assert "constraints" not in r.output
+
+
+def test_an_edge_of_probability_one_is_not_called_required_when_it_is_forbidden():
+    with pytest.raises(OptionError, match=r"^edge A -> B is both given prior probability 1 and forbidden$"):
+        Knowledge(forbidden=[("A", "B")], edge_prob={("A", "B"): 1.0})
+    with pytest.raises(OptionError, match=r"^edge A -> B is both required and forbidden$"):
+        Knowledge(forbidden=[("A", "B")], required=[("A", "B")])
