@@ -370,3 +370,22 @@ def test_export_of_a_mixed_run_and_of_a_time_series_run(tmp_path):
     assert r.exit_code == 0, r.output
     res = bigbn.open(tmp_path / "t")
     assert "A[t-1]" in out.read_text() and len(res.to_pgmpy().nodes()) == 4
+
+
+def test_open_and_export_a_map_only_run_with_tiers(tmp_path):
+    """A --map-only run with tiers (or a time series, which is one) was refused by open and
+    export ('a run with tiers is read for its posterior; its MAP network is map_dag.csv'):
+    its MAP network is read from map_dag.csv, as for a tiered run with the posterior."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    only = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    opened = bigbn.open(tmp_path / "m")
+    assert opened.posterior is None and opened.map_arcs() == only.map_arcs()
+    assert opened.map_log_score == only.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(only.map_arcs())
+    r = cli("export", tmp_path / "m", "--out", tmp_path / "m.bif")
+    assert r.exit_code == 0, r.output
+    net = read_bif(tmp_path / "m.bif")
+    assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(only.map_arcs())
+    (tmp_path / "m" / "map_dag.csv").unlink()
+    with pytest.raises(WorkdirError, match="MAP network is not finished"):
+        bigbn.open(tmp_path / "m")
