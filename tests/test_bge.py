@@ -340,3 +340,26 @@ def test_bge_scores_do_not_depend_on_the_blas_kernel(tmp_path):
         assert out.returncode == 0, out.stderr
         seen[core] = out.stdout.strip()
     assert len(set(seen.values())) == 1, seen
+
+
+def test_values_float64_makes_one_are_refused_for_bge_and_cg(tmp_path):
+    """10^20 and 10^20 + 1 are one float64: the column varied but was read as constant (BGe
+    warned 'sd 0' and ran; cg said 'one value in every row'). Refused, naming both cells;
+    '1' and '1.0', one number written twice, are not."""
+    import bigbn
+    from bigbn.errors import DataError
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=20)
+    big = tmp_path / "big.csv"
+    big.write_text("x,z\n" + "".join(f"{v:.6f},{10 ** 20 + i % 2}\n" for i, v in enumerate(x)))
+    with pytest.raises(DataError, match=r"column 'z': '100000000000000000000' and '100000000000000000001' "
+                                        r"are different numbers but the same float64"):
+        bigbn.learn(big, max_parents=1)
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("a,x,z\n" + "".join(f"{'pq'[i % 2]},{v:.6f},{10 ** 20 + i}.25\n" for i, v in enumerate(x)))
+    with pytest.raises(DataError, match=r"column 'z': .* are different numbers but the same float64"):
+        bigbn.learn(mixed, max_parents=1)
+    same = tmp_path / "same.csv"
+    same.write_text("x,z\n" + "".join(f"{v:.6f},{['1', '1.0', '2.5', '2.50'][i % 4]}\n" for i, v in enumerate(x)))
+    assert bigbn.learn(same, max_parents=1, score="bge").posterior.shape == (2, 2)
