@@ -363,3 +363,26 @@ def test_values_float64_makes_one_are_refused_for_bge_and_cg(tmp_path):
     same = tmp_path / "same.csv"
     same.write_text("x,z\n" + "".join(f"{v:.6f},{['1', '1.0', '2.5', '2.50'][i % 4]}\n" for i, v in enumerate(x)))
     assert bigbn.learn(same, max_parents=1, score="bge").posterior.shape == (2, 2)
+
+
+@pytest.mark.parametrize("score", ["bge", "cg"])
+def test_a_prior_too_small_for_float64_is_refused_in_one_line(tmp_path, score):
+    """alpha_mu 5e-324: log(alpha_mu/(m + alpha_mu)) was log(0), a 'math domain error'
+    traceback; 1e-310 ran on subnormal numbers. alpha_mu 1e-300 with the default alpha_w
+    (n + alpha_mu + 1 = n + 1 in float64) was refused as 'alpha_w must exceed n + 1', an
+    option never given. Both are refused naming alpha_mu; 1e-300 with alpha_w given runs."""
+    import bigbn
+    from bigbn.errors import OptionError
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(30, 2))
+    path = tmp_path / "d.csv"
+    path.write_text(("a,x,y\n" if score == "cg" else "x,y\n") + "".join(
+        ("pq"[i % 2] + "," if score == "cg" else "") + f"{u:.6f},{v:.6f}\n" for i, (u, v) in enumerate(x)))
+    who = score.upper() if score == "cg" else "BGe"
+    for alpha_mu in (5e-324, 1e-310):
+        with pytest.raises(OptionError, match=rf"^{who} alpha_mu .* is too small a prior for 30 rows"):
+            bigbn.learn(path, max_parents=1, score=score, alpha_mu=alpha_mu, alpha_w=5)
+    with pytest.raises(OptionError, match=rf"^{who} alpha_mu 1e-300 is too small: the default alpha_w"):
+        bigbn.learn(path, max_parents=1, score=score, alpha_mu=1e-300)
+    assert np.isfinite(bigbn.learn(path, max_parents=1, score=score, alpha_mu=1e-300, alpha_w=5).log_marginal)

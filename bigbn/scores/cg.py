@@ -56,6 +56,7 @@ import numpy as np
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
+from bigbn.scores.bge import check_normal_prior
 from bigbn.scores.discrete import _compress
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
@@ -178,6 +179,9 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
     alpha_mu = float(alpha_mu)
     if not (math.isfinite(alpha_mu) and alpha_mu > 0):
         raise OptionError(f"CG alpha_mu must be a positive number, got {alpha_mu}")
+    if alpha_w is None and not n_c + alpha_mu + 1 > n_c + 1:
+        raise OptionError(f"CG alpha_mu {alpha_mu:g} is too small: the default alpha_w = n_c + alpha_mu + 1 is "
+                          f"n_c + 1 = {n_c + 1} in float64; give a larger alpha_mu (or alpha_w)")
     alpha_w = float(n_c + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (math.isfinite(alpha_w) and alpha_w > n_c + 1):
         raise OptionError(f"CG alpha_w must exceed n_c + 1 = {n_c + 1} (n_c: the continuous columns), "
@@ -211,6 +215,7 @@ class _Split:
         self.n_c = int(self.cont.size)
         if self.n_c:
             self.alpha_mu, self.alpha_w, self.t = hyperparameters(self.n_c, alpha_mu, alpha_w)
+            check_normal_prior("CG", self.n_c, ds.m, self.alpha_mu, self.alpha_w)  # md ≤ m per configuration
             self.nu = self.x.mean(axis=0)
 
     def discrete_dataset(self) -> Dataset:
