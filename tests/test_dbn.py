@@ -513,3 +513,11 @@ def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tm
             bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, **kw)
     res = bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, required=[("A[t-1]", "B")])
     assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_a_disk_budget_on_a_time_series_says_why_it_does_not_apply(tmp_path):
+    """The refusal said 'a disk budget is for runs without tiers' to a user who gave none."""
+    path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                                for i in range(30)))
+    with pytest.raises(OptionError, match="a time series run is one of tiers"):
+        bigbn.learn(path, series="s", disk_budget="1G")

@@ -328,3 +328,15 @@ def test_scores_whose_sum_overflows_are_refused_without_a_numpy_warning(tmp_path
         warnings.simplefilter("error")
         with pytest.raises(DataError, match="add up beyond float64's range"):
             bigbn.learn(scores=f, max_parents=1, workdir=tmp_path / "w")
+
+
+def test_options_for_data_columns_are_refused_with_file_scores_in_python_too(tmp_path):
+    """learn(scores=...) ignored names= and discrete= / continuous= (the command line refuses
+    --discrete with --scores)."""
+    f = tmp_path / "s.jkl"
+    f.write_text("2\na 2\n0 0\n-1 1 b\nb 1\n0 0\n")
+    with pytest.raises(OptionError, match="carry their variables' names; drop names="):
+        bigbn.learn(scores=f, names=["x", "y"])
+    for kw in ({"discrete": ["a"]}, {"continuous": ["b"]}):
+        with pytest.raises(OptionError, match="type the columns of data; scores from a file have none"):
+            bigbn.learn(scores=f, **kw)
