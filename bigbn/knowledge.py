@@ -342,7 +342,10 @@ class Knowledge:
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file of that name, no permission, ...
+            raise OptionError(f"cannot write the knowledge files into {folder}: {e.strerror}") from None
         forbid = set(self.forbidden) | self._within()
         files = {
             "tiers": (("node", "tier"), [(x, j) for j, t in enumerate(self.tiers) for x in t]),
@@ -355,10 +358,13 @@ class Knowledge:
         for key, (header, rows) in files.items():
             if rows:
                 path = folder / f"{key}.csv"
-                with open(path, "w", newline="", encoding="utf-8") as fh:
-                    w = csv.writer(fh, lineterminator="\n")
-                    w.writerow(header)
-                    w.writerows(rows)
+                try:
+                    with open(path, "w", newline="", encoding="utf-8") as fh:
+                        w = csv.writer(fh, lineterminator="\n")
+                        w.writerow(header)
+                        w.writerows(rows)
+                except OSError as e:
+                    raise OptionError(f"cannot write {path}: {e.strerror}") from None
                 out[key] = path
         return out
 

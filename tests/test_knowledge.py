@@ -145,3 +145,15 @@ def test_an_edge_of_probability_one_is_not_called_required_when_it_is_forbidden(
         Knowledge(forbidden=[("A", "B")], edge_prob={("A", "B"): 1.0})
     with pytest.raises(OptionError, match=r"^edge A -> B is both required and forbidden$"):
         Knowledge(forbidden=[("A", "B")], required=[("A", "B")])
+
+
+def test_writing_knowledge_where_no_folder_can_be_is_one_error(tmp_path):
+    """Knowledge.write into a path that is a file raised FileExistsError from mkdir."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    k = Knowledge(forbidden=[("A", "B")])
+    with pytest.raises(OptionError, match=r"cannot write the knowledge files into .*afile: File exists"):
+        k.write(afile)
+    with pytest.raises(OptionError, match="cannot write the knowledge files into .*: Not a directory"):
+        k.write(afile / "sub")
+    assert afile.read_text() == "x"
