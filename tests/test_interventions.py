@@ -267,3 +267,13 @@ def test_bad_intervention_lists():
         bigbn.learn(X, names=NAMES, intervention_column="t")
     with pytest.raises(OptionError, match="not both"):
         bigbn.learn("x.csv", intervention_column="t", interventions=[])
+
+
+def test_effects_of_a_run_with_an_intervention_column_refuse_a_second_list(tmp_path):
+    """effects(workdir, interventions=...) of a run that read an intervention column said
+    'give intervention_column or interventions, not both', though only one was given."""
+    X, T = discrete_experiments(5)
+    path = _csv(tmp_path, X, T)
+    bigbn.learn(path, max_parents=1, intervention_column="targets", workdir=tmp_path / "w")
+    with pytest.raises(OptionError, match=r"from the column 'targets' of its data.*drop interventions="):
+        bigbn.effects(tmp_path / "w", interventions=sets(T), pairs=[(NAMES[0], NAMES[1])])
