@@ -172,6 +172,9 @@ class Knowledge:
         set_(self, "edge_prob", _edge_prob(edge_prob))
         set_(self, "max_parents", _max_parents(max_parents))
         if no_edges_within is True:
+            if not self.tiers:  # it was silently nothing
+                raise OptionError("no_edges_within=True forbids the edges within each tier, but no tiers are given "
+                                  "(a time series without edges within slice t: contemporaneous=False)")
             within = tuple(range(len(self.tiers)))
         elif isinstance(no_edges_within, bool) or not hasattr(no_edges_within, "__iter__"):
             raise OptionError(f"no_edges_within must be True or a list of tier positions, got {no_edges_within!r}")

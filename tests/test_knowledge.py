@@ -157,3 +157,10 @@ def test_writing_knowledge_where_no_folder_can_be_is_one_error(tmp_path):
     with pytest.raises(OptionError, match="cannot write the knowledge files into .*: Not a directory"):
         k.write(afile / "sub")
     assert afile.read_text() == "x"
+
+
+def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
+    with pytest.raises(OptionError, match="no_edges_within=True .* no tiers are given"):
+        Knowledge(no_edges_within=True)
+    assert Knowledge(tiers=[["A"], ["B", "C"]], no_edges_within=True).no_edges_within == (0, 1)
+    assert Knowledge(no_edges_within=()).no_edges_within == ()
