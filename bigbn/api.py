@@ -199,6 +199,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     if scores is not None:
         if intervention_column is not None or interventions is not None:
             raise OptionError("interventions are a property of data rows; scores from a file have none")
+        if names is not None:
+            raise OptionError("scores from a file carry their variables' names; drop names=")
+        if discrete is not None or continuous is not None:
+            raise OptionError("discrete= and continuous= type the columns of data; scores from a file have none")
         ds, score, digest = _load_scores(data, scores, score)
     else:
         if data is None:
@@ -249,7 +253,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     lays = tiering.layouts(tier_ids, k)
     plain = len(lays) == 1
     if disk_budget is not None and not plain:
-        raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far smaller)")
+        raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far smaller)"
+                          if dynamic is None else
+                          "a disk budget is for runs without tiers, and a time series run is one of tiers (its "
+                          "lagged variables come first): each tier's disk is bounded by its own lattice")
     for lay in lays:
         if lay.m > MAX_NODES:
             raise OptionError(f"{ds.n} variables, but the engine supports at most {MAX_NODES}" + _MORE_WITH_TIERS

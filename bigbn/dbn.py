@@ -40,7 +40,9 @@ def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
 
 def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> Transitions:
     """The transition rows of ``data`` (a CSV path or a DataFrame of series; a
-    `Transitions` is returned as it is). lag: L (default 1); series, time: column names."""
+    `Transitions` is returned as it is). lag: L (default 1); series, time: column names.
+    OptionError for a table of text and numbers (mixed data: not for time series yet), naming
+    its discrete and continuous columns."""
     from bigbn import options as opt
     from bigbn.inputs import _dataset_from_table
     from bigbn.scores.base import lookup
@@ -63,7 +65,17 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     series = None if series is None else str(series)
     time = None if time is None else str(time)
     table, ids, times = split_columns(table, series, time)
-    full = _dataset_from_table(table, lookup(score))
+    wanted = lookup(score)
+    full = _dataset_from_table(table, wanted)
+    if full.kind == "mixed" and wanted is None:  # refused here, naming the columns: the usual
+        # cause is a series id (text) or a time (numbers) read as a variable
+        kinds = [[x for x, r in zip(full.names, full.arities.tolist()) if bool(r) == d] for d in (True, False)]
+        shown = [", ".join(c[:4]) + (", ..." if len(c) > 4 else "") for c in kinds]
+        hint = ("; is one of them a series id or a time? name it with --series-column or --time-column"
+                if series is None or time is None else "")
+        raise OptionError(f"a time series of mixed data (the cg score) is not supported yet: {table.path} has "
+                          f"discrete columns ({shown[0]}) and continuous ones ({shown[1]}); give a table of one "
+                          f"kind{hint}")
     if categories:
         full = frames.declared_order(full, {j: categories[x] for j, x in enumerate(table.names)
                                             if x in categories})
@@ -101,6 +113,11 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
                               "there is no edge within slice t: drop the tiers or the option")
         within = [[x] for x in current]
         no_edges = []
+        hard = user.hard_edges()[1]
+        for u, v in sorted(hard):
+            if not is_lagged(u):
+                raise OptionError(f"knowledge: required edge {u} -> {v} is within slice t, but this time series "
+                                  "has no contemporaneous edges (--no-contemporaneous): drop the one or the other")
         forbidden += [(u, v) for u in current for v in current if u != v]
     return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,
                      required=list(user.required), edge_prob=dict(user.edge_prob),

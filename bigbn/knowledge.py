@@ -172,6 +172,9 @@ class Knowledge:
         set_(self, "edge_prob", _edge_prob(edge_prob))
         set_(self, "max_parents", _max_parents(max_parents))
         if no_edges_within is True:
+            if not self.tiers:  # it was silently nothing
+                raise OptionError("no_edges_within=True forbids the edges within each tier, but no tiers are given "
+                                  "(a time series without edges within slice t: contemporaneous=False)")
             within = tuple(range(len(self.tiers)))
         elif isinstance(no_edges_within, bool) or not hasattr(no_edges_within, "__iter__"):
             raise OptionError(f"no_edges_within must be True or a list of tier positions, got {no_edges_within!r}")
@@ -206,7 +209,8 @@ class Knowledge:
                 why = ("forbidden" if (u, v) in self.forbidden else
                        "given prior probability 0" if (u, v) in dict(self.edge_prob) else
                        f"within tier {tier_of[v] + 1}, which has no edges within")
-                raise OptionError(f"edge {u} -> {v} is both required and {why}")
+                how = "required" if (u, v) in self.required else "given prior probability 1"
+                raise OptionError(f"edge {u} -> {v} is both {how} and {why}")
             if u in tier_of and v in tier_of and tier_of[u] > tier_of[v]:
                 raise OptionError(f"required edge {u} -> {v} points from tier {tier_of[u] + 1} back to "
                                   f"tier {tier_of[v] + 1}")
@@ -341,7 +345,10 @@ class Knowledge:
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file of that name, no permission, ...
+            raise OptionError(f"cannot write the knowledge files into {folder}: {e.strerror}") from None
         forbid = set(self.forbidden) | self._within()
         files = {
             "tiers": (("node", "tier"), [(x, j) for j, t in enumerate(self.tiers) for x in t]),
@@ -354,10 +361,13 @@ class Knowledge:
         for key, (header, rows) in files.items():
             if rows:
                 path = folder / f"{key}.csv"
-                with open(path, "w", newline="", encoding="utf-8") as fh:
-                    w = csv.writer(fh, lineterminator="\n")
-                    w.writerow(header)
-                    w.writerows(rows)
+                try:
+                    with open(path, "w", newline="", encoding="utf-8") as fh:
+                        w = csv.writer(fh, lineterminator="\n")
+                        w.writerow(header)
+                        w.writerows(rows)
+                except OSError as e:
+                    raise OptionError(f"cannot write {path}: {e.strerror}") from None
                 out[key] = path
         return out
 

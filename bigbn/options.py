@@ -123,12 +123,31 @@ def scheduler(value):
     """threads, dask, sync, processes, a scheduler address (tcp://, tls://, inproc://) or a
     dask.distributed Client."""
     if isinstance(value, str):
-        if value in ("threads", "dask", "sync", "processes") or value.startswith(("tcp://", "tls://", "inproc://")):
+        if value.startswith(("tcp://", "tls://")):
+            _check_address(value)
+            return value
+        if value in ("threads", "dask", "sync", "processes") or value.startswith("inproc://"):
             return value
         raise OptionError(f"unknown scheduler {value!r}: use threads, dask, sync, processes or tcp://HOST:PORT")
     if value is None:
         raise OptionError("scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a Client")
     return value
+
+
+def _check_address(value: str) -> None:
+    """A tcp:// or tls:// scheduler address must be HOST:PORT (dask.distributed raised a
+    ValueError from deep inside Client for "tcp://" or "tcp://host")."""
+    from distributed.comm.addressing import parse_host_port
+
+    try:
+        port = parse_host_port(value.split("://", 1)[1])[1]
+    except ValueError as e:
+        problem = str(e)
+    else:
+        if 0 < port < 65536:
+            return
+        problem = f"port {port} is not in 1..65535"
+    raise OptionError(f"scheduler address {value!r} is not HOST:PORT ({problem}): give e.g. tcp://10.0.0.5:8786")
 
 
 def parent_set_mass(value) -> float:
@@ -235,9 +254,10 @@ _PHRASES = (
 #: ... then each flag outside `backticks` (a command quoted whole stays a command): a flag
 #: alone, a flag with its value, or the keyword it is.
 _ALONE = {"fresh": "fresh=True", "map-only": "posterior=False", "map": "map_dag=True",
-          "processes": 'scheduler="processes"'}
+          "processes": 'scheduler="processes"', "no-contemporaneous": "contemporaneous=False"}
 _KEYWORDS = {"alpha": "alpha_mode", "forbid": "forbidden", "require": "required", "map": "map_dag",
-             "samples": "samples", "intervention-column": "intervention_column", "sep": "sep"}
+             "samples": "samples", "intervention-column": "intervention_column", "sep": "sep",
+             "series-column": "series"}
 _VALUE = r"\d[\w.]*|bge|bdeu|k2|auto|recompute|store|threads|sync|dask|processes"
 _FLAG = re.compile(r"(`[^`]*`)|--([a-z][a-z-]*)(?: (" + _VALUE + r")\b)?")
 

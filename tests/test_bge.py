@@ -340,3 +340,49 @@ def test_bge_scores_do_not_depend_on_the_blas_kernel(tmp_path):
         assert out.returncode == 0, out.stderr
         seen[core] = out.stdout.strip()
     assert len(set(seen.values())) == 1, seen
+
+
+def test_values_float64_makes_one_are_refused_for_bge_and_cg(tmp_path):
+    """10^20 and 10^20 + 1 are one float64: the column varied but was read as constant (BGe
+    warned 'sd 0' and ran; cg said 'one value in every row'). Refused, naming both cells;
+    '1' and '1.0', one number written twice, are not."""
+    import bigbn
+    from bigbn.errors import DataError
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=20)
+    big = tmp_path / "big.csv"
+    big.write_text("x,z\n" + "".join(f"{v:.6f},{10 ** 20 + i % 2}\n" for i, v in enumerate(x)))
+    with pytest.raises(DataError, match=r"column 'z': '100000000000000000000' and '100000000000000000001' "
+                                        r"are different numbers but the same float64"):
+        bigbn.learn(big, max_parents=1)
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("a,x,z\n" + "".join(f"{'pq'[i % 2]},{v:.6f},{10 ** 20 + i}.25\n" for i, v in enumerate(x)))
+    with pytest.raises(DataError, match=r"column 'z': .* are different numbers but the same float64"):
+        bigbn.learn(mixed, max_parents=1)
+    same = tmp_path / "same.csv"
+    same.write_text("x,z\n" + "".join(f"{v:.6f},{['1', '1.0', '2.5', '2.50'][i % 4]}\n" for i, v in enumerate(x)))
+    assert bigbn.learn(same, max_parents=1, score="bge").posterior.shape == (2, 2)
+
+
+@pytest.mark.parametrize("score", ["bge", "cg"])
+def test_a_prior_too_small_for_float64_is_refused_in_one_line(tmp_path, score):
+    """alpha_mu 5e-324: log(alpha_mu/(m + alpha_mu)) was log(0), a 'math domain error'
+    traceback; 1e-310 ran on subnormal numbers. alpha_mu 1e-300 with the default alpha_w
+    (n + alpha_mu + 1 = n + 1 in float64) was refused as 'alpha_w must exceed n + 1', an
+    option never given. Both are refused naming alpha_mu; 1e-300 with alpha_w given runs."""
+    import bigbn
+    from bigbn.errors import OptionError
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(30, 2))
+    path = tmp_path / "d.csv"
+    path.write_text(("a,x,y\n" if score == "cg" else "x,y\n") + "".join(
+        ("pq"[i % 2] + "," if score == "cg" else "") + f"{u:.6f},{v:.6f}\n" for i, (u, v) in enumerate(x)))
+    who = score.upper() if score == "cg" else "BGe"
+    for alpha_mu in (5e-324, 1e-310):
+        with pytest.raises(OptionError, match=rf"^{who} alpha_mu .* is too small a prior for 30 rows"):
+            bigbn.learn(path, max_parents=1, score=score, alpha_mu=alpha_mu, alpha_w=5)
+    with pytest.raises(OptionError, match=rf"^{who} alpha_mu 1e-300 is too small: the default alpha_w"):
+        bigbn.learn(path, max_parents=1, score=score, alpha_mu=1e-300)
+    assert np.isfinite(bigbn.learn(path, max_parents=1, score=score, alpha_mu=1e-300, alpha_w=5).log_marginal)

@@ -457,3 +457,67 @@ def test_a_time_series_of_mixed_data_is_refused_in_one_line():
     for kw in ({}, {"score": "cg"}, {"discrete": ["a"]}):
         with pytest.raises(OptionError, match="^a time series of mixed data .* not supported yet"):
             bigbn.learn(df, lag=1, series="s", max_parents=1, **kw)
+
+
+def test_series_read_as_mixed_data_name_their_columns(tmp_path):
+    """--lag without --series-column: the text series id and the numeric time are read as
+    variables, which makes the table mixed. The refusal names the discrete and continuous
+    columns and the likely cause (it blamed the cg score and --discrete, neither given)."""
+    from bigbn.options import python_spelling
+
+    rows = "".join(f"s{i // 12},{i % 12},{'xy'[i % 2]},{'uv'[i // 2 % 2]}\n" for i in range(24))
+    path = _write(tmp_path, "sid,time,A,B\n" + rows)
+    with pytest.raises(OptionError) as e:
+        dbn.load(path, lag=1)
+    msg = str(e.value)
+    assert msg.startswith("a time series of mixed data") and "\n" not in msg
+    assert "discrete columns (sid, A, B) and continuous ones (time)" in msg
+    assert "--series-column or --time-column" in msg
+    assert "series= or time_column=" in python_spelling(msg)
+    assert dbn.load(path, lag=1, series="sid", time="time").n == 2  # named: one kind of data
+
+
+def test_times_float64_cannot_tell_apart_are_ordered_exactly(tmp_path):
+    """Times 10^20 + t (distinct integers, equal in float64) order the rows as t does; they
+    were refused as ties. Times that are equal as numbers ('2' and '2.0') still tie."""
+    body = [(i // 8, i % 8, "xy"[(i * 5 + i // 3) % 2], "uv"[(i * 7 // 2) % 2]) for i in range(16)]
+    plain = _write(tmp_path, "s,t,A,B\n" + "".join(f"{s},{t},{a},{b}\n" for s, t, a, b in body[::-1]))
+    big = tmp_path / "big.csv"
+    big.write_text("s,t,A,B\n" + "".join(f"{s},{10 ** 20 + t},{a},{b}\n" for s, t, a, b in body[::-1]))
+    want, got = dbn.load(plain, series="s", time="t"), dbn.load(big, series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    tie = tmp_path / "tie.csv"
+    tie.write_text("s,t,A,B\n1,2,x,u\n1,2.0,y,v\n1,3,x,v\n")
+    with pytest.raises(DataError, match=r"line 3, column 't': time '2.0' ties line 2"):
+        dbn.load(tie, series="s", time="t")
+
+
+def test_open_gives_a_time_series_runs_edges_into_slice_t_only(tmp_path):
+    """bigbn.open of a DBN run lost which nodes are children: its edges() listed every edge
+    into a lagged variable with posterior 0, as if the model had ruled it out."""
+    path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                                for i in range(30)))
+    res = bigbn.learn(path, series="s", max_parents=2, workdir=tmp_path / "w")
+    back = bigbn.open(tmp_path / "w")
+    assert back.children == res.children == (0, 1)
+    assert list(back.edges()) == list(res.edges()) and len(list(back.edges())) == 2 * 3
+
+
+def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tmp_path):
+    """The edges within slice t that contemporaneous=False forbids were reported as 'both
+    required and forbidden', though the user forbade nothing."""
+    path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                                for i in range(30)))
+    for kw in ({"required": [("A", "B")]}, {"knowledge": bigbn.Knowledge(edge_prob={("A", "B"): 1.0})}):
+        with pytest.raises(OptionError, match=r"required edge A -> B is within slice t.*contemporaneous=False"):
+            bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, **kw)
+    res = bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, required=[("A[t-1]", "B")])
+    assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_a_disk_budget_on_a_time_series_says_why_it_does_not_apply(tmp_path):
+    """The refusal said 'a disk budget is for runs without tiers' to a user who gave none."""
+    path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                                for i in range(30)))
+    with pytest.raises(OptionError, match="a time series run is one of tiers"):
+        bigbn.learn(path, series="s", disk_budget="1G")

@@ -267,3 +267,22 @@ def test_bad_intervention_lists():
         bigbn.learn(X, names=NAMES, intervention_column="t")
     with pytest.raises(OptionError, match="not both"):
         bigbn.learn("x.csv", intervention_column="t", interventions=[])
+
+
+def test_effects_of_a_run_with_an_intervention_column_refuse_a_second_list(tmp_path):
+    """effects(workdir, interventions=...) of a run that read an intervention column said
+    'give intervention_column or interventions, not both', though only one was given."""
+    X, T = discrete_experiments(5)
+    path = _csv(tmp_path, X, T)
+    bigbn.learn(path, max_parents=1, intervention_column="targets", workdir=tmp_path / "w")
+    with pytest.raises(OptionError, match=r"from the column 'targets' of its data.*drop interventions="):
+        bigbn.effects(tmp_path / "w", interventions=sets(T), pairs=[(NAMES[0], NAMES[1])])
+
+
+def test_a_boolean_mask_row_is_not_read_as_the_names_true_and_false():
+    """interventions=M, M a bool (m, n) mask, was refused as "unknown target 'False'"."""
+    X, T = discrete_experiments(8)
+    with pytest.raises(OptionError, match=r"interventions\[0\]: np.False_ is not a variable name"):
+        bigbn.learn(X, names=NAMES, interventions=np.zeros((X.shape[0], len(NAMES)), dtype=bool))
+    with pytest.raises(OptionError, match=r"interventions\[0\]: True is not a variable name"):
+        bigbn.learn(X, names=NAMES, interventions=[[True, False]] * X.shape[0])

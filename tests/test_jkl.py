@@ -314,3 +314,29 @@ def test_huge_scores_reach_the_finished_run_and_status(tmp_path):
     assert 0.99 < sum(d["exact_order_modular"] for d in dags) <= 1 + 1e-12
     out = json.loads((write_outputs(s, tmp_path / "w") / "summary.json").read_text())
     assert out["log_marginal_likelihood"] == first.log_marginal
+
+
+def test_scores_whose_sum_overflows_are_refused_without_a_numpy_warning(tmp_path):
+    """Every score -1e308: each node is shifted to 0, but Σ_i c_i (log p(data)) is -inf. One
+    DataError, and no numpy RuntimeWarning printed before it (it was a second and third
+    line on the command line's stderr)."""
+    import warnings
+
+    f = tmp_path / "low.jkl"
+    f.write_text("3\nA 1\n-1e308 0\nB 1\n-1e308 0\nC 1\n-1e308 0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DataError, match="add up beyond float64's range"):
+            bigbn.learn(scores=f, max_parents=1, workdir=tmp_path / "w")
+
+
+def test_options_for_data_columns_are_refused_with_file_scores_in_python_too(tmp_path):
+    """learn(scores=...) ignored names= and discrete= / continuous= (the command line refuses
+    --discrete with --scores)."""
+    f = tmp_path / "s.jkl"
+    f.write_text("2\na 2\n0 0\n-1 1 b\nb 1\n0 0\n")
+    with pytest.raises(OptionError, match="carry their variables' names; drop names="):
+        bigbn.learn(scores=f, names=["x", "y"])
+    for kw in ({"discrete": ["a"]}, {"continuous": ["b"]}):
+        with pytest.raises(OptionError, match="type the columns of data; scores from a file have none"):
+            bigbn.learn(scores=f, **kw)

@@ -141,3 +141,29 @@ def test_status_shows_the_knowledge_by_name(tmp_path):
     assert "knowledge: forbidden (1): bronc -> dysp" in r.output
     assert "edge probabilities (1): smoke -> bronc 0.9" in r.output
     assert "constraints" not in r.output
+
+
+def test_an_edge_of_probability_one_is_not_called_required_when_it_is_forbidden():
+    with pytest.raises(OptionError, match=r"^edge A -> B is both given prior probability 1 and forbidden$"):
+        Knowledge(forbidden=[("A", "B")], edge_prob={("A", "B"): 1.0})
+    with pytest.raises(OptionError, match=r"^edge A -> B is both required and forbidden$"):
+        Knowledge(forbidden=[("A", "B")], required=[("A", "B")])
+
+
+def test_writing_knowledge_where_no_folder_can_be_is_one_error(tmp_path):
+    """Knowledge.write into a path that is a file raised FileExistsError from mkdir."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    k = Knowledge(forbidden=[("A", "B")])
+    with pytest.raises(OptionError, match=r"cannot write the knowledge files into .*afile: File exists"):
+        k.write(afile)
+    with pytest.raises(OptionError, match="cannot write the knowledge files into .*: Not a directory"):
+        k.write(afile / "sub")
+    assert afile.read_text() == "x"
+
+
+def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
+    with pytest.raises(OptionError, match="no_edges_within=True .* no tiers are given"):
+        Knowledge(no_edges_within=True)
+    assert Knowledge(tiers=[["A"], ["B", "C"]], no_edges_within=True).no_edges_within == (0, 1)
+    assert Knowledge(no_edges_within=()).no_edges_within == ()

@@ -344,3 +344,48 @@ def test_export_on_the_command_line(tmp_path):
         assert r.exit_code != 0 and needle in r.output and len(r.output.strip().splitlines()) == 1, r.output
     r = cli("export", wd, "--dag", "0.5", "--out", tmp_path)  # click's own check, as for every command
     assert r.exit_code == 2 and "is a directory" in r.output
+
+
+def test_export_of_a_mixed_run_and_of_a_time_series_run(tmp_path):
+    """A cg run has no parameter model bigbn fits: one line (it was a TypeError traceback
+    from fit). A time series run is fitted on its transition rows, read as the run read
+    them (its data file was refused as 'not the data of this run')."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 40)
+    x = a + rng.normal(size=40)
+    mixed = tmp_path / "mx.csv"
+    mixed.write_text("a,x\n" + "".join(f"l{u},{v:.5f}\n" for u, v in zip(a, x)))
+    assert cli("run", mixed, "-w", tmp_path / "m", "-q").exit_code == 0
+    r = cli("export", tmp_path / "m", "--dag", "0.5")
+    assert r.exit_code == 1 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert "mixed (the cg score)" in r.output
+    with pytest.raises(OptionError, match="mixed"):
+        bigbn.open(tmp_path / "m").to_pgmpy(dag=0.5)
+    series = tmp_path / "ts.csv"
+    series.write_text("s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                          for i in range(30)))
+    assert cli("run", series, "--series-column", "s", "-w", tmp_path / "t", "-q", "--map").exit_code == 0
+    out = tmp_path / "t.xml"
+    r = cli("export", tmp_path / "t", "--format", "xmlbif", "--out", out)
+    assert r.exit_code == 0, r.output
+    res = bigbn.open(tmp_path / "t")
+    assert "A[t-1]" in out.read_text() and len(res.to_pgmpy().nodes()) == 4
+
+
+def test_open_and_export_a_map_only_run_with_tiers(tmp_path):
+    """A --map-only run with tiers (or a time series, which is one) was refused by open and
+    export ('a run with tiers is read for its posterior; its MAP network is map_dag.csv'):
+    its MAP network is read from map_dag.csv, as for a tiered run with the posterior."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    only = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    opened = bigbn.open(tmp_path / "m")
+    assert opened.posterior is None and opened.map_arcs() == only.map_arcs()
+    assert opened.map_log_score == only.map_log_score
+    assert set(opened.to_pgmpy().edges()) == set(only.map_arcs())
+    r = cli("export", tmp_path / "m", "--out", tmp_path / "m.bif")
+    assert r.exit_code == 0, r.output
+    net = read_bif(tmp_path / "m.bif")
+    assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(only.map_arcs())
+    (tmp_path / "m" / "map_dag.csv").unlink()
+    with pytest.raises(WorkdirError, match="MAP network is not finished"):
+        bigbn.open(tmp_path / "m")

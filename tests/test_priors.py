@@ -297,3 +297,24 @@ def test_edge_prob_that_is_not_a_matrix_of_numbers(edge_prob, message, tiered):
         else:
             log_prior(4, 2, names=NAMES, edge_prob=edge_prob)
     assert str(e.value) == message
+
+
+def test_edge_probabilities_float64_turns_into_0_or_1_are_refused(tmp_path):
+    """'1e-400' read as 0.0 silently forbade the edge, '0.99999999999999999' read as 1.0
+    silently required it, '1.00000000000000000001' (above 1) was taken as 1, and a subnormal
+    '1e-320' went into the prior's log with a few digits. Each is refused naming file, line
+    and cell; 0, 1, '1.0', '0.000' and '1e0' are read as before."""
+    import re
+
+    names = ["A", "B", "C", "D"]
+    for cell, needle in (("1e-400", "too close to 0 .* forbid the edge"),
+                         ("0.99999999999999999", "too close to 1 .* require the edge"),
+                         ("1.00000000000000000001", "not a probability in \\[0, 1\\]"),
+                         ("1e-320", "too close to 0 .* hold fewer digits")):
+        f = tmp_path / "p.csv"
+        f.write_text(f"parent,child,prob\nB,C,0.5\nA,B,{cell}\n")
+        with pytest.raises(DataError, match=rf"p\.csv, line 3, column prob: '{re.escape(cell)}' .*{needle}"):
+            read_edge_prob(f, names)
+    f.write_text("parent,child,prob\nA,B,1.0\nB,C,0.000\nC,D,1e0\nD,A,0\nB,A,1\nC,B,1e-300\n")
+    p = read_edge_prob(f, names)
+    assert [p[0, 1], p[1, 2], p[2, 3], p[3, 0], p[1, 0], p[2, 1]] == [1.0, 0.0, 1.0, 0.0, 1.0, 1e-300]

@@ -235,3 +235,19 @@ def test_a_tiered_runs_page_names_its_tiers(run, tmp_path):
     assert "knowledge tiers (2): {X1, X2} < {X3, X4, X5}" in page.words
     assert "Lines mark the tiers" in page.words and len(page.images) == 2
     assert re.search(r"2 lattices \(2 tiers\)", page.words)
+
+
+def test_a_time_series_runs_page(tmp_path):
+    """edges.csv of a time series run holds the edges into slice t only; the report read it
+    as damaged ('6 rows, the run has 12 edges; run again', which rewrote the same file)."""
+    series = tmp_path / "ts.csv"
+    series.write_text("s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
+                                          for i in range(30)))
+    wd = tmp_path / "t"
+    assert h.cli("run", series, "--series-column", "s", "-w", wd, "-q").exit_code == 0
+    out = tmp_path / "t.html"
+    r = h.cli("report", wd, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "A[t-1]" in Page(out.read_text()).words
+    rf = read_run(wd)
+    assert np.array_equal(rf.posterior, bigbn.open(wd).posterior)

@@ -749,3 +749,28 @@ def test_every_journal_crc_edited_is_called_a_mismatch_not_other_versions(tmp_pa
                              "or the tables are corrupted); use --fresh to start over")
     assert "software versions" not in r.output
     assert CliRunner().invoke(main, args + ["--fresh"]).exit_code == 0
+
+
+def test_a_fresh_run_refused_for_its_options_keeps_the_old_run(tmp_path):
+    """fresh=True with a memory budget, chunk bits or disk budget the run cannot use: refused
+    before the old run is discarded (it was discarded first, and the folder was left holding
+    lock and strength.csv, which --fresh did not remove: no run.json, so neither the old
+    command nor the corrected one would touch it again)."""
+    from bigbn.errors import BigBNError
+
+    data = write_data(tmp_path / "d.csv", n=4, m=60)
+    wd = tmp_path / "w"
+    first = learn(data, workdir=wd, max_parents=2)
+    before = sorted((p.relative_to(wd), p.stat().st_mtime_ns) for p in wd.rglob("*") if p.name != "lock")
+    for bad in ({"memory": 1}, {"chunk_bits": 30}, {"disk_budget": 1}):
+        with pytest.raises(BigBNError, match="too small|chunk bits"):
+            learn(data, workdir=wd, max_parents=2, fresh=True, **bad)
+        assert sorted((p.relative_to(wd), p.stat().st_mtime_ns) for p in wd.rglob("*")
+                      if p.name != "lock") == before
+    assert bigbn.open(wd).posterior.tolist() == first.posterior.tolist()
+    # what --fresh removes is everything a run and its commands wrote: the folder is then
+    # empty but for the lock, which a run of other data takes
+    (wd / "network.bif").write_text("network x {}\n")  # as `bigbn export` leaves it
+    Workdir(wd).clear()
+    assert sorted(os.listdir(wd)) == ["lock"]
+    learn(write_data(tmp_path / "e.csv", n=4, m=50, seed=3), workdir=wd, max_parents=2)

@@ -348,3 +348,16 @@ def test_sample_and_effects_report_progress_as_learn_does(finished):
         assert done == sorted(done) and events[-1][1] == events[-1][2] and len({t for *_, t in events}) == 1
     r = invoke("sample", "-w", finished, "-T", 100)
     assert r.exit_code == 0 and "[bigbn] sample: 1/1" in r.stderr  # one batch of 100
+
+
+def test_another_score_is_named_once_not_as_other_code_of_the_score():
+    """A resume with --score k2 on a bdeu run: the score differs (and its own parameters);
+    its numerics version differs only because the score does, which was reported as 'the
+    workdir was computed by other code of the score'."""
+    plan = RunPlan(3, 2, "recompute", ((3, 3),), False, True)
+    old = RunRecord(fingerprint("h", 3, 10, {"score": "bdeu", "score_numerics": "bdeu-1", "ess": 1.0}), plan,
+                    ("a", "b", "c"))
+    diff = old.differences(fingerprint("h", 3, 10, {"score": "k2", "score_numerics": "k2-1", "ess": None}))
+    assert diff == ["ess: workdir has 1.0, this run None", "score: workdir has 'bdeu', this run 'k2'"]
+    same_score = old.differences(fingerprint("h", 3, 10, {"score": "bdeu", "score_numerics": "bdeu-2", "ess": 1.0}))
+    assert same_score == ["the workdir was computed by other code of the score (its numerics bdeu-1, now bdeu-2)"]

@@ -162,6 +162,12 @@ def test_bad_scheduler_and_batch_are_one_line_errors(wd):
         bigbn.effects(wd, scheduler="bogus")
     r = invoke("sample", "-w", wd, "-T", 10, "--scheduler", "nope")
     assert r.exit_code == 1 and "unknown scheduler" in r.stderr
+    # an address that is not HOST:PORT: one line (it was a ValueError from inside dask's Client)
+    for address in ("tcp://", "tcp://host", "tls://host:99999"):
+        with pytest.raises(OptionError, match="is not HOST:PORT"):
+            bigbn.sample(wd, 10, seed=5, scheduler=address)
+    r = invoke("sample", "-w", wd, "-T", 10, "--seed", 5, "--scheduler", "tcp://")
+    assert r.exit_code == 1 and "Traceback" not in r.stderr and "is not HOST:PORT" in r.stderr
 
 
 def test_fresh_removes_the_task_folders(wd):

@@ -418,3 +418,23 @@ def test_hyperparameters_beyond_float64_are_refused(tmp_path):
             bigbn.learn(X, **kw)
     r = h.cli("run", h.ASIA, "-w", tmp_path / "w", "--ess", "1e16")
     assert r.exit_code == 1 and "posteriors" in r.output and not (tmp_path / "w").exists()
+
+
+def test_an_ess_whose_prior_counts_are_subnormal_is_refused():
+    """ess 5e-324 gave the prior count ess/(q·r) = 0 and a score of -inf, refused as 'values
+    too large or degenerate: rescale the data'; ess 1e-320 ran on subnormal counts (a few
+    digits). Refused while ess/(q·r) of the largest family is below float64's smallest
+    normal number, naming the least ess that is not; that one and K2 are scored."""
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 2, size=(40, 3))
+    data[:, 2] = rng.integers(0, 3, 40)
+    ds = Dataset(("a", "b", "c"), data, np.array([2, 2, 3]), (("0", "1"), ("0", "1"), ("0", "1", "2")))
+    least = np.finfo(np.float64).tiny * 12  # q·r of the largest family, {a, b, c}
+    for ess in (5e-324, 1e-320, least / 2):
+        with pytest.raises(OptionError, match=r"ess .* is too small: .* \(q·r = 12\) .* give ess ≥ 2\.67e-307"):
+            local_scores(ds, 2, "bdeu", ess)
+    assert np.isfinite(local_scores(ds, 2, "bdeu", least * 1.01)).all()
+    assert np.isfinite(local_scores(ds, 1, "bdeu", least / 2)).all()  # k = 1: q·r at most 6
+    assert np.isfinite(local_scores(ds, 2, "k2", 5e-324)).all()
+    with pytest.raises(OptionError, match="ess .* is too small"):
+        bigbn.learn(ds, max_parents=2, ess=1e-320)

@@ -114,12 +114,15 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     A new run without tiers fits its plan to ``disk_budget`` (`plan.fit_disk`: the levels
     of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan.
 
+    ``fresh``: the run in the folder is discarded (`Workdir.clear`) once the new plan stands.
+
     Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
     is not asked for or the tier has one node; the run without tiers has one plan for
     both (the same object)."""
-    if fresh:
-        wd.clear()
-    old = read_record(wd.root)  # the caller checked that the folder is bigbn's (check_is_ours)
+    # the caller checked that the folder is bigbn's (check_is_ours); with fresh its run is
+    # discarded, but only once this run's plan stands: a refused option (memory, chunk bits,
+    # disk budget) leaves the old run as it was
+    old = None if fresh else read_record(wd.root)
     plain = len(lays) == 1
     n, k = fp["n"], fp["max_parents"]
     if old is not None:
@@ -142,6 +145,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
         run = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior)
     else:
         run = tiering.run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
+        run.plans()  # every lattice's own checks (chunk bits within its size), before fresh discards
         if disk_budget is not None:
             if run.tiered:
                 raise OptionError("--disk-budget applies to runs without tiers (each tier's disk is "
@@ -149,6 +153,8 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             post, _ = run.lattices(0)
             if post is not None:
                 run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
+    if fresh:
+        wd.clear()
     if old is None and plain and disk_budget is None and check_disk:
         run = _fit_free_disk(wd, run, disk_workers)
     plans, lattices = run.plans(), run.distinct()

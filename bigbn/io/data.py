@@ -572,6 +572,29 @@ def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.ndarray) -> None:
+    """DataError when two of a column's distinct cells ``texts`` are different numbers that
+    float64 (``numbers``, their float64 values) makes one (1e20 and 1e20 + 1): the column's
+    values would be silently merged (a column that varies read as constant). Compared
+    exactly only where float64 has fewer distinct values than the cells."""
+    from fractions import Fraction
+
+    if np.unique(numbers).size == numbers.size:
+        return
+    order = np.argsort(numbers, kind="stable")
+    for a, b in zip(order[:-1].tolist(), order[1:].tolist()):
+        if numbers[a] != numbers[b]:
+            continue
+        try:
+            differ = Fraction(str(texts[a]).strip()) != Fraction(str(texts[b]).strip())
+        except ValueError:  # not a plain decimal: float64 read it, nothing to compare
+            continue
+        if differ:
+            raise DataError(f"{where}, column '{name}': '{texts[a]}' and '{texts[b]}' are different numbers but "
+                            f"the same float64 ({float(numbers[a])!r}): float64 cannot carry this column's values "
+                            "exactly; subtract an offset from it or rescale it")
+
+
 def no_column(where: str, column: str, names, what: str) -> DataError:
     """The error for a column ``column`` (``what``: its role, e.g. "the intervention
     column") that is not among ``names``: it names the nearest column, or lists them."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,7 +141,8 @@ def _blocks(table: Table, ids, series_column) -> list[tuple[int, int]]:
 
 
 def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarray:
-    """The rows of one series sorted by their time: numbers, no two equal."""
+    """The rows of one series sorted by their time: numbers, no two equal (exactly: times
+    float64 cannot tell apart, as 1e20 and 1e20 + 1, are ordered by their decimal values)."""
     values = np.empty(rows.size)
     for a, r in enumerate(rows.tolist()):
         cell = str(times[r])
@@ -154,6 +156,10 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarra
         values[a] = x
     order = np.argsort(values, kind="stable")
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
+    if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly
+        exact = [Fraction(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
+        order = np.array(sorted(range(rows.size), key=exact.__getitem__), dtype=np.int64)
+        tied = np.flatnonzero([exact[a] == exact[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
     if tied.size:
         a, b = sorted((int(rows[order[tied[0]]]), int(rows[order[tied[0] + 1]])))
         raise DataError(f"{table.path}, line {table.line(b)}, column '{time_column}': time {str(times[b])!r} "

@@ -461,6 +461,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if score is None and used not in BUILTIN:
         raise OptionError(f"the run used the {used} score, which bigbn does not ship: pass its "
                           "object, effects(..., score=...)")
+    if interventions is not None and options.get("intervention_column") is not None:
+        raise OptionError(f"this run read its interventions from the column {options['intervention_column']!r} of "
+                          "its data, which gives them again: drop interventions=")
     dynamic = options.get("dbn")
     if dynamic and not isinstance(data, Dataset):  # a time series: its transition rows, as the run read them
         from bigbn import dbn

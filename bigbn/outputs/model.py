@@ -26,6 +26,7 @@ from bigbn.errors import OptionError
 from bigbn.inputs import load_dataset
 from bigbn.io import frames
 from bigbn.io.bif import Network
+from bigbn.io.data import Dataset
 from bigbn.outputs.parameters import bge_posterior, dirichlet_table, gaussian_conditional
 from bigbn.outputs.strength import averaged_arcs
 from bigbn.scores.base import BUILTIN, check_options
@@ -126,6 +127,16 @@ def run_data(res, data=None, sep: str | None = None):
                               "gone: give the data, e.g. to_pgmpy(data=df)")
         if not os.path.isfile(data):
             raise OptionError(f"the run's data file {data} is not there; give the data (data=... or --data FILE)")
+    if used == "cg":
+        raise OptionError("this run's data are mixed (the cg score): bigbn has no parameter model of a "
+                          "conditional Gaussian network to fit (BIF, XMLBIF and to_pgmpy() are for all-discrete "
+                          "or all-continuous runs)")
+    dynamic = options.get("dbn")
+    if dynamic and not isinstance(data, Dataset):  # a time series: its transition rows, as the run read them
+        from bigbn import dbn
+
+        data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
+                        score=used, sep=sep).dataset
     ds, score, digest = load_dataset(data, names=tuple(res.names), score=used, sep=sep,
                                      intervention_column=options.get("intervention_column"))
     run_digest = res.summary.get("data_sha256")
@@ -135,6 +146,8 @@ def run_data(res, data=None, sep: str | None = None):
     if tuple(ds.names) != tuple(res.names):
         raise OptionError("the data's column names differ from the run's")
     prior = score.parameter_prior(check_options(score, {o.name: options.get(o.name) for o in score.options}))
+    if prior is None:
+        raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot fit a network under it")
     return ds, prior
 
 

@@ -45,7 +45,13 @@ def open_run(workdir, then: str = THEN) -> Result:
         raise OptionError(f"open() takes a work directory (a path), got {type(workdir).__name__}")
     rd = RunDir(workdir, then=then)
     map_only = not rd.plan.posterior
-    run = FinishedRun(workdir, then, need="map") if map_only else finished_run(workdir, then=then)
+    if map_only and rd.plan.tiered:  # its MAP network is map_dag.csv alone (a tier's MAP lattice
+        run = rd  # holds the parents within the tier only), written when the run finished
+        if not (rd.root / "map_dag.csv").is_file():
+            raise WorkdirError(f"{rd.root}: the run's MAP network is not finished (no map_dag.csv); run the "
+                               f"same `bigbn run` command again, then {then}")
+    else:
+        run = FinishedRun(workdir, then, need="map") if map_only else finished_run(workdir, then=then)
     root = run.root
     summary_path = root / "summary.json"
     try:
@@ -59,6 +65,9 @@ def open_run(workdir, then: str = THEN) -> Result:
         raise WorkdirError(f"{summary_path} is damaged: run the same `bigbn run` command again to rewrite "
                            f"it, then {then}") from None
     res = Result(None, run.names, None, summary=summary, workdir=root)
+    dynamic = rd.record.fingerprint.get("dbn")
+    if isinstance(dynamic, dict) and "nodes" in dynamic:  # a time series: the children are slice t's, as learn's
+        res.children = tuple(range(len(dynamic["nodes"])))
     if not map_only:
         res.posterior = run.posterior()
         res.log_marginal = run.log_px + run.log_offset
@@ -75,12 +84,12 @@ def open_run(workdir, then: str = THEN) -> Result:
     return res
 
 
-def _read_map(res: Result, run: FinishedRun) -> None:
+def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
     """The MAP network, when the run found one: a run without tiers from its checked
     tables, a run with tiers from map_dag.csv and summary.json (it is not one lattice)."""
     if not run.plan.map_dag:
         return
-    if not run.tiered:
+    if not run.plan.tiered:
         lat = run.tiers[0].lattice
         if lat.plan_read.map_dag:
             res.map_parents, res.map_log_score = lat.map_parents(), lat.log_map_score

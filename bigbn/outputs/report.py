@@ -96,8 +96,10 @@ def read_run(workdir) -> RunFiles:
         raise WorkdirError(f"{root}: no edges.csv, the run's posterior is not finished (or it was a "
                            f"--map-only run); run the same `bigbn run` command again, then {then}")
     names = run.names
+    dynamic = run.record.fingerprint.get("dbn")  # a time series: edges into slice t only
+    children = len(dynamic["nodes"]) if isinstance(dynamic, dict) and "nodes" in dynamic else len(names)
     return RunFiles(root=root, run=run, summary=_json(root / "summary.json"),
-                    posterior=_read_posterior(edges, names), parent_sets=_read_parent_sets(root, names),
+                    posterior=_read_posterior(edges, names, children), parent_sets=_read_parent_sets(root, names),
                     journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv"),
                     samples=_read_samples(root), effects=_read_rows(root / "effects.csv"))
 
@@ -124,7 +126,10 @@ def _read_rows(path: Path) -> list[dict] | None:
         raise WorkdirError(f"{path}: not readable ({e})") from None
 
 
-def _read_posterior(path: Path, names) -> np.ndarray:
+def _read_posterior(path: Path, names, children: int | None = None) -> np.ndarray:
+    """The edge posteriors of edges.csv as an (n, n) matrix: every edge into each of the
+    first ``children`` variables (all of them but a time series' lagged ones), no other."""
+    children = len(names) if children is None else children
     index = {x: i for i, x in enumerate(names)}
     P = np.zeros((len(names), len(names)))
     seen = 0
@@ -135,8 +140,8 @@ def _read_posterior(path: Path, names) -> np.ndarray:
         except (KeyError, TypeError, ValueError):
             raise WorkdirError(f"{path}: a row that is not a parent,child,posterior of this run's "
                                f"variables ({row}); run the same `bigbn run` command again") from None
-    if seen != len(names) * (len(names) - 1):
-        raise WorkdirError(f"{path}: {seen} rows, the run has {len(names) * (len(names) - 1)} edges; "
+    if seen != children * (len(names) - 1):
+        raise WorkdirError(f"{path}: {seen} rows, the run has {children * (len(names) - 1)} edges; "
                            "run the same `bigbn run` command again to rewrite it")
     return P
 

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table
+from bigbn.io.data import Dataset, Table, check_exact_numbers
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
@@ -78,6 +78,7 @@ def continuous_dataset(table: Table) -> Dataset:
                         f"{table.path}, row {table.line(r)}, column '{table.names[j]}': "
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
+        check_exact_numbers(table.path, table.names[j], distinct, numbers)
         values = numbers[codes]
         data[:, j] = values
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
@@ -126,12 +127,29 @@ def looks_continuous(table: Table) -> bool:
     return seen_continuous
 
 
+def check_normal_prior(who: str, n: int, m: int, alpha_mu: float, alpha_w: float) -> None:
+    """OptionError when α_μ/(m + α_μ) or t = α_μ(α_w − n − 1)/(α_μ + 1), whose logarithms the
+    score takes, is below float64's smallest normal number: there they hold fewer digits, and
+    at 0 the log is a math domain error (a traceback). n: the continuous columns."""
+    tiny = float(np.finfo(np.float64).tiny)
+    share = alpha_mu / (m + alpha_mu)
+    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
+    if share < tiny or t < tiny:
+        raise OptionError(f"{who} alpha_mu {alpha_mu:g} with alpha_w {alpha_w:g} is too small a prior for {m} rows: "
+                          f"alpha_mu/(m + alpha_mu) = {share:.3g} and t = alpha_mu·(alpha_w − n − 1)/(alpha_mu + 1) "
+                          f"= {t:.3g} must be at least float64's smallest normal number ({tiny:.3g}); give a "
+                          "larger alpha_mu or alpha_w")
+
+
 def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
     from bigbn.scores.discrete import MAX_HYPER
 
     alpha_mu = float(alpha_mu)
     if not (np.isfinite(alpha_mu) and alpha_mu > 0):
         raise OptionError(f"BGe alpha_mu must be a positive number, got {alpha_mu}")
+    if alpha_w is None and not n + alpha_mu + 1 > n + 1:
+        raise OptionError(f"BGe alpha_mu {alpha_mu:g} is too small: the default alpha_w = n + alpha_mu + 1 is "
+                          f"n + 1 = {n + 1} in float64; give a larger alpha_mu (or alpha_w)")
     alpha_w = float(n + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (np.isfinite(alpha_w) and alpha_w > n + 1):
         raise OptionError(f"BGe alpha_w must exceed n + 1 = {n + 1}, got {alpha_w}")
@@ -139,6 +157,7 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
         if value > MAX_HYPER:
             raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
                               "differences lose the precision the posteriors need")
+    check_normal_prior("BGe", n, data.shape[0], alpha_mu, alpha_w)
     if nu is None:
         nu = data.mean(axis=0)
     nu = np.asarray(nu, dtype=np.float64)

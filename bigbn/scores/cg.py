@@ -55,8 +55,9 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, _natural_order, no_column
+from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
+from bigbn.scores.bge import check_normal_prior
 from bigbn.scores.discrete import _compress
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
@@ -159,6 +160,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                 if bad is None or not np.isfinite(bad).all():
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
+        check_exact_numbers(p, name, values, x)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
@@ -178,6 +180,9 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
     alpha_mu = float(alpha_mu)
     if not (math.isfinite(alpha_mu) and alpha_mu > 0):
         raise OptionError(f"CG alpha_mu must be a positive number, got {alpha_mu}")
+    if alpha_w is None and not n_c + alpha_mu + 1 > n_c + 1:
+        raise OptionError(f"CG alpha_mu {alpha_mu:g} is too small: the default alpha_w = n_c + alpha_mu + 1 is "
+                          f"n_c + 1 = {n_c + 1} in float64; give a larger alpha_mu (or alpha_w)")
     alpha_w = float(n_c + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (math.isfinite(alpha_w) and alpha_w > n_c + 1):
         raise OptionError(f"CG alpha_w must exceed n_c + 1 = {n_c + 1} (n_c: the continuous columns), "
@@ -211,6 +216,7 @@ class _Split:
         self.n_c = int(self.cont.size)
         if self.n_c:
             self.alpha_mu, self.alpha_w, self.t = hyperparameters(self.n_c, alpha_mu, alpha_w)
+            check_normal_prior("CG", self.n_c, ds.m, self.alpha_mu, self.alpha_w)  # md ≤ m per configuration
             self.nu = self.x.mean(axis=0)
 
     def discrete_dataset(self) -> Dataset:

@@ -69,6 +69,9 @@ _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64
 # against 60-digit mpmath log-gamma err by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
 # and 0.5 at 1e14 (tests/test_scores.py checks up to this bound).
 MAX_HYPER = 1e8
+#: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
+#: carried to fewer digits (at 5e-324, none: ess/(q·r) is 0 and the score -inf)
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -680,6 +683,12 @@ def local_scores(
             f"{k} parents with up to {int(top[0])} levels each give more parent configurations "
             "than floating point can represent; lower max_parents"
         )
+    if name == "bdeu" and k >= 0 and n:  # the smallest prior count ess/(q·r), of the largest family
+        log_qr = float(np.log(top[:k + 1].astype(np.float64)).sum())
+        if math.log(ess) - log_qr < math.log(_TINY):
+            raise OptionError(f"ess {ess:g} is too small: the prior count ess/(q·r) of the largest family "
+                              f"(q·r = {math.exp(log_qr):.4g}) is below float64's smallest normal number "
+                              f"({_TINY:.3g}), where it holds fewer digits; give ess ≥ {_TINY * math.exp(log_qr):.3g}")
     if dense_limit is None:
         dense_limit = min(max(4 * m, 1024), 2**22)
     # Largest dense count array needed: q*r of the biggest family, but at most dense_limit.

@@ -86,9 +86,14 @@ def from_sets(interventions, names, m: int) -> np.ndarray:
             cells.append(entry or "")
             continue
         try:
-            items = [str(x) for x in entry]
+            items = list(entry)
         except TypeError:
             raise OptionError(f"interventions[{r}]: {entry!r} is not a set of names") from None
+        flags = [x for x in items if isinstance(x, (bool, np.bool_))]
+        if flags:  # a row of a boolean mask: its True/False read as names 'True'/'False'
+            raise OptionError(f"interventions[{r}]: {flags[0]!r} is not a variable name; each row's targets are a "
+                              "set of names (a boolean mask M gives them as [set(np.array(names)[row]) for row in M])")
+        items = [str(x) for x in items]
         bad = [x for x in items if SEP in x]
         if bad:
             raise OptionError(f"interventions[{r}]: target name {bad[0]!r} contains '{SEP}'")

@@ -83,7 +83,8 @@ def centre(beta: np.ndarray, names, where: str = "scores", empty: int = 0) -> tu
 def total(c: np.ndarray, where: str = "scores") -> float:
     """Σ_i c_i, the constant log p(x) gains back; DataError when it is beyond float64
     (log p(x) itself could not be written down)."""
-    t = float(np.sum(c))
+    with np.errstate(over="ignore"):  # an overflow is refused below, not warned about
+        t = float(np.sum(c))
     if not np.isfinite(t):
         raise DataError(f"{where}: the scores add up beyond float64's range (log p(data) would be "
                         f"{t}): subtract a constant from the largest variables' scores")

@@ -296,6 +296,29 @@ def read_edge_list(path, names) -> list[tuple[int, int]]:
     return out
 
 
+def _check_exact_prob(path, line, text: str, prob: float) -> None:
+    """A prob cell that float64 turns into 0 or 1 (a forbidden or required edge) must be 0 or
+    1 (1e-400 and 0.99999999999999999 are not: they would silently forbid or require the
+    edge), and one above 0 must be a normal float64 (below, its log holds fewer digits)."""
+    from fractions import Fraction
+
+    tiny = float(np.finfo(np.float64).tiny)
+    if prob not in (0.0, 1.0) and not 0.0 < prob < tiny:
+        return
+    try:
+        exact = Fraction(text.strip())
+    except ValueError:  # not a plain decimal ('1e0' is one): float64 read it, keep that
+        return
+    where = f"{path}, line {line}, column prob: {text!r}"
+    if not 0 <= exact <= 1:
+        raise DataError(f"{where} is not a probability in [0, 1]")
+    if exact != prob or 0.0 < prob < tiny:
+        raise DataError(f"{where} is too close to {'1' if prob == 1.0 else '0'} for float64 (read as {prob!r}, "
+                        "which would " + ("require the edge" if prob == 1.0 else "forbid the edge" if prob == 0.0
+                                          else "hold fewer digits") + "); give 0 to forbid it, 1 to require it, "
+                        "or a probability float64 carries")
+
+
 def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
     """Read a CSV ``parent,child,prob``; return the (n, n) float64 edge_prob matrix.
 
@@ -321,6 +344,7 @@ def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
             prob = np.nan
         if not 0.0 <= prob <= 1.0:
             raise DataError(f"{path}, line {line}, column prob: {s!r} is not a probability in [0, 1]")
+        _check_exact_prob(path, line, s, prob)
         out[u, v] = prob
     return out
 

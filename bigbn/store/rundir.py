@@ -147,6 +147,8 @@ class RunRecord:
         out = []
         for key in sorted(set(self.fingerprint) | set(other)):
             old, new = self.fingerprint.get(key), other.get(key)
+            if key == "score_numerics" and self.fingerprint.get("score") != other.get("score"):
+                continue  # another score has other numerics: not "other code of the score"
             if old != new:
                 out.append(_PLAIN[key].format(old=str(old), new=str(new)) if key in _PLAIN
                            else f"{key}: workdir has {old!r}, this run {new!r}")

@@ -42,8 +42,11 @@ LOCK = "lock"
 JOURNAL_GLOB = "journal*.jsonl"
 SAMPLES_GLOB = "samples-*"
 EFFECTS_GLOB = "effects-*"  # the journaled parts of `bigbn effects` (bigbn/outputs/tasks.py)
-# What a run, `bigbn sample` and `bigbn effects` write next to run.json (``--fresh`` removes exactly these).
-OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv", "effects.csv")
+# What a run, `bigbn sample`, `bigbn effects` and `bigbn export` write next to run.json (``--fresh``
+# removes exactly these: one left behind by a --fresh run refused before its run.json
+# made the folder look like somebody else's).
+OUTPUTS = ("edges.csv", "summary.json", "parent_sets.csv", "map_dag.csv", "effects.csv", "strength.csv",
+           "network.bif", "network.xml")
 
 
 def checksum(a: np.ndarray, start: int = 0) -> int:
