@@ -511,21 +511,20 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     nD = Ds.shape[0]
     codes_t = np.ascontiguousarray(split.codes.T)
     threads = _threads()
-    needs_full = np.zeros(nD, dtype=np.bool_)
-    np.logical_or.at(needs_full, which, (Z >= 0).any(axis=1))  # off-diagonal entries needed
-    src, sources = _sources(split, codes_t, Ds, needs_full)
+    zl = (Z >= 0).sum(axis=1)
+    full = np.zeros(nD, dtype=np.bool_)
+    np.logical_or.at(full, which, zl > 0)  # off-diagonal entries needed
+    lmax = np.zeros(nD, dtype=np.int64)
+    np.maximum.at(lmax, which, zl + 1)  # set sizes 1..lmax occur (Z and Z + i)
+    src, sources = _sources(split, codes_t, Ds, full)
     perm = np.argsort(src, kind="stable")  # the sets of one source together
     newpos = np.empty(nD, dtype=np.int64)
     newpos[perm] = np.arange(nD)
-    Ds, dlen, qs, which, src = Ds[perm], dlen[perm], [qs[j] for j in perm.tolist()], newpos[which], src[perm]
-    order = np.argsort(which, kind="stable")
-    which, Z, fi = which[order], Z[order], fi[order]
+    Ds, dlen, src, full, lmax = Ds[perm], dlen[perm], src[perm], full[perm], lmax[perm]
+    qs = [qs[j] for j in perm.tolist()]
+    order = np.argsort(newpos[which], kind="stable")
+    which, Z, zl, fi = newpos[which][order], Z[order], zl[order], fi[order]
     set_off = np.searchsorted(which, np.arange(nD + 1))
-    zl = (Z >= 0).sum(axis=1)
-    lmax = np.zeros(nD, dtype=np.int64)
-    np.maximum.at(lmax, which, zl + 1)  # set sizes 1..lmax occur (Z and Z + i)
-    full = np.zeros(nD, dtype=np.bool_)
-    np.logical_or.at(full, which, zl > 0)  # off-diagonal entries needed
     rows, child = np.nonzero(fi >= 0)  # the families, grouped by set, so by D
     fam_off = np.searchsorted(rows, set_off)
     fam_col = fi[rows, child]
