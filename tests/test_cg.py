@@ -558,9 +558,10 @@ def test_joint_cells_only_where_they_are_few():
         src, sources = cgmod._sources(split, codes_t, np.array([[0, 1, 2]]), np.array([True]))  # one set: the rows
         assert len(sources) == 1 and sources[0][2] is split.x
     split = cgmod._Split(few, 1.0, None)
-    codes, counts, means, within = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), split.x)
+    codes, counts, means, within, diag, nu = cgmod._joint_cells(split, np.ascontiguousarray(split.codes.T), split.x)
     K = counts.size
     assert codes.shape == (3, K) and counts.sum() == 400 and within.shape == (K, 2, 2) and K <= 100
+    assert np.array_equal(diag, np.diagonal(within, axis1=1, axis2=2)) and not nu.any()
 
 
 def test_one_level_discrete_column_is_the_whole_table(monkeypatch):

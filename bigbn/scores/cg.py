@@ -729,15 +729,13 @@ def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, full: np.ndarra
     if nD < 2 or codes_t.shape[0] < 2:
         return np.zeros(nD, dtype=np.int64), [rows]
     xc = split.x - split.nu  # the rows less ν: what is merged is formed from these
-    zero = np.zeros(split.n_c)
     joint = _joint_cells(split, codes_t, xc)
     if joint is None:
         sources = [rows]
-        base = (codes_t, np.empty(0, dtype=np.int64), xc, np.empty((0, 0, 0)), np.empty((0, 0)), zero)
+        base = (codes_t, np.empty(0, dtype=np.int64), xc, np.empty((0, 0, 0)), np.empty((0, 0)), np.zeros(split.n_c))
     else:
-        jc, jw, jm, js = joint
-        base = (jc, jw, jm, js, np.ascontiguousarray(np.diagonal(js, axis1=1, axis2=2)), zero)
-        sources = [base]
+        sources = [joint]
+        base = joint
     src = np.zeros(nD, dtype=np.int64)
     group = _groups(split)
     ng = int(group.max(initial=-1)) + 1
@@ -779,11 +777,11 @@ def _groups(split: _Split) -> np.ndarray:
     return group
 
 
-def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
+def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list, share: float = 0.25):
     """The cells of the columns C merged from the base source (rows: `_cell_counts`,
     `_cell_moments`, `_full_scatters`; joint cells: `_cell_counts_w`, `_joint_moments`,
     `_joint_scatters`), as a source: with the whole scatter matrices if ``with_full``,
-    else their diagonals only. None if its cells are more than a quarter of the base's
+    else their diagonals only. None if its cells are more than ``share`` of the base's
     points, or its matrices more than room[0] bytes (else taken from it)."""
     codes, w, x, S0, d0, nu = base
     P = x.shape[0]
@@ -793,7 +791,7 @@ def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
     _cell_index(codes, split.r, C[None].astype(np.int64), np.array([C.size]), 0, 1, index, G)
     G = int(G[0])
     need = G * n_c * ((n_c if with_full else 0) + 2) * 8
-    if 4 * G > P or need > room[0]:
+    if G > share * P or need > room[0]:
         return None
     room[0] -= need
     goff = np.array([0, G])
@@ -823,32 +821,13 @@ def _table(split: _Split, base, C: np.ndarray, with_full: bool, room: list):
 
 
 def _joint_cells(split: _Split, codes_t: np.ndarray, x: np.ndarray):
-    """The rows grouped by their configuration of every discrete column (the joint cells):
-    (codes (p, K) of each cell's configuration, rows per cell (K,), means (K, n_c),
-    centred scatter matrices (K, n_c, n_c)), each formed from its rows in order of the
-    rows (`_cell_moments`, `_full_scatters`), if there are few enough of them
-    (`JOINT_SHARE` of the rows; `JOINT_BYTES`) for each D's cells to be merged from them
-    (`_joint_moments`, `_joint_scatters`) at less cost than from the rows; else None.
-    x: the rows' values (m, n_c) to form them from."""
-    m, n_c = x.shape
-    p = codes_t.shape[0]
-    jindex = np.empty((1, m), dtype=np.int32)
-    K = np.empty(1, dtype=np.int64)
-    _cell_index(codes_t, split.r, np.arange(p, dtype=np.int64)[None], np.array([p]), 0, 1, jindex, K)
-    K = int(K[0])
-    if K > JOINT_SHARE * m or K * n_c * n_c * 8 > JOINT_BYTES:
-        return None
-    goff = np.array([0, K])
-    counts = np.zeros(K, dtype=np.int64)
-    _cell_counts(jindex, goff, 0, 1, counts)
-    means = np.zeros((K, n_c))
-    _cell_moments(x, jindex, goff, counts, np.zeros(1, dtype=np.bool_), 0, 1, means, np.zeros((K, n_c)))
-    within = np.zeros((K, n_c, n_c))
-    _full_scatters(x, jindex[0], means, counts, np.empty(m, dtype=np.int64),
-                   np.empty((int(counts.max()), n_c)), within)
-    first = np.full(K, m, dtype=np.int64)
-    np.minimum.at(first, jindex[0].astype(np.int64), np.arange(m))
-    return np.ascontiguousarray(codes_t[:, first]), counts, means, within
+    """The rows grouped by their configuration of every discrete column (the joint cells),
+    as a source (`_table` of all the columns from the rows x, in coordinates whose ν is 0):
+    each cell's rows, mean and centred scatter matrix formed from its rows in order of
+    the rows, if they are at most `JOINT_SHARE` of the rows (and within `JOINT_BYTES`), so
+    that each D's cells merged from them cost less than from the rows; else None."""
+    rows = (codes_t, np.empty(0, dtype=np.int64), x, np.empty((0, 0, 0)), np.empty((0, 0)), np.zeros(split.n_c))
+    return _table(split, rows, np.arange(codes_t.shape[0]), True, [JOINT_BYTES], JOINT_SHARE)
 
 
 @numba.njit(cache=True, nogil=True)
