@@ -45,7 +45,6 @@ the rule column by column.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -58,6 +57,7 @@ from bigbn import _numba  # noqa: F401  (first: numba's cache outside the packag
 from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import check_normal_prior
+from bigbn.kernels.bits import popcounts
 from bigbn.scores.discrete import _compress
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
@@ -739,23 +739,23 @@ def _sources(split: _Split, codes_t: np.ndarray, Ds: np.ndarray, full: np.ndarra
     src = np.zeros(nD, dtype=np.int64)
     group = _groups(split)
     ng = int(group.max(initial=-1)) + 1
-    if ng < 3:  # two groups or fewer: their tables are the base
+    if ng < 3 or ng > 62:  # two groups or fewer: their tables are the base; past 62, no masks
         return src, sources
-    if ng > 62:
-        return src, sources
-    # each D's groups as a mask (the union of its columns' groups)
+    # each D's groups as a mask (the union of its columns' groups); a D within one group g
+    # takes the pair {0, g} ({0, 1} for g = 0), one within two groups their pair, one
+    # within three that needs only diagonals the three: a table for each such set of
+    # groups that some D takes (not every pair and three of groups: a pass over the
+    # base's points each)
     gmask = np.bitwise_or.reduce(np.where(Ds >= 0, np.left_shift(np.int64(1), group[np.maximum(Ds, 0)]), 0),
                                  axis=1)
+    pc = popcounts(gmask)
+    key = np.where(pc == 1, np.where(gmask == 1, 3, gmask | 1), gmask)
     room = [JOINT_BYTES]
-    for size in (2, 3):
-        for gs in itertools.combinations(range(ng), size):
-            inside = (gmask & ~np.int64(sum(1 << g for g in gs)) == 0) & (src == 0)
-            if size == 3:
-                inside &= ~full
-            if not inside.any():
-                continue
-            table = _table(split, base, np.flatnonzero(np.isin(group, gs)), size == 2 and bool(full[inside].any()),
-                           room)
+    for size, takers in ((2, pc <= 2), (3, (pc == 3) & ~full)):
+        for mask in np.unique(key[takers]).tolist():
+            inside = takers & (key == mask)
+            C = np.flatnonzero((np.int64(mask) >> group) & 1)
+            table = _table(split, base, C, size == 2 and bool(full[inside].any()), room)
             if table is not None:
                 src[inside] = len(sources)
                 sources.append(table)
