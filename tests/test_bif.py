@@ -93,6 +93,22 @@ def test_round_trip_random_networks(tmp_path):
     assert parse_bif(format_bif(net)).arcs() == net.arcs()
 
 
+
+def test_a_name_bif_cannot_hold_leaves_no_file(tmp_path):
+    """A variable BIF cannot name (a time series' X[t-1]) is refused before the file is
+    opened: no empty network.bif is left, and an earlier one is not emptied."""
+    net = parse_bif(format_bif(random_network(3, 1, 2, np.random.default_rng(3))))
+    bad = Network(("X[t-1]",) + net.names[1:], net.states, net.parents, net.cpts)
+    path = tmp_path / "network.bif"
+    with pytest.raises(DataError, match=r"'X\[t-1\]': BIF names are letters"):
+        write_bif(bad, path)
+    assert not path.exists()
+    write_bif(net, path)
+    before = path.read_text()
+    with pytest.raises(DataError):
+        write_bif(bad, path)
+    assert path.read_text() == before
+
 GOOD = """
 // a comment
 network test { property "x"; }

@@ -440,11 +440,14 @@ def format_bif(network: Network, name: str = "unknown") -> str:
 
 
 def write_bif(network: Network, path, name: str = "unknown") -> None:
-    """Write a network as BIF; gzipped if the path ends in ``.gz``."""
+    """Write a network as BIF; gzipped if the path ends in ``.gz``. The text is formed
+    first, so a network BIF cannot hold (`check_bif_names`) leaves no file behind (nor an
+    older one emptied)."""
     path = Path(path)
+    text = format_bif(network, name)
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "wt", encoding="utf-8") as fh:
-        fh.write(format_bif(network, name))
+        fh.write(text)
 
 
 def format_xmlbif(network: Network, name: str = "unknown") -> str:
@@ -469,6 +472,7 @@ def format_xmlbif(network: Network, name: str = "unknown") -> str:
 
 
 def write_xmlbif(network: Network, path, name: str = "unknown") -> None:
-    """Write a network as XMLBIF 0.3 (`format_xmlbif`)."""
+    """Write a network as XMLBIF 0.3 (`format_xmlbif`; the text formed first, as `write_bif`)."""
+    text = format_xmlbif(network, name)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(format_xmlbif(network, name))
+        fh.write(text)
