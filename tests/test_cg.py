@@ -576,3 +576,20 @@ def test_one_level_discrete_column_is_the_whole_table(monkeypatch):
     arities[0] = 1
     ds = Dataset(ds.names, data, arities, (("0",),) + ds.levels[1:], kind="mixed")
     assert np.array_equal(cg_scores(ds, 3), naive.cg_continuous_by_numpy(ds, 3))
+
+
+def test_continuous_columns_far_from_unit_scale_are_warned_about():
+    """Each configuration's prior is BGe's (T = t·I), so the cg score warns, as BGe does,
+    about continuous columns far from unit scale, naming those only (not the discrete
+    codes, whose spread means nothing); a table on unit scale gets no line."""
+    from bigbn.scores.base import BUILTIN
+
+    ds = mixed(["discrete", "continuous", "discrete", "continuous", "continuous"], 300, 41, arity=3)
+    assert BUILTIN["cg"].data_warnings(ds) == []
+    data = ds.data.copy()
+    data[:, 1] *= 1e3
+    data[:, 4] *= 1e-4
+    far = Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed", path="t.csv")
+    [line] = BUILTIN["cg"].data_warnings(far)
+    assert line.startswith("t.csv: 2 of 3 continuous columns are far from unit scale: 'v1' (sd ")
+    assert "'v4' (sd " in line and "'v0'" not in line and "'v2'" not in line and "cg score's prior" in line
