@@ -159,6 +159,28 @@ def test_sampler_equals_the_in_memory_recursion(point, tmp_path, monkeypatch):
         np.testing.assert_array_equal(s.parents, parents_ref)
 
 
+@pytest.mark.parametrize("point", [True, False])
+def test_samples_split_over_threads_are_the_same(point, tmp_path, monkeypatch):
+    """`_sweep` walks the samples in one contiguous range per thread (with α at the visited
+    sets, each its own memo, `SK.own_memo`): the draws of one, two and three threads (ranges
+    of unequal length) are the same, bit for bit, on a lattice of several chunks."""
+    from bigbn.outputs import samples as S
+    from bigbn.outputs.result import run_workdir
+    from bigbn.store.rundir import finished_run
+
+    monkeypatch.setattr(SK, "point_alpha_pays", lambda n, k, T: point)
+    T = S.MIN_SPLIT + 501
+    path = finished_workdir(tmp_path / "w", naive.random_beta(9, 3, np.random.default_rng(4), spread=3), 3, 5)
+    run = finished_run(run_workdir(path, "sample"), then="sample")
+    one = S._draw_batch(run, 7, T, 3, 1)
+    assert len({tuple(r) for r in one.parents.tolist()}) > T // 10
+    for threads in (2, 3):
+        d = S._draw_batch(run, 7, T, 3, threads)
+        np.testing.assert_array_equal(d.orders, one.orders)
+        np.testing.assert_array_equal(d.parents, one.parents)
+        np.testing.assert_array_equal(d.attempt, one.attempt)
+
+
 def test_uniform_is_a_counter_based_hash():
     u = np.array([SK.uniform(5, t, 0, 0, 0) for t in range(20000)])
     assert 0 <= u.min() and u.max() < 1
@@ -723,12 +745,13 @@ def test_point_alpha_pays_where_the_visited_sets_are_fewer():
     assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)
 
 
-@pytest.mark.parametrize("n, T", [(16, 1000), (12, 1000), (12, 50)])
-def test_memory_count_bounds_what_a_batch_allocates(n, T, tmp_path):
+@pytest.mark.parametrize("n, T, threads", [(16, 1000, 1), (16, 1000, 2), (12, 1000, 1), (12, 50, 1)])
+def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, tmp_path):
     """`sample_memory_bytes` + `sweep_memory_bytes` bound the numpy memory one batch of T
     samples allocates (tracemalloc's peak over `_draw_batch`): at n = 16 the memo of α at
-    the visited sets (4 MiB) is most of it, which the per-sample count alone misses; at
-    n = 12, T = 1000 the sweep takes α per chunk (`point_alpha_pays` says no)."""
+    the visited sets (4 MiB) is most of it, which the per-sample count alone misses (with
+    two threads, one memo each); at n = 12, T = 1000 the sweep takes α per chunk
+    (`point_alpha_pays` says no)."""
     import tracemalloc
     from bigbn.outputs import samples as S
     from bigbn.outputs.result import run_workdir
@@ -737,14 +760,14 @@ def test_memory_count_bounds_what_a_batch_allocates(n, T, tmp_path):
     path = finished_workdir(tmp_path / "w", naive.random_beta(n, 3, np.random.default_rng(n), spread=4), 3, n)
     run = finished_run(run_workdir(path, "sample"), then="sample")
     c = run.tiers[0].lattice.plan.c
-    S._draw_batch(run, 0, T, 1, 1)  # compiled and loaded before the count
+    S._draw_batch(run, 0, T, 1, threads)  # compiled and loaded before the count
     tracemalloc.start()
     try:
-        S._draw_batch(run, 0, T, 1, 1)
+        S._draw_batch(run, 0, T, 1, threads)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    need = S.sample_memory_bytes(n, T) + S.sweep_memory_bytes(n, 3, c, T, 1)
+    need = S.sample_memory_bytes(n, T) + S.sweep_memory_bytes(n, 3, c, T, threads)
     assert peak <= need
     if SK.point_alpha_pays(n, 3, T) and n == 16:
         assert peak > 2 * S.sample_memory_bytes(n, T)

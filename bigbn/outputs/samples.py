@@ -214,14 +214,18 @@ class Samples:
 # ------------------------------------------------------------------------------ sampling
 
 def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
-           pool: ThreadPoolExecutor) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+           pool: ThreadPoolExecutor, threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Draw T (order, predecessor sets), the samples first .. first + T − 1, by the
     descending chunk sweep; rejected draws (rounding) are drawn again. Each forward chunk
     is checked against its journal record as it is read (`FinishedLattice.chunk`); α is
     computed at the sets the samples visit only, memoised (`sampling.point_alpha`), where
     `sampling.point_alpha_pays`, else per visited chunk on ``pool``'s threads as the
-    forward task does (large k, or many samples on a small lattice). Returns (nodes,
-    preds, attempt, chunks read)."""
+    forward task does (large k, or many samples on a small lattice). The samples are
+    walked in ``threads`` contiguous ranges side by side on ``pool`` (the kernels release
+    the GIL; with point α each range has its own memo, `sampling.own_memo`): a sample's
+    steps depend on its own random numbers and on values that are functions of its sets
+    alone, so the split never changes a sample. Returns (nodes, preds, attempt, chunks
+    read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
     top = p.n_chunks - 1
@@ -233,9 +237,27 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
     pu, pcum, plog = np.zeros(T), np.zeros(T), np.zeros(T)
     pbit = np.zeros(T, dtype=np.int64)
     point = SK.point_alpha_pays(n, p.k, T)
-    pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots(T * n)) if point else None
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
+    ranges = _split(T, threads if T >= MIN_SPLIT else 1)
+    if point:
+        pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots((ranges[0][1] - ranges[0][0]) * n))
+        memos = [pa] + [SK.own_memo(pa, pa[6].size) for _ in ranges[1:]]
+
+    def views(r):
+        """Each sample's state, samples a .. b − 1 of the range r (views: the kernels write
+        through them)."""
+        a, b = r
+        return (cur[a:b], step[a:b], status[a:b], key[a:b], pu[a:b], pcum[a:b], plog[a:b], pbit[a:b],
+                nodes[a:b], preds[a:b])
+
+    def each(fn):
+        """fn(range index, (a, b)) for every range, on pool's threads if more than one."""
+        if len(ranges) == 1:
+            fn(0, ranges[0])
+        else:
+            list(pool.map(lambda j: fn(j, ranges[j]), range(len(ranges))))
+
     reads = 0
     while True:
         H = int(key.max())
@@ -257,8 +279,11 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
         waiting = (status == SK.PENDING) & (key == H)
         bits = np.unique(pbit[waiting]).tolist()
         if point:
-            for b in bits:
-                SK.advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+            def pending(j, r):
+                for b in bits:
+                    SK.advance_pending(H, b, c, L, memos[j], *views(r))
+            if bits:
+                each(pending)
         else:
             spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
             for b, span in zip(bits, spans):
@@ -266,14 +291,25 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                                           nodes, preds)
         if np.any((status == SK.ACTIVE) & (key == H)):
             if point:
-                SK.walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
-                              pu, pcum, plog, pbit, nodes, preds)
+                each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *_walk_args(views(r),
+                                                                                                  attempt[r[0]:r[1]])))
             else:
                 low = np.empty((c, p.alpha_chunk_size))
                 list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
-                SK.walk_chunk_tables(H, c, L, low, seed, first, cur, step, attempt, status, key,
-                                     pu, pcum, plog, pbit, nodes, preds)
+                each(lambda j, r: SK.walk_chunk_tables(H, c, L, low, seed, first + r[0],
+                                                       *_walk_args(views(r), attempt[r[0]:r[1]])))
     return nodes, preds, attempt, reads
+
+
+def _walk_args(v, attempt):
+    """The state arguments of `sampling.walk_chunk` (cur, step, attempt, status, key, pu,
+    pcum, plog, pbit, nodes, preds) from `_sweep`'s views and the attempts."""
+    cur, step, status, key, pu, pcum, plog, pbit, nodes, preds = v
+    return cur, step, attempt, status, key, pu, pcum, plog, pbit, nodes, preds
+
+
+#: Fewest samples a sweep splits over threads: below, a thread's share is not worth its start.
+MIN_SPLIT = 1_000
 
 
 def sample_memory_bytes(n: int, T: int) -> int:
@@ -295,8 +331,10 @@ def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
     chunk = 8 << c
     if SK.point_alpha_pays(n, k, T):
         families = sum(math.comb(n, j) for j in range(min(k, n) + 1))
-        slots = SK.memo_slots(T * n)
-        return SWEEP_OVERHEAD + chunk + 8 * families * (n + 1) + 8 * slots * (n + 1)
+        ranges = _split(T, threads if T >= MIN_SPLIT else 1)
+        slots = SK.memo_slots((ranges[0][1] - ranges[0][0]) * n)
+        memo = 8 * (2 * slots + SK.memo_rows(slots) * n)
+        return SWEEP_OVERHEAD + chunk + 8 * families * (n + 1) + len(ranges) * memo
     return SWEEP_OVERHEAD + chunk + c * chunk // 2 + (n - c) * chunk + threads * chunk
 
 
@@ -516,7 +554,7 @@ def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: in
     plan, beta = run.plan, run.beta
     job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
-    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool)
+    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
     t_sweep = time.perf_counter() - t1
     parents = np.zeros((T, plan.n), dtype=np.int64)
     _draw_parents(beta, plan.families, nodes, preds, seed, first, attempt, parents, pool, threads)
@@ -552,7 +590,7 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
         else:
             t1 = time.perf_counter()
             job = Job(lat.workdir, lat.plan_read, lat.beta)
-            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool)
+            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
             _draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, first, attempt, within, pool,
