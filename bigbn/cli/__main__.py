@@ -1,5 +1,5 @@
 """python -m bigbn.cli"""
 
-from bigbn.cli.main import main
+from bigbn.cli.main import cli
 
-main()
+cli()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import os
 import sys
 import time
@@ -75,6 +76,22 @@ def main():
     Example:
       bigbn run examples/asia.csv --workdir /tmp/asia
     """
+
+
+def cli() -> None:
+    """The `bigbn` command in a process of its own (the console script, ``python -m
+    bigbn.cli``): `main`, with the cyclic garbage collector told that what exists now
+    lives until the process ends (`gc.freeze`), once the modules are imported and again
+    before the interpreter shuts down. Python's shutdown collects garbage while it tears
+    the modules down, and with numba, zarr and dask loaded (≈ 140 000 objects) that took
+    0.25–0.35 s of every command, a fifth of `bigbn run` at n = 20; frozen objects are
+    left out, and what the process wrote is closed and flushed before it returns. Tests
+    call `main` in their own process and collect as usual."""
+    gc.freeze()
+    try:
+        main()
+    finally:
+        gc.freeze()
 
 
 class Progress(Listener):
