@@ -222,7 +222,7 @@ def prior_kwargs(value) -> dict:
 
 def columns(value, what: str = "columns") -> tuple[str, ...] | None:
     """Column names (the cg score's ``discrete=`` / ``continuous=``): None, a list of names,
-    or text "A,B" (the CLI's form); each name non-empty."""
+    or text "A,B" (the CLI's form); each name non-empty, none twice."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -233,6 +233,9 @@ def columns(value, what: str = "columns") -> tuple[str, ...] | None:
         raise OptionError(f"{what} must be column names (a list, or text 'A,B'), got {value!r}") from None
     if not names or any(not x for x in names):
         raise OptionError(f"{what}: an empty column name in {value!r}")
+    twice = [x for j, x in enumerate(names) if x in names[:j]]
+    if twice:
+        raise OptionError(f"{what}: column {twice[0]!r} is named twice")
     return names
 
 

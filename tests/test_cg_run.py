@@ -172,6 +172,10 @@ def test_column_kinds_rule_and_overrides(tmp_path):
         column_kinds(table, discrete=["dos"])
     with pytest.raises(OptionError, match="column 'code' is named both discrete and continuous"):
         column_kinds(table, discrete=["code"], continuous=["code"])
+    r = CliRunner().invoke(main, ["run", str(f), "-w", str(tmp_path / "twice"), "--discrete", "dose,txt,dose"])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1
+    assert "discrete: column 'dose' is named twice" in r.stderr
+    assert not (tmp_path / "twice").exists()
     with pytest.raises(DataError, match="column 'txt': declared continuous, but 'a' is not a number"):
         column_kinds(table, continuous=["txt"])
 
