@@ -258,47 +258,93 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
         else:
             list(pool.map(lambda j: fn(j, ranges[j]), range(len(ranges))))
 
-    reads = 0
-    while True:
-        H = int(key.max())
-        if H < 0:
-            rej = status == SK.REJECTED
-            if not rej.any():
-                break
-            if attempt[rej].max() >= MAX_ATTEMPTS - 1:
-                raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
-                                  "the tables are inconsistent (L(S) is not the sum of its terms)")
-            cur[rej] = (1 << n) - 1
-            step[rej] = 0
-            attempt[rej] += 1
-            status[rej] = SK.ACTIVE
-            key[rej] = top
-            continue
-        L = run.chunk("forward", H)  # CRC-checked: costs no extra read
-        reads += 1
-        waiting = (status == SK.PENDING) & (key == H)
-        bits = np.unique(pbit[waiting]).tolist()
-        if point:
-            def pending(j, r):
-                for b in bits:
-                    SK.advance_pending(H, b, c, L, memos[j], *views(r))
-            if bits:
-                each(pending)
-        else:
-            spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
-            for b, span in zip(bits, spans):
-                SK.advance_pending_tables(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
-                                          nodes, preds)
-        if np.any((status == SK.ACTIVE) & (key == H)):
+    ahead = _ReadAhead(run)
+    try:
+        while True:
+            H = int(key.max())
+            if H < 0:
+                rej = status == SK.REJECTED
+                if not rej.any():
+                    break
+                if attempt[rej].max() >= MAX_ATTEMPTS - 1:
+                    raise EngineError(f"{wd.root}: a sample was rejected {MAX_ATTEMPTS} times in a row; "
+                                      "the tables are inconsistent (L(S) is not the sum of its terms)")
+                cur[rej] = (1 << n) - 1
+                step[rej] = 0
+                attempt[rej] += 1
+                status[rej] = SK.ACTIVE
+                key[rej] = top
+                continue
+            L = ahead.take(H)  # CRC-checked: costs no extra read
+            waiting = (status == SK.PENDING) & (key == H)
+            bits = np.unique(pbit[waiting]).tolist()
             if point:
-                each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *_walk_args(views(r),
-                                                                                                  attempt[r[0]:r[1]])))
+                def pending(j, r):
+                    for b in bits:
+                        SK.advance_pending(H, b, c, L, memos[j], *views(r))
+                if bits:
+                    each(pending)
             else:
-                low = np.empty((c, p.alpha_chunk_size))
-                list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
-                each(lambda j, r: SK.walk_chunk_tables(H, c, L, low, seed, first + r[0],
-                                                       *_walk_args(views(r), attempt[r[0]:r[1]])))
-    return nodes, preds, attempt, reads
+                spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+                for b, span in zip(bits, spans):
+                    SK.advance_pending_tables(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
+                                              nodes, preds)
+            # the next chunk, unless a sample the walk leaves waiting goes to H − 2^(lowest bit), above it
+            below = key[key < H]
+            ahead.start(max(int(below.max()) if below.size else -1, H - (H & -H) if H else -1))
+            if np.any((status == SK.ACTIVE) & (key == H)):
+                if point:
+                    each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *_walk_args(views(r),
+                                                                                                      attempt[r[0]:r[1]])))
+                else:
+                    low = np.empty((c, p.alpha_chunk_size))
+                    list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+                    each(lambda j, r: SK.walk_chunk_tables(H, c, L, low, seed, first + r[0],
+                                                           *_walk_args(views(r), attempt[r[0]:r[1]])))
+    finally:
+        ahead.close()
+    return nodes, preds, attempt, ahead.reads
+
+
+class _ReadAhead:
+    """The sweep's chunks of L, each read (and CRC-checked, `FinishedLattice.chunk`) on a
+    thread of its own while the sweep walks the chunk before it: the next chunk is the
+    largest key of the samples once the chunk is walked, so the guess, made when the samples
+    waiting for the chunk have been offered its high nodes, is the largest key below it or
+    the chunk a sample the walk leaves waiting goes to first, whichever is larger. A wrong guess costs one
+    read; the chunk is then read when it is needed. After a run the chunks of L are no
+    longer in the page cache (the backward pass dropped them), so at n = 28 the reads are
+    most of the sweep. reads: the chunks read."""
+
+    def __init__(self, run: FinishedLattice):
+        self.run = run
+        self.reads = 0
+        self.pending: tuple[int, object] | None = None
+        self.pool = None
+
+    def start(self, H: int) -> None:
+        if H < 0:
+            return
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pending = (H, self.pool.submit(self.run.chunk, "forward", H))
+        self.reads += 1
+
+    def take(self, H: int) -> np.ndarray:
+        pending, self.pending = self.pending, None
+        if pending is not None and pending[0] == H:
+            return pending[1].result()
+        if pending is not None:
+            pending[1].cancel() or pending[1].exception()  # wait for it: no read left running
+        self.reads += 1
+        return self.run.chunk("forward", H)
+
+    def close(self) -> None:
+        if self.pending is not None:
+            self.pending[1].cancel() or self.pending[1].exception()
+            self.pending = None
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def _walk_args(v, attempt):
@@ -322,10 +368,11 @@ def sample_memory_bytes(n: int, T: int) -> int:
 
 def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
     """Memory one batch of T samples holds besides their own state while it sweeps a
-    lattice of n nodes in chunks of 2^c (`_sweep`), at most: the forward chunk it reads,
-    and α, either at the visited sets (`sampling.point_alpha_pays`: the weights of the
-    C(n, ≤ k) families of every node, the memo of `sampling.memo_slots` sets of n values
-    and its keys) or per visited chunk (the c low nodes' rows, the 2-chunk spans of up to
+    lattice of n nodes in chunks of 2^c (`_sweep`), at most: the forward chunk it walks and
+    the one it reads ahead (`_ReadAhead`), and α, either at the visited sets
+    (`sampling.point_alpha_pays`: the weights of the C(n, ≤ k) families of every node and,
+    per thread, a memo of `sampling.memo_slots` sets of n values with its keys) or per
+    visited chunk (the c low nodes' rows, the 2-chunk spans of up to
     n − c high nodes and, per thread, the exponents `_alpha_chunks` builds them with), and
     `SWEEP_OVERHEAD`."""
     chunk = 8 << c
@@ -334,8 +381,8 @@ def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
         ranges = _split(T, threads if T >= MIN_SPLIT else 1)
         slots = SK.memo_slots((ranges[0][1] - ranges[0][0]) * n)
         memo = 8 * (2 * slots + SK.memo_rows(slots) * n)
-        return SWEEP_OVERHEAD + chunk + 8 * families * (n + 1) + len(ranges) * memo
-    return SWEEP_OVERHEAD + chunk + c * chunk // 2 + (n - c) * chunk + threads * chunk
+        return SWEEP_OVERHEAD + 2 * chunk + 8 * families * (n + 1) + len(ranges) * memo
+    return SWEEP_OVERHEAD + 2 * chunk + c * chunk // 2 + (n - c) * chunk + threads * chunk
 
 
 #: what a batch allocates besides its arrays counted above (small arrays, Python objects:
