@@ -135,6 +135,24 @@ def test_linear_extensions_at_n_30_and_cycles():
     assert count_linear_extensions(two) == float(math.comb(30, 15))
 
 
+def test_linear_extensions_branch_on_the_side_with_fewer_extremal_nodes():
+    """A DAG with more sinks than sources is counted reversed, branching on its sources:
+    K(2, 12) (two sources, each a parent of twelve sinks) needs 2^12 memoised sets when
+    branching on the sinks, three on the sources, and its reverse the other way round; both
+    are counted within 16 sets. Random DAGs and their reverses against permutations."""
+    two_to_twelve = np.array([0, 0] + [0b11] * 12, dtype=np.int64)
+    reverse = np.array([(1 << 14) - 4] * 2 + [0] * 12, dtype=np.int64)  # twelve sources, two sinks
+    for pm in (two_to_twelve, reverse):
+        assert count_linear_extensions(pm, max_sets=16) == 2.0 * math.factorial(12)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        pm = random_dag(rng, int(rng.integers(2, 8)), rng.random())
+        rev = np.array([sum(1 << u for u in range(len(pm)) if int(pm[u]) >> v & 1) for v in range(len(pm))],
+                       dtype=np.int64)
+        want = naive.linear_extensions_by_permutations(pm)
+        assert count_linear_extensions(pm) == count_linear_extensions(rev) == want
+
+
 def test_linear_extensions_refuse_more_than_62_nodes():
     with pytest.raises(OptionError, match="63 nodes: at most 62"):
         count_linear_extensions(np.zeros(63, dtype=np.int64))
@@ -560,12 +578,17 @@ def test_cli_sample_errors(tmp_path):
 
 def test_linear_extension_counting_is_bounded():
     """A DAG whose count needs too many memoised sets is refused with an error, not a
-    hang or an exhausted memory: in the complete bipartite DAG 2 → 28 the recursion
-    branches on the 28 sinks (2^28 sets)."""
+    hang or an exhausted memory: 20 sources and 20 sinks, sink j a child of sources j,
+    j + 1 and j + 5 (mod 20), need ≈ 845 000 sets branching on either side. The complete
+    bipartite DAG 2 → 28 (2^28 sets branching on its sinks) is counted on its two sources."""
+    wide = np.zeros(40, dtype=np.int64)
+    for j in range(20):
+        wide[20 + j] = (1 << j) | (1 << (j + 1) % 20) | (1 << (j + 5) % 20)
+    with pytest.raises(EngineError, match="more than 100000 memoised node sets"):
+        count_linear_extensions(wide, max_sets=100_000)
     pm = np.zeros(30, dtype=np.int64)
     pm[2:] = 0b11
-    with pytest.raises(EngineError, match="more than 100000 memoised node sets"):
-        count_linear_extensions(pm, max_sets=100_000)
+    assert count_linear_extensions(pm, max_sets=100_000) == pytest.approx(2 * math.factorial(28), rel=1e-14)
     pm[2:] = 0b1  # 0 → 28 nodes, node 1 alone: 30 · 28! orders, found at once
     assert count_linear_extensions(pm, max_sets=100_000) == pytest.approx(30 * math.factorial(28), rel=1e-14)
 

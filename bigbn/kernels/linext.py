@@ -14,11 +14,16 @@ a memoised recursion over node sets S of the induced subgraph:
   #LE(S) = Σ_{sinks x} #LE(S − x); when S has a single source, it is first in every
   order and is removed instead (no branching).
 
-Branching on sinks keeps most memoised sets down-sets of the DAG's components. Choosing
-per set whichever of sources and sinks is fewer visits sets of both kinds: on posterior
-samples at n = 24 it made 4× more sets and took 4× longer. The single-source rule keeps
-out-stars cheap (a root with 29 children: one removal, then 29 singletons), where
-branching on sinks alone would visit 2^29 sets.
+Branching on sinks keeps most memoised sets down-sets of the DAG's components. Which side
+to branch on is chosen once per DAG: a DAG with at least as many sinks as sources (among
+the nodes with an arc) is counted reversed, branching on what were its sources (#LE is
+the same: an order reversed is an order of the reversed DAG). On the distinct DAGs of
+10 000 posterior samples that made 2.0× fewer memoised sets at n = 20 (6 848 DAGs) and
+11× fewer at n = 28 (8 254 DAGs), within 10 % of the better side for each DAG; choosing
+per *set* whichever of sources and sinks is fewer mixes down-sets and up-sets in one memo
+(at n = 24: 4× more sets than sinks alone). The single-source rule keeps out-stars cheap
+(a root with 29 children: one removal, then 29 singletons), where branching on sinks
+alone would visit 2^29 sets, and the same rule on the reversed DAG keeps in-stars cheap.
 
 Splitting again after every removal keeps trees, forests and sparse DAGs polynomial in
 practice; dense DAGs with wide antichains are exponential, so a DAG that needs more than
@@ -216,6 +221,16 @@ def _count_one(parents, max_sets):
             lo = p & -p
             children[_popcount(lo - 1)] |= np.int64(1) << v
             p ^= lo
+    # Branch on the side with fewer extremal nodes: with more sinks than sources, count the
+    # reversed DAG (the same number: an order reversed is an order of the reverse).
+    sinks = 0
+    sources = 0
+    for v in range(n):
+        if parents[v] | children[v]:
+            sinks += children[v] == 0
+            sources += parents[v] == 0
+    if sinks >= sources:
+        parents, children = children, parents
     adj = parents | children
     full = (np.int64(1) << n) - 1
     slots = FIRST_SLOTS

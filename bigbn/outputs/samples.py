@@ -393,8 +393,10 @@ SWEEP_OVERHEAD = 1 << 20
 #: Samples per task by default: a task sweeps the forward tables once for its samples, so
 #: fewer, larger batches read less; more, smaller ones resume at a finer grain.
 BATCH = 50_000
-#: the version of the draws' folder layout and of what a batch part holds
-DRAWS_FORMAT = 1
+#: the version of the draws' folder layout and of what a batch part holds (2: log #LE
+#: counted on the side of each DAG with fewer extremal nodes, which can differ from 1's in
+#: the last bits past 2^53 orders; a part of 1 is drawn again, not mixed in)
+DRAWS_FORMAT = 2
 
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
