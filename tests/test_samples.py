@@ -139,11 +139,20 @@ def test_linear_extensions_branch_on_the_side_with_fewer_extremal_nodes():
     """A DAG with more sinks than sources is counted reversed, branching on its sources:
     K(2, 12) (two sources, each a parent of twelve sinks) needs 2^12 memoised sets when
     branching on the sinks, three on the sources, and its reverse the other way round; both
-    are counted within 16 sets. Random DAGs and their reverses against permutations."""
+    are counted within 16 sets; a DAG whose rule picks the side that needs too many sets is
+    counted on the other. Random DAGs and their reverses against permutations."""
     two_to_twelve = np.array([0, 0] + [0b11] * 12, dtype=np.int64)
     reverse = np.array([(1 << 14) - 4] * 2 + [0] * 12, dtype=np.int64)  # twelve sources, two sinks
     for pm in (two_to_twelve, reverse):
         assert count_linear_extensions(pm, max_sets=16) == 2.0 * math.factorial(12)
+    # Where the rule's side needs too many sets the other side is tried: twelve sources over
+    # two sinks (2^12 up-sets on the sources' side, 3 sets on the sinks') beside an out-star
+    # of 14 leaves, so the DAG has 16 sinks against 13 sources and is counted reversed first.
+    pm = np.zeros(29, dtype=np.int64)
+    pm[12:14] = (1 << 12) - 1
+    pm[15:] = 1 << 14
+    want = math.comb(29, 14) * math.factorial(12) * 2 * math.factorial(14)
+    assert count_linear_extensions(pm, max_sets=100) == pytest.approx(want, rel=1e-14)
     rng = np.random.default_rng(3)
     for _ in range(60):
         pm = random_dag(rng, int(rng.integers(2, 8)), rng.random())
