@@ -1566,11 +1566,16 @@ def linear_extensions_float_recursion(parents):
     has one order; a disconnected set is the product over its components (lowest node
     first) of count × C(placed, size), as res = res * (count * C); a connected one sums
     the counts of S − x over its unique source (if it has one and several sinks) or its
-    sinks, ascending. The same float operations in the same order, so the kernel's
-    counts must match it bit for bit beyond 2^53 too."""
+    sinks, ascending. Done on the reversed DAG (parents and children swapped) when the DAG
+    has at least as many sinks as sources among its nodes with an arc, as the kernel
+    chooses. The same float operations in the same order, so the kernel's counts must
+    match it bit for bit beyond 2^53 too."""
     n = len(parents)
     par = [int(p) for p in parents]
     ch = [sum(1 << v for v in range(n) if par[v] >> u & 1) for u in range(n)]
+    linked = [v for v in range(n) if par[v] | ch[v]]
+    if sum(ch[v] == 0 for v in linked) >= sum(par[v] == 0 for v in linked):
+        par, ch = ch, par
     adj = [par[v] | ch[v] for v in range(n)]
     memo = {}
 
