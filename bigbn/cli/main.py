@@ -751,9 +751,10 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
 
     progress = Progress()
     try:
-        s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
-                   memory=opt.memory(memory, "--memory"), progress=progress,
-                   scheduler=opt.scheduler(scheduler), batch=batch)
+        with warnings_as_lines():
+            s = sample(workdir, n_samples, seed=seed, prior=prior, workers=workers,
+                       memory=opt.memory(memory, "--memory"), progress=progress,
+                       scheduler=opt.scheduler(scheduler), batch=batch)
     finally:
         progress.close()
     write_outputs(s, workdir)
@@ -829,8 +830,9 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
 
     progress = Progress()
     try:
-        e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress,
-                    scheduler=opt.scheduler(scheduler), workers=workers)
+        with warnings_as_lines():
+            e = effects(workdir, data, pairs=pairs, level=level, sep=sep, progress=progress,
+                        scheduler=opt.scheduler(scheduler), workers=workers)
     finally:
         progress.close()
     out = Path(workdir) / "effects.csv"
@@ -953,4 +955,4 @@ _register_tools()
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    cli()

@@ -275,6 +275,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                 status[rej] = SK.ACTIVE
                 key[rej] = top
                 continue
+            L = None  # the chunk walked last is not kept while the next is read
             L = ahead.take(H)  # CRC-checked: costs no extra read
             waiting = (status == SK.PENDING) & (key == H)
             bits = np.unique(pbit[waiting]).tolist()
@@ -314,7 +315,9 @@ class _ReadAhead:
     the chunk a sample the walk leaves waiting goes to first, whichever is larger. A wrong guess costs one
     read; the chunk is then read when it is needed. After a run the chunks of L are no
     longer in the page cache (the backward pass dropped them), so at n = 28 the reads are
-    most of the sweep. reads: the chunks read."""
+    most of the sweep. At most two chunks are held: the one walked is released before the
+    next is taken, and a wrong guess's before the needed chunk is read. reads: the chunks
+    walked (a wrong guess's read is not counted)."""
 
     def __init__(self, run: FinishedLattice):
         self.run = run
@@ -328,21 +331,25 @@ class _ReadAhead:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(max_workers=1)
         self.pending = (H, self.pool.submit(self.run.chunk, "forward", H))
-        self.reads += 1
 
     def take(self, H: int) -> np.ndarray:
-        pending, self.pending = self.pending, None
-        if pending is not None and pending[0] == H:
-            return pending[1].result()
-        if pending is not None:
-            pending[1].cancel() or pending[1].exception()  # wait for it: no read left running
         self.reads += 1
+        if self.pending is not None and self.pending[0] == H:
+            future, self.pending = self.pending[1], None
+            return future.result()
+        self._drop()
         return self.run.chunk("forward", H)
 
-    def close(self) -> None:
+    def _drop(self) -> None:
+        """Forget the chunk read ahead (waiting for its read: none is left running, and its
+        array is freed before another is read; an error of its read is not raised)."""
         if self.pending is not None:
-            self.pending[1].cancel() or self.pending[1].exception()
-            self.pending = None
+            future, self.pending = self.pending[1], None
+            future.cancel() or future.exception()
+            del future
+
+    def close(self) -> None:
+        self._drop()
         if self.pool is not None:
             self.pool.shutdown()
 
@@ -380,7 +387,7 @@ def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
         families = sum(math.comb(n, j) for j in range(min(k, n) + 1))
         ranges = _split(T, threads if T >= MIN_SPLIT else 1)
         slots = SK.memo_slots((ranges[0][1] - ranges[0][0]) * n)
-        memo = 8 * (2 * slots + SK.memo_rows(slots) * n)
+        memo = 8 * (2 * slots + SK.memo_rows(slots) * n + families)  # keys, rows, values, ranks
         return SWEEP_OVERHEAD + 2 * chunk + 8 * families * (n + 1) + len(ranges) * memo
     return SWEEP_OVERHEAD + 2 * chunk + c * chunk // 2 + (n - c) * chunk + threads * chunk
 

@@ -103,17 +103,18 @@ def _call(fn, spec):
 #: Seconds a scheduler address is tried before the user is told that nothing answers there.
 FIRST_TRY = 3
 #: Seconds a scheduler that does not answer is waited for in all (it may be starting beside
-#: the run, as in a batch job that starts both), dask's own default.
+#: the run, as in a batch job that starts both, or its host name may not resolve yet, as a
+#: Kubernetes service's before its pod runs): dask's own default.
 PATIENCE = 30
 
 
 def connect(address_or_client):
     """(client, whether we opened it) for a scheduler address or a distributed.Client.
 
-    A host name that does not resolve is refused at once. A scheduler that does not answer
-    within FIRST_TRY seconds is waited for up to PATIENCE seconds in all, with a warning
-    that says so (dask's Client waited its 30 s without a word)."""
-    import warnings
+    A scheduler that does not answer within FIRST_TRY seconds is waited for up to PATIENCE
+    seconds in all, with a warning after FIRST_TRY that says so (dask's Client waited its
+    30 s without a word); then OptionError."""
+    import threading
 
     from distributed import Client
 
@@ -122,39 +123,34 @@ def connect(address_or_client):
     if not isinstance(address_or_client, str) or not address_or_client:
         raise OptionError(f"scheduler {address_or_client!r}: give an address like tcp://host:8786 "
                           "or a distributed.Client")
-    _resolve(address_or_client)
-    first = min(FIRST_TRY, PATIENCE)
+    timer = threading.Timer(FIRST_TRY, _still_waiting, (address_or_client,))
+    timer.daemon = True
+    timer.start()
     try:
-        return Client(address_or_client, timeout=f"{first}s"), True
+        return Client(address_or_client, timeout=f"{PATIENCE}s"), True
     except OSError as e:
-        error = e
-    if PATIENCE > first:
-        warnings.warn(f"no dask scheduler answers at {address_or_client} yet; waiting up to "
-                      f"{PATIENCE - first} s more for one", BigBNWarning, stacklevel=2)
-        try:
-            return Client(address_or_client, timeout=f"{PATIENCE - first}s"), True
-        except OSError as e:
-            error = e
-    raise OptionError(f"cannot reach the dask scheduler at {address_or_client} within {PATIENCE} s: "
-                      f"{error}") from None
+        raise OptionError(f"cannot reach the dask scheduler at {address_or_client}: {e}") from None
+    finally:
+        timer.cancel()
 
 
-def _resolve(address: str) -> None:
-    """Refuse a tcp:// or tls:// address whose host name does not resolve (dask retried it
-    for its whole timeout, as if a scheduler could start there)."""
+def _still_waiting(address: str) -> None:
+    """The warning of `connect` (from its timer's thread), saying why, where it can."""
     import socket
+    import warnings
 
     from distributed.comm.addressing import parse_host_port
 
+    why = ""
     scheme, _, rest = address.partition("://")
-    if scheme not in ("tcp", "tls"):
-        return
-    host, port = parse_host_port(rest)
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise OptionError(f"cannot reach the dask scheduler at {address}: no host {host!r} "
-                          f"({e.strerror})") from None
+    if scheme in ("tcp", "tls"):
+        host = parse_host_port(rest)[0]
+        try:
+            socket.getaddrinfo(host, None)
+        except OSError as e:
+            why = f" (no host {host!r}: {e.strerror})"
+    warnings.warn(f"no dask scheduler answers at {address} yet{why}; waiting up to {PATIENCE - FIRST_TRY} s "
+                  "more for one", BigBNWarning)
 
 
 @contextmanager
