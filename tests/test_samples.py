@@ -736,8 +736,26 @@ def test_arcs_json_of_dags_csv_against_json_dumps():
     rows = [rng.integers(0, 1 << n, n) & ~(1 << np.arange(n)) for _ in range(40)] + [np.zeros(n, dtype=np.int64)]
     want = [json.dumps([list(a) for a in arcs(names, [int(x) for x in r])], ensure_ascii=False) for r in rows]
     assert _arcs_json(names, rows) == want
+    assert _arcs_json(names, np.array(rows)) == want
     assert _arcs_json(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
     assert _arcs_json(names, []) == []
+
+
+def test_dags_csv_fields_are_quoted_as_csv_writer_quotes_them():
+    """dags.csv is written as lines (not csv.writer): each arcs field (JSON of names, so no
+    raw line break) must come out as csv.writer (QUOTE_MINIMAL, lineterminator "\n")
+    writes it."""
+    import csv
+    import io
+
+    from bigbn.outputs.samples import _csv_field
+
+    names = ["a", 'q"uote', "x,y", "line\nbreak", "cr\rhere", "tab\there", " lead", "u\u2028sep", "é ü", ""]
+    fields = ["[]"] + [json.dumps([[a, b]], ensure_ascii=False) for a in names for b in names[:3]]
+    for f in fields + ["plain", "x,y", 'q"uote']:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow([1, f])
+        assert "1," + _csv_field(f) + "\n" == buf.getvalue(), f
 
 
 @pytest.mark.parametrize("n, k, spread, forbidden, drop", [(7, 2, 3.0, 0.0, 0), (8, 3, 10.0, 0.3, 0),

@@ -155,6 +155,22 @@ class Samples:
         probability (sum of weights) with its standard error, log #LE, log score, and the
         exact posterior under the order-modular prior; under the DAG-modular prior also the
         posterior Π β / Ẑ with Ẑ estimated from the samples."""
+        t = self._dag_table(top)
+        out = []
+        for j in range(len(t["count"])):
+            rec = {"parents": t["parents"][j].copy(), "count": int(t["count"][j]),
+                   "probability": float(t["probability"][j]), "se": float(t["se"][j]),
+                   "log_linear_extensions": float(t["log_linear_extensions"][j]),
+                   "log_score": float(t["log_score"][j]), "exact_order_modular": t["exact_order_modular"][j]}
+            if "estimated_dag_modular" in t:
+                rec["estimated_dag_modular"] = t["estimated_dag_modular"][j]
+            out.append(rec)
+        return out
+
+    def _dag_table(self, top: int | None = None) -> dict:
+        """`dags` as columns: arrays (the parents (D, ...), count, probability, se, log #LE,
+        log score) and lists of floats (the posteriors, each by math.exp as `dags` gives
+        them), in the order of `dags`."""
         idx, inv, counts = _unique_rows(self.parents)
         uniq = self.parents[idx]
         wsum = np.bincount(inv, weights=self.weights, minlength=len(uniq))
@@ -164,22 +180,19 @@ class Samples:
         w2sum = np.bincount(inv, weights=self.weights ** 2, minlength=len(uniq))
         first = np.full(len(uniq), len(inv))
         np.minimum.at(first, inv, np.arange(len(inv)))
-        lle = self.log_linear_extensions[first]
-        lsc = self.log_score[first]
-        log_z_dag = self.info.get("log_z_dag_modular")
         order = np.lexsort((first, -wsum))
         if top is not None:
             order = order[:top]
-        out = []
-        for d in order.tolist():
-            p = float(wsum[d])
-            rec = {"parents": uniq[d].copy(), "count": int(counts[d]), "probability": p,
-                   "se": math.sqrt(max(w2sum[d] * (1 - 2 * p) + p * p * w2, 0.0)),
-                   "log_linear_extensions": float(lle[d]), "log_score": float(lsc[d]) + self.log_offset,
-                   "exact_order_modular": math.exp(lle[d] + lsc[d] - self.log_marginal)}
-            if log_z_dag is not None:
-                rec["estimated_dag_modular"] = math.exp(lsc[d] - log_z_dag)
-            out.append(rec)
+        p = wsum[order]
+        lle = self.log_linear_extensions[first[order]]
+        lsc = self.log_score[first[order]]
+        out = {"parents": uniq[order], "count": counts[order], "probability": p,
+               "se": np.sqrt(np.maximum(w2sum[order] * (1 - 2 * p) + p * p * w2, 0.0)),
+               "log_linear_extensions": lle, "log_score": lsc + self.log_offset,
+               "exact_order_modular": [math.exp(x) for x in (lle + lsc - self.log_marginal).tolist()]}
+        log_z_dag = self.info.get("log_z_dag_modular")
+        if log_z_dag is not None:
+            out["estimated_dag_modular"] = [math.exp(x) for x in (lsc - log_z_dag).tolist()]
         return out
 
     def to_pandas(self):
@@ -745,25 +758,34 @@ def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarr
                     w.writerow(row)
 
 
-def _arcs_json(names: list[str], rows: list[np.ndarray]) -> list[str]:
+def _arcs_json(names: list[str], rows) -> list[str]:
     """json.dumps([[parent, child], ...], ensure_ascii=False) of the arcs of each DAG (rows of
     parent masks, or of words past 63 variables), in `Samples.arcs` order (by child, then
-    parent, in data order): built from each name's JSON once, not per arc."""
+    parent, in data order): each child's arcs are written once per distinct parent set it
+    has among the DAGs, and a DAG's text joins its children's."""
     from bigbn.io.frames import arcs as frame_arcs
 
-    if not rows:
+    if len(rows) == 0:
         return []
     masks = np.asarray(rows)
     if masks.ndim != 2:  # words past 63 variables: one DAG at a time
         return [json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False) for r in rows]
     n = len(names)
     jn = [json.dumps(x, ensure_ascii=False) for x in names]
-    pair = [[f"[{jn[u]}, {jn[v]}]" for u in range(n)] for v in range(n)]
-    bits = (masks[:, :, None] >> np.arange(n, dtype=np.int64)) & 1  # [d, v, u]: u → v
-    d, v, u = np.nonzero(bits)
-    cuts = np.searchsorted(d, np.arange(masks.shape[0] + 1)).tolist()
-    v, u = v.tolist(), u.tolist()
-    return ["[" + ", ".join([pair[v[j]][u[j]] for j in range(a, b)]) + "]" for a, b in zip(cuts, cuts[1:])]
+    cols = []
+    for v in range(n):
+        sets, inv = np.unique(masks[:, v], return_inverse=True)
+        text = [", ".join(f"[{jn[u]}, {jn[v]}]" for u in range(n) if m >> u & 1) for m in sets.tolist()]
+        cols.append([text[j] for j in inv.reshape(-1).tolist()])
+    return ["[" + ", ".join([t for t in row if t]) + "]" for row in zip(*cols)]
+
+
+def _csv_field(text: str) -> str:
+    """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
+    comma, a quote or a line break."""
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def write_outputs(s: Samples, workdir) -> Path:
@@ -784,16 +806,14 @@ def write_outputs(s: Samples, workdir) -> Path:
     _pairs_csv(out / "markov_blanket.csv", ["node", "member", "probability", "se"], names,
                *(m.T for m in s.markov_blanket_probabilities(with_se=True)))
     with open(out / "dags.csv", "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
         post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
-        w.writerow(["rank", "count", "probability", "se", post, "log_linear_extensions",
-                    "log_score", "arcs"])
-        dags = s.dags()
-        arcs = _arcs_json(names, [d["parents"] for d in dags])
-        for r, (d, a) in enumerate(zip(dags, arcs), 1):
-            exact = d["exact_order_modular"] if s.prior == "order-modular" else d["estimated_dag_modular"]
-            w.writerow([r, d["count"], f"{d['probability']:.17g}", f"{d['se']:.6g}", f"{exact:.17g}",
-                        f"{d['log_linear_extensions']:.17g}", f"{d['log_score']:.17g}", a])
+        fh.write(f"rank,count,probability,se,{post},log_linear_extensions,log_score,arcs\n")
+        t = s._dag_table()
+        exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
+        rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
+                   t["log_linear_extensions"].tolist(), t["log_score"].tolist(), _arcs_json(names, t["parents"]))
+        fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{_csv_field(a)}\n"
+                         for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
     np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
              orders=s.orders, log_linear_extensions=s.log_linear_extensions,
              log_score=s.log_score + s.log_offset)
