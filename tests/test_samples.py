@@ -795,21 +795,23 @@ def test_point_alpha_pays_where_the_visited_sets_are_fewer():
     assert not SK.point_alpha_pays(12, 3, 10_000) and SK.point_alpha_pays(12, 3, 10)
 
 
-@pytest.mark.parametrize("n, T, threads", [(16, 1000, 1), (16, 1000, 2), (12, 1000, 1), (12, 50, 1)])
-def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, tmp_path):
+@pytest.mark.parametrize("n, T, threads, c", [(16, 1000, 1, 16), (16, 1000, 2, 16), (12, 1000, 1, 12),
+                                               (12, 50, 1, 12), (19, 1000, 2, 17)])
+def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, c, tmp_path):
     """`sample_memory_bytes` + `sweep_memory_bytes` bound the numpy memory one batch of T
     samples allocates (tracemalloc's peak over `_draw_batch`): at n = 16 the memo of α at
     the visited sets (4 MiB) is most of it, which the per-sample count alone misses (with
     two threads, one memo each); at n = 12, T = 1000 the sweep takes α per chunk
-    (`point_alpha_pays` says no)."""
+    (`point_alpha_pays` says no); at n = 19 in chunks of 2^17 (1 MiB) the sweep holds the
+    chunk it walks and the one it reads ahead."""
     import tracemalloc
     from bigbn.outputs import samples as S
     from bigbn.outputs.result import run_workdir
     from bigbn.store.rundir import finished_run
 
-    path = finished_workdir(tmp_path / "w", naive.random_beta(n, 3, np.random.default_rng(n), spread=4), 3, n)
+    path = finished_workdir(tmp_path / "w", naive.random_beta(n, 3, np.random.default_rng(n), spread=4), 3, c)
     run = finished_run(run_workdir(path, "sample"), then="sample")
-    c = run.tiers[0].lattice.plan.c
+    assert run.tiers[0].lattice.plan.c == c
     S._draw_batch(run, 0, T, 1, threads)  # compiled and loaded before the count
     tracemalloc.start()
     try:
