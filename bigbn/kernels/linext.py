@@ -21,9 +21,8 @@ the same: an order reversed is an order of the reversed DAG), and one that needs
 MAX_SETS memoised sets on that side is counted on the other before it is refused. On the
 distinct DAGs of 10 000 posterior samples that made 2.0× fewer memoised sets at n = 20
 (6 848 DAGs) and 11× fewer at n = 28 (8 254 DAGs), within 10 % of the better side for
-each DAG; choosing
-per *set* whichever of sources and sinks is fewer mixes down-sets and up-sets in one memo
-(at n = 24: 4× more sets than sinks alone). The single-source rule keeps out-stars cheap
+each DAG; choosing per *set* whichever of sources and sinks is fewer mixes down-sets and
+up-sets in one memo (at n = 24: 4× more sets than sinks alone). The single-source rule keeps out-stars cheap
 (a root with 29 children: one removal, then 29 singletons), where branching on sinks
 alone would visit 2^29 sets, and the same rule on the reversed DAG keeps in-stars cheap.
 
@@ -237,7 +236,7 @@ def _count_one(parents, max_sets):
     adj = parents | children
     full = (np.int64(1) << n) - 1
     res = np.nan
-    for side in range(2):
+    for _ in range(2):  # the rule's side, then the other
         slots = FIRST_SLOTS
         while True:
             keys = np.zeros(slots, dtype=np.int64)

@@ -257,12 +257,13 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
         pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots((ranges[0][1] - ranges[0][0]) * n))
         memos = [pa] + [SK.own_memo(pa, pa[6].size) for _ in ranges[1:]]
 
-    def views(r):
-        """Each sample's state, samples a .. b − 1 of the range r (views: the kernels write
-        through them)."""
+    def views(r, walk=False):
+        """The state of samples a .. b − 1, the range r, as the kernels take it (views: they
+        write through them): `sampling.advance_pending`'s arguments, or with ``walk``
+        `sampling.walk_chunk`'s (the attempts after step)."""
         a, b = r
-        return (cur[a:b], step[a:b], status[a:b], key[a:b], pu[a:b], pcum[a:b], plog[a:b], pbit[a:b],
-                nodes[a:b], preds[a:b])
+        head = (cur[a:b], step[a:b], attempt[a:b]) if walk else (cur[a:b], step[a:b])
+        return head + (status[a:b], key[a:b], pu[a:b], pcum[a:b], plog[a:b], pbit[a:b], nodes[a:b], preds[a:b])
 
     def each(fn):
         """fn(range index, (a, b)) for every range, on pool's threads if more than one."""
@@ -308,13 +309,12 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
             ahead.start(max(int(below.max()) if below.size else -1, H - (H & -H) if H else -1))
             if np.any((status == SK.ACTIVE) & (key == H)):
                 if point:
-                    each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *_walk_args(views(r),
-                                                                                                      attempt[r[0]:r[1]])))
+                    each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *views(r, walk=True)))
                 else:
                     low = np.empty((c, p.alpha_chunk_size))
                     list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
                     each(lambda j, r: SK.walk_chunk_tables(H, c, L, low, seed, first + r[0],
-                                                           *_walk_args(views(r), attempt[r[0]:r[1]])))
+                                                           *views(r, walk=True)))
     finally:
         ahead.close()
     return nodes, preds, attempt, ahead.reads
@@ -365,13 +365,6 @@ class _ReadAhead:
         self._drop()
         if self.pool is not None:
             self.pool.shutdown()
-
-
-def _walk_args(v, attempt):
-    """The state arguments of `sampling.walk_chunk` (cur, step, attempt, status, key, pu,
-    pcum, plog, pbit, nodes, preds) from `_sweep`'s views and the attempts."""
-    cur, step, status, key, pu, pcum, plog, pbit, nodes, preds = v
-    return cur, step, attempt, status, key, pu, pcum, plog, pbit, nodes, preds
 
 
 #: Fewest samples a sweep splits over threads: below, a thread's share is not worth its start.
