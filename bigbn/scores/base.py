@@ -212,17 +212,10 @@ class CG(Score):
     def data_warnings(self, ds):
         """BGe's unit-scale line for the continuous columns: each configuration's prior is
         BGe's, T = t·I (`bigbn.scores.cg` docstring)."""
-        from bigbn.io.data import Dataset
         from bigbn.scores.bge import scale_warnings
 
-        cont = [j for j, r in enumerate(ds.arities.tolist()) if r == 0]
-        if not cont:
-            return []
-        sub = Dataset(tuple(ds.names[j] for j in cont), ds.data[:, cont], ds.arities[cont], ((),) * len(cont),
-                      "continuous", ds.path)
-        return [line.replace(" columns are far", " continuous columns are far").replace(
-            "the BGe prior assumes", "the cg score's prior (BGe's, in each configuration) assumes")
-            for line in scale_warnings(sub)]
+        return scale_warnings(ds, [j for j, r in enumerate(ds.arities.tolist()) if r == 0], "continuous ",
+                              "the cg score's prior (BGe's, in each configuration)")
 
     def local_scores(self, ds, k, options):
         from bigbn.scores.cg import cg_scores

@@ -85,19 +85,24 @@ def continuous_dataset(table: Table) -> Dataset:
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
 
 
-def scale_warnings(ds: Dataset) -> list[str]:
+def scale_warnings(ds: Dataset, columns=None, kind: str = "", prior: str = "the BGe prior") -> list[str]:
     """One line naming the columns whose standard deviation is more than `UNIT_SCALE`
     times from 1 (none: no line). The prior's T = t·I expects every column on a unit
     scale (module docstring); far from it, the prior covariance is negligible or dominant
-    in R and the posterior depends on the columns' units."""
+    in R and the posterior depends on the columns' units. columns: the indices to look at
+    (default all), called "{kind}columns" in the line; prior: the prior that assumes it."""
+    cols = list(range(ds.n)) if columns is None else list(columns)
+    if not cols:
+        return []
     with np.errstate(over="ignore", invalid="ignore"):  # numbers too large: the score says so
-        sd = ds.data.std(axis=0, ddof=1) if ds.m > 1 else np.ones(ds.n)
-    off = [j for j in range(ds.n) if np.isfinite(sd[j]) and not 1 / UNIT_SCALE <= sd[j] <= UNIT_SCALE]
+        x = ds.data if columns is None else ds.data[:, cols]
+        sd = x.std(axis=0, ddof=1) if ds.m > 1 else np.ones(len(cols))
+    off = [i for i in range(len(cols)) if np.isfinite(sd[i]) and not 1 / UNIT_SCALE <= sd[i] <= UNIT_SCALE]
     if not off:
         return []
-    shown = ", ".join(f"'{ds.names[j]}' (sd {sd[j]:.3g})" for j in off[:5]) + (", ..." if len(off) > 5 else "")
-    return [f"{ds.path or 'data'}: {len(off)} of {ds.n} columns are far from unit scale: {shown}; the BGe "
-            "prior assumes a unit scale (prior covariance I), so standardise the columns "
+    shown = ", ".join(f"'{ds.names[cols[i]]}' (sd {sd[i]:.3g})" for i in off[:5]) + (", ..." if len(off) > 5 else "")
+    return [f"{ds.path or 'data'}: {len(off)} of {len(cols)} {kind}columns are far from unit scale: {shown}; "
+            f"{prior} assumes a unit scale (prior covariance I), so standardise the columns "
             "((x - mean) / sd) or the posterior depends on their units"]
 
 
