@@ -65,9 +65,8 @@ def open_run(workdir, then: str = THEN) -> Result:
         raise WorkdirError(f"{summary_path} is damaged: run the same `bigbn run` command again to rewrite "
                            f"it, then {then}") from None
     res = Result(None, run.names, None, summary=summary, workdir=root)
-    dynamic = rd.record.fingerprint.get("dbn")
-    if isinstance(dynamic, dict) and "nodes" in dynamic:  # a time series: the children are slice t's, as learn's
-        res.children = tuple(range(len(dynamic["nodes"])))
+    if rd.record.children < len(run.names):  # a time series: the children are slice t's, as learn's
+        res.children = tuple(range(rd.record.children))
     if not map_only:
         res.posterior = run.posterior()
         res.log_marginal = run.log_px + run.log_offset

@@ -96,10 +96,9 @@ def read_run(workdir) -> RunFiles:
         raise WorkdirError(f"{root}: no edges.csv, the run's posterior is not finished (or it was a "
                            f"--map-only run); run the same `bigbn run` command again, then {then}")
     names = run.names
-    dynamic = run.record.fingerprint.get("dbn")  # a time series: edges into slice t only
-    children = len(dynamic["nodes"]) if isinstance(dynamic, dict) and "nodes" in dynamic else len(names)
     return RunFiles(root=root, run=run, summary=_json(root / "summary.json"),
-                    posterior=_read_posterior(edges, names, children), parent_sets=_read_parent_sets(root, names),
+                    posterior=_read_posterior(edges, names, run.record.children),  # a time series: into slice t
+                    parent_sets=_read_parent_sets(root, names),
                     journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv"),
                     samples=_read_samples(root), effects=_read_rows(root / "effects.csv"))
 

@@ -137,6 +137,13 @@ class RunRecord:
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S"))
 
     @property
+    def children(self) -> int:
+        """How many variables, the first ones, have their parents modelled: all of them, or a
+        time series' variables of slice t (its lagged ones come after them)."""
+        dynamic = self.fingerprint.get("dbn")
+        return len(dynamic["nodes"]) if isinstance(dynamic, dict) and "nodes" in dynamic else len(self.names)
+
+    @property
     def options(self) -> dict:
         """The model options (the fingerprint without data hash, shape and numerics)."""
         return {k: v for k, v in self.fingerprint.items() if k not in ("data_sha256", "n", "m", "numerics")}
