@@ -252,7 +252,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
     point = SK.point_alpha_pays(n, p.k, T)
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
-    ranges = _split(T, threads if T >= MIN_SPLIT else 1)
+    ranges = _walk_ranges(T, threads)
     if point:
         pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots((ranges[0][1] - ranges[0][0]) * n))
         memos = [pa] + [SK.own_memo(pa, pa[6].size) for _ in ranges[1:]]
@@ -371,6 +371,11 @@ class _ReadAhead:
 MIN_SPLIT = 1_000
 
 
+def _walk_ranges(T: int, threads: int) -> list[tuple[int, int]]:
+    """The ranges of samples `_sweep` walks side by side: one per thread, from MIN_SPLIT samples."""
+    return _split(T, threads if T >= MIN_SPLIT else 1)
+
+
 def sample_memory_bytes(n: int, T: int) -> int:
     """Memory that T samples of n variables hold, at most: the sweep's per-sample state (8
     int64/float64 arrays and the (T, n) orders and predecessor sets), the parents (T, n, W
@@ -391,7 +396,7 @@ def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
     chunk = 8 << c
     if SK.point_alpha_pays(n, k, T):
         families = sum(math.comb(n, j) for j in range(min(k, n) + 1))
-        ranges = _split(T, threads if T >= MIN_SPLIT else 1)
+        ranges = _walk_ranges(T, threads)
         slots = SK.memo_slots((ranges[0][1] - ranges[0][0]) * n)
         memo = 8 * (2 * slots + SK.memo_rows(slots) * n + families)  # keys, rows, values, ranks
         return SWEEP_OVERHEAD + 2 * chunk + 8 * families * (n + 1) + len(ranges) * memo
