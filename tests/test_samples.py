@@ -471,6 +471,26 @@ def test_edge_self_check_and_determinism(tmp_path):
     assert s1.info["chunks_read"] == 1 and s2.info["chunks_read"] <= 32
 
 
+def test_sampling_a_finished_run_never_imports_zarr(tmp_path):
+    """`bigbn sample` and `bigbn.open` read a finished run's tables by plain file I/O
+    (`workdir.Layout`): the process never imports zarr, ≈ 0.15 s of a short command's
+    start (#39 item 4). In a fresh process, since this one has zarr loaded."""
+    import subprocess
+    import sys
+
+    wd = tmp_path / "w"
+    bigbn.learn(ASIA, workdir=wd, max_parents=2)
+    code = ("import sys; from bigbn.cli.main import main; import bigbn; "
+            f"main(['sample', '--workdir', {str(wd)!r}, '--samples', '500', '--seed', '3', '--top', '0'], "
+            "standalone_mode=False); r = bigbn.open(sys.argv[1]); r.edges(); r.parent_sets('lung'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('zarr', 'numcodecs')))")
+    out = subprocess.run([sys.executable, "-c", code, str(wd)], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (wd / "samples-order-modular" / "dags.csv").exists()
+
+
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
     from bigbn.scores.priors import read_edge_list
 

@@ -152,3 +152,88 @@ def test_tables_zarr_a_file_is_a_one_line_error_and_fresh_clears_it(tmp_path):
     assert r.exit_code == 0, r.output
     assert (wd / "tables.zarr").is_dir()
     assert CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "5"]).exit_code == 0
+
+
+def test_plain_layouts_name_the_chunk_files_zarr_names(tmp_path):
+    """Every table a plan makes (L, B, the γ tables, β, the MAP tables, a stored α) has the
+    plain form (`workdir.Layout`, read from zarr.json without zarr), and its layout is
+    zarr's: shape, chunks, type, fill value, and each chunk's file as zarr's chunk key
+    encoding names it."""
+    from bigbn.store.workdir import plain_layout
+
+    w = Workdir(tmp_path)
+    plan = Plan(8, 2, 5, map_dag=True, alpha_mode="store")
+    w.create_tables(plan)
+    assert set(plan.tables()) >= {"forward", "backward", "gamma_parts", "beta", "map_sink", "alpha"}
+    for name in plan.tables():
+        lay = plain_layout(w.tables / name / "zarr.json")
+        z = zarr.open_array(w.tables / name, mode="r")
+        assert lay is not None, name
+        assert (lay.shape, lay.chunks, lay.dtype) == (z.shape, z.chunks, z.dtype), name
+        assert lay.fill == z.fill_value or (np.isnan(lay.fill) and np.isnan(z.fill_value)), name
+        for cc in {(0,) * z.ndim, tuple(s // c - 1 for s, c in zip(z.shape, z.chunks))}:
+            want = tmp_path / "tables.zarr" / name / z.metadata.encode_chunk_key(cc)
+            assert w.chunk_file(name, cc) == want, (name, cc)
+        assert w.store.matches(plan, name)
+
+
+def test_boxes_of_whole_chunks_read_as_zarr_reads_them(wd, tmp_path):
+    """Reads of whole chunks of any shape (one or several, as `bigbn sample` and a
+    finished run's readers ask for β, γ and its parts) by plain file I/O, and single
+    whole chunks written so, against zarr reading and writing the same arrays; chunks
+    never written read as the fill value."""
+    rng = np.random.default_rng(5)
+    w = Workdir(tmp_path / "nd")
+    plan = Plan(6, 2, 3)
+    w.create_tables(plan)
+    shape, chunks = plan.tables()["gamma_parts"][:2]
+    z = zarr.open_array(w.tables / "gamma_parts", mode="r+")
+    parts = rng.normal(size=shape)
+    z[:] = parts
+    z[2] = np.nan  # one part unset: zarr drops a chunk of fill values
+    np.testing.assert_array_equal(w.read("gamma_parts", slice(None)), np.asarray(z[:]))
+    np.testing.assert_array_equal(w.read("gamma_parts", (slice(1, 3),)), np.asarray(z[1:3]))
+    np.testing.assert_array_equal(w.read_region(Region("gamma_parts", ((5, 0, 0),))), np.asarray(z[5:6]))
+    part = rng.normal(size=chunks)
+    w.write_region(Region("gamma_parts", ((6, 0, 0),)), part)  # a single chunk: plain file I/O
+    np.testing.assert_array_equal(zarr.open_array(w.tables / "gamma_parts", mode="r")[6:7], part)
+    beta = rng.normal(size=plan.tables()["beta"][0])
+    w.write("beta", slice(None), beta, [(0, 0)])
+    np.testing.assert_array_equal(zarr.open_array(w.tables / "beta", mode="r")[:], beta)
+    np.testing.assert_array_equal(w.read("beta", slice(None)), beta)
+    np.testing.assert_array_equal(w.read("forward", slice(0, 64)), np.full(64, np.nan))  # two chunks, unwritten
+    x = rng.normal(size=64)
+    zarr.open_array(wd.tables / "forward", mode="r+")[64:128] = x
+    np.testing.assert_array_equal(wd.read("forward", slice(64, 128)), x)  # two chunks
+    np.testing.assert_array_equal(wd.read("forward", (slice(64, 96),)), x[:32])
+
+
+def test_tables_of_another_form_go_through_zarr(tmp_path):
+    """A table zarr.json describes otherwise (here compressed) is read and written by zarr,
+    with the same values; its layout is None."""
+    import zarr.codecs
+
+    from bigbn.store.workdir import plain_layout
+
+    w = Workdir(tmp_path)
+    w.create_tables(Plan(8, 2, 5))
+    (w.tables / "forward" / "zarr.json").unlink()
+    zarr.open_group(w.tables, mode="a").create_array("forward", shape=(256,), chunks=(32,), dtype="f8",
+                                                      compressors=zarr.codecs.ZstdCodec(), fill_value=np.nan,
+                                                      overwrite=True)
+    w.store.forget()
+    assert plain_layout(w.tables / "forward" / "zarr.json") is None
+    x = np.linspace(0, 1, 32)
+    w.write_region(Region("forward", ((3,),)), x)
+    np.testing.assert_array_equal(zarr.open_array(w.tables / "forward", mode="r")[96:128], x)
+    np.testing.assert_array_equal(w.read("forward", slice(96, 128)), x)
+    assert w.chunk_file("forward", (3,)).stat().st_size < x.nbytes  # compressed: zarr wrote it
+
+
+@pytest.mark.parametrize("meta", ['{"zarr_format": 3', "[]", '{"zarr_format": 2}', ""])
+def test_damaged_metadata_is_no_layout(tmp_path, meta):
+    from bigbn.store.workdir import plain_layout
+
+    (tmp_path / "zarr.json").write_text(meta)
+    assert plain_layout(tmp_path / "zarr.json") is None
+    assert plain_layout(tmp_path / "missing.json") is None
