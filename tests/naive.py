@@ -1625,22 +1625,23 @@ def linear_extensions_float_recursion(parents):
     return count((1 << n) - 1)
 
 
-def draw_parents_by_filter(beta, fam, nodes, preds, seed, first, attempt, uniform):
+def draw_parents_by_filter(beta, fam, nodes, preds, alphas, seed, first, attempt, uniform):
     """Parent masks (T, n) drawn as `sampling.draw_parents` specifies, by testing every
     family: for the node i placed at step j of sample t, the families f ⊆ U (U: the set
     before the step less i, squeezed) in ascending order; u = uniform(seed, first + t,
-    attempt[t], j, 1) times the total of w = exp(β − max_f β_i) over them; the first f of
-    w > 0 whose running total exceeds u (else the last of w > 0). Where the total is at
-    most 1e-278, the same with exp(β − the best β ⊆ U). The same float operations in the
-    same order as the kernel."""
+    attempt[t], j, 1) times the total exp(alphas[t, j] − max_f β_i) (the sweep's log α);
+    the first f of w = exp(β − max_f β_i) > 0 whose running total of w exceeds u (else the
+    last of w > 0). Where the total is at most 1e-278, the same with exp(β − the best β ⊆
+    U) and their sum as the total. The same float operations in the same order as the
+    kernel."""
     T, n = nodes.shape
     w = np.zeros(beta.shape)
+    gms = [max(beta[i]) for i in range(n)]
     for i in range(n):
-        gm = max(beta[i])
-        if gm > -np.inf:
+        if gms[i] > -np.inf:
             for f in range(beta.shape[1]):
                 if beta[i, f] > -np.inf:
-                    w[i, f] = math.exp(beta[i, f] - gm)
+                    w[i, f] = math.exp(beta[i, f] - gms[i])
     out = np.zeros((T, n), dtype=np.int64)
     for t in range(T):
         for j in range(n):
@@ -1648,9 +1649,7 @@ def draw_parents_by_filter(beta, fam, nodes, preds, seed, first, attempt, unifor
             U = _squeeze(P, i)
             sub = [f for f in range(len(fam)) if int(fam[f]) & ~U == 0]
             u = uniform(seed, first + t, attempt[t], j, 1)
-            tot = 0.0
-            for f in sub:
-                tot += w[i, f]
+            tot = math.exp(alphas[t, j] - gms[i]) if gms[i] > -np.inf else 0.0
             if tot > 1e-278:
                 terms = [(f, w[i, f]) for f in sub if w[i, f] > 0.0]
             else:

@@ -208,6 +208,35 @@ def test_samples_split_over_threads_are_the_same(point, tmp_path, monkeypatch):
         np.testing.assert_array_equal(d.attempt, one.attempt)
 
 
+@pytest.mark.parametrize("point", [True, False])
+def test_the_sweep_records_alpha_of_each_placed_node(point, tmp_path, monkeypatch):
+    """The totals of the parents' draws (`SK.draw_parents`) are the α the sweep placed
+    each node with (`SK._place`): log α_i(set before i) at every step, from the memo of
+    α at the visited sets (point) and from the chunk tables, low and high nodes, against
+    math.fsum over the families: within 1e-13 in log α, i.e. α within a relative 1e-13
+    (both sum the same terms in other orders; random scores a few nats apart, forbidden
+    families, 2^3-entry chunks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bigbn.outputs import samples as S
+    from bigbn.outputs.result import run_workdir
+    from bigbn.store.rundir import finished_run
+
+    monkeypatch.setattr(SK, "point_alpha_pays", lambda n, k, T: point)
+    n, k, T = 7, 2, 400
+    beta = naive.random_beta(n, k, np.random.default_rng(12), spread=3, p_forbidden=0.1)
+    run = finished_run(run_workdir(finished_workdir(tmp_path / "w", beta, k, 3), "sample"), then="sample")
+    lat = run.tiers[0].lattice
+    with ThreadPoolExecutor(2) as pool:
+        nodes, preds, alphas, attempt, _ = S._sweep(lat, Job(lat.workdir, lat.plan_read, lat.beta), T, 5, 0,
+                                                   pool, 2)
+    fam = family_masks(n - 1, k)
+    want = np.array([[naive_log_alpha(beta[i], fam, P, i) for i, P in zip(nr, pr)]
+                     for nr, pr in zip(nodes.tolist(), preds.tolist())])
+    assert np.isfinite(want).all() and len(np.unique(nodes[:, 0])) == n  # every node placed first
+    np.testing.assert_allclose(alphas, want, rtol=0, atol=1e-13)
+
+
 def test_uniform_is_a_counter_based_hash():
     u = np.array([SK.uniform(5, t, 0, 0, 0) for t in range(20000)])
     assert 0 <= u.min() and u.max() < 1
@@ -307,7 +336,7 @@ def test_rounding_gap_is_rejected_not_forced():
     nodes, preds = np.zeros((T, 3), dtype=np.int64), np.zeros((T, 3), dtype=np.int64)
     SK.walk_chunk(0, c, L_bad, pa, 1, 0, state["cur"], state["step"], state["attempt"],
                   state["status"], state["key"], pend["pu"], pend["pcum"], pend["plog"], pend["pbit"],
-                  nodes, preds)
+                  nodes, preds, np.zeros((T, 3)))
     u = np.array([SK.uniform(1, t, 0, 0, 0) for t in range(T)])
     total = sum(math.exp(L_bad[7 ^ (1 << i)] - L_bad[7]) for i in range(3))
     rejected = state["status"] == SK.REJECTED
@@ -324,11 +353,13 @@ def test_pending_samples_without_a_taker_are_rejected():
     pbit = np.array([0], dtype=np.int64)
     nodes, preds, step = np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3), dtype=np.int64), np.zeros(1, dtype=np.int64)
     L, span = np.full(4, np.log(0.5)), alpha_one(3)  # term 0.5 at offset 3: 0.2 + 0.5 < 0.9
-    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+    alphas = np.full((1, 3), np.nan)
+    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds, alphas)
     assert status[0] == SK.REJECTED and step[0] == 0
     pu[0], pcum[0], status[0], key[0], pbit[0] = 0.6, 0.2, SK.PENDING, 0, 0
-    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds)
+    SK.advance_pending(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds, alphas)
     assert status[0] == SK.ACTIVE and cur[0] == 0b011 and nodes[0, 0] == 2 and preds[0, 0] == 0b011
+    assert alphas[0, 0] == 0.0 and np.isnan(alphas[0, 1:]).all()  # log α ≡ 0 of the node placed
 
 
 def inflate_log_px(path: Path, by: float) -> None:
@@ -778,13 +809,27 @@ def test_dags_csv_fields_are_quoted_as_csv_writer_quotes_them():
         assert "1," + _csv_field(f) + "\n" == buf.getvalue(), f
 
 
+def naive_log_alpha(row, fam, P: int, i: int) -> float:
+    """log α_i(P) = log Σ exp β_i(G) over the families G ⊆ P (row: node i's scores over
+    the squeezed masks fam), by math.fsum after the largest; -inf when none has a score."""
+    U = (P & ((1 << i) - 1)) | ((P >> (i + 1)) << i)
+    xs = [float(row[f]) for f in range(len(fam)) if int(fam[f]) & ~U == 0 and row[f] > -np.inf]
+    if not xs:
+        return -np.inf
+    mx = max(xs)
+    return mx + math.log(math.fsum(math.exp(x - mx) for x in xs))
+
+
 @pytest.mark.parametrize("n, k, spread, forbidden, drop", [(7, 2, 3.0, 0.0, 0), (8, 3, 10.0, 0.3, 0),
                                                            (6, 5, 2000.0, 0.2, 0), (7, 2, 5.0, 0.1, 5),
                                                            (1, 2, 1.0, 0.0, 0)])
 def test_draw_parents_against_filtering_every_family(n, k, spread, forbidden, drop):
-    """`SK.draw_parents` (one weight per family and node, two passes over the families
-    within U's top bit) against naive.draw_parents_by_filter, bit for bit: complete families, forbidden ones (-inf), scores 2000 nats apart (the
-    rescaled draws), and an incomplete family list (``drop`` families removed)."""
+    """`SK.draw_parents` (one weight per family and node, one pass over the families
+    within U's top bit against the sweep's α as the total) against
+    naive.draw_parents_by_filter, bit for bit: complete families, forbidden ones (-inf),
+    scores 2000 nats apart (the rescaled draws), and an incomplete family list (``drop``
+    families removed). The totals are log α by math.fsum, as the sweep computes them to
+    within rounding."""
     rng = np.random.default_rng(n * 100 + k + drop)
     fam = family_masks(max(n - 1, 0), k)
     beta = naive.random_beta(n, k, rng, spread=spread, p_forbidden=forbidden) if n > 1 else np.zeros((1, 1))
@@ -800,9 +845,11 @@ def test_draw_parents_against_filtering_every_family(n, k, spread, forbidden, dr
             S &= ~(1 << int(nodes[t, j]))
             preds[t, j] = S
     attempt = rng.integers(0, 2, T).astype(np.int64)
+    alphas = np.array([[naive_log_alpha(beta[i], fam, int(P), i) for i, P in zip(nr, pr)]
+                       for nr, pr in zip(nodes.tolist(), preds.tolist())])
     got = np.zeros((T, n), dtype=np.int64)
-    SK.draw_parents(beta, fam, nodes, preds, 7, 1000, attempt, got)
-    want = naive.draw_parents_by_filter(beta, fam, nodes, preds, 7, 1000, attempt, SK.uniform)
+    SK.draw_parents(beta, fam, nodes, preds, alphas, 7, 1000, attempt, got)
+    want = naive.draw_parents_by_filter(beta, fam, nodes, preds, alphas, 7, 1000, attempt, SK.uniform)
     np.testing.assert_array_equal(got, want)
     assert len({tuple(r) for r in got.tolist()}) > (T // 3 if n > 3 else 0)
 

@@ -76,11 +76,14 @@ def uniforms(seed, first, attempt, step, kind):
 
 
 @njit(**_KW)
-def _place(t, node, cur, step, nodes, preds):
+def _place(t, node, a, cur, step, nodes, preds, alphas):
+    """Place ``node`` as step step[t] of sample t: its set before it (its possible parents)
+    into preds and a = log α_node(that set) into alphas (`draw_parents`' totals)."""
     j = step[t]
     nodes[t, j] = node
     cur[t] = cur[t] & ~(np.int64(1) << node)
     preds[t, j] = cur[t]
+    alphas[t, j] = a
     step[t] = j + 1
 
 
@@ -281,7 +284,7 @@ def _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit):
 
 
 @njit(**_KW)
-def _step_low(t, H, o, L, alpha, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds):
+def _step_low(t, H, o, L, alpha, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds, alphas):
     """One step of ACTIVE sample t at offset o of chunk H: the low node i ∈ o whose term
     exp(α[i] + L[o − i] − L[o]) takes u (alpha[i]: α_i(S − i)), placed, True; else the
     sample waits for the high nodes (`_wait_high`), False."""
@@ -298,20 +301,21 @@ def _step_low(t, H, o, L, alpha, u, cur, step, status, key, pu, pcum, plog, pbit
         if w > NEG_INF:
             cum += math.exp(w - logL)
             if u < cum:
-                _place(t, i, cur, step, nodes, preds)
+                _place(t, i, alpha[i], cur, step, nodes, preds, alphas)
                 return True
     _wait_high(t, H, u, cum, logL, status, key, pu, pcum, plog, pbit)
     return False
 
 
 @njit(**_KW)
-def _take_high(t, H, v, w, cur, step, status, key, pu, pcum, plog, nodes, preds):
-    """Offer high node v, whose term is log w, to PENDING sample t: whether it took it
-    (then ACTIVE again, in chunk H)."""
+def _take_high(t, H, v, a, logL, cur, step, status, key, pu, pcum, plog, nodes, preds, alphas):
+    """Offer high node v, whose term is log w = a + logL (a = log α_v(S − v), logL =
+    log L(S − v)), to PENDING sample t: whether it took it (then ACTIVE again, in chunk H)."""
+    w = a + logL
     if w > NEG_INF:
         pcum[t] += math.exp(w - plog[t])
         if pu[t] < pcum[t]:
-            _place(t, v, cur, step, nodes, preds)
+            _place(t, v, a, cur, step, nodes, preds, alphas)
             status[t] = ACTIVE
             key[t] = H
             return True
@@ -335,13 +339,15 @@ def _next_high(t, b, c, cur, status, key, pbit):
 
 @njit(**_KW)
 def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
-               pu, pcum, plog, pbit, nodes, preds):
+               pu, pcum, plog, pbit, nodes, preds, alphas):
     """Advance every ACTIVE sample of chunk H as far as chunk H allows.
 
     L: float64 (2^c,) forward chunk H; pa: the α of the run's scores (`point_alpha`),
     computed at the sets the samples visit only (memoised); first: the global index
     of sample 0 of these arrays (its random numbers are sample first + t's). A sample either reaches
     ∅ (DONE), chooses a low node and continues in H, or goes PENDING for the high nodes.
+    A node placed at step j of sample t has its log α at its set before it in
+    alphas[t, j] (`_place`).
     """
     lowmask = (np.int64(1) << c) - 1
     vals = pa[7]
@@ -356,13 +362,13 @@ def walk_chunk(H, c, L, pa, seed, first, cur, step, attempt, status, key,
                 break
             u = uniform(seed, first + t, attempt[t], step[t], 0)
             if not _step_low(t, H, S & lowmask, L, vals[alphas_at(pa, S)], u, cur, step, status, key,
-                             pu, pcum, plog, pbit, nodes, preds):
+                             pu, pcum, plog, pbit, nodes, preds, alphas):
                 break
 
 
 @njit(**_KW)
 def advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit,
-                    nodes, preds):
+                    nodes, preds, alphas):
     """Offer high node c + b to every PENDING sample waiting for chunk H = (its chunk) − 2^b.
 
     L: forward chunk H; pa: as for `walk_chunk` (α_{c+b} at S − (c+b), the set at the
@@ -375,15 +381,15 @@ def advance_pending(H, b, c, L, pa, cur, step, status, key, pu, pcum, plog, pbit
         if status[t] != PENDING or key[t] != H or pbit[t] != b:
             continue
         o = cur[t] & lowmask
-        if L[o] > NEG_INF and _take_high(t, H, c + b, pa[7][alphas_at(pa, cur[t]), c + b] + L[o],
-                                         cur, step, status, key, pu, pcum, plog, nodes, preds):
+        if L[o] > NEG_INF and _take_high(t, H, c + b, pa[7][alphas_at(pa, cur[t]), c + b], L[o],
+                                         cur, step, status, key, pu, pcum, plog, nodes, preds, alphas):
             continue
         _next_high(t, b, c, cur, status, key, pbit)
 
 
 @njit(**_KW)
 def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, status, key,
-               pu, pcum, plog, pbit, nodes, preds):
+               pu, pcum, plog, pbit, nodes, preds, alphas):
     """`walk_chunk` with α of the low nodes as a table of chunk H (built per chunk, as the
     forward task does): the sweep's path where `point_alpha_pays` says no.
 
@@ -411,13 +417,14 @@ def walk_chunk_tables(H, c, L, alpha_low, seed, first, cur, step, attempt, statu
                 pp = o - (np.int64(1) << i)
                 row[i] = alpha_low[i, (pp & ((np.int64(1) << i) - 1)) | ((pp >> (i + 1)) << i)]
             u = uniform(seed, first + t, attempt[t], step[t], 0)
-            if not _step_low(t, H, o, L, row, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds):
+            if not _step_low(t, H, o, L, row, u, cur, step, status, key, pu, pcum, plog, pbit, nodes, preds,
+                             alphas):
                 break
 
 
 @njit(**_KW)
 def advance_pending_tables(H, b, c, L, alpha_span, cur, step, status, key, pu, pcum, plog, pbit,
-                    nodes, preds):
+                    nodes, preds, alphas):
     """`advance_pending` with α_{c+b} as a table (a span of 2^c entries of chunk pair H),
     for the path of `walk_chunk_tables`.
 
@@ -431,36 +438,42 @@ def advance_pending_tables(H, b, c, L, alpha_span, cur, step, status, key, pu, p
         if status[t] != PENDING or key[t] != H or pbit[t] != b:
             continue
         o = cur[t] & lowmask
-        if _take_high(t, H, c + b, alpha_span[o] + L[o], cur, step, status, key, pu, pcum, plog, nodes, preds):
+        if _take_high(t, H, c + b, alpha_span[o], L[o], cur, step, status, key, pu, pcum, plog, nodes, preds,
+                      alphas):
             continue
         _next_high(t, b, c, cur, status, key, pbit)
 
 
 @njit(**_KW)
-def draw_parents(beta, fam, nodes, preds, seed, first, attempt, parents):
-    """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / Σ_{G' ⊆ S−i} β_i(G').
+def draw_parents(beta, fam, nodes, preds, alphas, seed, first, attempt, parents):
+    """Parent set of every placed node: G ⊆ S − i with probability β_i(G) / α_i(S − i).
 
     beta: (n, F) log scores, fam: (F,) squeezed family masks in ascending order (so the
     families within the lowest b bits are a prefix); nodes/preds: (T, n) the node placed
-    at each step and the set before it (its possible parents, a full mask); first: the
-    global index of row 0 (sample first + t's random numbers). Serial: callers split the
-    rows over threads (it releases the GIL).
-    parents: int64 (T, n) output, full parent masks. A u beyond the total by rounding takes
-    the last family of positive weight.
+    at each step and the set before it (its possible parents, a full mask); alphas: (T, n)
+    log α of that node at that set, as the sweep computed it to place the node
+    (`_place`): the total of the draw; first: the global index of row 0 (sample first +
+    t's random numbers). Serial: callers split the rows over threads (it releases the GIL).
+    parents: int64 (T, n) output, full parent masks.
 
-    The weights exp(β_i(G) − max_G β_i(G)) are computed once per node, so a draw is two
-    passes of additions over the families within U's bits; where every family ⊆ U is
-    below the node's best by more than 640 nats (the sum would lose precision to
-    subnormals), that draw rescales by the best family ⊆ U instead.
+    The weights w = exp(β_i(G) − max_G β_i(G)) are computed once per node, so a draw is one
+    pass of additions over the families within U's bits, up to the first whose running
+    sum exceeds u · exp(log α − max β_i); a u beyond the sum by rounding takes the last
+    family of positive weight. Where that total is at most 1e-278 (every family ⊆ U below
+    the node's best by more than 640 nats: the weights would lose precision to
+    subnormals), the draw rescales by the best family ⊆ U instead and sums the total
+    itself.
     """
     T, n = nodes.shape
     F = fam.shape[0]
     w = np.zeros((n, F))
+    gms = np.full(n, NEG_INF)
     for i in range(n):
         gm = NEG_INF
         for f in range(F):
             if beta[i, f] > gm:
                 gm = beta[i, f]
+        gms[i] = gm
         if gm > NEG_INF:
             for f in range(F):
                 if beta[i, f] > NEG_INF:
@@ -482,10 +495,7 @@ def draw_parents(beta, fam, nodes, preds, seed, first, attempt, parents):
                 hb += 1
                 x >>= 1
             end = lim[hb]
-            tot = 0.0
-            for f in range(end):
-                if fam[f] & ~U == 0:
-                    tot += w[i, f]
+            tot = math.exp(alphas[t, j] - gms[i]) if gms[i] > NEG_INF else 0.0
             u = uniform(seed, first + t, attempt[t], j, 1)
             pick = -1
             if tot > 1e-278:

@@ -237,7 +237,8 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
     walked in ``threads`` contiguous ranges side by side on ``pool`` (the kernels release
     the GIL; with point α each range has its own memo, `sampling.own_memo`): a sample's
     steps depend on its own random numbers and on values that are functions of its sets
-    alone, so the split never changes a sample. Returns (nodes, preds, attempt, chunks
+    alone, so the split never changes a sample. Returns (nodes, preds, alphas (log α of
+    each placed node at its set before it: the parents' draw's totals), attempt, chunks
     read)."""
     p, wd = job.plan, job.workdir
     n, c = p.n, p.c
@@ -252,6 +253,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
     point = SK.point_alpha_pays(n, p.k, T)
     nodes = np.zeros((T, n), dtype=np.int64)
     preds = np.zeros((T, n), dtype=np.int64)
+    alphas = np.zeros((T, n))
     ranges = _walk_ranges(T, threads)
     if point:
         pa = SK.point_alpha(job.beta, p.families, p.k, SK.memo_slots((ranges[0][1] - ranges[0][0]) * n))
@@ -263,7 +265,8 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
         `sampling.walk_chunk`'s (the attempts after step)."""
         a, b = r
         head = (cur[a:b], step[a:b], attempt[a:b]) if walk else (cur[a:b], step[a:b])
-        return head + (status[a:b], key[a:b], pu[a:b], pcum[a:b], plog[a:b], pbit[a:b], nodes[a:b], preds[a:b])
+        return head + (status[a:b], key[a:b], pu[a:b], pcum[a:b], plog[a:b], pbit[a:b], nodes[a:b], preds[a:b],
+                       alphas[a:b])
 
     def each(fn):
         """fn(range index, (a, b)) for every range, on pool's threads if more than one."""
@@ -303,7 +306,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                 spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
                 for b, span in zip(bits, spans):
                     SK.advance_pending_tables(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
-                                              nodes, preds)
+                                              nodes, preds, alphas)
             # the next chunk, unless a sample the walk leaves waiting goes to H − 2^(lowest bit), above it
             below = key[key < H]
             ahead.start(max(int(below.max()) if below.size else -1, H - (H & -H) if H else -1))
@@ -317,7 +320,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                                                            *views(r, walk=True)))
     finally:
         ahead.close()
-    return nodes, preds, attempt, ahead.reads
+    return nodes, preds, alphas, attempt, ahead.reads
 
 
 class _ReadAhead:
@@ -378,10 +381,10 @@ def _walk_ranges(T: int, threads: int) -> list[tuple[int, int]]:
 
 def sample_memory_bytes(n: int, T: int) -> int:
     """Memory that T samples of n variables hold, at most: the sweep's per-sample state (8
-    int64/float64 arrays and the (T, n) orders and predecessor sets), the parents (T, n, W
-    words), their sorted copies for the distinct DAGs, the orders returned, and the
+    int64/float64 arrays and the (T, n) orders, predecessor sets and their α), the parents
+    (T, n, W words), their sorted copies for the distinct DAGs, the orders returned, and the
     per-sample scores, weights and linear-extension counts."""
-    return T * (8 * 8 + 1 + 8 * n * (4 + 2 * SK.n_words(n)) + 8 * 10)
+    return T * (8 * 8 + 1 + 8 * n * (5 + 2 * SK.n_words(n)) + 8 * 10)
 
 
 def sweep_memory_bytes(n: int, k: int, c: int, T: int, threads: int = 1) -> int:
@@ -413,8 +416,10 @@ SWEEP_OVERHEAD = 1 << 20
 BATCH = 50_000
 #: the version of the draws' folder layout and of what a batch part holds (2: log #LE
 #: counted on the side of each DAG with fewer extremal nodes, which can differ from 1's in
-#: the last bits past 2^53 orders; a part of 1 is drawn again, not mixed in)
-DRAWS_FORMAT = 2
+#: the last bits past 2^53 orders; a part of 1 is drawn again, not mixed in; 3: a parent
+#: set drawn against the sweep's α as its total, which can pick another family than 2's
+#: within a few ulps of a boundary)
+DRAWS_FORMAT = 3
 
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
@@ -608,11 +613,12 @@ def _split(T: int, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
-def _draw_parents(beta, fam, nodes, preds, seed: int, first: int, attempt, out, pool, threads: int) -> None:
+def _draw_parents(beta, fam, nodes, preds, alphas, seed: int, first: int, attempt, out, pool,
+                  threads: int) -> None:
     """`sampling.draw_parents` over the rows, split in ranges across ``pool``'s threads."""
     def one(r):
         a, b = r
-        SK.draw_parents(beta, fam, nodes[a:b], preds[a:b], seed, first + a, attempt[a:b], out[a:b])
+        SK.draw_parents(beta, fam, nodes[a:b], preds[a:b], alphas[a:b], seed, first + a, attempt[a:b], out[a:b])
     list(pool.map(one, _split(nodes.shape[0], threads)))
 
 
@@ -621,10 +627,10 @@ def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: in
     plan, beta = run.plan, run.beta
     job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
-    nodes, preds, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
+    nodes, preds, alphas, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
     t_sweep = time.perf_counter() - t1
     parents = np.zeros((T, plan.n), dtype=np.int64)
-    _draw_parents(beta, plan.families, nodes, preds, seed, first, attempt, parents, pool, threads)
+    _draw_parents(beta, plan.families, nodes, preds, alphas, seed, first, attempt, parents, pool, threads)
     log_score = np.zeros(T)
     for v in range(plan.n):
         sq = (parents[:, v] & ((1 << v) - 1)) | ((parents[:, v] >> (v + 1)) << v)
@@ -657,11 +663,11 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
         else:
             t1 = time.perf_counter()
             job = Job(lat.workdir, lat.plan_read, lat.beta)
-            nodes, preds, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
+            nodes, preds, alphas, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
-            _draw_parents(lat.beta, lat.plan.families, nodes, preds, tseed, first, attempt, within, pool,
-                          threads)
+            _draw_parents(lat.beta, lat.plan.families, nodes, preds, alphas, tseed, first, attempt, within,
+                          pool, threads)
             reads, chunks = reads + r, chunks + lat.plan.n_chunks
             redrawn += int(np.count_nonzero(attempt))
             attempts = np.maximum(attempts, attempt)
