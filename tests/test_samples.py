@@ -790,23 +790,37 @@ def test_arcs_json_of_dags_csv_against_json_dumps():
     assert _arcs_json(names, np.array(rows)) == want
     assert _arcs_json(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
     assert _arcs_json(names, []) == []
+    for got in (_arcs_json(names, np.array(rows), quoted=True), _arcs_json(names, [r[:, None] for r in rows], True)):
+        assert got == [csv_writer_field(x) for x in want]
+        assert got[-1] == "[]"
 
 
-def test_dags_csv_fields_are_quoted_as_csv_writer_quotes_them():
-    """dags.csv is written as lines (not csv.writer): each arcs field (JSON of names, so no
-    raw line break) must come out as csv.writer (QUOTE_MINIMAL, lineterminator "\n")
-    writes it."""
+def csv_writer_field(f: str) -> str:
+    """f as csv.writer writes it (QUOTE_MINIMAL, lineterminator "\n")."""
     import csv
     import io
 
-    from bigbn.outputs.samples import _csv_field
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([1, f])
+    return buf.getvalue()[2:-1]
+
+
+def test_dags_csv_fields_are_quoted_as_csv_writer_quotes_them():
+    """dags.csv and the run's CSV files are written as lines (not csv.writer): each field
+    (`result.csv_field`) must come out as csv.writer (QUOTE_MINIMAL, lineterminator "\n")
+    writes it."""
+    import io
+
+    from bigbn.outputs.result import csv_field
 
     names = ["a", 'q"uote', "x,y", "line\nbreak", "cr\rhere", "tab\there", " lead", "u\u2028sep", "é ü", ""]
     fields = ["[]"] + [json.dumps([[a, b]], ensure_ascii=False) for a in names for b in names[:3]]
-    for f in fields + ["plain", "x,y", 'q"uote']:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow([1, f])
-        assert "1," + _csv_field(f) + "\n" == buf.getvalue(), f
+    for f in fields + ["plain", "x,y", 'q"uote', "line\nbreak"]:
+        assert csv_field(f) == csv_writer_field(f), f
+    # a raw carriage return is quoted too (csv.writer with lineterminator "\n" leaves it
+    # bare, and csv.reader then ends the row there): names may hold one
+    line = ",".join(csv_field(x) for x in names) + "\n"
+    assert next(csv.reader(io.StringIO(line))) == names
 
 
 def naive_log_alpha(row, fam, P: int, i: int) -> float:

@@ -205,7 +205,7 @@ class Result:
         with open_for_writing(path, "to_csv()") as fh:
             fh.write("parent,child,posterior\n")
             for u, v in self._pairs():
-                fh.write(f"{_csv_field(self.names[u])},{_csv_field(self.names[v])},"
+                fh.write(f"{csv_field(self.names[u])},{csv_field(self.names[v])},"
                          f"{self.posterior[u, v]:.17g}\n")
 
 
@@ -243,10 +243,12 @@ def write_arcs(path, arcs) -> None:
     with open(path, "w", newline="") as fh:
         fh.write("parent,child\n")
         for u, v in arcs:
-            fh.write(f"{_csv_field(u)},{_csv_field(v)}\n")
+            fh.write(f"{csv_field(u)},{csv_field(v)}\n")
 
 
-def _csv_field(s: str) -> str:
-    if any(ch in s for ch in ',"\n\r'):
+def csv_field(s: str) -> str:
+    """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
+    comma, a quote or a line break."""
+    if "," in s or '"' in s or "\n" in s or "\r" in s:
         return '"' + s.replace('"', '""') + '"'
     return s

@@ -41,7 +41,7 @@ from bigbn.engine.tasks import Job, alpha_span
 from bigbn.errors import EngineError, OptionError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
-from bigbn.outputs.result import run_workdir
+from bigbn.outputs.result import csv_field, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
 from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
@@ -762,34 +762,34 @@ def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarr
                     w.writerow(row)
 
 
-def _arcs_json(names: list[str], rows) -> list[str]:
+def _arcs_json(names: list[str], rows, quoted: bool = False) -> list[str]:
     """json.dumps([[parent, child], ...], ensure_ascii=False) of the arcs of each DAG (rows of
     parent masks, or of words past 63 variables), in `Samples.arcs` order (by child, then
     parent, in data order): each child's arcs are written once per distinct parent set it
-    has among the DAGs, and a DAG's text joins its children's."""
+    has among the DAGs, and a DAG's text joins its children's. quoted: each as a CSV field
+    (`result.csv_field`: a DAG with an arc holds the quotes of JSON strings, so it is
+    quoted, its quotes doubled once per child's text; "[]" is not)."""
     from bigbn.io.frames import arcs as frame_arcs
 
     if len(rows) == 0:
         return []
     masks = np.asarray(rows)
     if masks.ndim != 2:  # words past 63 variables: one DAG at a time
-        return [json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False) for r in rows]
+        out = [json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False) for r in rows]
+        return [csv_field(x) for x in out] if quoted else out
     n = len(names)
     jn = [json.dumps(x, ensure_ascii=False) for x in names]
     cols = []
     for v in range(n):
         sets, inv = np.unique(masks[:, v], return_inverse=True)
         text = [", ".join(f"[{jn[u]}, {jn[v]}]" for u in range(n) if m >> u & 1) for m in sets.tolist()]
+        if quoted:
+            text = [t.replace('"', '""') for t in text]
         cols.append([text[j] for j in inv.reshape(-1).tolist()])
-    return ["[" + ", ".join([t for t in row if t]) + "]" for row in zip(*cols)]
-
-
-def _csv_field(text: str) -> str:
-    """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
-    comma, a quote or a line break."""
-    if any(c in text for c in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
+    joined = [", ".join([t for t in row if t]) for row in zip(*cols)]
+    if quoted:
+        return ['"[' + x + ']"' if x else "[]" for x in joined]
+    return ["[" + x + "]" for x in joined]
 
 
 def write_outputs(s: Samples, workdir) -> Path:
@@ -815,8 +815,9 @@ def write_outputs(s: Samples, workdir) -> Path:
         t = s._dag_table()
         exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
         rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
-                   t["log_linear_extensions"].tolist(), t["log_score"].tolist(), _arcs_json(names, t["parents"]))
-        fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{_csv_field(a)}\n"
+                   t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
+                   _arcs_json(names, t["parents"], quoted=True))
+        fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
                          for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
     np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
              orders=s.orders, log_linear_extensions=s.log_linear_extensions,
