@@ -502,15 +502,18 @@ def test_edge_self_check_and_determinism(tmp_path):
     assert s1.info["chunks_read"] == 1 and s2.info["chunks_read"] <= 32
 
 
-def test_sampling_a_finished_run_never_imports_zarr(tmp_path):
+@pytest.mark.parametrize("alpha", ["recompute", "store"])
+def test_sampling_a_finished_run_never_imports_zarr(alpha, tmp_path):
     """`bigbn sample` and `bigbn.open` read a finished run's tables by plain file I/O
     (`workdir.Layout`): the process never imports zarr, ≈ 0.15 s of a short command's
-    start (#39 item 4). In a fresh process, since this one has zarr loaded."""
+    start (#39 item 4). In a fresh process, since this one has zarr loaded; with α stored
+    too (500 samples of 8 nodes take α per visited chunk: rows of the α table)."""
     import subprocess
     import sys
 
     wd = tmp_path / "w"
-    bigbn.learn(ASIA, workdir=wd, max_parents=2)
+    bigbn.learn(ASIA, workdir=wd, max_parents=2, alpha_mode=alpha)
+    assert not SK.point_alpha_pays(8, 2, 500)
     code = ("import sys; from bigbn.cli.main import main; import bigbn; "
             f"main(['sample', '--workdir', {str(wd)!r}, '--samples', '500', '--seed', '3', '--top', '0'], "
             "standalone_mode=False); r = bigbn.open(sys.argv[1]); r.edges(); r.parent_sets('lung'); "
@@ -884,8 +887,9 @@ def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, c, tmp_path):
     the visited sets (4 MiB) is most of it, which the per-sample count alone misses (with
     two threads, one memo each); at n = 12, T = 1000 the sweep takes α per chunk
     (`point_alpha_pays` says no); at n = 19 in chunks of 2^18 (2 MiB) the sweep holds the
-    chunk it walks and the one it reads ahead, and the count is within one chunk of the
-    peak (1.6 MiB above it), so a chunk more held would exceed it."""
+    chunk it walks and the one it reads ahead (the count is then 1.6 MiB above the peak,
+    less than a chunk, but only when the read ahead overlaps the walk: a thread's timing,
+    so not asserted)."""
     import tracemalloc
     from bigbn.outputs import samples as S
     from bigbn.outputs.result import run_workdir
@@ -903,8 +907,6 @@ def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, c, tmp_path):
         tracemalloc.stop()
     need = S.sample_memory_bytes(n, T) + S.sweep_memory_bytes(n, 3, c, T, threads)
     assert peak <= need
-    if n == 19:
-        assert need - peak < 8 << c
     if SK.point_alpha_pays(n, 3, T) and n == 16:
         assert peak > 2 * S.sample_memory_bytes(n, T)
         with pytest.raises(OptionError, match="need about"):

@@ -177,11 +177,13 @@ def test_plain_layouts_name_the_chunk_files_zarr_names(tmp_path):
         assert w.store.matches(plan, name)
 
 
-def test_boxes_of_whole_chunks_read_as_zarr_reads_them(wd, tmp_path):
+def test_boxes_of_whole_chunks_read_as_zarr_reads_them(wd, tmp_path, monkeypatch):
     """Reads of whole chunks of any shape (one or several, as `bigbn sample` and a
     finished run's readers ask for β, γ and its parts) by plain file I/O, and single
     whole chunks written so, against zarr reading and writing the same arrays; chunks
     never written read as the fill value."""
+    from bigbn.store.workdir import TableStore
+
     rng = np.random.default_rng(5)
     w = Workdir(tmp_path / "nd")
     plan = Plan(6, 2, 3)
@@ -191,6 +193,11 @@ def test_boxes_of_whole_chunks_read_as_zarr_reads_them(wd, tmp_path):
     parts = rng.normal(size=shape)
     z[:] = parts
     z[2] = np.nan  # one part unset: zarr drops a chunk of fill values
+
+    def no_zarr(self, name):
+        raise AssertionError(f"zarr asked for {name}: not the plain file path")
+
+    monkeypatch.setattr(TableStore, "array", no_zarr)
     np.testing.assert_array_equal(w.read("gamma_parts", slice(None)), np.asarray(z[:]))
     np.testing.assert_array_equal(w.read("gamma_parts", (slice(1, 3),)), np.asarray(z[1:3]))
     np.testing.assert_array_equal(w.read_region(Region("gamma_parts", ((5, 0, 0),))), np.asarray(z[5:6]))
@@ -205,7 +212,18 @@ def test_boxes_of_whole_chunks_read_as_zarr_reads_them(wd, tmp_path):
     x = rng.normal(size=64)
     zarr.open_array(wd.tables / "forward", mode="r+")[64:128] = x
     np.testing.assert_array_equal(wd.read("forward", slice(64, 128)), x)  # two chunks
-    np.testing.assert_array_equal(wd.read("forward", (slice(64, 96),)), x[:32])
+    np.testing.assert_array_equal(wd.read("forward", (slice(np.int64(64), np.int64(96)),)), x[:32])
+    store = Workdir(tmp_path / "alpha")
+    store.create_tables(Plan(6, 2, 3, alpha_mode="store"))
+    alpha = rng.normal(size=plan.tables()["forward"][0][0] // 2)
+    shape_a, chunks_a = Plan(6, 2, 3, alpha_mode="store").tables()["alpha"][:2]
+    za = zarr.open_array(store.tables / "alpha", mode="r+")
+    za[4] = rng.normal(size=shape_a[1])
+    row = np.asarray(za[4])
+    got = store.read("alpha", (4, slice(chunks_a[1], 2 * chunks_a[1])))  # a row's chunk, as alpha_span reads it
+    np.testing.assert_array_equal(got, row[chunks_a[1]:2 * chunks_a[1]])
+    assert got.shape == (chunks_a[1],) and alpha.size
+    np.testing.assert_array_equal(store.read("alpha", (np.int64(4),)), row)
 
 
 def test_tables_of_another_form_go_through_zarr(tmp_path):
@@ -237,3 +255,72 @@ def test_damaged_metadata_is_no_layout(tmp_path, meta):
     (tmp_path / "zarr.json").write_text(meta)
     assert plain_layout(tmp_path / "zarr.json") is None
     assert plain_layout(tmp_path / "missing.json") is None
+
+
+def test_a_layout_is_found_only_for_metadata_zarr_opens(tmp_path):
+    """`plain_layout` is strict: for metadata zarr refuses (an unknown key, a dimension
+    name too many, configurations zarr does not know, a fill value the type cannot hold),
+    or reads otherwise, it finds no layout; where it finds one, zarr opens the table with
+    the same shape, chunks and type, so a reader and a run never judge a table apart."""
+    import json
+
+    from bigbn.store.workdir import plain_layout
+
+    w = Workdir(tmp_path)
+    plan = Plan(8, 2, 5, map_dag=True)
+    w.create_tables(plan)
+    edits = {
+        "forward": [lambda m: m.update(foo={"x": 1}), lambda m: m.update(dimension_names=["a", "b"]),
+                    lambda m: m.update(dimension_names=["a"]), lambda m: m["chunk_grid"]["configuration"].update(x=1),
+                    lambda m: m["codecs"][0]["configuration"].update(x=1), lambda m: m.update(fill_value="nan"),
+                    lambda m: m.update(fill_value=0.5), lambda m: m.update(storage_transformers=[{"name": "x"}]),
+                    lambda m: m["codecs"][0]["configuration"].update(endian="bogus"),
+                    lambda m: m["chunk_key_encoding"].update(name="v2"), lambda m: m.update(attributes=[])],
+        "map_sink": [lambda m: m.update(fill_value="NaN"), lambda m: m.update(fill_value=1.5),
+                     lambda m: m.update(fill_value=300), lambda m: m.update(fill_value=-128),
+                     lambda m: m["codecs"][0].update(configuration={"endian": "bogus"})],
+    }
+    found = refused = 0
+    for name, changes in edits.items():
+        meta = w.tables / name / "zarr.json"
+        original = meta.read_text()
+        for change in changes:
+            m = json.loads(original)
+            change(m)
+            meta.write_text(json.dumps(m))
+            lay = plain_layout(meta)
+            try:
+                z = zarr.open_array(w.tables / name, mode="r")
+            except Exception:  # noqa: BLE001 - zarr refuses it
+                z = None
+            if lay is not None:
+                found += 1
+                assert z is not None, (name, m)
+                assert (lay.shape, lay.chunks, lay.dtype) == (z.shape, z.chunks, z.dtype), (name, m)
+            else:
+                refused += 1
+            assert w.store.readable(plan, name) == w.store.matches(plan, name) or lay is None and z is not None
+        meta.write_text(original)
+    assert found >= 3 and refused >= 8
+
+
+def test_metadata_zarr_refuses_is_remade_and_recomputed_by_the_next_run(tmp_path):
+    """A table whose zarr.json zarr refuses (a key it does not know) counts as damaged for
+    the run: the same `learn` again makes it anew and recomputes it, the posterior equal
+    to the first run's (the reader's own parse must not call such a run finished)."""
+    import json
+
+    import helpers as h
+
+    import bigbn
+
+    wd = tmp_path / "w"
+    first = bigbn.learn(h.ROOT / "examples" / "asia.csv", workdir=wd, max_parents=2, map_dag=True)
+    meta = wd / "tables.zarr" / "posterior" / "zarr.json"
+    m = json.loads(meta.read_text())
+    m["foo"] = {"x": 1}
+    meta.write_text(json.dumps(m))
+    again = bigbn.learn(h.ROOT / "examples" / "asia.csv", workdir=wd, max_parents=2, map_dag=True)
+    np.testing.assert_array_equal(again.posterior, first.posterior)
+    assert np.isfinite(again.posterior).all()
+    np.testing.assert_array_equal(bigbn.open(wd).posterior, first.posterior)

@@ -248,7 +248,8 @@ def write_arcs(path, arcs) -> None:
 
 def csv_field(s: str) -> str:
     """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
-    comma, a quote or a line break."""
+    comma, a quote or a line break, and, unlike csv.writer with lineterminator "\n", a
+    carriage return (which csv.reader would take for the row's end)."""
     if "," in s or '"' in s or "\n" in s or "\r" in s:
         return '"' + s.replace('"', '""') + '"'
     return s

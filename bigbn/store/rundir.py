@@ -412,7 +412,7 @@ def _tid(plan: Plan, key: tuple) -> str:
 
 def _read_table(workdir: Workdir, plan: Plan, table: str, index, then: str) -> np.ndarray:
     try:
-        out = workdir.read(table, index) if workdir.store.matches(plan, table) else None
+        out = workdir.read(table, index) if workdir.store.readable(plan, table) else None
     except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged chunks
         out = None
     if out is None:

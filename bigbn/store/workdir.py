@@ -91,35 +91,55 @@ class Layout:
 
 def plain_layout(meta: Path) -> Layout | None:
     """The `Layout` of the table whose metadata is ``meta`` (a ``zarr.json``); None when the
-    file is missing or unreadable, or describes anything else (zarr then reads it)."""
+    file is missing or unreadable, or describes anything else (zarr then reads it). Strict:
+    only the keys and values zarr writes for such an array (no extension, unknown key or
+    configuration, fill value the type cannot hold), so that a layout is never found for
+    metadata zarr itself would refuse or read otherwise."""
     try:
         m = json.loads(meta.read_bytes())
-        codecs, grid, keys = m["codecs"], m["chunk_grid"], m["chunk_key_encoding"]
-        name = m["data_type"]
-        shape = tuple(m["shape"])
-        chunks = tuple(grid["configuration"]["chunk_shape"])
+        if not (isinstance(m, dict) and set(m) <= _ARRAY_KEYS and m.get("zarr_format") == 3
+                and m.get("node_type") == "array" and m.get("storage_transformers", []) == []
+                and isinstance(m.get("attributes", {}), dict)):
+            return None
+        grid, keys, codecs, name = m["chunk_grid"], m["chunk_key_encoding"], m["codecs"], m["data_type"]
+        shape, chunks = m["shape"], grid["configuration"]["chunk_shape"]
+        if not (set(grid) == {"name", "configuration"} and grid["name"] == "regular"
+                and set(grid["configuration"]) == {"chunk_shape"}
+                and set(keys) <= {"name", "configuration"} and keys["name"] == "default"
+                and set(keys.get("configuration", {})) <= {"separator"}
+                and isinstance(codecs, list) and len(codecs) == 1 and set(codecs[0]) <= {"name", "configuration"}
+                and codecs[0]["name"] == "bytes" and set(codecs[0].get("configuration", {})) <= {"endian"}
+                and name in _PLAIN_TYPES and isinstance(shape, list) and isinstance(chunks, list)
+                and len(shape) == len(chunks) > 0
+                and all(type(x) is int and x >= 0 for x in shape) and all(type(c) is int and c > 0 for c in chunks)):
+            return None
         separator = keys.get("configuration", {}).get("separator", "/")
-        endian = codecs[0].get("configuration", {}).get("endian") if len(codecs) == 1 else None
+        endian = codecs[0].get("configuration", {}).get("endian")
+        names = m.get("dimension_names")
         fill = m["fill_value"]
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
-    if not (m.get("zarr_format") == 3 and m.get("node_type") == "array" and not m.get("storage_transformers")
-            and grid.get("name") == "regular" and keys.get("name") == "default" and separator in ("/", ".")
-            and len(codecs) == 1 and codecs[0].get("name") == "bytes"
-            and name in _PLAIN_TYPES and len(shape) == len(chunks) > 0
-            and all(type(x) is int and x >= 0 for x in shape) and all(type(c) is int and c > 0 for c in chunks)):
-        return None
     dtype = np.dtype(name)
-    if dtype.itemsize > 1 and endian != sys.byteorder:
+    if separator not in ("/", ".") or endian not in (None, "little", "big") \
+            or (dtype.itemsize > 1 and endian != sys.byteorder):
         return None
-    fill = _FILLS.get(fill, fill) if isinstance(fill, str) else fill
-    if not isinstance(fill, (int, float)) or isinstance(fill, bool):
+    if names is not None and not (isinstance(names, list) and len(names) == len(shape)
+                                  and all(x is None or isinstance(x, str) for x in names)):
         return None
-    return Layout(shape, chunks, dtype, fill, separator)
+    if dtype.kind == "f":
+        fill = _FILLS.get(fill, fill) if isinstance(fill, str) else fill
+        if not isinstance(fill, (int, float)) or isinstance(fill, bool):
+            return None
+        fill = float(fill)
+    elif not (type(fill) is int and np.iinfo(dtype).min <= fill <= np.iinfo(dtype).max):
+        return None
+    return Layout(tuple(shape), tuple(chunks), dtype, fill, separator)
 
 
 _PLAIN_TYPES = ("float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _FILLS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_ARRAY_KEYS = {"shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs", "attributes",
+               "zarr_format", "node_type", "storage_transformers", "dimension_names"}
 
 
 class TableStore:
@@ -159,7 +179,7 @@ class TableStore:
             dtype = np.dtype(dtype[0] if dtype else "f8")
             meta = self.path / name / "zarr.json"
             if meta.exists():
-                if self._zarr_matches(plan, name):
+                if self.matches(plan, name):
                     continue
                 meta.unlink()
             g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
@@ -183,19 +203,22 @@ class TableStore:
                        compressors=None, fill_value=np.nan, overwrite=True)
         self.write(name, slice(None), data, [(i,) + (0,) * (data.ndim - 1) for i in range(data.shape[0])])
 
-    def matches(self, plan: Plan, name: str) -> bool:
-        """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it
-        (False for missing or damaged metadata). Read afresh, not from the cache."""
-        shape, chunks, *dtype = plan.tables()[name]
-        want = (tuple(shape), tuple(chunks), np.dtype(dtype[0] if dtype else "f8"))
+    def readable(self, plan: Plan, name: str) -> bool:
+        """Whether table ``name`` can be read as the shape, chunks and type ``plan`` gives
+        it (False for missing or damaged metadata), by its `Layout` where it has the plain
+        form, else as zarr opens it: what a reader of a finished run asks (its values are
+        checked against the journal's CRCs). Read afresh, not from the cache."""
         lay = plain_layout(self.path / name / "zarr.json")
-        if lay is not None:
-            return (lay.shape, lay.chunks, lay.dtype) == want
-        return self._zarr_matches(plan, name)
+        if lay is None:
+            return self.matches(plan, name)
+        shape, chunks, *dtype = plan.tables()[name]
+        return (lay.shape, lay.chunks, lay.dtype) == (tuple(shape), tuple(chunks), np.dtype(dtype[0] if dtype else "f8"))
 
-    def _zarr_matches(self, plan: Plan, name: str) -> bool:
-        """`matches` as zarr sees it: metadata zarr cannot open counts as damaged (a
-        run's writes would fail on it, so `create` makes it anew)."""
+    def matches(self, plan: Plan, name: str) -> bool:
+        """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it,
+        as zarr opens it (False for missing metadata, or metadata zarr refuses: `create`
+        makes such a table anew, so a run that asks whether its tables are finished asks
+        this, the same rule)."""
         import zarr
 
         shape, chunks, *dtype = plan.tables()[name]
@@ -240,10 +263,11 @@ class TableStore:
         a = self.array(name)
         return Path(a.store_path.store.root) / a.path / a.metadata.encode_chunk_key(tuple(chunk_coords))
 
-    def _box(self, name: str, index) -> tuple[Layout, list[tuple[int, int]]] | None:
-        """If ``index`` (a slice, or one per axis) is a box of whole chunks of a table of
-        the plain form: its layout and, per axis, the range of chunk coordinates; else
-        None (zarr reads or writes it)."""
+    def _box(self, name: str, index) -> tuple[Layout, list[tuple[int, int]], tuple[int, ...]] | None:
+        """If ``index`` (a slice or an integer, or one per axis) is a box of whole chunks of
+        a table of the plain form: its layout, per axis the range of chunk coordinates,
+        and the axes an integer takes away (of chunk size 1, as α's rows); else None (zarr
+        reads or writes it)."""
         lay = self.layout(name)
         if lay is None:
             return None
@@ -251,17 +275,24 @@ class TableStore:
         if len(index) > len(lay.shape):
             return None
         index = index + (slice(None),) * (len(lay.shape) - len(index))
-        ranges = []
-        for sl, dim, size in zip(index, lay.shape, lay.chunks):
+        ranges, drop = [], []
+        for axis, (sl, dim, size) in enumerate(zip(index, lay.shape, lay.chunks)):
+            if isinstance(sl, (int, np.integer)) and not isinstance(sl, bool):
+                if size != 1 or not 0 <= sl < dim:
+                    return None
+                ranges.append((int(sl), int(sl) + 1))
+                drop.append(axis)
+                continue
             if not isinstance(sl, slice) or sl.step not in (None, 1) or dim % size:
                 return None
             start = 0 if sl.start is None else sl.start
             stop = dim if sl.stop is None else sl.stop
-            if not (isinstance(start, int) and isinstance(stop, int)) or start < 0 or start % size \
-                    or stop % size or not start < stop <= dim:
+            if not (isinstance(start, (int, np.integer)) and isinstance(stop, (int, np.integer))) \
+                    or isinstance(start, bool) or isinstance(stop, bool) \
+                    or start < 0 or start % size or stop % size or not start < stop <= dim:
                 return None
-            ranges.append((start // size, stop // size))
-        return lay, ranges
+            ranges.append((int(start) // size, int(stop) // size))
+        return lay, ranges, tuple(drop)
 
     def read(self, name: str, index, evict: bool = False) -> np.ndarray:
         """The values at index of table name. evict: the run reads this chunk no more
@@ -270,17 +301,17 @@ class TableStore:
         box = self._box(name, index)
         if box is None:
             return np.ascontiguousarray(self.array(name)[index])
-        lay, ranges = box
+        lay, ranges, drop = box
         shape = tuple((hi - lo) * size for (lo, hi), size in zip(ranges, lay.chunks))
         out = np.empty(shape, dtype=lay.dtype)
         if all(hi - lo == 1 for lo, hi in ranges):  # one chunk: read straight into out
             self._read_chunk(name, lay, tuple(lo for lo, _ in ranges), out, evict)
-            return out
-        part = np.empty(lay.chunks, dtype=lay.dtype)
-        for cc in np.ndindex(*(hi - lo for lo, hi in ranges)):
-            self._read_chunk(name, lay, tuple(lo + c for c, (lo, _) in zip(cc, ranges)), part, evict)
-            out[tuple(slice(c * size, (c + 1) * size) for c, size in zip(cc, lay.chunks))] = part
-        return out
+        else:
+            part = np.empty(lay.chunks, dtype=lay.dtype)
+            for cc in np.ndindex(*(hi - lo for lo, hi in ranges)):
+                self._read_chunk(name, lay, tuple(lo + c for c, (lo, _) in zip(cc, ranges)), part, evict)
+                out[tuple(slice(c * size, (c + 1) * size) for c, size in zip(cc, lay.chunks))] = part
+        return out.reshape([x for axis, x in enumerate(shape) if axis not in drop]) if drop else out
 
     def _read_chunk(self, name: str, lay: Layout, chunk_coords: tuple[int, ...], out: np.ndarray,
                     evict: bool) -> None:
@@ -311,7 +342,7 @@ class TableStore:
         if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
             self.array(name)[index] = data
         else:
-            lay, ranges = box
+            lay, ranges, _ = box
             path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
             buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
             path.parent.mkdir(parents=True, exist_ok=True)
