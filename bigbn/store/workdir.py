@@ -82,7 +82,7 @@ class Layout:
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     dtype: np.dtype
-    fill: float
+    fill: float | int  # the fill value: a chunk never written reads as it
     separator: str
 
     def key(self, chunk_coords: tuple[int, ...]) -> str:
