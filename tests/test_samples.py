@@ -525,6 +525,31 @@ def test_sampling_a_finished_run_never_imports_zarr(alpha, tmp_path):
     assert (wd / "samples-order-modular" / "dags.csv").exists()
 
 
+def test_draws_of_an_earlier_format_are_removed_and_nothing_else(tmp_path, monkeypatch):
+    """A draws folder whose KEY is not the run's (an earlier DRAWS_FORMAT: no call can use
+    it again) is removed by the next `sample`; the run's own folders (every seed), and a
+    folder of that name holding anything bigbn does not write there, are kept."""
+    from bigbn.outputs import samples as S
+
+    wd = finished_workdir(tmp_path / "w", naive.random_beta(5, 2, np.random.default_rng(3), spread=3), 2, 5)
+    monkeypatch.setattr(S, "DRAWS_FORMAT", S.DRAWS_FORMAT - 1)  # as an earlier bigbn drew them
+    old = bigbn.sample(wd, 200, seed=2)
+    (old_folder,) = wd.glob("samples-seed2-*")
+    monkeypatch.undo()
+    kept = wd / "samples-seed3-0123456789ab"  # bigbn's pattern, but a file of somebody else's inside
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    mine = wd / "samples-seed4-mine"
+    mine.mkdir()
+    bigbn.sample(wd, 200, seed=1)
+    assert not old_folder.exists()
+    assert kept.exists() and mine.exists()
+    again = bigbn.sample(wd, 200, seed=2)
+    assert len(list(wd.glob("samples-seed1-*"))) == 1 and list(wd.glob("samples-seed2-*")) != [old_folder]
+    assert len(list(wd.glob("samples-seed2-*"))) == 1
+    np.testing.assert_array_equal(again.parents, old.parents)  # drawn again: the same samples
+
+
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
     from bigbn.scores.priors import read_edge_list
 

@@ -740,7 +740,8 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     sampled under its tiers (each tier's order and parents from its own lattice; no arc
     into an earlier tier), at any number of variables. The samples are drawn in batches,
     each a journaled task (WORKDIR/samples-seedS-KEY/): a killed draw resumes when the
-    same command is run again, and the same seed gives the same samples on any scheduler.
+    same command is run again, and the same seed gives the same samples on any scheduler
+    (such folders an earlier bigbn left, of no use now, are removed).
 
     \b
     Example:

@@ -28,6 +28,8 @@ import csv
 import hashlib
 import json
 import math
+import re
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -443,7 +445,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     distributed.Client); workers: its threads or processes. batch: samples per task. The
     samples are drawn in batches, each a task that writes its draws to
     WORKDIR/samples-seedS-KEY/parts/ and is journaled there, so a killed draw resumes
-    where it stopped when called again (with any T: batches already drawn are reused).
+    where it stopped when called again (with any T: batches already drawn are reused);
+    draws folders an earlier bigbn left (another KEY: no call can use them) are removed.
     progress: a `bigbn.engine.progress.Listener` or a callable(stage, done, total), as for
     `learn`: ("sample", batches done, batches) after each batch (with tiers too).
     """
@@ -470,6 +473,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
                           "larger --memory")
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
+        for stale in stale_draws(run):
+            shutil.rmtree(stale, ignore_errors=True)
         recs, parts = run_parts(folder, specs, BatchTask(run, seed, threads), owner=owner,
                                 scheduler=scheduler, workers=workers, progress=progress, stage="sample")
         log_px = run.log_px
@@ -528,6 +533,29 @@ def draws_key(run: FinishedRun) -> str:
 def draws_folder(run: FinishedRun, seed: int) -> Path:
     """WORKDIR/samples-seedS-KEY: the parts and journal of the draws of seed S."""
     return Path(run.workdir.root) / f"samples-seed{seed}-{draws_key(run)}"
+
+
+_DRAWS_NAME = re.compile(r"samples-seed\d+-[0-9a-f]{12}")
+
+
+def stale_draws(run: FinishedRun) -> list[Path]:
+    """The draws folders of the workdir that no call can use again: their KEY is not the
+    run's (`draws_key`: drawn by another DRAWS_FORMAT, i.e. an earlier bigbn, from the
+    same tables, since a run of other tables starts with --fresh, which removes them).
+    Only folders of bigbn's own making: the name samples-seedS-KEY, and nothing inside
+    but the journal and the parts. `sample` removes them under the run's lock (they
+    take about 16n + 32 bytes a sample)."""
+    root = Path(run.workdir.root)
+    key = draws_key(run)
+    out = []
+    for p in sorted(root.glob("samples-seed*-*")):
+        if (_DRAWS_NAME.fullmatch(p.name) and not p.name.endswith(f"-{key}") and p.is_dir()
+                and not p.is_symlink()
+                and all(c.name == "parts" and c.is_dir() and not c.is_symlink()
+                        or c.name.startswith("journal") and c.name.endswith(".jsonl") and c.is_file()
+                        for c in p.iterdir())):
+            out.append(p)
+    return out
 
 
 @dataclass(frozen=True)
