@@ -473,7 +473,7 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
                           "larger --memory")
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
-        for stale in stale_draws(run):
+        for stale in stale_draws(folder):
             shutil.rmtree(stale, ignore_errors=True)
         recs, parts = run_parts(folder, specs, BatchTask(run, seed, threads), owner=owner,
                                 scheduler=scheduler, workers=workers, progress=progress, stage="sample")
@@ -538,15 +538,14 @@ def draws_folder(run: FinishedRun, seed: int) -> Path:
 _DRAWS_NAME = re.compile(r"samples-seed\d+-[0-9a-f]{12}")
 
 
-def stale_draws(run: FinishedRun) -> list[Path]:
-    """The draws folders of the workdir that no call can use again: their KEY is not the
-    run's (`draws_key`: drawn by another DRAWS_FORMAT, i.e. an earlier bigbn, from the
-    same tables, since a run of other tables starts with --fresh, which removes them).
-    Only folders of bigbn's own making: the name samples-seedS-KEY, and nothing inside
-    but the journal and the parts. `sample` removes them under the run's lock (they
-    take about 16n + 32 bytes a sample)."""
-    root = Path(run.workdir.root)
-    key = draws_key(run)
+def stale_draws(folder: Path) -> list[Path]:
+    """The draws folders beside ``folder`` (a `draws_folder` of the run) that no call can
+    use again: their KEY is not the run's (`draws_key`: drawn by another DRAWS_FORMAT,
+    i.e. an earlier bigbn, from the same tables, since a run of other tables starts with
+    --fresh, which removes them). Only folders of bigbn's own making: the name
+    samples-seedS-KEY, and nothing inside but the journal and the parts. `sample` removes
+    them under the run's lock (they take about 16n + 32 bytes a sample)."""
+    root, key = folder.parent, folder.name.rsplit("-", 1)[1]
     out = []
     for p in sorted(root.glob("samples-seed*-*")):
         if (_DRAWS_NAME.fullmatch(p.name) and not p.name.endswith(f"-{key}") and p.is_dir()
