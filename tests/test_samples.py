@@ -938,6 +938,42 @@ def test_memory_count_bounds_what_a_batch_allocates(n, T, threads, c, tmp_path):
             bigbn.sample(path, T, memory=(S.sample_memory_bytes(n, T) + need) // 2, workers=1)
 
 
+def test_read_ahead_holds_at_most_two_chunks():
+    """`samples._ReadAhead` as the sweep drives it (the chunk walked released, the next
+    taken, the one after started), with right and wrong guesses: tracemalloc's peak is
+    at most two chunks (plus 1/8 of one for the rest), whatever the read thread's timing,
+    so a chunk kept too long fails it (checked: keeping each chunk taken from the read
+    thread fails it); the chunks taken are the ones asked for."""
+    import tracemalloc
+
+    from bigbn.outputs.samples import _ReadAhead
+
+    size = 1 << 17  # 1 MiB chunks
+
+    class Run:
+        def chunk(self, table, H):
+            assert table == "forward"
+            return np.full(size, float(H))
+
+    order = [(9, 8), (8, 6), (7, 5), (5, 4), (4, 3), (3, 1), (1, 0), (0, -1)]  # (taken, guessed next)
+    tracemalloc.start()
+    try:
+        ahead = _ReadAhead(Run())
+        L = None
+        for H, guess in order:
+            L = None
+            L = ahead.take(H)
+            assert L[0] == H
+            ahead.start(guess)
+        L = None
+        ahead.close()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ahead.reads == len(order)
+    assert 8 * size <= peak <= 2 * 8 * size + size  # one or two chunks at once (the thread's timing), never three
+
+
 def test_unique_rows_against_numpy_unique_axis_0():
     """`samples._unique_rows` (rows compared as raw bytes) finds the rows np.unique(axis=0)
     finds: the same distinct rows and counts (in another order), first occurrences, and an
