@@ -803,24 +803,24 @@ def test_point_alpha_rescales_far_below_the_best_family():
                     assert w > -1e4 and abs(pa[7][row, i] - w) <= 1e-12 * abs(w), (S, i)
 
 
-def test_arcs_json_of_dags_csv_against_json_dumps():
-    """dags.csv's arcs column (`samples._arcs_json`, built from each name's JSON once) is
-    json.dumps of the arcs in `Samples.arcs` order, names with quotes and non-ASCII too."""
+def test_arcs_fields_of_dags_csv_against_json_dumps():
+    """dags.csv's arcs column (`samples._arcs_fields`, built from each name's JSON once) is
+    json.dumps of the arcs in `Samples.arcs` order, names with quotes and non-ASCII too,
+    as csv.writer writes that field."""
     from bigbn.io.frames import arcs
-    from bigbn.outputs.samples import _arcs_json
+    from bigbn.outputs.samples import _arcs_fields
 
     rng = np.random.default_rng(5)
     n = 9
     names = ["a", 'b"q', "é ü", "d\\e", "x,y", "0", "ß", "tab\t", "z"]
     rows = [rng.integers(0, 1 << n, n) & ~(1 << np.arange(n)) for _ in range(40)] + [np.zeros(n, dtype=np.int64)]
-    want = [json.dumps([list(a) for a in arcs(names, [int(x) for x in r])], ensure_ascii=False) for r in rows]
-    assert _arcs_json(names, rows) == want
-    assert _arcs_json(names, np.array(rows)) == want
-    assert _arcs_json(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
-    assert _arcs_json(names, []) == []
-    for got in (_arcs_json(names, np.array(rows), quoted=True), _arcs_json(names, [r[:, None] for r in rows], True)):
-        assert got == [csv_writer_field(x) for x in want]
-        assert got[-1] == "[]"
+    want = [csv_writer_field(json.dumps([list(a) for a in arcs(names, [int(x) for x in r])], ensure_ascii=False))
+            for r in rows]
+    assert _arcs_fields(names, rows) == want
+    assert _arcs_fields(names, np.array(rows)) == want
+    assert _arcs_fields(names, [r[:, None] for r in rows]) == want  # as (n, 1) words
+    assert _arcs_fields(names, []) == []
+    assert want[-1] == "[]"
 
 
 def csv_writer_field(f: str) -> str:

@@ -789,34 +789,31 @@ def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarr
                     w.writerow(row)
 
 
-def _arcs_json(names: list[str], rows, quoted: bool = False) -> list[str]:
-    """json.dumps([[parent, child], ...], ensure_ascii=False) of the arcs of each DAG (rows of
-    parent masks, or of words past 63 variables), in `Samples.arcs` order (by child, then
-    parent, in data order): each child's arcs are written once per distinct parent set it
-    has among the DAGs, and a DAG's text joins its children's. quoted: each as a CSV field
-    (`result.csv_field`: a DAG with an arc holds the quotes of JSON strings, so it is
-    quoted, its quotes doubled once per child's text; "[]" is not)."""
+def _arcs_fields(names: list[str], rows) -> list[str]:
+    """dags.csv's arcs field of each DAG (rows of parent masks, or of words past 63
+    variables): json.dumps([[parent, child], ...], ensure_ascii=False) in `Samples.arcs`
+    order (by child, then parent, in data order), as a CSV field (`result.csv_field`: a
+    DAG with an arc holds the quotes of JSON strings, so it is quoted and its quotes
+    doubled; "[]" is not). Each child's arcs are written and escaped once per distinct
+    parent set it has among the DAGs, and a DAG's field joins its children's."""
     from bigbn.io.frames import arcs as frame_arcs
 
     if len(rows) == 0:
         return []
     masks = np.asarray(rows)
     if masks.ndim != 2:  # words past 63 variables: one DAG at a time
-        out = [json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False) for r in rows]
-        return [csv_field(x) for x in out] if quoted else out
+        return [csv_field(json.dumps([list(a) for a in frame_arcs(names, _as_ints(r))], ensure_ascii=False))
+                for r in rows]
     n = len(names)
     jn = [json.dumps(x, ensure_ascii=False) for x in names]
     cols = []
     for v in range(n):
         sets, inv = np.unique(masks[:, v], return_inverse=True)
-        text = [", ".join(f"[{jn[u]}, {jn[v]}]" for u in range(n) if m >> u & 1) for m in sets.tolist()]
-        if quoted:
-            text = [t.replace('"', '""') for t in text]
+        text = [", ".join(f"[{jn[u]}, {jn[v]}]" for u in range(n) if m >> u & 1).replace('"', '""')
+                for m in sets.tolist()]
         cols.append([text[j] for j in inv.reshape(-1).tolist()])
     joined = [", ".join([t for t in row if t]) for row in zip(*cols)]
-    if quoted:
-        return ['"[' + x + ']"' if x else "[]" for x in joined]
-    return ["[" + x + "]" for x in joined]
+    return ['"[' + x + ']"' if x else "[]" for x in joined]
 
 
 def write_outputs(s: Samples, workdir) -> Path:
@@ -843,7 +840,7 @@ def write_outputs(s: Samples, workdir) -> Path:
         exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
         rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
                    t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
-                   _arcs_json(names, t["parents"], quoted=True))
+                   _arcs_fields(names, t["parents"]))
         fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
                          for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
     np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
