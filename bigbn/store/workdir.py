@@ -136,6 +136,13 @@ def plain_layout(meta: Path) -> Layout | None:
     return Layout(tuple(shape), tuple(chunks), dtype, fill, separator)
 
 
+def planned(plan: Plan, name: str) -> tuple[tuple[int, ...], tuple[int, ...], np.dtype]:
+    """Table ``name``'s shape, chunk shape and type as ``plan`` gives them (float64 unless
+    the plan names a type)."""
+    shape, chunks, *dtype = plan.tables()[name]
+    return tuple(shape), tuple(chunks), np.dtype(dtype[0] if dtype else "f8")
+
+
 _PLAIN_TYPES = ("float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _FILLS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _ARRAY_KEYS = {"shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs", "attributes",
@@ -175,8 +182,8 @@ class TableStore:
         except Exception:  # noqa: BLE001 - damaged group metadata: write it again
             (self.path / "zarr.json").unlink(missing_ok=True)
             g = zarr.open_group(self.path, mode="a")
-        for name, (shape, chunks, *dtype) in plan.tables().items():
-            dtype = np.dtype(dtype[0] if dtype else "f8")
+        for name in plan.tables():
+            shape, chunks, dtype = planned(plan, name)
             meta = self.path / name / "zarr.json"
             if meta.exists():
                 if self.matches(plan, name):
@@ -211,8 +218,7 @@ class TableStore:
         lay = plain_layout(self.path / name / "zarr.json")
         if lay is None:
             return self.matches(plan, name)
-        shape, chunks, *dtype = plan.tables()[name]
-        return (lay.shape, lay.chunks, lay.dtype) == (tuple(shape), tuple(chunks), np.dtype(dtype[0] if dtype else "f8"))
+        return (lay.shape, lay.chunks, lay.dtype) == planned(plan, name)
 
     def matches(self, plan: Plan, name: str) -> bool:
         """Whether table ``name`` exists with the shape, chunks and type ``plan`` gives it,
@@ -221,10 +227,9 @@ class TableStore:
         this, the same rule)."""
         import zarr
 
-        shape, chunks, *dtype = plan.tables()[name]
         try:
             a = zarr.open_array(self.path / name, mode="r")
-            return (tuple(a.shape), tuple(a.chunks), a.dtype) == (shape, chunks, np.dtype(dtype[0] if dtype else "f8"))
+            return (tuple(a.shape), tuple(a.chunks), a.dtype) == planned(plan, name)
         except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
             return False
 
