@@ -631,12 +631,10 @@ class Workdir:
             return False
 
     def read_region(self, region: Region) -> np.ndarray:
-        return self.read(region.table, self.region_index(region))
+        return self.store.read_region(region)
 
     def write_region(self, region: Region, data: np.ndarray) -> None:
-        index = self.region_index(region)
-        box = tuple(sl.stop - sl.start for sl in index)
-        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
+        self.store.write_region(region, data)
 
     def delete_region(self, region: Region) -> None:
         self.store.delete_region(region)
