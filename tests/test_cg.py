@@ -593,3 +593,25 @@ def test_continuous_columns_far_from_unit_scale_are_warned_about():
     [line] = BUILTIN["cg"].data_warnings(far)
     assert line.startswith("t.csv: 2 of 3 continuous columns are far from unit scale: 'v1' (sd ")
     assert "'v4' (sd " in line and "'v0'" not in line and "'v2'" not in line and "cg score's prior" in line
+
+
+@pytest.mark.parametrize("far", ["offset 1e12", "integers near 2^53"])
+def test_scores_far_from_zero_equal_the_exact_rational_scores(far):
+    """Continuous columns far from 0 with a spread of order 1 (one continuous column near
+    the offset, the others at unit scale, in every path: the whole table, and cells of one
+    and of two discrete columns): the scores equal those with every R and determinant in
+    exact rationals (tests/naive.py). With ν and the cell means in float64 near the offset
+    (each off by about ε|x̄|), they erred by 1e-6 (1e12) and 1e-4 (2^53) relative."""
+    ds = mixed(["discrete", "discrete", "continuous", "continuous", "continuous"], 30, seed=2)
+    data = ds.data.copy()
+    if far == "offset 1e12":
+        data[:, 3] += 1e12
+    else:
+        rng = np.random.default_rng(4)
+        data[:, 3] = 2.0**53 - rng.integers(0, 1000, size=30) - 200 * data[:, 0]
+    ds = Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed")
+    got = cg_scores(ds, 3)
+    want = naive.exact_cg_scores(data, ds.arities, 3)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=0)

@@ -164,7 +164,7 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
                               "differences lose the precision the posteriors need")
     check_normal_prior("BGe", n, data.shape[0], alpha_mu, alpha_w)
     if nu is None:
-        nu = data.mean(axis=0)
+        return alpha_mu, alpha_w, None  # the column means, exactly (`posterior_scatter`)
     nu = np.asarray(nu, dtype=np.float64)
     if nu.shape != (n,) or not np.isfinite(nu).all():
         raise OptionError(f"BGe nu must be {n} finite numbers (one prior mean per column)")
@@ -172,15 +172,24 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
 
 
 def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.ndarray):
-    """(t, R): the prior scale t of T = t·I and the posterior scatter matrix R, float64 (n, n).
+    """(t, R): the prior scale t of T = t·I and the posterior scatter matrix R, float64 (n, n);
+    ν None: the column means (the default), so that ν − x̄ is 0 exactly (their float64
+    value is off by about ε|x̄|, whose square, m times, would join R).
 
     Kuipers, Moffa and Heckerman (2014) (see module docstring).
-    """
+
+    Centred twice: first by the float64 column means c (each x − c to float64's relative
+    accuracy of the difference), then by the mean of x − c, which carries c's own rounding
+    error (about ε|c|): one centring leaves it in every row, and m times its square in S,
+    which far from 0 (a column near 1e12 or 2^53) is most of the spread (a relative error
+    of 1e-6 in the scores of integers near 2^53; tests/test_bge.py)."""
     m, n = data.shape
     t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
-    mean = data.mean(axis=0)
-    centred = data - mean
-    d = nu - mean
+    shift = data.mean(axis=0)
+    shifted = data - shift
+    mean = shifted.mean(axis=0)
+    centred = shifted - mean
+    d = np.zeros(n) if nu is None else (nu - shift) - mean
     R = t * np.eye(n) + scatter(np.ascontiguousarray(centred)) + (alpha_mu * m / (alpha_mu + m)) * np.outer(d, d)
     return t, R
 

@@ -209,7 +209,12 @@ class _Split:
         self.cont = np.flatnonzero(ds.arities == 0)
         self.codes = np.ascontiguousarray(ds.data[:, self.disc]).astype(np.int64)
         self.r = ds.arities[self.disc]
-        self.x = np.ascontiguousarray(ds.data[:, self.cont])
+        # the continuous columns less their float64 means c (each x − c to float64's relative
+        # accuracy), so that ν − x̄_d and x − x̄_d are differences of numbers on the data's
+        # spread, not of numbers near c, whose rounding (about ε|c|: a column near 1e12 or
+        # 2^53) is then most of the spread; the score is the same (ν moves with the data)
+        raw = ds.data[:, self.cont]
+        self.x = np.ascontiguousarray(raw - raw.mean(axis=0))
         self.local = np.full(ds.n, -1, dtype=np.int64)
         self.local[self.disc] = np.arange(self.disc.size)
         self.local[self.cont] = np.arange(self.cont.size)
@@ -251,7 +256,8 @@ class _Split:
         if q == 1:
             from bigbn.scores.bge import posterior_scatter
 
-            R = posterior_scatter(self.x, self.alpha_mu, self.alpha_w, self.nu)[1]
+            raw = np.ascontiguousarray(self.ds.data[:, self.cont])  # as BGe's, bit for bit
+            R = posterior_scatter(raw, self.alpha_mu, self.alpha_w, None)[1]
             return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
         a_mu = self.alpha_mu / q
         a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
