@@ -250,7 +250,7 @@ def test_huge_values_give_one_error_line_without_numpy_warnings(tmp_path):
     np.savetxt(f, rng.normal(size=(50, 3)) * 1e300, delimiter=",", header="a,b,c", comments="")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(bigbn.errors.DataError, match="column 'a' is not finite"):
+        with pytest.raises(bigbn.errors.DataError, match="column 'a': values too large for float64"):
             bigbn.learn(f)
     assert not caught, [str(w.message) for w in caught]
 
@@ -402,3 +402,53 @@ def test_scores_far_from_zero_equal_the_exact_rational_scores(far):
         X = (2.0**53 - rng.integers(0, 1000, size=(12, 4))).astype(np.float64)
     got = bge_scores(in_memory(X), 3)
     np.testing.assert_allclose(got, naive.exact_bge_scores(X, 3), rtol=1e-12, atol=0)
+
+
+def _named(X):
+    from bigbn.io.data import Dataset
+
+    n = X.shape[1]
+    return Dataset(tuple("abcdefgh"[:n]), X, np.zeros(n, dtype=np.int64), tuple(() for _ in range(n)),
+                   "continuous", "d.csv")
+
+
+def test_a_column_too_large_for_float64_is_named():
+    """A spread whose sum of squares overflows float64 (1e300) is refused naming its own
+    column, not the first column whose score is not finite ('a' before the audit); a
+    constant column, however large (1e200), scores as the model says (S = 0 there)."""
+    X = gaussian_data(12, 4, seed=5)
+    X[:, 2] *= 1e300
+    with pytest.raises(DataError, match=r"^d\.csv, column 'c': values too large for float64 \(up to 1\.\d+e\+300"):
+        bge_scores(_named(X), 2)
+    X = gaussian_data(12, 4, seed=5)
+    X[:, 1] = 1e200 / 3
+    np.testing.assert_allclose(bge_scores(_named(X), 3), naive.exact_bge_scores(X, 3), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("scale", [1e3, 1e6, 1e8])
+def test_collinear_columns_float64_cannot_carry_are_refused_naming_them(scale):
+    """b = a far from unit scale: R_bb's Schur complement is about t, the difference of two
+    numbers near scale² · m, and a Cholesky pivot loses its digits (the scores erred by
+    5e-10 at 1e3, 1e-3 at 1e6 relative, and at 1e8 a pivot ≤ 0 gave "bug or overflow"):
+    refused in one line naming the columns, for the full table and for tiers' families."""
+    from bigbn.scores.bge import bge_family_scores
+    from bigbn.scores.discrete import parent_set_index
+
+    X = gaussian_data(12, 4, seed=6)
+    X[:, 0] *= scale
+    X[:, 1] = X[:, 0]
+    msg = r"^d\.csv: columns 'a', 'b' are linearly dependent, or nearly so, at a spread where float64 cannot carry"
+    with pytest.raises(DataError, match=msg):
+        bge_scores(_named(X), 3)
+    ps, fi = parent_set_index(4, 3)
+    with pytest.raises(DataError, match=msg):
+        bge_family_scores(_named(X), (ps, fi, int(fi.max()) + 1))
+
+
+def test_collinear_columns_float64_carries_score_exactly():
+    """b = a at scale 10 (pivots within 2^-20 of their diagonal): accepted, and the scores
+    equal the exact rational ones to 1e-10."""
+    X = gaussian_data(12, 4, seed=6)
+    X[:, 0] *= 10
+    X[:, 1] = X[:, 0]
+    np.testing.assert_allclose(bge_scores(_named(X), 3), naive.exact_bge_scores(X, 3), rtol=1e-10, atol=0)

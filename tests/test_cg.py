@@ -373,7 +373,7 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
                      + (groups.a_w - split.n_c + l) / 2 * l * math.log(groups.t))
             L = np.zeros((l, l))
             err = np.zeros(1, dtype=np.int64)
-            got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0) for C in sets]
+            got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1) for C in sets]
             assert got == want.tolist()
             assert not err.any()
     assert G > 128
@@ -615,3 +615,37 @@ def test_scores_far_from_zero_equal_the_exact_rational_scores(far):
     assert np.array_equal(np.isinf(got), np.isinf(want))
     fin = np.isfinite(want)
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("where", ["whole table", "one configuration"])
+def test_collinear_columns_float64_cannot_carry_are_refused_naming_them(where):
+    """v3 = v2 far from unit scale (1e6), in every row (the whole table's R fails first)
+    or only in the rows of v0's level 0 (the cells' kernels fail): refused in one line
+    naming the continuous columns (and the discrete ones of the configuration), not
+    scored 1e-3 off or "not positive definite (bug or overflow)"."""
+    from bigbn.errors import DataError
+
+    ds = mixed(["discrete", "discrete", "continuous", "continuous", "continuous"], 30, seed=2)
+    data = ds.data.copy()
+    data[:, 2] *= 1e6
+    rows = slice(None) if where == "whole table" else data[:, 0] == 0
+    data[rows, 3] = data[rows, 2]
+    if where == "one configuration":
+        data[~rows, 3] *= 1e6
+    ds = Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed", path="m.csv")
+    tail = "" if where == "whole table" else r" \(in the rows of one configuration of 'v0'(, 'v1')?\)"
+    with pytest.raises(DataError, match=rf"^m\.csv: columns 'v2', 'v3' are linearly dependent, or nearly so{tail}, at"):
+        cg_scores(ds, 3)
+
+
+def test_a_column_too_large_for_float64_is_named():
+    """A continuous column whose spread overflows (1e200 in one level's rows, 1 in the
+    others) is refused naming it, not the first continuous column ('v2' before)."""
+    from bigbn.errors import DataError
+
+    ds = mixed(["discrete", "discrete", "continuous", "continuous", "continuous"], 30, seed=2)
+    data = ds.data.copy()
+    data[data[:, 0] == 0, 4] = 1e200
+    ds = Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed", path="m.csv")
+    with pytest.raises(DataError, match=r"^m\.csv, column 'v4': values too large for float64"):
+        cg_scores(ds, 3)

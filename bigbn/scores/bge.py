@@ -185,20 +185,37 @@ def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.
     of 1e-6 in the scores of integers near 2^53; tests/test_bge.py)."""
     m, n = data.shape
     t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
-    shift = data.mean(axis=0)
-    shifted = data - shift
-    mean = shifted.mean(axis=0)
-    centred = shifted - mean
+    centred, shift, mean = _centred(data)
     d = np.zeros(n) if nu is None else (nu - shift) - mean
     R = t * np.eye(n) + scatter(np.ascontiguousarray(centred)) + (alpha_mu * m / (alpha_mu + m)) * np.outer(d, d)
     return t, R
+
+
+#: a Cholesky pivot below this share of its diagonal entry has lost more than 20 of float64's
+#: 53 bits to cancellation (more with the rounding of the entries), so a log-determinant
+#: err by more than about 1e-10 relative per pivot: `log_dets` gives NaN, the scores refuse
+#: (`collinear`). R = T + S + ... is positive definite (T = t·I), so only columns (nearly)
+#: linearly dependent at a spread far above t reach it: x2 = x1 · 1e3 scored 5e-10 off,
+#: x2 = x1 · 1e6 1e-3 off (numerical audit, tests/test_bge.py).
+PIVOT_LOSS = 2.0 ** -20
+
+
+def _centred(data: np.ndarray):
+    """(data less c less the mean of data − c, c, that mean), c the float64 column means
+    (`posterior_scatter`). A constant column comes out 0 exactly, however large: data − c
+    is exact there (Sterbenz), the same in every row, and so is its mean."""
+    shift = data.mean(axis=0)
+    shifted = data - shift
+    mean = shifted.mean(axis=0)
+    return shifted - mean, shift, mean
 
 
 @njit(cache=True, nogil=True)
 def log_dets(a):
     """log det of each symmetric positive definite matrix a[s] (float64 (S, l, l)), by a
     Cholesky factorisation in one fixed order (2 Σ_j log L_jj); NaN where a pivot is not
-    positive (not positive definite), +inf where one is not finite (overflow). Not ``np.linalg.slogdet``: LAPACK's LU
+    positive (not positive definite) or below `PIVOT_LOSS` of its diagonal entry (its digits
+    lost to cancellation), +inf where one is not finite (overflow). Not ``np.linalg.slogdet``: LAPACK's LU
     goes through BLAS kernels chosen by processor at run time, and gave other last bits for
     the same 4 × 4 matrices on a Haswell and on an AVX-512 host (see `scatter`)."""
     S, l = a.shape[0], a.shape[1]
@@ -213,7 +230,7 @@ def log_dets(a):
             if not np.isfinite(d):  # overflow: non-finite, as the caller's check expects
                 acc = np.inf
                 break
-            if d <= 0.0:
+            if d <= 0.0 or d < a[s, j, j] * PIVOT_LOSS:
                 acc = np.nan
                 break
             L[j, j] = np.sqrt(d)
@@ -265,9 +282,36 @@ def scatter(c):
     return total
 
 
+def collinear(path: str, names, where: str = "") -> DataError:
+    """The error for columns ``names`` whose posterior scatter matrix float64 cannot factor
+    (a pivot lost to cancellation, `PIVOT_LOSS`); where: e.g. " (in the rows of one configuration of ...)"."""
+    cols = ", ".join(f"'{c}'" for c in names)
+    return DataError(f"{path or 'data'}: columns {cols} are linearly dependent, or nearly so{where}, at a spread "
+                     "where float64 cannot carry their posterior scatter matrix (a Cholesky pivot lost more than "
+                     "20 of its 53 bits to cancellation, so the scores would be wrong); drop one of them, or "
+                     "standardise the columns")
+
+
+def too_large(path: str, names, data: np.ndarray) -> None:
+    """DataError naming the first column of ``data`` (float64 (m, n)) whose sum of squares
+    about its mean, four times over, is not finite in float64: the posterior scatter matrix
+    (t·I + S + a term of at most S's size, and each configuration's, at most the whole
+    table's) would overflow. names: the columns' names."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = _centred(data)[0]  # as `posterior_scatter` centres them
+        ss = 4.0 * np.einsum("ij,ij->j", x, x)
+    bad = np.flatnonzero(~np.isfinite(ss))
+    if bad.size:
+        j = int(bad[0])
+        raise DataError(f"{path or 'data'}, column '{names[j]}': values too large for float64 (up to "
+                        f"{np.abs(data[:, j]).max():.3g}: their sum of squares about the mean overflows); "
+                        "rescale the column")
+
+
 def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
-                   alpha_mu: float, alpha_w: float) -> np.ndarray:
-    """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,)."""
+                   alpha_mu: float, alpha_w: float, names, path: str = "") -> np.ndarray:
+    """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,).
+    names, path: the columns' names and the data's path (`collinear`)."""
     sizes = popcounts(sets)
     out = np.zeros(sets.size, dtype=np.float64)
     bits = np.arange(n, dtype=np.int64)
@@ -275,19 +319,21 @@ def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
         sel = np.flatnonzero(sizes == l)
         members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
         idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
-        out[sel] = _log_marginals_of(R, idx, m, n, t, alpha_mu, alpha_w)
+        out[sel] = _log_marginals_of(R, idx, m, n, t, alpha_mu, alpha_w, names, path)
     return out
 
 
 def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
-                      alpha_mu: float, alpha_w: float) -> np.ndarray:
+                      alpha_mu: float, alpha_w: float, names, path: str = "", where: str = "") -> np.ndarray:
     """log p(D_Y) for sets Y of one size l ≥ 1 given as node indices, ascending, int64
-    (S, l): the module docstring's formula with batched log-determinants; float64 (S,)."""
+    (S, l): the module docstring's formula with batched log-determinants; float64 (S,).
+    A determinant float64 cannot carry (`log_dets` NaN) is `collinear`'s error, naming the
+    set by ``names`` (of R's indices), ``path`` and ``where``."""
     l = idx.shape[1]
     sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
     logdet = log_dets(np.ascontiguousarray(sub))
     if np.isnan(logdet).any():
-        raise DataError("BGe: posterior scatter matrix is not positive definite (bug or overflow)")
+        raise collinear(path, [names[j] for j in idx[int(np.flatnonzero(np.isnan(logdet))[0])].tolist()], where)
     a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
     a1 = (m + alpha_w - n + l) / 2
     log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
@@ -301,11 +347,20 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     data = np.asarray(ds.data, dtype=np.float64)
     m, n = data.shape
     alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    names = _names(ds, n)
+    too_large(ds.path, names, data)
     t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
     mask = 0
     for j in columns:
         mask |= 1 << int(j)
-    return float(_log_marginals(R, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w)[0])
+    return float(_log_marginals(R, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w, names,
+                                ds.path)[0])
+
+
+def _names(ds, n: int):
+    """The columns' names of ``ds`` (a Dataset), or "#1".."#n" (an object with data only)."""
+    names = getattr(ds, "names", None)
+    return tuple(names) if names is not None and len(names) == n else tuple(f"#{j + 1}" for j in range(n))
 
 
 def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> np.ndarray:
@@ -323,6 +378,8 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
         raise DataError(f"{ds.path or 'dataset'}: BGe needs at least one record")
     m, n = data.shape
     alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    names = _names(ds, n)
+    too_large(ds.path, names, data)
     out = np.full((n, width), np.nan)
     sizes = (parent_sets >= 0).sum(axis=1)
     batch = 1 << 14
@@ -332,10 +389,11 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
             for lo in range(0, int((sizes == l).sum()), batch):
                 sel = np.flatnonzero(sizes == l)[lo: lo + batch]
                 G = parent_sets[sel, :l]
-                base = _log_marginals_of(R, G, m, n, t, alpha_mu, alpha_w) if l else np.zeros(sel.size)
+                base = _log_marginals_of(R, G, m, n, t, alpha_mu, alpha_w, names, ds.path) if l else \
+                    np.zeros(sel.size)
                 rows, child = np.nonzero(family_index[sel] >= 0)
                 union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
-                fam = _log_marginals_of(R, union, m, n, t, alpha_mu, alpha_w)
+                fam = _log_marginals_of(R, union, m, n, t, alpha_mu, alpha_w, names, ds.path)
                 out[child, family_index[sel][rows, child]] = fam - base[rows]
     return out
 
@@ -356,12 +414,14 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     if not 0 <= k <= n - 1:
         raise OptionError(f"max parents k={k} must be in 0..n-1={n - 1}")
     alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
-    # Overflow (values near 1e154 and beyond) shows as non-finite scores, which the
-    # caller turns into one error line naming the column: no numpy warnings on the way.
+    names = _names(ds, n)
+    # Overflow (a spread near 1e154 and beyond) is one error line naming the column, with
+    # no numpy warnings on the way
+    too_large(ds.path, names, data)
     with np.errstate(all="ignore"):
         t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
         sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
-        logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w)
+        logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
     masks = family_masks(n - 1, k)
     out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):

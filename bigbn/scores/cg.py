@@ -56,7 +56,7 @@ import numpy as np
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
-from bigbn.scores.bge import check_normal_prior
+from bigbn.scores.bge import PIVOT_LOSS, check_normal_prior, collinear, too_large
 from bigbn.kernels.bits import popcounts
 from bigbn.scores.discrete import _compress
 
@@ -214,6 +214,8 @@ class _Split:
         # spread, not of numbers near c, whose rounding (about ε|c|: a column near 1e12 or
         # 2^53) is then most of the spread; the score is the same (ν moves with the data)
         raw = ds.data[:, self.cont]
+        self.names_c = tuple(ds.names[j] for j in self.cont)
+        too_large(ds.path, self.names_c, raw)
         self.x = np.ascontiguousarray(raw - raw.mean(axis=0))
         self.local = np.full(ds.n, -1, dtype=np.int64)
         self.local[self.disc] = np.arange(self.disc.size)
@@ -331,13 +333,14 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
 
     if groups.whole:
         return _log_marginals_of(groups.R[0], C, int(groups.counts[0]), split.n_c, groups.t, groups.a_mu,
-                                 groups.a_w)
+                                 groups.a_w, split.names_c, split.ds.path)
     l = C.shape[1]
     sub = groups.R[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
     # BGe's fixed-order Cholesky, not LAPACK (whose kernels depend on the processor)
     logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l)).reshape(sub.shape[:2])
     if np.isnan(logdet).any():
-        raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+        bad = C[int(np.flatnonzero(np.isnan(logdet).any(axis=0))[0])]
+        raise collinear(split.ds.path, [split.names_c[j] for j in bad.tolist()], " (in the rows of one configuration)")
     md = groups.counts
     a0 = (groups.a_w - split.n_c + l) / 2
     a1 = (md + groups.a_w - split.n_c + l) / 2  # (G,)
@@ -607,8 +610,17 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
                                              const, a1, coff, set_off[lo:hi + 1] - set_off[lo], Z[sl], zl[sl],
                                              fam_off[lo:hi + 1] - fam_off[lo], rows[fl] - set_off[lo],
                                              child[fl], fam_col[fl], cont, a, b, out, err))
-        if err.any():
-            raise DataError("CG: posterior scatter matrix is not positive definite (bug or overflow)")
+        if err.any():  # the first set float64 cannot factor: 1 + its index, or −1 − its family's
+            s = int(np.flatnonzero(err)[0])
+            code = int(err[s])
+            if code > 0:
+                cols = Z[sl][code - 1]
+            else:
+                f = -1 - code
+                cols = np.append(Z[sl][rows[fl][f] - set_off[lo]], child[fl][f])
+            names = sorted((split.names_c[j] for j in cols.tolist() if j >= 0), key=split.names_c.index)
+            disc = ", ".join(f"'{split.ds.names[split.disc[a]]}'" for a in Ds[lo + s][:dlen[lo + s]].tolist())
+            raise collinear(split.ds.path, names, f" (in the rows of one configuration of {disc})")
 
 
 def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
@@ -952,7 +964,8 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
                 continue
             for p in range(l):
                 C[p] = Z[j, p]
-            base[j - set_off[s]] = _cell_sum(R, C, l, const, a1, coff[s] + (l - 1) * g_n, nl[l] == 1, L, err, s)
+            base[j - set_off[s]] = _cell_sum(R, C, l, const, a1, coff[s] + (l - 1) * g_n, nl[l] == 1, L, err, s,
+                                             1 + j)
         for f in range(fam_off[s], fam_off[s + 1]):
             j = fam_set[f]
             l = zl[j]
@@ -966,7 +979,7 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
                 p += 1
             if p == l:
                 C[p] = i
-            fam = _cell_sum(R, C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s)
+            fam = _cell_sum(R, C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s, -1 - f)
             out[cont[i], fam_col[f]] = fam - base[j - set_off[s]]
 
 
@@ -1079,12 +1092,13 @@ def _posterior(S, means, nu, cnt, a_mu, t, full):
 
 
 @numba.njit(cache=True, nogil=True)
-def _cell_sum(R, C, l, const, a1, o, single, L, err, s):
+def _cell_sum(R, C, l, const, a1, o, single, L, err, s, code):
     """Σ_d (const[o + d] − a1[o + d] · log det R_d[C, C]) over the cells d of R, summed as
     numpy's ``sum(axis=0)`` of `_group_log_marginals` sums: in order of the cells, or, when
     the group has one set of this size (``single``: a (G, 1) array), numpy's pairwise
     summation of a contiguous vector (`_pairwise`). The log-determinant is BGe's fixed-order
-    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0 sets err[s]."""
+    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0 or below `PIVOT_LOSS` of its
+    diagonal entry sets err[s] to ``code`` (the set's, for the message), if not set."""
     g_n = R.shape[0]
     v = np.empty(g_n)
     for g in range(g_n):
@@ -1096,9 +1110,10 @@ def _cell_sum(R, C, l, const, a1, o, single, L, err, s):
             if not np.isfinite(d):
                 acc = np.inf
                 break
-            if d <= 0.0:
+            if d <= 0.0 or d < R[g, C[j], C[j]] * PIVOT_LOSS:
                 acc = np.nan
-                err[s] = 1
+                if err[s] == 0:
+                    err[s] = code
                 break
             L[j, j] = np.sqrt(d)
             acc += np.log(d)
