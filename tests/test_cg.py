@@ -366,11 +366,10 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
             want = cgmod._group_log_marginals(split, groups, sets)
             l = sets.shape[1]
             md = groups.counts
-            a1 = (md + groups.a_w - split.n_c + l) / 2
-            gam = cgmod._lgamma_sums(a1, l) - sum(math.lgamma((groups.a_w - split.n_c + l) / 2 - j / 2)
-                                                  for j in range(l))
+            a1 = (md + groups.a_w + (l - 1)) / 2
+            gam = cgmod._lgamma_sums(a1, l) - sum(math.lgamma((groups.a_w + (l - 1 - j)) / 2) for j in range(l))
             const = (-l * md / 2 * math.log(math.pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gam
-                     + (groups.a_w - split.n_c + l) / 2 * l * math.log(groups.t))
+                     + (groups.a_w + (l - 1)) / 2 * l * math.log(groups.t))
             L = np.zeros((l, l))
             err = np.zeros(1, dtype=np.int64)
             got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1) for C in sets]
@@ -649,3 +648,25 @@ def test_a_column_too_large_for_float64_is_named():
     ds = Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed", path="m.csv")
     with pytest.raises(DataError, match=r"^m\.csv, column 'v4': values too large for float64"):
         cg_scores(ds, 3)
+
+
+def test_many_configurations_score_exactly():
+    """Two discrete columns of 10^4 levels (q = 10^8 configurations of the pair, as the
+    levels declared allow) and 8 continuous ones: each configuration's prior has
+    α_w(d) − n_c + 1 = 3/q degrees of freedom, which bigbn formed as α_w(d) = n_c − 1 + 3/q
+    and subtracted again, losing it to n_c's ulp (1e-8 relative in a0, 2e-10 in the scores
+    here): they now equal the exact rational ones (tests/naive.py) to 1e-12."""
+    rng = np.random.default_rng(8)
+    m, n_c = 24, 8
+    codes = rng.integers(0, 3, size=(m, 2)).astype(np.float64)
+    x = rng.normal(size=(m, n_c))
+    x[:, 0] += codes[:, 0]
+    data = np.c_[codes, x]
+    arities = np.array([10_000, 10_000] + [0] * n_c, dtype=np.int64)
+    levels = tuple(tuple(str(c) for c in range(r)) for r in arities)
+    ds = Dataset(tuple(f"v{j}" for j in range(2 + n_c)), data, arities, levels, kind="mixed")
+    got = cg_scores(ds, 2)
+    want = naive.exact_cg_scores(data, arities, 2)
+    fin = np.isfinite(want)
+    assert np.array_equal(fin, np.isfinite(got))
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=0)

@@ -203,7 +203,7 @@ class CG(Score):
     description = ("CG: conditional Gaussian networks of discrete and continuous columns (Bøttcher "
                    "2001): BDeu for discrete nodes, BGe per discrete-parent configuration")
     modules = ("bigbn.scores.cg",)
-    numerics = "cg-3"  # bump on any change of a CG score (module docstring)
+    numerics = "cg-4"  # bump on any change of a CG score (module docstring)
     impossible_families = True  # a discrete node with a continuous parent
     options = (Option("ess", "ess (equivalent sample size)", 1.0, "BDeu equivalent sample size  [default: 1]"),
                Option("alpha_mu", "CG alpha_mu", 1.0, "BGe α_μ  [default: 1]"),

@@ -261,8 +261,10 @@ class _Split:
             raw = np.ascontiguousarray(self.ds.data[:, self.cont])  # as BGe's, bit for bit
             R = posterior_scatter(raw, self.alpha_mu, self.alpha_w, None)[1]
             return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
+        # α_w(d) − n_c + 1, not α_w(d) = n_c − 1 + that: with many configurations it is far
+        # below n_c, whose ulp it would lose (2e-10 relative in the scores at q = 10^8, n_c = 8)
         a_mu = self.alpha_mu / q
-        a_w = self.n_c - 1 + (self.alpha_w - self.n_c + 1) / q
+        dof = (self.alpha_w - self.n_c + 1) / q
         t = self.t / q
         counts, means, S = _scatters(index, G, self.x, diagonal)
         d = self.nu[None, :] - means  # (G, n_c)
@@ -271,13 +273,14 @@ class _Split:
         if diagonal:
             outer *= np.eye(self.n_c)[None]
         R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * outer
-        return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, a_w, t)
+        return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, dof, t)
 
 
 class _Groups:
     """A discrete set's observed configurations: R (G, n_c, n_c), rows per configuration
-    m_d (G,), and the spread prior's α_μ(d), α_w(d), t(d) (the same for each); whole: the
-    empty set's one configuration, the whole table (BGe's prior)."""
+    m_d (G,), and the spread prior's α_μ(d), a_w, t(d) (the same for each), a_w its degrees
+    of freedom of one variable α_w(d) − n_c + 1; whole: the empty set's one configuration,
+    the whole table (BGe's prior), a_w then α_w itself."""
 
     def __init__(self, R, counts, a_mu, a_w, t, whole=False):
         self.R, self.counts, self.a_mu, self.a_w, self.t = R, counts.astype(np.float64), a_mu, a_w, t
@@ -342,10 +345,11 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
         bad = C[int(np.flatnonzero(np.isnan(logdet).any(axis=0))[0])]
         raise collinear(split.ds.path, [split.names_c[j] for j in bad.tolist()], " (in the rows of one configuration)")
     md = groups.counts
-    a0 = (groups.a_w - split.n_c + l) / 2
-    a1 = (md + groups.a_w - split.n_c + l) / 2  # (G,)
+    df = groups.a_w  # α_w(d) − n_c + 1
+    a0 = (df + (l - 1)) / 2
+    a1 = (md + df + (l - 1)) / 2  # (G,)
     gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
-        - sum(lgamma(a0 - j / 2) for j in range(l))
+        - _lgamma_prior(df, l)
     const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
              + a0 * l * log(groups.t))
     return (const[:, None] - a1[:, None] * logdet).sum(axis=0)
@@ -571,7 +575,7 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
             _cell_counts_w(index, goff, 0, hi - lo, wts, counts)
         # per-cell constants of each set size l = 1..lmax: the terms of _group_log_marginals
         a_mu = np.array([split.alpha_mu / qq for qq in qs[lo:hi]])
-        a_w = np.array([split.n_c - 1 + (split.alpha_w - split.n_c + 1) / qq for qq in qs[lo:hi]])
+        df = np.array([(split.alpha_w - split.n_c + 1) / qq for qq in qs[lo:hi]])  # α_w(d) − n_c + 1
         t = np.array([split.t / qq for qq in qs[lo:hi]])
         L = lmax[lo:hi]
         nent = L * G
@@ -580,15 +584,15 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
         within = np.arange(int(coff[-1])) - coff[dof]
         l_f = within // G[dof] + 1
         md = counts[goff[dof] + within % G[dof]].astype(np.float64)
-        a1 = (md + a_w[dof] - split.n_c + l_f) / 2
+        a1 = (md + df[dof] + (l_f - 1)) / 2
         gammas = np.empty(a1.size)
         tail = np.empty(a1.size)
         for l in range(1, int(L.max(initial=0)) + 1):
             sel = np.flatnonzero(l_f == l)
             # per D: Σ_j lgamma(a0 − j/2) and a0 l log t(d), Python floats as before
-            a0 = [(aw - split.n_c + l) / 2 for aw in a_w.tolist()]
+            a0 = [(d + (l - 1)) / 2 for d in df.tolist()]
             lt = np.array([a * l * log(tt) for a, tt in zip(a0, t.tolist())])
-            gammas[sel] = _lgamma_sums(a1[sel], l) - _lgamma_sums(np.array(a0), l)[dof[sel]]
+            gammas[sel] = _lgamma_sums(a1[sel], l) - np.array([_lgamma_prior(d, l) for d in df.tolist()])[dof[sel]]
             tail[sel] = lt[dof[sel]]
         const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas + tail)
         # every set's cell means, and the diagonal sets' sums of squares
@@ -621,6 +625,13 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
             names = sorted((split.names_c[j] for j in cols.tolist() if j >= 0), key=split.names_c.index)
             disc = ", ".join(f"'{split.ds.names[split.disc[a]]}'" for a in Ds[lo + s][:dlen[lo + s]].tolist())
             raise collinear(split.ds.path, names, f" (in the rows of one configuration of {disc})")
+
+
+def _lgamma_prior(df: float, l: int) -> float:
+    """log Γ_l(a0) less its π term, a0 = (df + l − 1)/2: Σ_{j < l} lgamma((df + l − 1 − j)/2),
+    each argument formed from df (α_w(d) − n_c + 1) directly, not as a0 − j/2, which for
+    j = l − 1 leaves df/2 with the rounding of a0 (df is tiny with many configurations)."""
+    return sum(lgamma((df + (l - 1 - j)) / 2) for j in range(l))
 
 
 def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
