@@ -452,3 +452,13 @@ def test_collinear_columns_float64_carries_score_exactly():
     X[:, 0] *= 10
     X[:, 1] = X[:, 0]
     np.testing.assert_allclose(bge_scores(_named(X), 3), naive.exact_bge_scores(X, 3), rtol=1e-10, atol=0)
+
+
+def test_a_tiny_alpha_mu_with_the_default_alpha_w_scores_exactly():
+    """α_μ = 1e-12 and the default α_w = n + α_μ + 1: float64's α_w keeps only α_μ's digits
+    above n's ulp, so t = α_μ (α_w − n − 1)/(α_μ + 1) taken from it was 4e-4 relative off
+    (scores 1e-6 relative): t now takes α_w − n − 1 = α_μ exactly; the scores equal the
+    exact rational ones (α_w = n + α_μ + 1 as a fraction) to 1e-12."""
+    X = gaussian_data(15, 4, seed=9)
+    np.testing.assert_allclose(bge_scores(in_memory(X), 3, alpha_mu=1e-12), naive.exact_bge_scores(X, 3, 1e-12),
+                               rtol=1e-12, atol=0)

@@ -670,3 +670,12 @@ def test_many_configurations_score_exactly():
     fin = np.isfinite(want)
     assert np.array_equal(fin, np.isfinite(got))
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=0)
+
+
+def test_a_tiny_alpha_mu_with_the_default_alpha_w_scores_exactly():
+    """As tests/test_bge.py's: α_μ = 1e-12 with the default α_w = n_c + α_μ + 1, whose
+    float64 value lost α_μ's digits below n_c's ulp in t (scores 1e-6 relative off)."""
+    ds = mixed(["discrete", "continuous", "continuous", "continuous"], 20, seed=9)
+    np.testing.assert_allclose(cg_scores(ds, 3, alpha_mu=1e-12), naive.exact_cg_scores(ds.data, ds.arities, 3,
+                                                                                         alpha_mu=1e-12),
+                               rtol=1e-12, atol=0)

@@ -84,7 +84,7 @@ def test_student_t_matches_inverse_wishart_draws():
     m, n = 6, 4  # few records: a heavy-tailed t with α_w + m − n + |Z| + 2 = 11 degrees of freedom
     data = linear_data(rng, m, {(0, 1): 1.0, (1, 2): 0.5, (0, 3): -0.5}, n)
     alpha_mu, alpha_w = 1.0, n + 2.0
-    _, R = posterior_scatter(data, alpha_mu, alpha_w, data.mean(axis=0))
+    R = posterior_scatter(data, alpha_mu, alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1), data.mean(axis=0))
     x, z, y = 1, 3, 2
     loc, scale, df = bge_effect_components(R, alpha_w + m - n + 2, x, np.array([1 << z], dtype=np.int64))
     d = df[0]

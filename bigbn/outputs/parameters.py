@@ -52,8 +52,8 @@ def bge_posterior(data: np.ndarray, alpha_mu: float, alpha_w: float | None):
     from bigbn.scores.bge import _check_params, posterior_scatter
 
     m, n = data.shape
-    alpha_mu, alpha_w, _ = _check_params(n, alpha_mu, alpha_w, None, data)
-    _, R = posterior_scatter(data, alpha_mu, alpha_w, None)
+    alpha_mu, alpha_w, _, t = _check_params(n, alpha_mu, alpha_w, None, data)
+    R = posterior_scatter(data, alpha_mu, t, None)
     nu = data.mean(axis=0)
     mean = (alpha_mu * nu + m * data.mean(axis=0)) / (alpha_mu + m)
     return mean, R, alpha_w

@@ -132,13 +132,19 @@ def looks_continuous(table: Table) -> bool:
     return seen_continuous
 
 
-def check_normal_prior(who: str, n: int, m: int, alpha_mu: float, alpha_w: float) -> None:
-    """OptionError when α_μ/(m + α_μ) or t = α_μ(α_w − n − 1)/(α_μ + 1), whose logarithms the
+def prior_scale(n: int, alpha_mu: float, alpha_w: float, given: bool) -> float:
+    """t = α_μ (α_w − n − 1)/(α_μ + 1) (T = t·I); α_w not given (the default n + α_μ + 1):
+    α_w − n − 1 is α_μ exactly, not float64's α_w less n + 1, which keeps only α_μ's digits
+    above n's ulp (t was 4e-6 relative off at α_μ = 1e-10, n = 4, and half off at 1e-15)."""
+    return alpha_mu * ((alpha_w - n - 1) if given else alpha_mu) / (alpha_mu + 1)
+
+
+def check_normal_prior(who: str, n: int, m: int, alpha_mu: float, alpha_w: float, t: float) -> None:
+    """OptionError when α_μ/(m + α_μ) or t (`prior_scale`), whose logarithms the
     score takes, is below float64's smallest normal number: there they hold fewer digits, and
     at 0 the log is a math domain error (a traceback). n: the continuous columns."""
     tiny = float(np.finfo(np.float64).tiny)
     share = alpha_mu / (m + alpha_mu)
-    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
     if share < tiny or t < tiny:
         raise OptionError(f"{who} alpha_mu {alpha_mu:g} with alpha_w {alpha_w:g} is too small a prior for {m} rows: "
                           f"alpha_mu/(m + alpha_mu) = {share:.3g} and t = alpha_mu·(alpha_w − n − 1)/(alpha_mu + 1) "
@@ -155,6 +161,7 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
     if alpha_w is None and not n + alpha_mu + 1 > n + 1:
         raise OptionError(f"BGe alpha_mu {alpha_mu:g} is too small: the default alpha_w = n + alpha_mu + 1 is "
                           f"n + 1 = {n + 1} in float64; give a larger alpha_mu (or alpha_w)")
+    given = alpha_w is not None
     alpha_w = float(n + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (np.isfinite(alpha_w) and alpha_w > n + 1):
         raise OptionError(f"BGe alpha_w must exceed n + 1 = {n + 1}, got {alpha_w}")
@@ -162,17 +169,18 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
         if value > MAX_HYPER:
             raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
                               "differences lose the precision the posteriors need")
-    check_normal_prior("BGe", n, data.shape[0], alpha_mu, alpha_w)
+    t = prior_scale(n, alpha_mu, alpha_w, given)
+    check_normal_prior("BGe", n, data.shape[0], alpha_mu, alpha_w, t)
     if nu is None:
-        return alpha_mu, alpha_w, None  # the column means, exactly (`posterior_scatter`)
+        return alpha_mu, alpha_w, None, t  # ν: the column means, exactly (`posterior_scatter`)
     nu = np.asarray(nu, dtype=np.float64)
     if nu.shape != (n,) or not np.isfinite(nu).all():
         raise OptionError(f"BGe nu must be {n} finite numbers (one prior mean per column)")
-    return alpha_mu, alpha_w, nu
+    return alpha_mu, alpha_w, nu, t
 
 
-def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.ndarray):
-    """(t, R): the prior scale t of T = t·I and the posterior scatter matrix R, float64 (n, n);
+def posterior_scatter(data: np.ndarray, alpha_mu: float, t: float, nu: np.ndarray):
+    """The posterior scatter matrix R, float64 (n, n), with T = t·I (`prior_scale`);
     ν None: the column means (the default), so that ν − x̄ is 0 exactly (their float64
     value is off by about ε|x̄|, whose square, m times, would join R).
 
@@ -184,11 +192,10 @@ def posterior_scatter(data: np.ndarray, alpha_mu: float, alpha_w: float, nu: np.
     which far from 0 (a column near 1e12 or 2^53) is most of the spread (a relative error
     of 1e-6 in the scores of integers near 2^53; tests/test_bge.py)."""
     m, n = data.shape
-    t = alpha_mu * (alpha_w - n - 1) / (alpha_mu + 1)
     centred, shift, mean = _centred(data)
     d = np.zeros(n) if nu is None else (nu - shift) - mean
     R = t * np.eye(n) + scatter(np.ascontiguousarray(centred)) + (alpha_mu * m / (alpha_mu + m)) * np.outer(d, d)
-    return t, R
+    return R
 
 
 #: a Cholesky pivot below this share of its diagonal entry has lost more than 20 of float64's
@@ -346,10 +353,10 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     """log p(D_Y) of the column set Y (indices); the empty set gives 0."""
     data = np.asarray(ds.data, dtype=np.float64)
     m, n = data.shape
-    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    alpha_mu, alpha_w, nu, t = _check_params(n, alpha_mu, alpha_w, nu, data)
     names = _names(ds, n)
     too_large(ds.path, names, data)
-    t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+    R = posterior_scatter(data, alpha_mu, t, nu)
     mask = 0
     for j in columns:
         mask |= 1 << int(j)
@@ -377,14 +384,14 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
     if data.ndim != 2 or data.shape[0] < 1:
         raise DataError(f"{ds.path or 'dataset'}: BGe needs at least one record")
     m, n = data.shape
-    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    alpha_mu, alpha_w, nu, t = _check_params(n, alpha_mu, alpha_w, nu, data)
     names = _names(ds, n)
     too_large(ds.path, names, data)
     out = np.full((n, width), np.nan)
     sizes = (parent_sets >= 0).sum(axis=1)
     batch = 1 << 14
     with np.errstate(all="ignore"):
-        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        R = posterior_scatter(data, alpha_mu, t, nu)
         for l in range(int(sizes.max(initial=0)) + 1):
             for lo in range(0, int((sizes == l).sum()), batch):
                 sel = np.flatnonzero(sizes == l)[lo: lo + batch]
@@ -413,13 +420,13 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     k = int(max_parents)
     if not 0 <= k <= n - 1:
         raise OptionError(f"max parents k={k} must be in 0..n-1={n - 1}")
-    alpha_mu, alpha_w, nu = _check_params(n, alpha_mu, alpha_w, nu, data)
+    alpha_mu, alpha_w, nu, t = _check_params(n, alpha_mu, alpha_w, nu, data)
     names = _names(ds, n)
     # Overflow (a spread near 1e154 and beyond) is one error line naming the column, with
     # no numpy warnings on the way
     too_large(ds.path, names, data)
     with np.errstate(all="ignore"):
-        t, R = posterior_scatter(data, alpha_mu, alpha_w, nu)
+        R = posterior_scatter(data, alpha_mu, t, nu)
         sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
         logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
     masks = family_masks(n - 1, k)

@@ -56,7 +56,7 @@ import numpy as np
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
-from bigbn.scores.bge import PIVOT_LOSS, check_normal_prior, collinear, too_large
+from bigbn.scores.bge import PIVOT_LOSS, check_normal_prior, collinear, prior_scale, too_large
 from bigbn.kernels.bits import popcounts
 from bigbn.scores.discrete import _compress
 
@@ -183,6 +183,7 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
     if alpha_w is None and not n_c + alpha_mu + 1 > n_c + 1:
         raise OptionError(f"CG alpha_mu {alpha_mu:g} is too small: the default alpha_w = n_c + alpha_mu + 1 is "
                           f"n_c + 1 = {n_c + 1} in float64; give a larger alpha_mu (or alpha_w)")
+    given = alpha_w is not None
     alpha_w = float(n_c + alpha_mu + 1 if alpha_w is None else alpha_w)
     if not (math.isfinite(alpha_w) and alpha_w > n_c + 1):
         raise OptionError(f"CG alpha_w must exceed n_c + 1 = {n_c + 1} (n_c: the continuous columns), "
@@ -191,7 +192,7 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
         if value > MAX_HYPER:
             raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
                               "differences lose the precision the posteriors need")
-    return alpha_mu, alpha_w, alpha_mu * (alpha_w - n_c - 1) / (alpha_mu + 1)
+    return alpha_mu, alpha_w, prior_scale(n_c, alpha_mu, alpha_w, given)
 
 
 class _Split:
@@ -223,7 +224,7 @@ class _Split:
         self.n_c = int(self.cont.size)
         if self.n_c:
             self.alpha_mu, self.alpha_w, self.t = hyperparameters(self.n_c, alpha_mu, alpha_w)
-            check_normal_prior("CG", self.n_c, ds.m, self.alpha_mu, self.alpha_w)  # md ≤ m per configuration
+            check_normal_prior("CG", self.n_c, ds.m, self.alpha_mu, self.alpha_w, self.t)  # md ≤ m per configuration
             self.nu = self.x.mean(axis=0)
 
     def discrete_dataset(self) -> Dataset:
@@ -259,7 +260,7 @@ class _Split:
             from bigbn.scores.bge import posterior_scatter
 
             raw = np.ascontiguousarray(self.ds.data[:, self.cont])  # as BGe's, bit for bit
-            R = posterior_scatter(raw, self.alpha_mu, self.alpha_w, None)[1]
+            R = posterior_scatter(raw, self.alpha_mu, self.t, None)
             return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
         # α_w(d) − n_c + 1, not α_w(d) = n_c − 1 + that: with many configurations it is far
         # below n_c, whose ulp it would lose (2e-10 relative in the scores at q = 10^8, n_c = 8)
