@@ -370,16 +370,6 @@ class TableStore:
         hi = [max(cc[d] for cc in region.chunks) + 1 for d in range(len(shape))]
         return tuple(slice(a * s, b * s) for a, b, s in zip(lo, hi, shape))
 
-    def read_region(self, region: Region) -> np.ndarray:
-        """A region's values, C-contiguous, shaped as its box."""
-        return self.read(region.table, self.region_index(region))
-
-    def write_region(self, region: Region, data: np.ndarray) -> None:
-        """Write a region (data of its box's size, any shape), fsync its chunk files."""
-        index = self.region_index(region)
-        box = tuple(sl.stop - sl.start for sl in index)
-        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
-
     def delete_region(self, region: Region) -> None:
         """Remove a region's chunk files (a missing one is fine: deleting is idempotent),
         then fsync their folders, so that the space is free before the journal says so."""
@@ -631,10 +621,15 @@ class Workdir:
             return False
 
     def read_region(self, region: Region) -> np.ndarray:
-        return self.store.read_region(region)
+        """A region's values, C-contiguous, shaped as its box (through `read`, so that a
+        wrapper of ``read`` and ``write`` sees every region a task touches)."""
+        return self.read(region.table, self.region_index(region))
 
     def write_region(self, region: Region, data: np.ndarray) -> None:
-        self.store.write_region(region, data)
+        """Write a region (data of its box's size, any shape), fsync its chunk files."""
+        index = self.region_index(region)
+        box = tuple(sl.stop - sl.start for sl in index)
+        self.write(region.table, index, np.asarray(data).reshape(box), list(region.chunks))
 
     def delete_region(self, region: Region) -> None:
         self.store.delete_region(region)
