@@ -679,3 +679,36 @@ def test_a_tiny_alpha_mu_with_the_default_alpha_w_scores_exactly():
     np.testing.assert_allclose(cg_scores(ds, 3, alpha_mu=1e-12), naive.exact_cg_scores(ds.data, ds.arities, 3,
                                                                                          alpha_mu=1e-12),
                                rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("sd", [8.0, 100.0])
+def test_configurations_with_fewer_rows_than_columns_are_scored_not_refused(sd):
+    """A discrete parent of many levels (60 levels, 2 rows each) and 3 continuous columns of
+    sd 8 or 100: each configuration's prior t/q is far below its rows' spread, so a
+    pivot of R_d is about (t/q)/(sd² m_d) of its diagonal entry, yet the scatter of a
+    configuration with fewer rows than columns cancels almost exactly (the review of the
+    numerical audit: a fixed 2^-20 share refused these, whose scores float64 carries to
+    2e-13 relative). Accepted, and equal to the exact rational scores to 1e-11 relative."""
+    rng = np.random.default_rng(3)
+    m, levels = 120, 60
+    d = np.repeat(np.arange(levels), 2).astype(np.float64)
+    x1 = rng.normal(size=m) * sd
+    x2 = 0.5 * x1 + rng.normal(size=m) * sd
+    x3 = x2 + rng.normal(size=m) * sd
+    data = np.c_[d, x1, x2, x3]
+    arities = np.array([levels, 0, 0, 0], dtype=np.int64)
+    lv = tuple(tuple(str(c) for c in range(r)) for r in arities)
+    ds = Dataset(("d", "x1", "x2", "x3"), data, arities, lv, kind="mixed")
+    got = cg_scores(ds, 3)
+    want = naive.exact_cg_scores(data, arities, 3)
+    fin = np.isfinite(want)
+    assert np.array_equal(fin, np.isfinite(got))
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-11, atol=0)
+
+
+def test_the_cells_error_bound_is_bges():
+    """`_cell_sum` (numba, cached apart from bge.py) holds bge.LOG_ERROR_TOL in units of ε
+    as a literal of its own module: the two agree."""
+    from bigbn.scores import bge, cg
+
+    assert cg._CELL_ERROR_UNITS == bge.LOG_ERROR_TOL / bge.EPS

@@ -198,13 +198,18 @@ def posterior_scatter(data: np.ndarray, alpha_mu: float, t: float, nu: np.ndarra
     return R
 
 
-#: a Cholesky pivot below this share of its diagonal entry has lost more than 20 of float64's
-#: 53 bits to cancellation (more with the rounding of the entries), so a log-determinant
-#: err by more than about 1e-10 relative per pivot: `log_dets` gives NaN, the scores refuse
-#: (`collinear`). R = T + S + ... is positive definite (T = t·I), so only columns (nearly)
-#: linearly dependent at a spread far above t reach it: x2 = x1 · 1e3 scored 5e-10 off,
-#: x2 = x1 · 1e6 1e-3 off (numerical audit, tests/test_bge.py).
-PIVOT_LOSS = 2.0 ** -20
+#: The most a log marginal may err by its Cholesky's cancellation, in nats: estimated as
+#: a1·ε·Σ_j R_jj/d_j (a pivot d_j, the difference of numbers near R_jj, carries an error
+#: near ε·R_jj; the score takes −a1·log det R), per determinant (the whole table's, or one
+#: configuration's in CG). Beyond it the scores refuse (`collinear`): a posterior would be
+#: off by as much, relatively. R = T + S + ... is positive definite (T = t·I), so only
+#: columns (nearly) linearly dependent at a spread far above t reach it: x2 = x1·1e6 scored
+#: 1e-3 off (numerical audit, tests/test_bge.py); x2 = x1·1e3 at 12 rows, estimated 4e-8,
+#: err 4e-9 and pass. The estimate is an upper bound in practice (5–20× the error measured
+#: against exact rational scores on duplicated columns; far more in a configuration with
+#: fewer rows than columns, whose rank-deficient scatter cancels almost exactly).
+LOG_ERROR_TOL = 1e-6
+EPS = float(np.finfo(np.float64).eps)
 
 
 def _centred(data: np.ndarray):
@@ -214,15 +219,17 @@ def _centred(data: np.ndarray):
     shift = data.mean(axis=0)
     shifted = data - shift
     mean = shifted.mean(axis=0)
-    return shifted - mean, shift, mean
+    shifted -= mean  # in place: one copy of the data, not two
+    return shifted, shift, mean
 
 
 @njit(cache=True, nogil=True)
-def log_dets(a):
+def log_dets(a, amp):
     """log det of each symmetric positive definite matrix a[s] (float64 (S, l, l)), by a
     Cholesky factorisation in one fixed order (2 Σ_j log L_jj); NaN where a pivot is not
-    positive (not positive definite) or below `PIVOT_LOSS` of its diagonal entry (its digits
-    lost to cancellation), +inf where one is not finite (overflow). Not ``np.linalg.slogdet``: LAPACK's LU
+    positive (not positive definite), +inf where one is not finite (overflow). amp (S,):
+    Σ_j a[s, j, j]/d_j over the pivots d_j, how much cancellation magnifies the rounding of
+    the entries (`LOG_ERROR_TOL`). Not ``np.linalg.slogdet``: LAPACK's LU
     goes through BLAS kernels chosen by processor at run time, and gave other last bits for
     the same 4 × 4 matrices on a Haswell and on an AVX-512 host (see `scatter`)."""
     S, l = a.shape[0], a.shape[1]
@@ -230,6 +237,7 @@ def log_dets(a):
     L = np.zeros((l, l))
     for s in range(S):
         acc = 0.0
+        gain = 0.0
         for j in range(l):
             d = a[s, j, j]
             for p in range(j):
@@ -237,9 +245,10 @@ def log_dets(a):
             if not np.isfinite(d):  # overflow: non-finite, as the caller's check expects
                 acc = np.inf
                 break
-            if d <= 0.0 or d < a[s, j, j] * PIVOT_LOSS:
+            if d <= 0.0:
                 acc = np.nan
                 break
+            gain += a[s, j, j] / d
             L[j, j] = np.sqrt(d)
             acc += np.log(d)
             for i in range(j + 1, l):
@@ -248,6 +257,7 @@ def log_dets(a):
                     x -= L[i, p] * L[j, p]
                 L[i, j] = x / L[j, j]
         out[s] = acc
+        amp[s] = gain
     return out
 
 
@@ -291,12 +301,13 @@ def scatter(c):
 
 def collinear(path: str, names, where: str = "") -> DataError:
     """The error for columns ``names`` whose posterior scatter matrix float64 cannot factor
-    (a pivot lost to cancellation, `PIVOT_LOSS`); where: e.g. " (in the rows of one configuration of ...)"."""
+    to the scores' accuracy (`LOG_ERROR_TOL`); where: e.g. " (in the rows of one
+    configuration of ...)"."""
     cols = ", ".join(f"'{c}'" for c in names)
     return DataError(f"{path or 'data'}: columns {cols} are linearly dependent, or nearly so{where}, at a spread "
-                     "where float64 cannot carry their posterior scatter matrix (a Cholesky pivot lost more than "
-                     "20 of its 53 bits to cancellation, so the scores would be wrong); drop one of them, or "
-                     "standardise the columns")
+                     "where float64 cannot carry their posterior scatter matrix (its Cholesky factorisation "
+                     f"cancels so much that a score could be off by more than {LOG_ERROR_TOL:g}); drop one of "
+                     "them, or standardise the columns")
 
 
 def too_large(path: str, names, data: np.ndarray) -> None:
@@ -311,7 +322,7 @@ def too_large(path: str, names, data: np.ndarray) -> None:
     if bad.size:
         j = int(bad[0])
         raise DataError(f"{path or 'data'}, column '{names[j]}': values too large for float64 (up to "
-                        f"{np.abs(data[:, j]).max():.3g}: their sum of squares about the mean overflows); "
+                        f"{np.abs(data[:, j]).max():.3g}: their mean, or their sum of squares about it, overflows); "
                         "rescale the column")
 
 
@@ -334,15 +345,18 @@ def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
                       alpha_mu: float, alpha_w: float, names, path: str = "", where: str = "") -> np.ndarray:
     """log p(D_Y) for sets Y of one size l ≥ 1 given as node indices, ascending, int64
     (S, l): the module docstring's formula with batched log-determinants; float64 (S,).
-    A determinant float64 cannot carry (`log_dets` NaN) is `collinear`'s error, naming the
-    set by ``names`` (of R's indices), ``path`` and ``where``."""
+    A determinant float64 cannot carry (`log_dets` NaN, or its estimated error in the score
+    above `LOG_ERROR_TOL`) is `collinear`'s error, naming the set by ``names`` (of R's
+    indices), ``path`` and ``where``."""
     l = idx.shape[1]
     sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
-    logdet = log_dets(np.ascontiguousarray(sub))
-    if np.isnan(logdet).any():
-        raise collinear(path, [names[j] for j in idx[int(np.flatnonzero(np.isnan(logdet))[0])].tolist()], where)
+    amp = np.empty(idx.shape[0])
+    logdet = log_dets(np.ascontiguousarray(sub), amp)
     a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
     a1 = (m + alpha_w - n + l) / 2
+    bad = np.isnan(logdet) | (a1 * EPS * amp > LOG_ERROR_TOL)
+    if bad.any():
+        raise collinear(path, [names[j] for j in idx[int(np.flatnonzero(bad)[0])].tolist()], where)
     log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
     const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
              + log_gamma_ratio + a0 * l * log(t))

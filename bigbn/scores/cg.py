@@ -56,7 +56,11 @@ import numpy as np
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
 from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
-from bigbn.scores.bge import PIVOT_LOSS, check_normal_prior, collinear, prior_scale, too_large
+from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
+
+# bge.LOG_ERROR_TOL · 1/bge.EPS as a literal of this module: numba's cache of `_cell_sum` would not
+# see an edit of bge.py (tests/test_cg.py checks that the two agree)
+_CELL_ERROR_UNITS = 4503599627.370496
 from bigbn.kernels.bits import popcounts
 from bigbn.scores.discrete import _compress
 
@@ -341,14 +345,17 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
     l = C.shape[1]
     sub = groups.R[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
     # BGe's fixed-order Cholesky, not LAPACK (whose kernels depend on the processor)
-    logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l)).reshape(sub.shape[:2])
-    if np.isnan(logdet).any():
-        bad = C[int(np.flatnonzero(np.isnan(logdet).any(axis=0))[0])]
-        raise collinear(split.ds.path, [split.names_c[j] for j in bad.tolist()], " (in the rows of one configuration)")
+    amp = np.empty(sub.shape[0] * sub.shape[1])
+    logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l), amp).reshape(sub.shape[:2])
     md = groups.counts
     df = groups.a_w  # α_w(d) − n_c + 1
     a0 = (df + (l - 1)) / 2
     a1 = (md + df + (l - 1)) / 2  # (G,)
+    # per configuration, as `_cell_sum` judges them (bge.LOG_ERROR_TOL)
+    bad = (np.isnan(logdet) | (a1[:, None] * EPS * amp.reshape(sub.shape[:2]) > LOG_ERROR_TOL)).any(axis=0)
+    if bad.any():
+        raise collinear(split.ds.path, [split.names_c[j] for j in C[int(np.flatnonzero(bad)[0])].tolist()],
+                        " (in the rows of one configuration)")
     gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
         - _lgamma_prior(df, l)
     const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
@@ -1109,12 +1116,14 @@ def _cell_sum(R, C, l, const, a1, o, single, L, err, s, code):
     numpy's ``sum(axis=0)`` of `_group_log_marginals` sums: in order of the cells, or, when
     the group has one set of this size (``single``: a (G, 1) array), numpy's pairwise
     summation of a contiguous vector (`_pairwise`). The log-determinant is BGe's fixed-order
-    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0 or below `PIVOT_LOSS` of its
-    diagonal entry sets err[s] to ``code`` (the set's, for the message), if not set."""
+    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0, or a cell whose estimated error
+    a1·ε·Σ_j R_jj/d_j is above `bigbn.scores.bge.LOG_ERROR_TOL` (`_CELL_ERROR_UNITS` of
+    ε), sets err[s] to ``code`` (the set's, for the message), if not set."""
     g_n = R.shape[0]
     v = np.empty(g_n)
     for g in range(g_n):
         acc = 0.0
+        gain = 0.0
         for j in range(l):
             d = R[g, C[j], C[j]]
             for p in range(j):
@@ -1122,11 +1131,10 @@ def _cell_sum(R, C, l, const, a1, o, single, L, err, s, code):
             if not np.isfinite(d):
                 acc = np.inf
                 break
-            if d <= 0.0 or d < R[g, C[j], C[j]] * PIVOT_LOSS:
+            if d <= 0.0:
                 acc = np.nan
-                if err[s] == 0:
-                    err[s] = code
                 break
+            gain += R[g, C[j], C[j]] / d
             L[j, j] = np.sqrt(d)
             acc += np.log(d)
             for i in range(j + 1, l):
@@ -1134,6 +1142,8 @@ def _cell_sum(R, C, l, const, a1, o, single, L, err, s, code):
                 for p in range(j):
                     xx -= L[i, p] * L[j, p]
                 L[i, j] = xx / L[j, j]
+        if (acc != acc or a1[o + g] * gain > _CELL_ERROR_UNITS) and err[s] == 0:
+            err[s] = code
         v[g] = const[o + g] - a1[o + g] * acc
     if single:
         return 0.0 + _pairwise(v, 0, g_n)
