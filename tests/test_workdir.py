@@ -64,6 +64,21 @@ def test_a_damaged_chunk_file_is_an_error_naming_it(wd):
     np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
 
 
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_a_chunk_written_again_never_writes_through_a_link(wd, tmp_path, link):
+    """A chunk file that is a symlink or a hard link (a workdir cloned by cp -s or cp -l)
+    is replaced by a file of its own when written: the file it shared is left as it was."""
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"somebody else's" * 20)
+    f = wd.tables / "backward" / "c" / "1"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    (f.symlink_to if link == "symlink" else f.hardlink_to)(outside)
+    wd.write_region(Region("backward", ((1,),)), np.full(32, 2.0))
+    assert outside.read_bytes() == b"somebody else's" * 20
+    assert not f.is_symlink() and f.stat().st_nlink == 1
+    np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over

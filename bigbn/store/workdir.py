@@ -16,6 +16,7 @@ chunk it may have left.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
@@ -342,7 +343,8 @@ class TableStore:
 
         A single whole chunk (L, B, a γ part) is written in place by plain file I/O: a
         write killed half way leaves a chunk whose CRC fails, and its task runs again (a
-        task's journal line follows the fsync of its chunks)."""
+        task's journal line follows the fsync of its chunks); never through a symlink or
+        hard link in the chunk file's place (`_open_own`)."""
         box = self._box(name, index)
         if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
             self.array(name)[index] = data
@@ -351,7 +353,7 @@ class TableStore:
             path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
             buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            fd = _open_own(path)
             try:
                 done = 0
                 while done < len(buf):
@@ -399,6 +401,24 @@ class TableStore:
         if os.path.lexists(self.path) and not self.path.is_dir():
             self.path.unlink()  # a file where the tables' folder belongs
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _open_own(path: Path) -> int:
+    """A file descriptor to write chunk file ``path`` in place, a file of the run's own:
+    a symlink or a hard link in its place (a workdir cloned by ``cp -s`` or ``cp -l``) is
+    replaced by a new file, never written through (zarr's writes, a new file renamed into
+    place, never write through one either)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if e.errno != errno.ELOOP:  # ELOOP: path is a symlink
+            raise
+    else:
+        if os.fstat(fd).st_nlink <= 1:
+            return fd
+        os.close(fd)
+    path.unlink()
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
 
 
 def _evict(fd: int) -> None:
