@@ -550,6 +550,37 @@ def test_draws_of_an_earlier_format_are_removed_and_nothing_else(tmp_path, monke
     np.testing.assert_array_equal(again.parents, old.parents)  # drawn again: the same samples
 
 
+def test_a_stale_draws_folder_with_anything_else_in_its_parts_is_kept(tmp_path, monkeypatch):
+    """A draws folder of another KEY is removed only when its parts/ holds parts and a
+    killed writer's temporary files alone, and nothing in it is a symlink: a user's file or
+    folder in parts/, or a link in the place of a part or the journal, keeps it whole."""
+    import shutil
+
+    from bigbn.outputs import samples as S
+
+    wd = finished_workdir(tmp_path / "w", naive.random_beta(4, 2, np.random.default_rng(5), spread=3), 2, 3)
+    monkeypatch.setattr(S, "DRAWS_FORMAT", S.DRAWS_FORMAT - 1)  # as an earlier bigbn drew them
+    bigbn.sample(wd, 20, seed=2, batch=10)
+    monkeypatch.undo()
+    (old,) = wd.glob("samples-seed2-*")
+    (old / "parts" / ".batch-0-10.npz.12-34.tmp").write_bytes(b"half")  # a killed writer's: still stale
+    mine = tmp_path / "mine.txt"
+    mine.write_text("mine")
+    extras = [lambda f: (f / "parts" / "notes.txt").write_text("mine"),
+              lambda f: (f / "parts" / "batch-20-30.npz").mkdir(),
+              lambda f: ((f / "parts" / "batch-0-10.npz").unlink(), (f / "parts" / "batch-0-10.npz").symlink_to(mine)),
+              lambda f: ((f / "journal.jsonl").unlink(), (f / "journal.jsonl").symlink_to(mine))]
+    kept = []
+    for i, extra in enumerate(extras):
+        f = wd / old.name.replace("seed2-", f"seed{10 + i}-")
+        shutil.copytree(old, f, symlinks=True)
+        extra(f)
+        kept.append(f)
+    bigbn.sample(wd, 20, seed=1, batch=10)
+    assert not old.exists()
+    assert all(f.exists() for f in kept) and (kept[0] / "parts" / "notes.txt").read_text() == "mine"
+
+
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
     from bigbn.scores.priors import read_edge_list
 

@@ -543,7 +543,8 @@ def stale_draws(folder: Path) -> list[Path]:
     use again: their KEY is not the run's (`draws_key`: drawn by another DRAWS_FORMAT,
     i.e. an earlier bigbn, from the same tables, since a run of other tables starts with
     --fresh, which removes them). Only folders of bigbn's own making: the name
-    samples-seedS-KEY, and nothing inside but the journal and the parts. `sample` removes
+    samples-seedS-KEY, and nothing inside but the journal and the parts (none a symlink;
+    parts/ nothing but parts and temporary files of their writers). `sample` removes
     them under the run's lock (they take about 16n + 32 bytes a sample)."""
     root, key = folder.parent, folder.name.rsplit("-", 1)[1]
     out = []
@@ -551,10 +552,20 @@ def stale_draws(folder: Path) -> list[Path]:
         if (_DRAWS_NAME.fullmatch(p.name) and not p.name.endswith(f"-{key}") and p.is_dir()
                 and not p.is_symlink()
                 and all(c.name == "parts" and c.is_dir() and not c.is_symlink()
-                        or c.name.startswith("journal") and c.name.endswith(".jsonl") and c.is_file()
+                        and all(_PART_NAME.fullmatch(f.name) and _plain_file(f) for f in c.iterdir())
+                        or c.name.startswith("journal") and c.name.endswith(".jsonl") and _plain_file(c)
                         for c in p.iterdir())):
             out.append(p)
     return out
+
+
+#: what a draws folder's parts/ holds: the batches' parts, and the temporary file of a
+#: writer killed before its rename (`outputs.tasks.write_part`)
+_PART_NAME = re.compile(r"batch-\d+-\d+\.npz|\.batch-\d+-\d+\.npz\.\d+-\d+\.tmp")
+
+
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 @dataclass(frozen=True)
