@@ -581,6 +581,21 @@ def test_a_stale_draws_folder_with_anything_else_in_its_parts_is_kept(tmp_path, 
     assert all(f.exists() for f in kept) and (kept[0] / "parts" / "notes.txt").read_text() == "mine"
 
 
+def test_too_many_samples_are_refused_before_their_tasks_are_listed(tmp_path, monkeypatch):
+    """The memory check comes first: 10^8 samples in batches of 1 were 10^8 task objects
+    (minutes and tens of GiB) before the one-line refusal."""
+    from bigbn.outputs import samples as S
+
+    wd = finished_workdir(tmp_path / "w", naive.random_beta(4, 2, np.random.default_rng(5), spread=3), 2, 3)
+
+    def listed(T, batch):
+        raise AssertionError(f"{T} samples in batches of {batch} listed before the budget was checked")
+
+    monkeypatch.setattr(S, "batch_specs", listed)
+    with pytest.raises(OptionError, match="100000000 samples of 4 variables need about"):
+        bigbn.sample(wd, 10**8, batch=1, memory="1G")
+
+
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):
     from bigbn.scores.priors import read_edge_list
 

@@ -462,15 +462,16 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     t0 = time.perf_counter()
     run = finished_run(run_workdir(workdir, "sample"), then="sample")
     n = len(run.names)
-    specs = batch_specs(T, batch)
-    threads = threads_per_task(scheduler, workers, len(specs))
-    need = sample_memory_bytes(n, T) + min(workers, len(specs)) * max(
+    batches = -(-T // batch)  # the tasks are listed once the budget is known to hold them
+    threads = threads_per_task(scheduler, workers, batches)
+    need = sample_memory_bytes(n, T) + min(workers, batches) * max(
         [sweep_memory_bytes(lat.plan.n, lat.plan.k, lat.plan.c, min(T, batch), threads)
          for lat in (tier.lattice for tier in run.tiers) if lat is not None] or [0])
     if need > memory:
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
+    specs = batch_specs(T, batch)
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
         for stale in stale_draws(folder):
