@@ -464,6 +464,19 @@ def test_damaged_run_json_of_bigbn_is_a_one_line_error_and_fresh_starts_over(dat
     assert r.exit_code == 0, r.output
 
 
+def test_a_run_json_plan_of_other_max_parents_is_damaged_not_a_traceback(data, tmp_path):
+    """run.json's plan is trusted on resume: one whose k is not the fingerprint's max
+    parents (an edit) made the scores task reshape β to the wrong width (a traceback)."""
+    learn(data, workdir=tmp_path, max_parents=2)
+    run = json.loads((tmp_path / "run.json").read_text())
+    run["plan"]["k"] = 1
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "-q"])
+    assert r.exit_code == 1 and "run.json is damaged" in r.output and "use --fresh" in r.output, r.output
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--fresh", "-q"])
+    assert r.exit_code == 0, r.output
+
+
 def test_changed_scores_on_resume_are_refused_not_mixed(data, tmp_path, monkeypatch):
     """Review finding: a beta that differs from the journaled one (numerics changed
     without a version bump) must not be combined with tables computed from the old one."""
