@@ -127,6 +127,48 @@ def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
         bigbn.open(wd)
 
 
+def _truncate_npz(folder):
+    f = folder / "samples.npz"
+    f.write_bytes(f.read_bytes()[:200])  # as a `bigbn sample` killed while writing it left it
+
+
+def _edit_npz(folder, **change):
+    with np.load(folder / "samples.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(folder / "samples.npz", **{k: change[k](v) if k in change else v for k, v in arrays.items()})
+
+
+def _edit_summary(folder, change):
+    (folder / "summary.json").write_text(json.dumps(change(json.loads((folder / "summary.json").read_text()))))
+
+
+@pytest.mark.parametrize("damage", [
+    _truncate_npz,
+    lambda f: _edit_npz(f, weights=lambda w: w[:-3]),
+    lambda f: _edit_npz(f, orders=lambda o: o[:-3]),
+    lambda f: _edit_npz(f, parents=lambda p: p.astype(float)),
+    lambda f: _edit_npz(f, weights=lambda w: np.where(np.arange(w.size) == 0, np.nan, w)),
+    lambda f: _edit_npz(f, parents=lambda p: p | (1 << 40)),
+    lambda f: _edit_summary(f, lambda s: [s]),
+    lambda f: _edit_summary(f, lambda s: {**s, "seed": "x"}),
+    lambda f: _edit_summary(f, lambda s: {**s, "samples": s["samples"] + 1}),
+    lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": "x"}),
+])
+def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
+    """The samples bigbn.open brings (samples.npz, summary.json) are checked for what
+    `write_outputs` writes: a damaged file was a traceback (a truncated zip, a list, a seed
+    that is no number) or samples of the wrong length taken as they were."""
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    write_outputs(bigbn.sample(wd, samples=40, seed=1), wd)
+    damage(wd / "samples-order-modular")
+    with pytest.raises(WorkdirError, match=r"samples-order-modular.* is damaged .*bigbn sample --workdir"):
+        bigbn.open(wd)
+
+
 # ------------------------------------------------------------------ discrete networks
 
 def pgmpy_tables(model) -> dict:
