@@ -169,6 +169,34 @@ def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
         bigbn.open(wd)
 
 
+def test_a_samples_write_killed_half_way_leaves_no_summary_of_other_samples(asia, tmp_path, monkeypatch):
+    """write_outputs removes summary.json first and renames it back last: killed before
+    then, bigbn.open says to sample again, never pairs the new samples.npz with the
+    summary (seed, counts) of the samples drawn before."""
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    write_outputs(bigbn.sample(wd, samples=40, seed=1), wd)
+    second = bigbn.sample(wd, samples=40, seed=2)
+
+    savez = np.savez
+
+    def killed(*args, **kwargs):
+        savez(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", killed)  # killed once samples.npz is written
+    with pytest.raises(KeyboardInterrupt):
+        write_outputs(second, wd)
+    monkeypatch.undo()
+    with pytest.raises(WorkdirError, match=r"samples-order-modular is damaged \(FileNotFoundError\)"):
+        bigbn.open(wd)
+    write_outputs(second, wd)
+    assert bigbn.open(wd).samples.seed == 2
+
+
 # ------------------------------------------------------------------ discrete networks
 
 def pgmpy_tables(model) -> dict:

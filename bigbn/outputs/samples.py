@@ -28,6 +28,7 @@ import csv
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import time
@@ -831,9 +832,13 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
 def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
-    [parent, child] names), samples.npz (the samples themselves) and summary.json."""
+    [parent, child] names), samples.npz (the samples themselves) and summary.json. summary.json
+    goes first and comes back last (each file renamed into place whole), so a write killed
+    half way leaves no summary.json, never one of other samples beside the new ones
+    (`reopen.read_samples` then says to run `bigbn sample` again)."""
     out = Path(workdir).resolve() / f"samples-{s.prior}"
     out.mkdir(exist_ok=True)
+    (out / "summary.json").unlink(missing_ok=True)
     names = list(s.names)
     p, se = s.edge_probabilities(with_se=True)
     if s.prior == "order-modular":
@@ -855,14 +860,17 @@ def write_outputs(s: Samples, workdir) -> Path:
                    _arcs_fields(names, t["parents"]))
         fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
                          for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
-    np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
-             orders=s.orders, log_linear_extensions=s.log_linear_extensions,
-             log_score=s.log_score + s.log_offset)
+    with open(out / ".samples.npz.tmp", "wb") as fh:
+        np.savez(fh, names=np.array(names), parents=s.parents, weights=s.weights,
+                 orders=s.orders, log_linear_extensions=s.log_linear_extensions,
+                 log_score=s.log_score + s.log_offset)
+    os.replace(out / ".samples.npz.tmp", out / "samples.npz")
     info = dict(s.info)
     if "log_z_dag_modular" in info:
         info["log_z_dag_modular"] += s.log_offset
-    with open(out / "summary.json", "w") as fh:
+    with open(out / ".summary.json.tmp", "w") as fh:
         json.dump({**info, "names": names, "log_marginal_likelihood": s.log_marginal + s.log_offset}, fh,
                   indent=2)
         fh.write("\n")
+    os.replace(out / ".summary.json.tmp", out / "summary.json")
     return out
