@@ -79,6 +79,22 @@ def test_a_chunk_written_again_never_writes_through_a_link(wd, tmp_path, link):
     np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
 
 
+def test_a_folder_in_the_place_of_a_tables_file_is_a_workdir_error_saying_fresh(wd, tmp_path):
+    """A folder where a chunk file or a table's zarr.json belongs was an OSError (`bigbn
+    run`: "Is a directory", while the readers said to run it again)."""
+    f = wd.tables / "backward" / "c" / "1"
+    f.mkdir(parents=True)
+    with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way of the run's tables.*--fresh"):
+        wd.write_region(Region("backward", ((1,),)), np.ones(32))
+    with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way of the run's tables.*--fresh"):
+        wd.delete_region(Region("backward", ((1,),)))
+    w = Workdir(tmp_path / "other")
+    meta = w.tables / "forward" / "zarr.json"
+    meta.mkdir(parents=True)
+    with pytest.raises(WorkdirError, match=r"forward/zarr.json is in the way of the run's tables.*--fresh"):
+        w.create_tables(Plan(8, 2, 5))
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over

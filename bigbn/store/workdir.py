@@ -178,20 +178,21 @@ class TableStore:
 
         self.forget()
         self.check_folder()
-        try:
-            g = zarr.open_group(self.path, mode="a")
-        except Exception:  # noqa: BLE001 - damaged group metadata: write it again
-            (self.path / "zarr.json").unlink(missing_ok=True)
-            g = zarr.open_group(self.path, mode="a")
-        for name in plan.tables():
-            shape, chunks, dtype = planned(plan, name)
-            meta = self.path / name / "zarr.json"
-            if meta.exists():
-                if self.matches(plan, name):
-                    continue
-                meta.unlink()
-            g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
-                           fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
+        with _in_the_way():
+            try:
+                g = zarr.open_group(self.path, mode="a")
+            except Exception:  # noqa: BLE001 - damaged group metadata: write it again
+                (self.path / "zarr.json").unlink(missing_ok=True)
+                g = zarr.open_group(self.path, mode="a")
+            for name in plan.tables():
+                shape, chunks, dtype = planned(plan, name)
+                meta = self.path / name / "zarr.json"
+                if meta.exists():
+                    if self.matches(plan, name):
+                        continue
+                    meta.unlink()
+                g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
+                               fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
     def check_folder(self, then: str = "run the same command with --fresh to start over") -> None:
         """WorkdirError when the tables' path exists but is not a folder."""
@@ -345,24 +346,25 @@ class TableStore:
         write killed half way leaves a chunk whose CRC fails, and its task runs again (a
         task's journal line follows the fsync of its chunks); never through a symlink or
         hard link in the chunk file's place (`_open_own`)."""
-        box = self._box(name, index)
-        if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
-            self.array(name)[index] = data
-        else:
-            lay, ranges, _ = box
-            path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
-            buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = _open_own(path)
-            try:
-                done = 0
-                while done < len(buf):
-                    done += os.write(fd, buf[done:])
-                os.ftruncate(fd, len(buf))
-            finally:
-                os.close(fd)
-        for cc in chunk_coords:
-            fsync_path(self.chunk_file(name, cc))
+        with _in_the_way():
+            box = self._box(name, index)
+            if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
+                self.array(name)[index] = data
+            else:
+                lay, ranges, _ = box
+                path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
+                buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = _open_own(path)
+                try:
+                    done = 0
+                    while done < len(buf):
+                        done += os.write(fd, buf[done:])
+                    os.ftruncate(fd, len(buf))
+                finally:
+                    os.close(fd)
+            for cc in chunk_coords:
+                fsync_path(self.chunk_file(name, cc))
 
     def region_index(self, region: Region) -> tuple[slice, ...]:
         """The index (one slice per axis) of a region's box of whole chunks."""
@@ -388,7 +390,8 @@ class TableStore:
         folders = set()
         for cc in region.chunks:
             f = self.chunk_file(region.table, cc)
-            f.unlink(missing_ok=True)
+            with _in_the_way():
+                f.unlink(missing_ok=True)
             folders.add(f.parent)
         for d in folders:
             if d.is_dir():
@@ -401,6 +404,17 @@ class TableStore:
         if os.path.lexists(self.path) and not self.path.is_dir():
             self.path.unlink()  # a file where the tables' folder belongs
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _in_the_way():
+    """A folder where a file of the tables belongs, or a file where a folder does (the OS
+    error of making, writing or removing it), as a WorkdirError that says how to go on."""
+    try:
+        yield
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:
+        raise WorkdirError(f"{e.filename} is in the way of the run's tables ({e.strerror}); run the same "
+                           "command with --fresh to start over") from None
 
 
 def _open_own(path: Path) -> int:
