@@ -288,6 +288,16 @@ def test_damaged_metadata_is_no_layout(tmp_path, meta):
     assert plain_layout(tmp_path / "missing.json") is None
 
 
+def test_a_float_fill_value_past_float64_is_no_layout(wd):
+    """An integer fill value beyond float64's range (zarr refuses it) is no layout, not
+    an OverflowError out of plain_layout."""
+    from bigbn.store.workdir import plain_layout
+
+    meta = wd.tables / "forward" / "zarr.json"
+    meta.write_text(meta.read_text().replace('"NaN"', "1" + "0" * 400))
+    assert plain_layout(meta) is None
+
+
 def test_a_layout_is_found_only_for_metadata_zarr_opens(tmp_path):
     """`plain_layout` is strict: for metadata zarr refuses (an unknown key, a dimension
     name too many, configurations zarr does not know, a fill value the type cannot hold),

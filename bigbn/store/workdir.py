@@ -131,7 +131,10 @@ def plain_layout(meta: Path) -> Layout | None:
         fill = _FILLS.get(fill, fill) if isinstance(fill, str) else fill
         if not isinstance(fill, (int, float)) or isinstance(fill, bool):
             return None
-        fill = float(fill)
+        try:
+            fill = float(fill)
+        except OverflowError:  # an integer past float64's range: zarr refuses it too
+            return None
     elif not (type(fill) is int and np.iinfo(dtype).min <= fill <= np.iinfo(dtype).max):
         return None
     return Layout(tuple(shape), tuple(chunks), dtype, fill, separator)
