@@ -95,6 +95,26 @@ def test_a_folder_in_the_place_of_a_tables_file_is_a_workdir_error_saying_fresh(
         w.create_tables(Plan(8, 2, 5))
 
 
+def test_a_fifo_in_the_place_of_a_chunk_file_is_refused_never_waited_on(wd):
+    """A FIFO where a chunk file belongs made `bigbn sample` and `bigbn run` wait forever
+    for a writer (reading) or a reader (writing). The test holds both ends open (and data
+    in the pipe) only so that code that opens it blindly fails instead of blocking."""
+    import os
+
+    f = wd.tables / "backward" / "c" / "1"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(f)
+    fd = os.open(f, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"\0" * 300)
+        with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way .*not a regular file.*--fresh"):
+            wd.read("backward", slice(32, 64))
+        with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way .*not a regular file.*--fresh"):
+            wd.write_region(Region("backward", ((1,),)), np.ones(32))
+    finally:
+        os.close(fd)
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over

@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -329,7 +330,9 @@ class TableStore:
         never written reads as the fill value, as zarr reads it."""
         path = self.path / name / lay.key(chunk_coords)
         try:
-            with open(path, "rb") as f:
+            with open(path, "rb", opener=_open_nonblocking) as f:  # a FIFO in its place never blocks
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise _in_the_way_error(path, "not a regular file")
                 got = f.readinto(memoryview(out).cast("B"))
                 extra = f.read(1)
                 if evict:
@@ -416,8 +419,16 @@ def _in_the_way():
     try:
         yield
     except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:
-        raise WorkdirError(f"{e.filename} is in the way of the run's tables ({e.strerror}); run the same "
-                           "command with --fresh to start over") from None
+        raise _in_the_way_error(e.filename, e.strerror) from None
+
+
+def _in_the_way_error(path, why: str) -> WorkdirError:
+    return WorkdirError(f"{path} is in the way of the run's tables ({why}); run the same command with "
+                        "--fresh to start over")
+
+
+def _open_nonblocking(path, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)  # no effect on a regular file's reads and writes
 
 
 def _open_own(path: Path) -> int:
@@ -426,12 +437,18 @@ def _open_own(path: Path) -> int:
     replaced by a new file, never written through (zarr's writes, a new file renamed into
     place, never write through one either)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as e:
+        if e.errno == errno.ENXIO:  # a FIFO no process reads
+            raise _in_the_way_error(path, "not a regular file") from None
         if e.errno != errno.ELOOP:  # ELOOP: path is a symlink
             raise
     else:
-        if os.fstat(fd).st_nlink <= 1:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise _in_the_way_error(path, "not a regular file")
+        if st.st_nlink <= 1:
             return fd
         os.close(fd)
     path.unlink()
