@@ -115,6 +115,27 @@ def test_a_fifo_in_the_place_of_a_chunk_file_is_refused_never_waited_on(wd):
         os.close(fd)
 
 
+def test_a_folder_or_fifo_named_as_a_journal_or_the_lock_is_a_workdir_error(tmp_path):
+    """A folder of a journal's name was an OSError out of every reader (bigbn.open's a
+    traceback), a FIFO of that name a wait forever; --fresh removes either. A folder named
+    lock: an OSError out of every run and sample."""
+    import os
+
+    w = Workdir(tmp_path)
+    (tmp_path / "journal.jsonl").mkdir()
+    with pytest.raises(WorkdirError, match=r"journal.jsonl is not a file.*remove it.*--fresh"):
+        w.journal()
+    os.mkfifo(tmp_path / "journal-host-1.jsonl")
+    with pytest.raises(WorkdirError, match=r"journal-host-1.jsonl is not a file"):
+        w.journal()
+    w.clear()
+    assert w.journal() == {} and not (tmp_path / "journal.jsonl").exists()
+    (tmp_path / "lock").mkdir()
+    with pytest.raises(WorkdirError, match=r"lock is a folder, not the run's lock file; remove it"):
+        with w.lock():
+            pass
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over

@@ -522,7 +522,14 @@ class Journal:
         return self.root / f"journal-{me[0]}-{me[1]}.jsonl"
 
     def files(self) -> list[Path]:
-        return sorted(self.root.glob(JOURNAL_GLOB))
+        """The journal files; WorkdirError when one is not a file (a folder or a FIFO of a
+        journal's name: reading it failed with an OSError, or waited forever)."""
+        out = sorted(self.root.glob(JOURNAL_GLOB))
+        for path in out:
+            if not path.is_file():
+                raise WorkdirError(f"{path} is not a file, and a journal of the run has its name; remove it, or "
+                                   "run the same command with --fresh to start over")
+        return out
 
     def append(self, record: dict) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -564,8 +571,11 @@ class Journal:
                     os.fsync(fh.fileno())
 
     def clear(self) -> None:
-        for path in self.files():
-            path.unlink()
+        for path in self.root.glob(JOURNAL_GLOB):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 class RunLock:
@@ -580,7 +590,11 @@ class RunLock:
         """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
         the process dies (so a lock left by a killed run is never stale). The file holds
         the holder's pid, host and start time, for messages and `bigbn status`."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            raise WorkdirError(f"{self.path} is a folder, not the run's lock file; remove it, then run the "
+                               "same command again") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
