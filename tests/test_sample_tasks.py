@@ -142,6 +142,23 @@ def test_a_damaged_or_half_written_part_is_detected_and_redone(wd, damage):
     same_samples(again, ref)
 
 
+def test_a_folder_in_the_place_of_a_part_is_one_line_naming_it(wd):
+    """A folder where a part belongs: `bigbn sample` named the writer's temporary file
+    ("Is a directory: .../.batch-100-200.npz.PID-TID.tmp"), an OSError out of bigbn.sample."""
+    from bigbn.errors import WorkdirError
+
+    bigbn.sample(wd, 300, seed=2, batch=100)
+    path = part_path(draws_dir(wd), PartSpec("batch", "100-200"))
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(WorkdirError, match=r"batch-100-200.npz is a folder where the part of task batch:100-200 "
+                                           r"belongs; remove it"):
+        bigbn.sample(wd, 300, seed=2, batch=100)
+    assert not list(path.parent.glob(".*.tmp"))
+    path.rmdir()
+    bigbn.sample(wd, 300, seed=2, batch=100)
+
+
 def test_a_torn_journal_line_and_a_killed_writer_s_temporary_file_are_cleaned_up(wd):
     ref = bigbn.sample(wd, 200, seed=2, batch=100)
     folder = draws_dir(wd)

@@ -77,14 +77,22 @@ def write_part(folder: Path, spec: PartSpec, arrays: dict) -> int:
         np.savez(fh, **arrays)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        tmp.unlink(missing_ok=True)
+        raise WorkdirError(f"{path} is a folder where the part of task {spec.id} belongs; remove it, then run "
+                           "the same command again") from None
     fsync_path(path.parent)
     return arrays_crc(arrays)
 
 
 def read_part(folder: Path, spec: PartSpec, rec: dict | None = None) -> dict | None:
     """The arrays of a part, or None when the part is missing, unreadable or (given its
-    journal record) not the CRC it was written with."""
+    journal record) not the CRC it was written with, or not a file (a FIFO would block the
+    read; `write_part` replaces it)."""
+    if not part_path(folder, spec).is_file():
+        return None
     try:
         with np.load(part_path(folder, spec), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
