@@ -452,7 +452,7 @@ def test_a_run_json_bigbn_did_not_write_is_refused_untouched(data, tmp_path, con
 
 
 @pytest.mark.parametrize("damage", [{"fingerprint": {}}, {"plan": {"n": 3}}, {"names": "abc"},
-                                    {"format_version": 99}])
+                                    {"names": ["V0"] * 9}, {"format_version": 99}])
 def test_damaged_run_json_of_bigbn_is_a_one_line_error_and_fresh_starts_over(data, tmp_path, damage):
     learn(data, workdir=tmp_path, max_parents=2)
     run = json.loads((tmp_path / "run.json").read_text())

@@ -190,7 +190,7 @@ class RunRecord:
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
             plan = tiering.RunPlan.from_json(pl) if ok else None
             source = obj.get("source") or ""
-            ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
+            ok = ok and plan.n == fp["n"] == len(names) == len(set(names)) and isinstance(source, str)
         except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
             ok = False
         if not ok:
