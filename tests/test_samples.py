@@ -36,10 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"
 
 
-def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: str = "sync") -> Path:
+def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: str = "sync",
+                     alpha_mode: str = "recompute") -> Path:
     """A work directory as `bigbn run` leaves it, for a given beta (engine run directly)."""
     n = beta.shape[0]
-    plan = Plan(n, k, c)
+    plan = Plan(n, k, c, alpha_mode)
     path.mkdir(parents=True)
     write_record(path, RunRecord(fingerprint("test", n, 1, {}), RunPlan.of(plan),
                                  tuple(f"X{i}" for i in range(n))))
@@ -594,6 +595,29 @@ def test_too_many_samples_are_refused_before_their_tasks_are_listed(tmp_path, mo
     monkeypatch.setattr(S, "batch_specs", listed)
     with pytest.raises(OptionError, match="100000000 samples of 4 variables need about"):
         bigbn.sample(wd, 10**8, batch=1, memory="1G")
+
+
+def test_a_damaged_stored_alpha_never_changes_the_samples(tmp_path):
+    """A run with --alpha store keeps α on disk, but the sweep took α there without any
+    check: damaged α chunks gave other samples (a self-check |z| of 200) and exit 0. The
+    sweep computes α from β (CRC-checked): the samples of an intact run, bit for bit."""
+    import shutil
+
+    beta = naive.random_beta(6, 2, np.random.default_rng(7), spread=3)
+    wd = finished_workdir(tmp_path / "w", beta, 2, 3, alpha_mode="store")
+    assert not SK.point_alpha_pays(6, 2, 300)  # α per visited chunk, as the tables give it
+    ref = bigbn.sample(wd, 300, seed=1)
+    for folder in wd.glob("samples-seed*"):  # the draws are kept: draw again
+        shutil.rmtree(folder)
+    chunks = [f for f in (wd / "tables.zarr" / "alpha" / "c").rglob("*") if f.is_file()]
+    assert chunks
+    for f in chunks:
+        a = np.fromfile(f, dtype="<f8")
+        a[: a.size // 2] += 5.0
+        a.tofile(f)
+    again = bigbn.sample(wd, 300, seed=1)
+    np.testing.assert_array_equal(again.parents, ref.parents)
+    np.testing.assert_array_equal(again.orders, ref.orders)
 
 
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):

@@ -25,6 +25,7 @@ reported).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import math
@@ -662,10 +663,19 @@ def _draw_parents(beta, fam, nodes, preds, alphas, seed: int, first: int, attemp
     list(pool.map(one, _split(nodes.shape[0], threads)))
 
 
+def _sweep_job(lat: FinishedLattice) -> Job:
+    """The job a sweep of lattice ``lat`` takes α through: α computed from its β (checked
+    against the journal's CRC), never read from a stored α table (``--alpha store``), which
+    a reader cannot check (its CRCs are per task, over whole spans) and whose damage gave
+    other samples without a word. The alpha task computes the stored table with the same
+    kernel from the same β, so an intact table gives the same samples, bit for bit."""
+    return Job(lat.workdir, dataclasses.replace(lat.plan_read, alpha_mode="recompute"), lat.beta)
+
+
 def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
     """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
     plan, beta = run.plan, run.beta
-    job = Job(run.workdir, plan, beta)
+    job = _sweep_job(run)
     t1 = time.perf_counter()
     nodes, preds, alphas, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
     t_sweep = time.perf_counter() - t1
@@ -702,7 +712,7 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
             attempt = np.zeros(T, dtype=np.int64)
         else:
             t1 = time.perf_counter()
-            job = Job(lat.workdir, lat.plan_read, lat.beta)
+            job = _sweep_job(lat)
             nodes, preds, alphas, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
