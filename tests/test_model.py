@@ -75,6 +75,9 @@ def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(WorkdirError, match="no run.json"):
         bigbn.open(tmp_path / "empty")
+    (tmp_path / "data.csv").write_text("a,b\n0,1\n")  # was "no such folder"
+    with pytest.raises(WorkdirError, match=r"data.csv: no finished run here .*: a file, not a folder\)"):
+        bigbn.open(tmp_path / "data.csv")
     with pytest.raises(OptionError, match="work directory"):
         bigbn.open(res)
     # an unfinished run: the journal without its last tasks

@@ -297,7 +297,8 @@ class RunDir:
         self.then = then
         record = read_record(self.root) if self.root.is_dir() else None
         if record is None:
-            what = "no run.json" if self.root.is_dir() else "no such folder"
+            what = "no run.json" if self.root.is_dir() else "a file, not a folder" if self.root.exists() \
+                else "no such folder"
             raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
                                f"{what}); run `bigbn run` first, then {then}")
         self.record = record
