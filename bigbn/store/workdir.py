@@ -475,14 +475,19 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-# Fields a stage's record carries besides task, stage, crc, seconds, start, end.
-_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",)}
+# Fields a stage's record carries besides task, stage, crc, seconds, start, end: numbers,
+# and counts (integers ≥ 0). "batch": a batch of samples (`samples.BatchTask`), whose
+# numbers the sampler sums into its summary.
+_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",),
+                  "batch": ("sweep_seconds", "parents_seconds", "le_seconds")}
+_RECORD_COUNTS = {"batch": ("redrawn", "reads", "chunks")}
 
 
 def valid_record(rec) -> bool:
-    """Whether a journal line is a task record as `JournaledTask` writes it: task and
-    stage strings, a CRC-32C, finite times, and the stage's own numbers. Everything read
-    from disk goes through here, so a damaged or hand-edited line is never trusted."""
+    """Whether a journal line is a task record as `JournaledTask` (or `outputs.tasks.PartTask`)
+    writes it: task and stage strings, a CRC-32C, finite times, and the stage's own numbers
+    and counts. Everything read from disk goes through here, so a damaged or hand-edited
+    line is never trusted."""
     if not isinstance(rec, dict):
         return False
     task, stage, crc = rec.get("task"), rec.get("stage"), rec.get("crc")
@@ -493,7 +498,8 @@ def valid_record(rec) -> bool:
     if not (isinstance(crc, int) and not isinstance(crc, bool) and 0 <= crc < 2**32):
         return False
     fields = ("seconds", "start", "end") + _RECORD_EXTRAS.get(stage, ())
-    return all(_number(rec.get(f)) for f in fields)
+    return all(_number(rec.get(f)) for f in fields) \
+        and all(type(rec.get(f)) is int and rec.get(f) >= 0 for f in _RECORD_COUNTS.get(stage, ()))
 
 
 class Journal:
