@@ -225,6 +225,20 @@ def test_a_damaged_file_of_the_run_is_one_line_naming_it(run, tmp_path, damage, 
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_dag_modular_posterior_past_one_is_no_damage(run, tmp_path):
+    """Under the DAG-modular prior a DAG's posterior is Π β over an estimated normaliser,
+    which may pass 1: the page takes it (the checks of the files must not refuse it)."""
+    import shutil
+
+    _, done = run
+    wd = tmp_path / "w"
+    shutil.copytree(done, wd)
+    assert h.cli("sample", "-w", wd, "--samples", 50, "--prior", "dag-modular").exit_code == 0
+    _first_row_field(wd / "samples-dag-modular" / "dags.csv", "estimated_posterior", "1.5")
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+
+
 def test_without_matplotlib_the_tables_remain(run, monkeypatch):
     _, wd = run
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError

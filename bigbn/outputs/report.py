@@ -223,9 +223,11 @@ def _read_samples(root: Path) -> dict:
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
         if (folder / "summary.json").is_file():
-            post = "exact_posterior" if prior == "order-modular" else "estimated_posterior"
-            dags = _read_rows(folder / "dags.csv", need=("rank", "arcs"), numbers=("se",),
-                              probabilities=("probability", post)) or []
+            # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1
+            exact = prior == "order-modular"
+            post = "exact_posterior" if exact else "estimated_posterior"
+            dags = _read_rows(folder / "dags.csv", need=("rank", "arcs"), numbers=("se",) + ((post,) * (not exact)),
+                              probabilities=("probability",) + ((post,) * exact)) or []
             for line, r in enumerate(dags, 2):
                 try:
                     arcs = json.loads(r["arcs"])
