@@ -144,7 +144,8 @@ def test_a_damaged_or_half_written_part_is_detected_and_redone(wd, damage):
 
 def test_a_folder_in_the_place_of_a_part_is_one_line_naming_it(wd):
     """A folder where a part belongs: `bigbn sample` named the writer's temporary file
-    ("Is a directory: .../.batch-100-200.npz.PID-TID.tmp"), an OSError out of bigbn.sample."""
+    ("Is a directory: .../.batch-100-200.npz.PID-TID.tmp"), an OSError out of bigbn.sample;
+    a file where parts/ belongs, an OSError too."""
     from bigbn.errors import WorkdirError
 
     bigbn.sample(wd, 300, seed=2, batch=100)
@@ -157,6 +158,10 @@ def test_a_folder_in_the_place_of_a_part_is_one_line_naming_it(wd):
     assert not list(path.parent.glob(".*.tmp"))
     path.rmdir()
     bigbn.sample(wd, 300, seed=2, batch=100)
+    shutil.rmtree(path.parent)
+    path.parent.write_text("mine")  # a file where parts/ belongs: was an OSError ("File exists")
+    with pytest.raises(WorkdirError, match=r"parts is a file where a folder of the tasks' parts belongs"):
+        bigbn.sample(wd, 300, seed=2, batch=100)
 
 
 @pytest.mark.parametrize("edit", [("redrawn", "x"), ("reads", None), ("sweep_seconds", "x"), ("chunks", [1]),

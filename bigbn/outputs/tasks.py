@@ -146,7 +146,11 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     files that a killed writer left are removed first.
     progress(stage, tasks done, tasks) after each task (and once for those already done)."""
     folder = Path(folder)
-    (folder / PARTS).mkdir(parents=True, exist_ok=True)
+    try:
+        (folder / PARTS).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:  # a file where the folder or its parts/ belongs
+        raise WorkdirError(f"{e.filename} is a file where a folder of the tasks' parts belongs; remove it, "
+                           "then run the same command again") from None
     for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
         tmp.unlink(missing_ok=True)
     journal = Journal(folder, owner)
