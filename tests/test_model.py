@@ -75,6 +75,9 @@ def test_open_says_what_is_missing_and_the_command_that_finishes_it(asia, tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(WorkdirError, match="no run.json"):
         bigbn.open(tmp_path / "empty")
+    (tmp_path / "data.csv").write_text("a,b\n0,1\n")  # was "no such folder"
+    with pytest.raises(WorkdirError, match=r"data.csv: no finished run here .*: a file, not a folder\)"):
+        bigbn.open(tmp_path / "data.csv")
     with pytest.raises(OptionError, match="work directory"):
         bigbn.open(res)
     # an unfinished run: the journal without its last tasks
@@ -125,6 +128,76 @@ def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
     (wd / "effects.csv").write_text("cause,effect\nfoo,bar\n")
     with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
         bigbn.open(wd)
+
+
+def _truncate_npz(folder):
+    f = folder / "samples.npz"
+    f.write_bytes(f.read_bytes()[:200])  # as a `bigbn sample` killed while writing it left it
+
+
+def _edit_npz(folder, **change):
+    with np.load(folder / "samples.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(folder / "samples.npz", **{k: change[k](v) if k in change else v for k, v in arrays.items()})
+
+
+def _edit_summary(folder, change):
+    (folder / "summary.json").write_text(json.dumps(change(json.loads((folder / "summary.json").read_text()))))
+
+
+@pytest.mark.parametrize("damage", [
+    _truncate_npz,
+    lambda f: _edit_npz(f, weights=lambda w: w[:-3]),
+    lambda f: _edit_npz(f, orders=lambda o: o[:-3]),
+    lambda f: _edit_npz(f, parents=lambda p: p.astype(float)),
+    lambda f: _edit_npz(f, weights=lambda w: np.where(np.arange(w.size) == 0, np.nan, w)),
+    lambda f: _edit_npz(f, parents=lambda p: p | (1 << 40)),
+    lambda f: _edit_summary(f, lambda s: [s]),
+    lambda f: _edit_summary(f, lambda s: {**s, "seed": "x"}),
+    lambda f: _edit_summary(f, lambda s: {**s, "samples": s["samples"] + 1}),
+    lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": "x"}),
+])
+def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
+    """The samples bigbn.open brings (samples.npz, summary.json) are checked for what
+    `write_outputs` writes: a damaged file was a traceback (a truncated zip, a list, a seed
+    that is no number) or samples of the wrong length taken as they were."""
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    write_outputs(bigbn.sample(wd, samples=40, seed=1), wd)
+    damage(wd / "samples-order-modular")
+    with pytest.raises(WorkdirError, match=r"samples-order-modular.* is damaged .*bigbn sample --workdir"):
+        bigbn.open(wd)
+
+
+def test_a_samples_write_killed_half_way_leaves_no_summary_of_other_samples(asia, tmp_path, monkeypatch):
+    """write_outputs removes summary.json first and renames it back last: killed before
+    then, bigbn.open says to sample again, never pairs the new samples.npz with the
+    summary (seed, counts) of the samples drawn before."""
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    write_outputs(bigbn.sample(wd, samples=40, seed=1), wd)
+    second = bigbn.sample(wd, samples=40, seed=2)
+
+    savez = np.savez
+
+    def killed(*args, **kwargs):
+        savez(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", killed)  # killed once samples.npz is written
+    with pytest.raises(KeyboardInterrupt):
+        write_outputs(second, wd)
+    monkeypatch.undo()
+    with pytest.raises(WorkdirError, match=r"samples-order-modular is damaged \(FileNotFoundError\)"):
+        bigbn.open(wd)
+    write_outputs(second, wd)
+    assert bigbn.open(wd).samples.seed == 2
 
 
 # ------------------------------------------------------------------ discrete networks

@@ -187,6 +187,58 @@ def test_a_run_that_is_not_finished_is_one_line(tmp_path):
         write_report(tmp_path, tmp_path / "r.html")
 
 
+def _edit(path, old, new):
+    path.write_text(path.read_text().replace(old, new, 1))
+
+
+def _first_row_field(path, column, value):
+    rows = list(csv.reader(path.open(newline="")))
+    rows[1][rows[0].index(column)] = value
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+@pytest.mark.parametrize("damage, where", [
+    (lambda w: _edit(w / "map_dag.csv", "parent,child", "a,b"), "map_dag.csv, line 2, column parent"),
+    (lambda w: _first_row_field(w / "edges.csv", "posterior", "1.5"), "edges.csv, line 2, column posterior"),
+    (lambda w: _first_row_field(w / "edges.csv", "posterior", "nan"), "edges.csv, line 2, column posterior"),
+    (lambda w: _first_row_field(w / "edges.csv", "child", "X1"), "edges.csv: a row that is not"),
+    (lambda w: _edit(w / "summary.json", '"plan": {', '"plan": "x", "was": {'), 'summary.json: "plan" is not'),
+    (lambda w: _edit(w / "samples-order-modular" / "dags.csv", "rank,", "position,"), "dags.csv, line 2, column rank"),
+    (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
+     "ancestors.csv, line 2, column probability"),
+    (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
+])
+def test_a_damaged_file_of_the_run_is_one_line_naming_it(run, tmp_path, damage, where):
+    """The page reads the run's CSV and JSON files: a damaged one (an edit, another
+    program's) was a traceback (a missing column, a posterior of 1.5 in the heatmap) or
+    an impossible number on the page (a posterior of nan or a loop); now one line naming
+    the file, line and column."""
+    import shutil
+
+    _, done = run
+    wd = tmp_path / "w"
+    shutil.copytree(done, wd)
+    damage(wd)
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 1 and res.output.count("\n") == 1 and where in res.output, res.output
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_dag_modular_posterior_past_one_is_no_damage(run, tmp_path):
+    """Under the DAG-modular prior a DAG's posterior is Π β over an estimated normaliser,
+    which may pass 1: the page takes it (the checks of the files must not refuse it)."""
+    import shutil
+
+    _, done = run
+    wd = tmp_path / "w"
+    shutil.copytree(done, wd)
+    assert h.cli("sample", "-w", wd, "--samples", 50, "--prior", "dag-modular").exit_code == 0
+    _first_row_field(wd / "samples-dag-modular" / "dags.csv", "estimated_posterior", "1.5")
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+
+
 def test_without_matplotlib_the_tables_remain(run, monkeypatch):
     _, wd = run
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError

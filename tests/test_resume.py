@@ -452,7 +452,7 @@ def test_a_run_json_bigbn_did_not_write_is_refused_untouched(data, tmp_path, con
 
 
 @pytest.mark.parametrize("damage", [{"fingerprint": {}}, {"plan": {"n": 3}}, {"names": "abc"},
-                                    {"format_version": 99}])
+                                    {"names": ["V0"] * 9}, {"format_version": 99}])
 def test_damaged_run_json_of_bigbn_is_a_one_line_error_and_fresh_starts_over(data, tmp_path, damage):
     learn(data, workdir=tmp_path, max_parents=2)
     run = json.loads((tmp_path / "run.json").read_text())
@@ -460,6 +460,19 @@ def test_damaged_run_json_of_bigbn_is_a_one_line_error_and_fresh_starts_over(dat
     for args in (["run", str(data), "--workdir", str(tmp_path), "-k", "2"], ["status", "-w", str(tmp_path)]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 1 and "use --fresh" in r.output and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--fresh", "-q"])
+    assert r.exit_code == 0, r.output
+
+
+def test_a_run_json_plan_of_other_max_parents_is_damaged_not_a_traceback(data, tmp_path):
+    """run.json's plan is trusted on resume: one whose k is not the fingerprint's max
+    parents (an edit) made the scores task reshape β to the wrong width (a traceback)."""
+    learn(data, workdir=tmp_path, max_parents=2)
+    run = json.loads((tmp_path / "run.json").read_text())
+    run["plan"]["k"] = 1
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "-q"])
+    assert r.exit_code == 1 and "run.json is damaged" in r.output and "use --fresh" in r.output, r.output
     r = CliRunner().invoke(main, ["run", str(data), "--workdir", str(tmp_path), "-k", "2", "--fresh", "-q"])
     assert r.exit_code == 0, r.output
 

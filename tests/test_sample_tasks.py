@@ -142,6 +142,46 @@ def test_a_damaged_or_half_written_part_is_detected_and_redone(wd, damage):
     same_samples(again, ref)
 
 
+def test_a_folder_in_the_place_of_a_part_is_one_line_naming_it(wd):
+    """A folder where a part belongs: `bigbn sample` named the writer's temporary file
+    ("Is a directory: .../.batch-100-200.npz.PID-TID.tmp"), an OSError out of bigbn.sample;
+    a file where parts/ belongs, an OSError too."""
+    from bigbn.errors import WorkdirError
+
+    bigbn.sample(wd, 300, seed=2, batch=100)
+    path = part_path(draws_dir(wd), PartSpec("batch", "100-200"))
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(WorkdirError, match=r"batch-100-200.npz is a folder where the part of task batch:100-200 "
+                                           r"belongs; remove it"):
+        bigbn.sample(wd, 300, seed=2, batch=100)
+    assert not list(path.parent.glob(".*.tmp"))
+    path.rmdir()
+    bigbn.sample(wd, 300, seed=2, batch=100)
+    shutil.rmtree(path.parent)
+    path.parent.write_text("mine")  # a file where parts/ belongs: was an OSError ("File exists")
+    with pytest.raises(WorkdirError, match=r"parts is a file where a folder of the tasks' parts belongs"):
+        bigbn.sample(wd, 300, seed=2, batch=100)
+
+
+@pytest.mark.parametrize("edit", [("redrawn", "x"), ("reads", None), ("sweep_seconds", "x"), ("chunks", [1]),
+                                  ("redrawn", -5), ("reads", 1e300)])
+def test_a_batch_record_with_damaged_counts_is_not_trusted_but_drawn_again(wd, edit):
+    """The sums a sample's summary gives (redrawn, chunks read, seconds) come from the
+    batches' journal records: a damaged field was a traceback ("x", null, a list) or an
+    impossible count (-5); such a record is not a batch's, so the batch is drawn again."""
+    ref = bigbn.sample(wd, 200, seed=2, batch=100)
+    folder = draws_dir(wd)
+    lines = (folder / "journal.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[edit[0]] = edit[1]
+    (folder / "journal.jsonl").write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+    again = bigbn.sample(wd, 200, seed=2, batch=100)
+    assert journal_ids(folder).count(rec["task"]) == 2  # drawn again
+    same_samples(again, ref)
+    assert again.info["redrawn_for_rounding"] == ref.info["redrawn_for_rounding"]
+
+
 def test_a_torn_journal_line_and_a_killed_writer_s_temporary_file_are_cleaned_up(wd):
     ref = bigbn.sample(wd, 200, seed=2, batch=100)
     folder = draws_dir(wd)

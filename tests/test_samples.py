@@ -36,10 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ASIA = ROOT / "examples" / "asia.csv"
 
 
-def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: str = "sync") -> Path:
+def finished_workdir(path: Path, beta: np.ndarray, k: int, c: int, scheduler: str = "sync",
+                     alpha_mode: str = "recompute") -> Path:
     """A work directory as `bigbn run` leaves it, for a given beta (engine run directly)."""
     n = beta.shape[0]
-    plan = Plan(n, k, c)
+    plan = Plan(n, k, c, alpha_mode)
     path.mkdir(parents=True)
     write_record(path, RunRecord(fingerprint("test", n, 1, {}), RunPlan.of(plan),
                                  tuple(f"X{i}" for i in range(n))))
@@ -548,6 +549,75 @@ def test_draws_of_an_earlier_format_are_removed_and_nothing_else(tmp_path, monke
     assert len(list(wd.glob("samples-seed1-*"))) == 1 and list(wd.glob("samples-seed2-*")) != [old_folder]
     assert len(list(wd.glob("samples-seed2-*"))) == 1
     np.testing.assert_array_equal(again.parents, old.parents)  # drawn again: the same samples
+
+
+def test_a_stale_draws_folder_with_anything_else_in_its_parts_is_kept(tmp_path, monkeypatch):
+    """A draws folder of another KEY is removed only when its parts/ holds parts and a
+    killed writer's temporary files alone, and nothing in it is a symlink: a user's file or
+    folder in parts/, or a link in the place of a part or the journal, keeps it whole."""
+    import shutil
+
+    from bigbn.outputs import samples as S
+
+    wd = finished_workdir(tmp_path / "w", naive.random_beta(4, 2, np.random.default_rng(5), spread=3), 2, 3)
+    monkeypatch.setattr(S, "DRAWS_FORMAT", S.DRAWS_FORMAT - 1)  # as an earlier bigbn drew them
+    bigbn.sample(wd, 20, seed=2, batch=10)
+    monkeypatch.undo()
+    (old,) = wd.glob("samples-seed2-*")
+    (old / "parts" / ".batch-0-10.npz.12-34.tmp").write_bytes(b"half")  # a killed writer's: still stale
+    mine = tmp_path / "mine.txt"
+    mine.write_text("mine")
+    extras = [lambda f: (f / "parts" / "notes.txt").write_text("mine"),
+              lambda f: (f / "parts" / "batch-20-30.npz").mkdir(),
+              lambda f: ((f / "parts" / "batch-0-10.npz").unlink(), (f / "parts" / "batch-0-10.npz").symlink_to(mine)),
+              lambda f: ((f / "journal.jsonl").unlink(), (f / "journal.jsonl").symlink_to(mine))]
+    kept = []
+    for i, extra in enumerate(extras):
+        f = wd / old.name.replace("seed2-", f"seed{10 + i}-")
+        shutil.copytree(old, f, symlinks=True)
+        extra(f)
+        kept.append(f)
+    bigbn.sample(wd, 20, seed=1, batch=10)
+    assert not old.exists()
+    assert all(f.exists() for f in kept) and (kept[0] / "parts" / "notes.txt").read_text() == "mine"
+
+
+def test_too_many_samples_are_refused_before_their_tasks_are_listed(tmp_path, monkeypatch):
+    """The memory check comes first: 10^8 samples in batches of 1 were 10^8 task objects
+    (minutes and tens of GiB) before the one-line refusal."""
+    from bigbn.outputs import samples as S
+
+    wd = finished_workdir(tmp_path / "w", naive.random_beta(4, 2, np.random.default_rng(5), spread=3), 2, 3)
+
+    def listed(T, batch):
+        raise AssertionError(f"{T} samples in batches of {batch} listed before the budget was checked")
+
+    monkeypatch.setattr(S, "batch_specs", listed)
+    with pytest.raises(OptionError, match="100000000 samples of 4 variables need about"):
+        bigbn.sample(wd, 10**8, batch=1, memory="1G")
+
+
+def test_a_damaged_stored_alpha_never_changes_the_samples(tmp_path):
+    """A run with --alpha store keeps α on disk, but the sweep took α there without any
+    check: damaged α chunks gave other samples (a self-check |z| of 200) and exit 0. The
+    sweep computes α from β (CRC-checked): the samples of an intact run, bit for bit."""
+    import shutil
+
+    beta = naive.random_beta(6, 2, np.random.default_rng(7), spread=3)
+    wd = finished_workdir(tmp_path / "w", beta, 2, 3, alpha_mode="store")
+    assert not SK.point_alpha_pays(6, 2, 300)  # α per visited chunk, as the tables give it
+    ref = bigbn.sample(wd, 300, seed=1)
+    for folder in wd.glob("samples-seed*"):  # the draws are kept: draw again
+        shutil.rmtree(folder)
+    chunks = [f for f in (wd / "tables.zarr" / "alpha" / "c").rglob("*") if f.is_file()]
+    assert chunks
+    for f in chunks:
+        a = np.fromfile(f, dtype="<f8")
+        a[: a.size // 2] += 5.0
+        a.tofile(f)
+    again = bigbn.sample(wd, 300, seed=1)
+    np.testing.assert_array_equal(again.parents, ref.parents)
+    np.testing.assert_array_equal(again.orders, ref.orders)
 
 
 def test_forbidden_and_required_edges_are_sampled_exactly(tmp_path):

@@ -64,6 +64,78 @@ def test_a_damaged_chunk_file_is_an_error_naming_it(wd):
     np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
 
 
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_a_chunk_written_again_never_writes_through_a_link(wd, tmp_path, link):
+    """A chunk file that is a symlink or a hard link (a workdir cloned by cp -s or cp -l)
+    is replaced by a file of its own when written: the file it shared is left as it was."""
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"somebody else's" * 20)
+    f = wd.tables / "backward" / "c" / "1"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    (f.symlink_to if link == "symlink" else f.hardlink_to)(outside)
+    wd.write_region(Region("backward", ((1,),)), np.full(32, 2.0))
+    assert outside.read_bytes() == b"somebody else's" * 20
+    assert not f.is_symlink() and f.stat().st_nlink == 1
+    np.testing.assert_array_equal(wd.read("backward", slice(32, 64)), 2.0)
+
+
+def test_a_folder_in_the_place_of_a_tables_file_is_a_workdir_error_saying_fresh(wd, tmp_path):
+    """A folder where a chunk file or a table's zarr.json belongs was an OSError (`bigbn
+    run`: "Is a directory", while the readers said to run it again)."""
+    f = wd.tables / "backward" / "c" / "1"
+    f.mkdir(parents=True)
+    with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way of the run's tables.*--fresh"):
+        wd.write_region(Region("backward", ((1,),)), np.ones(32))
+    with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way of the run's tables.*--fresh"):
+        wd.delete_region(Region("backward", ((1,),)))
+    w = Workdir(tmp_path / "other")
+    meta = w.tables / "forward" / "zarr.json"
+    meta.mkdir(parents=True)
+    with pytest.raises(WorkdirError, match=r"forward/zarr.json is in the way of the run's tables.*--fresh"):
+        w.create_tables(Plan(8, 2, 5))
+
+
+def test_a_fifo_in_the_place_of_a_chunk_file_is_refused_never_waited_on(wd):
+    """A FIFO where a chunk file belongs made `bigbn sample` and `bigbn run` wait forever
+    for a writer (reading) or a reader (writing). The test holds both ends open (and data
+    in the pipe) only so that code that opens it blindly fails instead of blocking."""
+    import os
+
+    f = wd.tables / "backward" / "c" / "1"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(f)
+    fd = os.open(f, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"\0" * 300)
+        with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way .*not a regular file.*--fresh"):
+            wd.read("backward", slice(32, 64))
+        with pytest.raises(WorkdirError, match=r"backward/c/1 is in the way .*not a regular file.*--fresh"):
+            wd.write_region(Region("backward", ((1,),)), np.ones(32))
+    finally:
+        os.close(fd)
+
+
+def test_a_folder_or_fifo_named_as_a_journal_or_the_lock_is_a_workdir_error(tmp_path):
+    """A folder of a journal's name was an OSError out of every reader (bigbn.open's a
+    traceback), a FIFO of that name a wait forever; --fresh removes either. A folder named
+    lock: an OSError out of every run and sample."""
+    import os
+
+    w = Workdir(tmp_path)
+    (tmp_path / "journal.jsonl").mkdir()
+    with pytest.raises(WorkdirError, match=r"journal.jsonl is not a file.*remove it.*--fresh"):
+        w.journal()
+    os.mkfifo(tmp_path / "journal-host-1.jsonl")
+    with pytest.raises(WorkdirError, match=r"journal-host-1.jsonl is not a file"):
+        w.journal()
+    w.clear()
+    assert w.journal() == {} and not (tmp_path / "journal.jsonl").exists()
+    (tmp_path / "lock").mkdir()
+    with pytest.raises(WorkdirError, match=r"lock is a folder, not the run's lock file; remove it"):
+        with w.lock():
+            pass
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over
@@ -255,6 +327,16 @@ def test_damaged_metadata_is_no_layout(tmp_path, meta):
     (tmp_path / "zarr.json").write_text(meta)
     assert plain_layout(tmp_path / "zarr.json") is None
     assert plain_layout(tmp_path / "missing.json") is None
+
+
+def test_a_float_fill_value_past_float64_is_no_layout(wd):
+    """An integer fill value beyond float64's range (zarr refuses it) is no layout, not
+    an OverflowError out of plain_layout."""
+    from bigbn.store.workdir import plain_layout
+
+    meta = wd.tables / "forward" / "zarr.json"
+    meta.write_text(meta.read_text().replace('"NaN"', "1" + "0" * 400))
+    assert plain_layout(meta) is None
 
 
 def test_a_layout_is_found_only_for_metadata_zarr_opens(tmp_path):

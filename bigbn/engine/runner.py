@@ -130,6 +130,9 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
         if [m for m, _ in old.plan.tiers] != [lay.m for lay in lays]:
             raise WorkdirError(f"{wd.root}/run.json is damaged (its plan does not match the run's tiers); "
                                "use --fresh to start over")
+        if old.plan.k != lays[0].k:  # the fingerprint's max parents are the same: run.json was edited
+            raise WorkdirError(f"{wd.root}/run.json is damaged (its plan's max parents {old.plan.k} are not "
+                               f"the run's {lays[0].k}); use --fresh to start over")
         mode = old.plan.alpha_mode
         # as without tiers: another value is refused, not ignored (a tier's capped at its size)
         other = [(lay, c) for lay, (_, c) in zip(lays, old.plan.tiers) if chunk_bits is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -126,10 +127,14 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
         with np.load(folder / "samples.npz") as z:
             arrays = {k: z[k] for k in ("names", "parents", "weights", "orders", "log_linear_extensions",
                                         "log_score")}
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
         raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
-    if tuple(str(s) for s in arrays["names"]) != tuple(res.names) or arrays["parents"].shape[1] != len(res.names):
+    if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(res.names) \
+            or arrays["parents"].ndim not in (2, 3) or arrays["parents"].shape[1] != len(res.names):
         raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
+    wrong = _samples_damage(arrays, info)
+    if wrong:
+        raise WorkdirError(f"{folder} is damaged ({wrong}): {again}")
     lml = info.get("log_marginal_likelihood")
     if not isinstance(lml, (int, float)) or abs(lml - (log_px + offset)) > 1e-9 * max(1.0, abs(lml)):
         raise WorkdirError(f"{folder}: the samples are of another run (log p(data) {lml} vs the run's "
@@ -140,6 +145,30 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
     return Samples(tuple(res.names), arrays["parents"], arrays["weights"], prior, int(info.get("seed", 0)),
                    arrays["log_linear_extensions"], arrays["log_score"] - offset, log_px,
                    arrays["orders"], res.posterior, info, offset)
+
+
+def _samples_damage(arrays: dict, info) -> str | None:
+    """What is wrong with the arrays of samples.npz (names and parents' width checked) and
+    its summary.json, as `write_outputs` writes them, else None: one length T and the
+    types and shapes `Samples` holds, finite weights, the seed and T of the summary."""
+    if not isinstance(info, dict):
+        return "summary.json is not an object"
+    T, n = arrays["parents"].shape[:2]
+    shapes = {"parents": (np.int64, arrays["parents"].shape), "orders": (np.int64, (T, n)),
+              "weights": (np.float64, (T,)), "log_linear_extensions": (np.float64, (T,)),
+              "log_score": (np.float64, (T,))}
+    for name, (dtype, shape) in shapes.items():
+        if arrays[name].dtype != dtype or arrays[name].shape != shape:
+            return f"{name} is {arrays[name].dtype} {arrays[name].shape}, not {np.dtype(dtype)} {shape}"
+    if arrays["parents"].ndim == 2 and not ((arrays["parents"] >= 0) & (arrays["parents"] >> n == 0)).all():
+        return f"parent sets beyond the {n} variables"
+    if not (np.isfinite(arrays["weights"]).all() and (arrays["weights"] >= 0).all()):
+        return "weights that are not finite and non-negative"
+    seed, count, z = info.get("seed", 0), info.get("samples", T), info.get("log_z_dag_modular", 0.0)
+    if not (type(seed) is int and seed >= 0 and type(count) is int and count == T
+            and isinstance(z, (int, float)) and not isinstance(z, bool)):
+        return f"summary.json's seed {seed!r}, samples {count!r} or log_z_dag_modular {z!r} are not of the {T} samples"
+    return None
 
 
 def read_effects(path: Path, names) -> Effects | None:

@@ -96,14 +96,26 @@ def read_run(workdir) -> RunFiles:
         raise WorkdirError(f"{root}: no edges.csv, the run's posterior is not finished (or it was a "
                            f"--map-only run); run the same `bigbn run` command again, then {then}")
     names = run.names
-    return RunFiles(root=root, run=run, summary=_json(root / "summary.json"),
+    return RunFiles(root=root, run=run, summary=_json(root / "summary.json", _RUN_SUMMARY),
                     posterior=_read_posterior(edges, names, run.record.children),  # a time series: into slice t
                     parent_sets=_read_parent_sets(root, names),
-                    journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv"),
-                    samples=_read_samples(root), effects=_read_rows(root / "effects.csv"))
+                    journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv", names),
+                    samples=_read_samples(root), effects=_read_effects(root / "effects.csv"))
 
 
-def _json(path: Path) -> dict:
+#: the objects of a summary.json the page reads into (a damaged one of another type is an
+#: error naming it, not a traceback from the page): the run's, and the samples'
+_RUN_SUMMARY = ("plan", "map_dag")
+_SAMPLES_SUMMARY = ("edge_check",)
+_AGAIN = "run the command that wrote it again to rewrite it"
+#: how far past [0, 1] a probability bigbn computed may lie by rounding (sums of terms
+#: that round up: effects.csv holds 1 + 3.6e-15)
+_ROUNDING = 1e-9
+
+
+def _json(path: Path, objects: tuple[str, ...] = ()) -> dict:
+    """A summary.json as a dict ({} for none or another JSON type); ``objects``: its keys
+    that must hold objects when present."""
     try:
         obj = json.loads(path.read_text())
     except FileNotFoundError:
@@ -111,18 +123,42 @@ def _json(path: Path) -> dict:
     except (OSError, ValueError) as e:
         raise WorkdirError(f"{path}: not readable JSON ({e}); run the same `bigbn run` command "
                            "again to rewrite it") from None
-    return obj if isinstance(obj, dict) else {}
+    obj = obj if isinstance(obj, dict) else {}
+    for key in objects:
+        if not isinstance(obj.get(key, {}), dict):
+            raise WorkdirError(f"{path}: \"{key}\" is not an object (damaged); {_AGAIN}")
+    workers = obj.get("plan", {}).get("workers")
+    if workers is not None and not (type(workers) is int and workers >= 1):
+        raise WorkdirError(f"{path}: \"plan\": \"workers\" is {workers!r}, not a number of workers (damaged); "
+                           f"{_AGAIN}")
+    return obj
 
 
-def _read_rows(path: Path) -> list[dict] | None:
-    """The rows of a CSV file bigbn wrote, as dicts; None when there is no such file."""
+def _read_rows(path: Path, need: tuple[str, ...] = (), numbers: tuple[str, ...] = (),
+               probabilities: tuple[str, ...] = ()) -> list[dict] | None:
+    """The rows of a CSV file bigbn wrote, as dicts; None when there is no such file.
+    WorkdirError naming the line and column where a column in ``need`` is missing, one in
+    ``numbers`` is no number, or one in ``probabilities`` is no number in [0, 1] (give or
+    take `_ROUNDING`)."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            return list(csv.DictReader(fh))
+            rows = list(csv.DictReader(fh))
     except FileNotFoundError:
         return None
     except (OSError, csv.Error, UnicodeDecodeError) as e:
         raise WorkdirError(f"{path}: not readable ({e})") from None
+    for line, row in enumerate(rows, 2):
+        for col in need + numbers + probabilities:
+            x = row.get(col)
+            try:
+                ok = x is not None and (col not in numbers + probabilities or not math.isnan(float(x))) \
+                    and (col not in probabilities or -_ROUNDING <= float(x) <= 1.0 + _ROUNDING)
+            except ValueError:
+                ok = False
+            if not ok:
+                what = "no such column" if x is None else repr(x)
+                raise WorkdirError(f"{path}, line {line}, column {col}: {what} (damaged, or not bigbn's); {_AGAIN}")
+    return rows
 
 
 def _read_posterior(path: Path, names, children: int | None = None) -> np.ndarray:
@@ -131,14 +167,18 @@ def _read_posterior(path: Path, names, children: int | None = None) -> np.ndarra
     children = len(names) if children is None else children
     index = {x: i for i, x in enumerate(names)}
     P = np.zeros((len(names), len(names)))
-    seen = 0
-    for row in _read_rows(path) or []:
+    seen = set()
+    for row in _read_rows(path, probabilities=("posterior",)) or []:
         try:
-            P[index[row["parent"]], index[row["child"]]] = float(row["posterior"])
-            seen += 1
+            u, v = index[row["parent"]], index[row["child"]]
+            if u == v or (u, v) in seen:
+                raise ValueError("a loop or a repeated edge")
+            P[u, v] = float(row["posterior"])
+            seen.add((u, v))
         except (KeyError, TypeError, ValueError):
             raise WorkdirError(f"{path}: a row that is not a parent,child,posterior of this run's "
                                f"variables ({row}); run the same `bigbn run` command again") from None
+    seen = len(seen)
     if seen != children * (len(names) - 1):
         raise WorkdirError(f"{path}: {seen} rows, the run has {children * (len(names) - 1)} edges; "
                            "run the same `bigbn run` command again to rewrite it")
@@ -156,8 +196,25 @@ def _read_parent_sets(root: Path, names) -> dict:
     return out
 
 
-def _read_arcs(path: Path) -> list | None:
+def _read_effects(path: Path) -> list[dict] | None:
+    """The rows of effects.csv, of either form `bigbn effects` writes (continuous: mean and
+    interval; discrete: a probability per pair of levels), checked as the page reads them."""
     rows = _read_rows(path)
+    if not rows:
+        return rows
+    if "mean" in rows[0]:
+        return _read_rows(path, need=("cause", "effect"), numbers=("mean", "lower", "upper"),
+                          probabilities=("p_zero",))
+    return _read_rows(path, need=("cause", "effect", "cause_level", "effect_level"),
+                      probabilities=("probability", "p_zero"))
+
+
+def _read_arcs(path: Path, names) -> list | None:
+    rows = _read_rows(path, need=("parent", "child"))
+    for r in rows or []:
+        if r["parent"] not in names or r["child"] not in names or r["parent"] == r["child"]:
+            raise WorkdirError(f"{path}: an arc that is not between two of this run's variables "
+                               f"({r['parent']} → {r['child']}); {_AGAIN}")
     return None if rows is None else [(r["parent"], r["child"]) for r in rows]
 
 
@@ -166,9 +223,23 @@ def _read_samples(root: Path) -> dict:
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
         if (folder / "summary.json").is_file():
-            out[prior] = {"summary": _json(folder / "summary.json"),
-                          "dags": _read_rows(folder / "dags.csv") or [],
-                          "ancestors": _read_rows(folder / "ancestors.csv") or []}
+            # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1
+            exact = prior == "order-modular"
+            post = "exact_posterior" if exact else "estimated_posterior"
+            dags = _read_rows(folder / "dags.csv", need=("rank", "arcs"), numbers=("se",) + ((post,) * (not exact)),
+                              probabilities=("probability",) + ((post,) * exact)) or []
+            for line, r in enumerate(dags, 2):
+                try:
+                    arcs = json.loads(r["arcs"])
+                    ok = isinstance(arcs, list) and all(isinstance(a, list) and len(a) == 2 for a in arcs)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise WorkdirError(f"{folder / 'dags.csv'}, line {line}, column arcs: {r['arcs']!r} (damaged, "
+                                       f"or not bigbn's); {_AGAIN}")
+            out[prior] = {"summary": _json(folder / "summary.json", _SAMPLES_SUMMARY), "dags": dags,
+                          "ancestors": _read_rows(folder / "ancestors.csv", need=("ancestor", "descendant"),
+                                                  numbers=("se",), probabilities=("probability",)) or []}
     return out
 
 

@@ -25,9 +25,11 @@ reported).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import time
@@ -462,15 +464,16 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     t0 = time.perf_counter()
     run = finished_run(run_workdir(workdir, "sample"), then="sample")
     n = len(run.names)
-    specs = batch_specs(T, batch)
-    threads = threads_per_task(scheduler, workers, len(specs))
-    need = sample_memory_bytes(n, T) + min(workers, len(specs)) * max(
+    batches = -(-T // batch)  # the tasks are listed once the budget is known to hold them
+    threads = threads_per_task(scheduler, workers, batches)
+    need = sample_memory_bytes(n, T) + min(workers, batches) * max(
         [sweep_memory_bytes(lat.plan.n, lat.plan.k, lat.plan.c, min(T, batch), threads)
          for lat in (tier.lattice for tier in run.tiers) if lat is not None] or [0])
     if need > memory:
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
+    specs = batch_specs(T, batch)
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
         for stale in stale_draws(folder):
@@ -543,7 +546,8 @@ def stale_draws(folder: Path) -> list[Path]:
     use again: their KEY is not the run's (`draws_key`: drawn by another DRAWS_FORMAT,
     i.e. an earlier bigbn, from the same tables, since a run of other tables starts with
     --fresh, which removes them). Only folders of bigbn's own making: the name
-    samples-seedS-KEY, and nothing inside but the journal and the parts. `sample` removes
+    samples-seedS-KEY, and nothing inside but the journal and the parts (none a symlink;
+    parts/ nothing but parts and temporary files of their writers). `sample` removes
     them under the run's lock (they take about 16n + 32 bytes a sample)."""
     root, key = folder.parent, folder.name.rsplit("-", 1)[1]
     out = []
@@ -551,10 +555,20 @@ def stale_draws(folder: Path) -> list[Path]:
         if (_DRAWS_NAME.fullmatch(p.name) and not p.name.endswith(f"-{key}") and p.is_dir()
                 and not p.is_symlink()
                 and all(c.name == "parts" and c.is_dir() and not c.is_symlink()
-                        or c.name.startswith("journal") and c.name.endswith(".jsonl") and c.is_file()
+                        and all(_PART_NAME.fullmatch(f.name) and _plain_file(f) for f in c.iterdir())
+                        or c.name.startswith("journal") and c.name.endswith(".jsonl") and _plain_file(c)
                         for c in p.iterdir())):
             out.append(p)
     return out
+
+
+#: what a draws folder's parts/ holds: the batches' parts, and the temporary file of a
+#: writer killed before its rename (`outputs.tasks.write_part`)
+_PART_NAME = re.compile(r"batch-\d+-\d+\.npz|\.batch-\d+-\d+\.npz\.\d+-\d+\.tmp")
+
+
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 @dataclass(frozen=True)
@@ -649,10 +663,19 @@ def _draw_parents(beta, fam, nodes, preds, alphas, seed: int, first: int, attemp
     list(pool.map(one, _split(nodes.shape[0], threads)))
 
 
+def _sweep_job(lat: FinishedLattice) -> Job:
+    """The job a sweep of lattice ``lat`` takes α through: α computed from its β (checked
+    against the journal's CRC), never read from a stored α table (``--alpha store``), which
+    a reader cannot check (its CRCs are per task, over whole spans) and whose damage gave
+    other samples without a word. The alpha task computes the stored table with the same
+    kernel from the same β, so an intact table gives the same samples, bit for bit."""
+    return Job(lat.workdir, dataclasses.replace(lat.plan_read, alpha_mode="recompute"), lat.beta)
+
+
 def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
     """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
     plan, beta = run.plan, run.beta
-    job = Job(run.workdir, plan, beta)
+    job = _sweep_job(run)
     t1 = time.perf_counter()
     nodes, preds, alphas, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
     t_sweep = time.perf_counter() - t1
@@ -689,7 +712,7 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
             attempt = np.zeros(T, dtype=np.int64)
         else:
             t1 = time.perf_counter()
-            job = Job(lat.workdir, lat.plan_read, lat.beta)
+            job = _sweep_job(lat)
             nodes, preds, alphas, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
@@ -819,9 +842,13 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
 def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
-    [parent, child] names), samples.npz (the samples themselves) and summary.json."""
+    [parent, child] names), samples.npz (the samples themselves) and summary.json. summary.json
+    goes first and comes back last (each file renamed into place whole), so a write killed
+    half way leaves no summary.json, never one of other samples beside the new ones
+    (`reopen.read_samples` then says to run `bigbn sample` again)."""
     out = Path(workdir).resolve() / f"samples-{s.prior}"
     out.mkdir(exist_ok=True)
+    (out / "summary.json").unlink(missing_ok=True)
     names = list(s.names)
     p, se = s.edge_probabilities(with_se=True)
     if s.prior == "order-modular":
@@ -843,14 +870,17 @@ def write_outputs(s: Samples, workdir) -> Path:
                    _arcs_fields(names, t["parents"]))
         fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
                          for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
-    np.savez(out / "samples.npz", names=np.array(names), parents=s.parents, weights=s.weights,
-             orders=s.orders, log_linear_extensions=s.log_linear_extensions,
-             log_score=s.log_score + s.log_offset)
+    with open(out / ".samples.npz.tmp", "wb") as fh:
+        np.savez(fh, names=np.array(names), parents=s.parents, weights=s.weights,
+                 orders=s.orders, log_linear_extensions=s.log_linear_extensions,
+                 log_score=s.log_score + s.log_offset)
+    os.replace(out / ".samples.npz.tmp", out / "samples.npz")
     info = dict(s.info)
     if "log_z_dag_modular" in info:
         info["log_z_dag_modular"] += s.log_offset
-    with open(out / "summary.json", "w") as fh:
+    with open(out / ".summary.json.tmp", "w") as fh:
         json.dump({**info, "names": names, "log_marginal_likelihood": s.log_marginal + s.log_offset}, fh,
                   indent=2)
         fh.write("\n")
+    os.replace(out / ".summary.json.tmp", out / "summary.json")
     return out

@@ -77,14 +77,22 @@ def write_part(folder: Path, spec: PartSpec, arrays: dict) -> int:
         np.savez(fh, **arrays)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        tmp.unlink(missing_ok=True)
+        raise WorkdirError(f"{path} is a folder where the part of task {spec.id} belongs; remove it, then run "
+                           "the same command again") from None
     fsync_path(path.parent)
     return arrays_crc(arrays)
 
 
 def read_part(folder: Path, spec: PartSpec, rec: dict | None = None) -> dict | None:
     """The arrays of a part, or None when the part is missing, unreadable or (given its
-    journal record) not the CRC it was written with."""
+    journal record) not the CRC it was written with, or not a file (a FIFO would block the
+    read; `write_part` replaces it)."""
+    if not part_path(folder, spec).is_file():
+        return None
     try:
         with np.load(part_path(folder, spec), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -138,7 +146,11 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     files that a killed writer left are removed first.
     progress(stage, tasks done, tasks) after each task (and once for those already done)."""
     folder = Path(folder)
-    (folder / PARTS).mkdir(parents=True, exist_ok=True)
+    try:
+        (folder / PARTS).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:  # a file where the folder or its parts/ belongs
+        raise WorkdirError(f"{e.filename} is a file where a folder of the tasks' parts belongs; remove it, "
+                           "then run the same command again") from None
     for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
         tmp.unlink(missing_ok=True)
     journal = Journal(folder, owner)

@@ -190,7 +190,7 @@ class RunRecord:
                 and isinstance(names, list) and all(isinstance(s, str) for s in names)
             plan = tiering.RunPlan.from_json(pl) if ok else None
             source = obj.get("source") or ""
-            ok = ok and plan.n == fp["n"] == len(names) and isinstance(source, str)
+            ok = ok and plan.n == fp["n"] == len(names) == len(set(names)) and isinstance(source, str)
         except (KeyError, TypeError, ValueError, AttributeError):  # OptionError is a ValueError
             ok = False
         if not ok:
@@ -297,7 +297,8 @@ class RunDir:
         self.then = then
         record = read_record(self.root) if self.root.is_dir() else None
         if record is None:
-            what = "no run.json" if self.root.is_dir() else "no such folder"
+            what = "no run.json" if self.root.is_dir() else "a file, not a folder" if self.root.exists() \
+                else "no such folder"
             raise WorkdirError(f"{self.root}: no finished run here (not a bigbn work directory: "
                                f"{what}); run `bigbn run` first, then {then}")
         self.record = record

@@ -16,12 +16,14 @@ chunk it may have left.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
 import os
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -130,7 +132,10 @@ def plain_layout(meta: Path) -> Layout | None:
         fill = _FILLS.get(fill, fill) if isinstance(fill, str) else fill
         if not isinstance(fill, (int, float)) or isinstance(fill, bool):
             return None
-        fill = float(fill)
+        try:
+            fill = float(fill)
+        except OverflowError:  # an integer past float64's range: zarr refuses it too
+            return None
     elif not (type(fill) is int and np.iinfo(dtype).min <= fill <= np.iinfo(dtype).max):
         return None
     return Layout(tuple(shape), tuple(chunks), dtype, fill, separator)
@@ -177,20 +182,21 @@ class TableStore:
 
         self.forget()
         self.check_folder()
-        try:
-            g = zarr.open_group(self.path, mode="a")
-        except Exception:  # noqa: BLE001 - damaged group metadata: write it again
-            (self.path / "zarr.json").unlink(missing_ok=True)
-            g = zarr.open_group(self.path, mode="a")
-        for name in plan.tables():
-            shape, chunks, dtype = planned(plan, name)
-            meta = self.path / name / "zarr.json"
-            if meta.exists():
-                if self.matches(plan, name):
-                    continue
-                meta.unlink()
-            g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
-                           fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
+        with _in_the_way():
+            try:
+                g = zarr.open_group(self.path, mode="a")
+            except Exception:  # noqa: BLE001 - damaged group metadata: write it again
+                (self.path / "zarr.json").unlink(missing_ok=True)
+                g = zarr.open_group(self.path, mode="a")
+            for name in plan.tables():
+                shape, chunks, dtype = planned(plan, name)
+                meta = self.path / name / "zarr.json"
+                if meta.exists():
+                    if self.matches(plan, name):
+                        continue
+                    meta.unlink()
+                g.create_array(name, shape=shape, chunks=chunks, dtype=dtype, compressors=None,
+                               fill_value=np.nan if dtype.kind == "f" else -1, overwrite=True)
 
     def check_folder(self, then: str = "run the same command with --fresh to start over") -> None:
         """WorkdirError when the tables' path exists but is not a folder."""
@@ -324,7 +330,9 @@ class TableStore:
         never written reads as the fill value, as zarr reads it."""
         path = self.path / name / lay.key(chunk_coords)
         try:
-            with open(path, "rb") as f:
+            with open(path, "rb", opener=_open_nonblocking) as f:  # a FIFO in its place never blocks
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise _in_the_way_error(path, "not a regular file")
                 got = f.readinto(memoryview(out).cast("B"))
                 extra = f.read(1)
                 if evict:
@@ -342,25 +350,27 @@ class TableStore:
 
         A single whole chunk (L, B, a γ part) is written in place by plain file I/O: a
         write killed half way leaves a chunk whose CRC fails, and its task runs again (a
-        task's journal line follows the fsync of its chunks)."""
-        box = self._box(name, index)
-        if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
-            self.array(name)[index] = data
-        else:
-            lay, ranges, _ = box
-            path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
-            buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-            try:
-                done = 0
-                while done < len(buf):
-                    done += os.write(fd, buf[done:])
-                os.ftruncate(fd, len(buf))
-            finally:
-                os.close(fd)
-        for cc in chunk_coords:
-            fsync_path(self.chunk_file(name, cc))
+        task's journal line follows the fsync of its chunks); never through a symlink or
+        hard link in the chunk file's place (`_open_own`)."""
+        with _in_the_way():
+            box = self._box(name, index)
+            if box is None or not all(hi - lo == 1 for lo, hi in box[1]):
+                self.array(name)[index] = data
+            else:
+                lay, ranges, _ = box
+                path = self.path / name / lay.key(tuple(lo for lo, _ in ranges))
+                buf = memoryview(np.ascontiguousarray(data, dtype=lay.dtype).reshape(lay.chunks)).cast("B")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = _open_own(path)
+                try:
+                    done = 0
+                    while done < len(buf):
+                        done += os.write(fd, buf[done:])
+                    os.ftruncate(fd, len(buf))
+                finally:
+                    os.close(fd)
+            for cc in chunk_coords:
+                fsync_path(self.chunk_file(name, cc))
 
     def region_index(self, region: Region) -> tuple[slice, ...]:
         """The index (one slice per axis) of a region's box of whole chunks."""
@@ -376,7 +386,8 @@ class TableStore:
         folders = set()
         for cc in region.chunks:
             f = self.chunk_file(region.table, cc)
-            f.unlink(missing_ok=True)
+            with _in_the_way():
+                f.unlink(missing_ok=True)
             folders.add(f.parent)
         for d in folders:
             if d.is_dir():
@@ -389,6 +400,49 @@ class TableStore:
         if os.path.lexists(self.path) and not self.path.is_dir():
             self.path.unlink()  # a file where the tables' folder belongs
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _in_the_way():
+    """A folder where a file of the tables belongs, or a file where a folder does (the OS
+    error of making, writing or removing it), as a WorkdirError that says how to go on."""
+    try:
+        yield
+    except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:
+        raise _in_the_way_error(e.filename, e.strerror) from None
+
+
+def _in_the_way_error(path, why: str) -> WorkdirError:
+    return WorkdirError(f"{path} is in the way of the run's tables ({why}); run the same command with "
+                        "--fresh to start over")
+
+
+def _open_nonblocking(path, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)  # no effect on a regular file's reads and writes
+
+
+def _open_own(path: Path) -> int:
+    """A file descriptor to write chunk file ``path`` in place, a file of the run's own:
+    a symlink or a hard link in its place (a workdir cloned by ``cp -s`` or ``cp -l``) is
+    replaced by a new file, never written through (zarr's writes, a new file renamed into
+    place, never write through one either)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a FIFO no process reads
+            raise _in_the_way_error(path, "not a regular file") from None
+        if e.errno != errno.ELOOP:  # ELOOP: path is a symlink
+            raise
+    else:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise _in_the_way_error(path, "not a regular file")
+        if st.st_nlink <= 1:
+            return fd
+        os.close(fd)
+    path.unlink()
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
 
 
 def _evict(fd: int) -> None:
@@ -411,14 +465,19 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-# Fields a stage's record carries besides task, stage, crc, seconds, start, end.
-_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",)}
+# Fields a stage's record carries besides task, stage, crc, seconds, start, end: numbers,
+# and counts (integers ≥ 0). "batch": a batch of samples (`samples.BatchTask`), whose
+# numbers the sampler sums into its summary.
+_RECORD_EXTRAS = {"edges": ("log_px",), "map_dag": ("log_score",),
+                  "batch": ("sweep_seconds", "parents_seconds", "le_seconds")}
+_RECORD_COUNTS = {"batch": ("redrawn", "reads", "chunks")}
 
 
 def valid_record(rec) -> bool:
-    """Whether a journal line is a task record as `JournaledTask` writes it: task and
-    stage strings, a CRC-32C, finite times, and the stage's own numbers. Everything read
-    from disk goes through here, so a damaged or hand-edited line is never trusted."""
+    """Whether a journal line is a task record as `JournaledTask` (or `outputs.tasks.PartTask`)
+    writes it: task and stage strings, a CRC-32C, finite times, and the stage's own numbers
+    and counts. Everything read from disk goes through here, so a damaged or hand-edited
+    line is never trusted."""
     if not isinstance(rec, dict):
         return False
     task, stage, crc = rec.get("task"), rec.get("stage"), rec.get("crc")
@@ -429,7 +488,8 @@ def valid_record(rec) -> bool:
     if not (isinstance(crc, int) and not isinstance(crc, bool) and 0 <= crc < 2**32):
         return False
     fields = ("seconds", "start", "end") + _RECORD_EXTRAS.get(stage, ())
-    return all(_number(rec.get(f)) for f in fields)
+    return all(_number(rec.get(f)) for f in fields) \
+        and all(type(rec.get(f)) is int and rec.get(f) >= 0 for f in _RECORD_COUNTS.get(stage, ()))
 
 
 class Journal:
@@ -458,7 +518,14 @@ class Journal:
         return self.root / f"journal-{me[0]}-{me[1]}.jsonl"
 
     def files(self) -> list[Path]:
-        return sorted(self.root.glob(JOURNAL_GLOB))
+        """The journal files; WorkdirError when one is not a file (a folder or a FIFO of a
+        journal's name: reading it failed with an OSError, or waited forever)."""
+        out = sorted(self.root.glob(JOURNAL_GLOB))
+        for path in out:
+            if not path.is_file():
+                raise WorkdirError(f"{path} is not a file, and a journal of the run has its name; remove it, or "
+                                   "run the same command with --fresh to start over")
+        return out
 
     def append(self, record: dict) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
@@ -500,8 +567,11 @@ class Journal:
                     os.fsync(fh.fileno())
 
     def clear(self) -> None:
-        for path in self.files():
-            path.unlink()
+        for path in self.root.glob(JOURNAL_GLOB):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 class RunLock:
@@ -516,7 +586,11 @@ class RunLock:
         """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
         the process dies (so a lock left by a killed run is never stale). The file holds
         the holder's pid, host and start time, for messages and `bigbn status`."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            raise WorkdirError(f"{self.path} is a folder, not the run's lock file; remove it, then run the "
+                               "same command again") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
