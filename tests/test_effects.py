@@ -324,3 +324,21 @@ def test_effects_refuse_a_run_on_a_jkl_file(tmp_path):
         assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd), *extra]),
                               "this run's local scores came from a .jkl file: causal effects need the data")
     assert not (wd / "effects.csv").exists()
+
+
+def test_a_probability_that_is_exactly_one_is_not_printed_above_it(tmp_path):
+    """a → b required, so every parent set of b holds a and P(effect of b on a is 0) is
+    exactly 1: the sum of the parent sets' posteriors came out 1.0000000000000036 (and up to
+    1 + 19 ulps over these seeds). Probabilities are clipped to [0, 1], as their exact
+    values are."""
+    rng = np.random.default_rng(10)
+    m = 30
+    X = rng.integers(0, 2, size=(m, 6))
+    X[:, 1] = X[:, 0] ^ (rng.random(m) < 0.3)
+    r = bigbn.learn(X, names=list("abcdef"), score="bdeu", max_parents=3, workdir=tmp_path / "w",
+                    required=[("a", "b")])
+    e = effects(r, X)
+    i = e.pairs.index((1, 0))
+    assert e.p_zero[i] == 1.0
+    assert all(0.0 <= p <= 1.0 for p in e.p_zero)
+    assert all(((t >= 0) & (t <= 1)).all() for t in e.table)

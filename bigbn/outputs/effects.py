@@ -280,7 +280,7 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
             atom = float(np.sum(w[in_cdf & has_y]))
             lower[i], upper[i] = (mixture_quantile(t, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
                                   for t in tails)
-    return dict(mean=mean, p_zero=p_zero, lower=lower, upper=upper)
+    return dict(mean=mean, p_zero=_probability(p_zero), lower=lower, upper=upper)
 
 
 # --------------------------------------------------------------------------- discrete
@@ -310,7 +310,14 @@ def discrete_effects(ds, parent_sets, pairs, *, k2: bool, ess: float,
             adjusted = _adjusted(data_t, r, x, [pairs[i][1] for i in outside], z, qz, k2, ess)
             for i, tab in zip(outside, adjusted):
                 tables[i] += w * tab
-    return dict(table=tables, p_zero=p_zero)
+    return dict(table=[_probability(t) for t in tables], p_zero=_probability(p_zero))
+
+
+def _probability(p: np.ndarray) -> np.ndarray:
+    """Sums of posterior weights as probabilities: within [0, 1], as their exact values are
+    (a sum of weights that add up to 1, such as P(zero) when every parent set of the cause
+    holds the effect, came out 1 + a few ulps: 1.0000000000000036 in effects.csv)."""
+    return np.clip(p, 0.0, 1.0)
 
 
 def _configurations(data, r, Z: list[int]) -> tuple[np.ndarray, int]:
