@@ -173,10 +173,14 @@ def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
 
 
 def test_a_samples_write_killed_half_way_leaves_no_summary_of_other_samples(asia, tmp_path, monkeypatch):
-    """write_outputs removes summary.json first and renames it back last: killed before
-    then, bigbn.open says to sample again, never pairs the new samples.npz with the
-    summary (seed, counts) of the samples drawn before."""
+    """write_outputs removes samples.npz and summary.json first and writes samples.npz
+    last: killed before then, bigbn.open finds the run without samples (and the page the
+    new summary with the new CSV files), never pairs samples with the summary (seed,
+    counts) of others; the killed process's temporary file is removed by the next write."""
+    import os
     import shutil
+    import subprocess
+    import sys
 
     _, done = asia
     wd = tmp_path / "run"
@@ -190,14 +194,20 @@ def test_a_samples_write_killed_half_way_leaves_no_summary_of_other_samples(asia
         savez(*args, **kwargs)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(np, "savez", killed)  # killed once samples.npz is written
+    monkeypatch.setattr(np, "savez", killed)  # killed once samples.npz's temporary is written
     with pytest.raises(KeyboardInterrupt):
         write_outputs(second, wd)
     monkeypatch.undo()
-    with pytest.raises(WorkdirError, match=r"samples-order-modular is damaged \(FileNotFoundError\)"):
-        bigbn.open(wd)
+    folder = wd / "samples-order-modular"
+    assert bigbn.open(wd).samples is None
+    assert json.loads((folder / "summary.json").read_text())["seed"] == 2
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    left = folder / f".samples.npz.{gone}.tmp"  # as a killed process left it
+    (folder / f".samples.npz.{os.getpid()}.tmp").rename(left)
     write_outputs(second, wd)
-    assert bigbn.open(wd).samples.seed == 2
+    assert bigbn.open(wd).samples.seed == 2 and not left.exists()
+    assert sorted(f.name for f in folder.iterdir() if f.name.startswith(".")) == []
 
 
 # ------------------------------------------------------------------ discrete networks

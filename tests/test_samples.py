@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import bigbn
+import helpers as h
 import naive
 from bigbn.kernels import sampling as SK
 from bigbn.cli.main import main
@@ -1062,3 +1063,34 @@ def test_unique_rows_against_numpy_unique_axis_0():
         np.testing.assert_array_equal(got[key], want)
         np.testing.assert_array_equal(counts[key], wcounts)
         assert all(int(np.flatnonzero(inv == j)[0]) == i for j, i in enumerate(idx.tolist()))
+
+
+def test_an_exact_dag_posterior_near_one_is_not_written_past_it(tmp_path):
+    """|log p(x)| near 1e7 (a .jkl file of scores near −1e6), one DAG holding nearly all the
+    mass (seed 11: the one of 12 seeds where the rounding went up): its exact posterior exp(log #LE + log score − log p(x)) carries an ulp of log p(x)
+    (1.9e-9) and read 1.0000000018626451 in dags.csv, which the report then refused. It is
+    ≤ 1 exactly, and now written so; the page takes the file."""
+    from bigbn.kernels.families import family_masks
+    from bigbn.scores.jkl import write_jkl
+
+    n, k = 10, 2
+    masks = family_masks(n - 1, k)
+    rng = np.random.default_rng(11)
+    beta = -1e6 + rng.normal(size=(n, masks.size))
+    beta[:, 0] += 80  # the empty DAG, each parent set 80 nats ahead of every other
+    write_jkl(tmp_path / "big.jkl", [f"v{i}" for i in range(n)], beta, k)
+    wd = tmp_path / "w"
+    assert h.cli("run", "--scores", tmp_path / "big.jkl", "-k", k, "-w", wd, "-q").exit_code == 0
+    assert h.cli("sample", "-w", wd, "--samples", 50, "--seed", 0).exit_code == 0
+    with open(wd / "samples-order-modular" / "dags.csv", newline="") as fh:
+        exact = [float(r["exact_posterior"]) for r in csv.DictReader(fh)]
+    assert exact[0] > 1 - 1e-8 and max(exact) <= 1.0
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    dags = wd / "samples-order-modular" / "dags.csv"  # as an earlier bigbn wrote it
+    rows = list(csv.reader(dags.open(newline="")))
+    rows[1][rows[0].index("exact_posterior")] = "1.0000000018626451"
+    with dags.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    res = h.cli("report", wd, "--out", tmp_path / "r2.html")
+    assert res.exit_code == 0, res.output

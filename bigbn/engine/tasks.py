@@ -53,7 +53,14 @@ def alpha_span(job: Job, node: int, first_chunk: int, nchunks: int) -> np.ndarra
     size = p.alpha_chunk_size
     if p.alpha_mode == "store":
         return job.workdir.read("alpha", (node, slice(first_chunk * size, (first_chunk + nchunks) * size)))
-    out = np.empty(nchunks * size)
+    return computed_alpha(job, node, first_chunk, nchunks)
+
+
+def computed_alpha(job: Job, node: int, first_chunk: int, nchunks: int) -> np.ndarray:
+    """`alpha_span` computed from job.beta whatever the plan's α mode (the kernel the
+    alpha task writes a stored table with: the same bits)."""
+    p = job.plan
+    out = np.empty(nchunks * p.alpha_chunk_size)
     K._alpha_chunks(job.beta, p.families, node, first_chunk, p.c - 1, p.small_masks, out)
     return out
 

@@ -160,7 +160,8 @@ def _samples_damage(arrays: dict, info) -> str | None:
     for name, (dtype, shape) in shapes.items():
         if arrays[name].dtype != dtype or arrays[name].shape != shape:
             return f"{name} is {arrays[name].dtype} {arrays[name].shape}, not {np.dtype(dtype)} {shape}"
-    if arrays["parents"].ndim == 2 and not ((arrays["parents"] >= 0) & (arrays["parents"] >> n == 0)).all():
+    if arrays["parents"].ndim == 2 and arrays["parents"].size and \
+            not (arrays["parents"].min() >= 0 and arrays["parents"].max() >> n == 0):
         return f"parent sets beyond the {n} variables"
     if not (np.isfinite(arrays["weights"]).all() and (arrays["weights"] >= 0).all()):
         return "weights that are not finite and non-negative"

@@ -223,11 +223,12 @@ def _read_samples(root: Path) -> dict:
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
         if (folder / "summary.json").is_file():
-            # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1
-            exact = prior == "order-modular"
-            post = "exact_posterior" if exact else "estimated_posterior"
-            dags = _read_rows(folder / "dags.csv", need=("rank", "arcs"), numbers=("se",) + ((post,) * (not exact)),
-                              probabilities=("probability",) + ((post,) * exact)) or []
+            # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1; the
+            # exact one is exp of a difference of numbers near log p(x), whose rounding (an ulp
+            # of |log p(x)|, 1.9e-9 past 8e6) earlier bigbns wrote past 1: both checked as numbers
+            post = "exact_posterior" if prior == "order-modular" else "estimated_posterior"
+            dags = _read_rows(folder / "dags.csv", need=("rank", "arcs"), numbers=("se", post),
+                              probabilities=("probability",)) or []
             for line, r in enumerate(dags, 2):
                 try:
                     arcs = json.loads(r["arcs"])

@@ -41,7 +41,7 @@ import numpy as np
 
 from bigbn import options as opt
 from bigbn.kernels import sampling as SK
-from bigbn.engine.tasks import Job, alpha_span
+from bigbn.engine.tasks import Job, computed_alpha
 from bigbn.errors import EngineError, OptionError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
@@ -193,7 +193,9 @@ class Samples:
         out = {"parents": uniq[order], "count": counts[order], "probability": p,
                "se": np.sqrt(np.maximum(w2sum[order] * (1 - 2 * p) + p * p * w2, 0.0)),
                "log_linear_extensions": lle, "log_score": lsc + self.log_offset,
-               "exact_order_modular": [math.exp(x) for x in (lle + lsc - self.log_marginal).tolist()]}
+               # ≤ 1 exactly; the exponent carries about an ulp of |log p(x)| (1.9e-9 past 8e6:
+               # a DAG holding nearly all the mass read 1.0000000018626451)
+               "exact_order_modular": [min(math.exp(x), 1.0) for x in (lle + lsc - self.log_marginal).tolist()]}
         log_z_dag = self.info.get("log_z_dag_modular")
         if log_z_dag is not None:
             out["estimated_dag_modular"] = [math.exp(x) for x in (lsc - log_z_dag).tolist()]
@@ -307,7 +309,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                 if bits:
                     each(pending)
             else:
-                spans = list(pool.map(lambda b: alpha_span(job, c + b, 2 * squeeze(H, b), 2), bits))
+                spans = list(pool.map(lambda b: computed_alpha(job, c + b, 2 * squeeze(H, b), 2), bits))
                 for b, span in zip(bits, spans):
                     SK.advance_pending_tables(H, b, c, L, span, cur, step, status, key, pu, pcum, plog, pbit,
                                               nodes, preds, alphas)
@@ -319,7 +321,7 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
                     each(lambda j, r: SK.walk_chunk(H, c, L, memos[j], seed, first + r[0], *views(r, walk=True)))
                 else:
                     low = np.empty((c, p.alpha_chunk_size))
-                    list(pool.map(lambda i: low.__setitem__(i, alpha_span(job, i, H, 1)), range(c)))
+                    list(pool.map(lambda i: low.__setitem__(i, computed_alpha(job, i, H, 1)), range(c)))
                     each(lambda j, r: SK.walk_chunk_tables(H, c, L, low, seed, first + r[0],
                                                            *views(r, walk=True)))
     finally:
@@ -422,8 +424,9 @@ BATCH = 50_000
 #: counted on the side of each DAG with fewer extremal nodes, which can differ from 1's in
 #: the last bits past 2^53 orders; a part of 1 is drawn again, not mixed in; 3: a parent
 #: set drawn against the sweep's α as its total, which can pick another family than 2's
-#: within a few ulps of a boundary)
-DRAWS_FORMAT = 3
+#: within a few ulps of a boundary; 4: α always from the run's β, never from an --alpha store
+#: table (the same bits for an intact one), so parts drawn from a damaged table are dropped)
+DRAWS_FORMAT = 4
 
 
 def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order-modular",
@@ -664,12 +667,13 @@ def _draw_parents(beta, fam, nodes, preds, alphas, seed: int, first: int, attemp
 
 
 def _sweep_job(lat: FinishedLattice) -> Job:
-    """The job a sweep of lattice ``lat`` takes α through: α computed from its β (checked
-    against the journal's CRC), never read from a stored α table (``--alpha store``), which
-    a reader cannot check (its CRCs are per task, over whole spans) and whose damage gave
-    other samples without a word. The alpha task computes the stored table with the same
-    kernel from the same β, so an intact table gives the same samples, bit for bit."""
-    return Job(lat.workdir, dataclasses.replace(lat.plan_read, alpha_mode="recompute"), lat.beta)
+    """The job of a sweep of lattice ``lat``. The sweep computes α from its β (checked
+    against the journal's CRC; `computed_alpha`), never reads a stored α table (``--alpha
+    store``), which a reader cannot check (its CRCs are per task, over whole spans) and
+    whose damage gave other samples without a word. The alpha task computes the stored
+    table with the same kernel from the same β, so an intact table gives the same samples,
+    bit for bit."""
+    return Job(lat.workdir, lat.plan_read, lat.beta)
 
 
 def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
@@ -839,15 +843,37 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
     return ['"[' + x + ']"' if x else "[]" for x in joined]
 
 
+_TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json)\.(\d+)\.tmp")
+
+
+def _stale_temporaries(out: Path) -> None:
+    """Remove the temporary files of `write_outputs` that a killed process left in ``out``
+    (their process is gone; another one's, still writing, are kept)."""
+    for f in out.iterdir():
+        got = _TEMPORARY.fullmatch(f.name)
+        if got is None or not f.is_file() or f.is_symlink():
+            continue
+        try:
+            os.kill(int(got.group(1)), 0)
+        except ProcessLookupError:
+            f.unlink(missing_ok=True)
+        except (PermissionError, OverflowError, ValueError):
+            pass
+
+
 def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
-    [parent, child] names), samples.npz (the samples themselves) and summary.json. summary.json
-    goes first and comes back last (each file renamed into place whole), so a write killed
-    half way leaves no summary.json, never one of other samples beside the new ones
-    (`reopen.read_samples` then says to run `bigbn sample` again)."""
+    [parent, child] names), samples.npz (the samples themselves) and summary.json.
+    samples.npz and summary.json go first; summary.json comes back after the CSV files and
+    samples.npz last (each renamed into place whole, from a temporary file of this process's
+    own), so a write killed half way never leaves either beside files of other samples: the
+    page (keyed on summary.json) and `bigbn.open` (keyed on samples.npz) then see the new
+    samples or none."""
     out = Path(workdir).resolve() / f"samples-{s.prior}"
     out.mkdir(exist_ok=True)
+    _stale_temporaries(out)
+    (out / "samples.npz").unlink(missing_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
     names = list(s.names)
     p, se = s.edge_probabilities(with_se=True)
@@ -870,17 +896,18 @@ def write_outputs(s: Samples, workdir) -> Path:
                    _arcs_fields(names, t["parents"]))
         fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
                          for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
-    with open(out / ".samples.npz.tmp", "wb") as fh:
-        np.savez(fh, names=np.array(names), parents=s.parents, weights=s.weights,
-                 orders=s.orders, log_linear_extensions=s.log_linear_extensions,
-                 log_score=s.log_score + s.log_offset)
-    os.replace(out / ".samples.npz.tmp", out / "samples.npz")
+    own = f".{os.getpid()}.tmp"
     info = dict(s.info)
     if "log_z_dag_modular" in info:
         info["log_z_dag_modular"] += s.log_offset
-    with open(out / ".summary.json.tmp", "w") as fh:
+    with open(out / f".summary.json{own}", "w") as fh:
         json.dump({**info, "names": names, "log_marginal_likelihood": s.log_marginal + s.log_offset}, fh,
                   indent=2)
         fh.write("\n")
-    os.replace(out / ".summary.json.tmp", out / "summary.json")
+    os.replace(out / f".summary.json{own}", out / "summary.json")
+    with open(out / f".samples.npz{own}", "wb") as fh:
+        np.savez(fh, names=np.array(names), parents=s.parents, weights=s.weights,
+                 orders=s.orders, log_linear_extensions=s.log_linear_extensions,
+                 log_score=s.log_score + s.log_offset)
+    os.replace(out / f".samples.npz{own}", out / "samples.npz")
     return out
