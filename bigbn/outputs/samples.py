@@ -25,7 +25,6 @@ reported).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import hashlib
 import json
 import math
