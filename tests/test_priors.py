@@ -196,6 +196,7 @@ def test_read_edge_list(tmp_path):
     ("from,to\nA,B\n", "e.csv, line 1: expected header parent,child"),
     ("parent,child\nA,B,C\n", "e.csv, line 2: expected 2 fields, found 3"),
     ("", "e.csv, line 1: expected header parent,child"),
+    ("parent,child\nA,B\nC,C\n", "e.csv, line 3: self-loop C -> C"),  # not "required edge C -> C" without a file
 ])
 def test_read_edge_list_errors(tmp_path, text, message):
     path = write(tmp_path, "e.csv", text)

@@ -288,11 +288,15 @@ def _index(path, line: int, column: str, name: str, index: dict) -> int:
 
 
 def read_edge_list(path, names) -> list[tuple[int, int]]:
-    """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs."""
+    """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs. An
+    unknown name or a self-loop is a DataError naming the file and line."""
     index = {str(x): j for j, x in enumerate(names)}
     out = []
     for line, (p, c) in csv_records(path, ("parent", "child")):
-        out.append((_index(path, line, "parent", p, index), _index(path, line, "child", c, index)))
+        u, v = _index(path, line, "parent", p, index), _index(path, line, "child", c, index)
+        if u == v:
+            raise DataError(f"{path}, line {line}: self-loop {p} -> {c}")
+        out.append((u, v))
     return out
 
 
