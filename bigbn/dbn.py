@@ -54,10 +54,11 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
             raise OptionError("these are transition rows already: drop series= and time_column=")
         return data
     lag = check_lag(1 if lag is None else lag)
-    categories = {}
+    categories, labels = {}, None
     if frames.is_dataframe(data):
         table, by_index = frames.table_from_frame(data)
         categories = {table.names[j]: lv for j, lv in by_index.items()}
+        labels = data.index.tolist()  # messages name a DataFrame's rows by label, not by a file's lines
     elif isinstance(data, (str, os.PathLike)):
         table = read_table(os.fspath(data), opt.sep(sep))
     else:
@@ -79,7 +80,7 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     if categories:
         full = frames.declared_order(full, {j: categories[x] for j, x in enumerate(table.names)
                                             if x in categories})
-    rows, n_series = transition_rows(table, lag, ids, times, series, time)
+    rows, n_series = transition_rows(table, lag, ids, times, series, time, labels)
     return transitions(full, rows, lag, n_series, series, time)
 
 

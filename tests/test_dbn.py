@@ -277,6 +277,22 @@ def test_time_ties_and_non_numbers_are_named(tmp_path):
         dbn.load(path, lag=1, series="id", time="t")
 
 
+def test_a_dataframes_rows_are_named_by_their_index_labels():
+    """A DataFrame has no lines: its refusals name rows by index label, as every DataFrame
+    message does (they said 'DataFrame, line 8' for the row labelled 106)."""
+    df = pd.DataFrame({"id": ["u"] * 3 + ["v"] * 3 + ["u"], "t": [0, 1, 2, 0, 1, 1, 3],
+                       "A": [0, 1, 0, 1, 1, 0, 1], "B": [1, 0, 0, 1, 0, 1, 1]}, index=range(100, 107))
+    with pytest.raises(DataError, match=r"^DataFrame, row 106, column 'id': series 'u' appears again .* "
+                                        r"began on row 100\)"):
+        dbn.load(df.drop(columns="t"), lag=1, series="id")
+    with pytest.raises(DataError, match=r"^DataFrame, row 105, column 't': time '1' ties row 104 of"):
+        dbn.load(df.iloc[:6], lag=1, series="id", time="t")
+    with pytest.raises(DataError, match=r"^DataFrame, row 'x', column 't': 'soon' is not a finite number"):
+        dbn.load(df.iloc[:3].set_axis(["w", "x", "y"]).astype({"t": str}).replace("1", "soon"), lag=1, time="t")
+    with pytest.raises(DataError, match=r"^DataFrame, row 103, column 'id': series 'v' has 2 row\(s\)"):
+        dbn.load(df.iloc[:5].drop(columns="t"), lag=2, series="id")
+
+
 @pytest.mark.parametrize("lag", [0, -1, 1.5, True])
 def test_a_lag_below_one_is_refused(tmp_path, lag):
     path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
