@@ -136,7 +136,12 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     as `bigbn.plan.tiers.plan_lines` takes them."""
     from bigbn.plan.tiers import plan_lines as tier_lines
 
+    from bigbn.plan.tiers import MAX_TIERED_NODES
+
     lag = check_lag(lag, "--lag")
+    if n * (lag + 1) > MAX_TIERED_NODES:  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
+        raise OptionError(f"{n} variables with lag {lag}: {n * (lag + 1)} columns, but a tiered run takes at "
+                          f"most {MAX_TIERED_NODES}")
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
                        factors, clock, rows)

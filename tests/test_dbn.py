@@ -351,6 +351,21 @@ def test_plan_of_a_dynamic_network():
     assert out.exit_code == 1 and "--lag 0" in out.output
 
 
+def test_the_plan_of_too_many_lagged_columns_is_refused_before_it_is_drawn(monkeypatch):
+    """`bigbn plan --n 28 --lag 10000000` built 2.8·10^8 one-node tiers (2 GB, 8 s) to refuse
+    them: the count is checked first."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    import bigbn.plan.tiers as tiers_
+
+    planned = []
+    real = tiers_.plan_lines
+    monkeypatch.setattr(tiers_, "plan_lines", lambda *a, **kw: planned.append(a) or real(*a, **kw))
+    out = CliRunner().invoke(main, ["plan", "--n", "3", "--lag", "1000"])
+    assert out.exit_code == 1 and planned == []
+    assert out.output.strip() == "Error: 3 variables with lag 1000: 3003 columns, but a tiered run takes at most 512"
+
+
 def test_to_networkx_is_the_two_slice_network():
     pytest.importorskip("networkx")
     rows = _series(np.random.default_rng(8), (20, 20))
