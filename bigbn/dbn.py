@@ -32,6 +32,16 @@ from bigbn.io.series import Transitions, check_lag, split_columns, transition_ro
 from bigbn.knowledge import Knowledge
 
 
+def check_columns(n: int, lag: int) -> None:
+    """OptionError if n variables with lag L make more columns, n·(L + 1), than a tiered
+    run takes (naming the variables and the lag, not only the columns)."""
+    from bigbn.plan.tiers import MAX_TIERED_NODES
+
+    if n * (lag + 1) > MAX_TIERED_NODES:
+        raise OptionError(f"{n} variables with lag {lag}: {n * (lag + 1)} columns, but a tiered run takes at "
+                          f"most {MAX_TIERED_NODES}")
+
+
 def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
     """Whether learn's arguments ask for a DBN."""
     return (isinstance(data, Transitions) or lag is not None or series is not None or time is not None
@@ -80,6 +90,7 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     if categories:
         full = frames.declared_order(full, {j: categories[x] for j, x in enumerate(table.names)
                                             if x in categories})
+    check_columns(full.n, lag)
     rows, n_series = transition_rows(table, lag, ids, times, series, time, labels)
     return transitions(full, rows, lag, n_series, series, time)
 
@@ -136,12 +147,8 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     as `bigbn.plan.tiers.plan_lines` takes them."""
     from bigbn.plan.tiers import plan_lines as tier_lines
 
-    from bigbn.plan.tiers import MAX_TIERED_NODES
-
     lag = check_lag(lag, "--lag")
-    if n * (lag + 1) > MAX_TIERED_NODES:  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
-        raise OptionError(f"{n} variables with lag {lag}: {n * (lag + 1)} columns, but a tiered run takes at "
-                          f"most {MAX_TIERED_NODES}")
+    check_columns(n, lag)  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
                        factors, clock, rows)

@@ -300,6 +300,13 @@ def test_a_lag_below_one_is_refused(tmp_path, lag):
         bigbn.learn(path, lag=lag)
 
 
+def test_a_lag_that_makes_too_many_columns_names_the_variables_and_the_lag(tmp_path):
+    path = _write(tmp_path, "A,B,C\n" + "0,1,0\n1,0,1\n" * 100)
+    with pytest.raises(OptionError, match=r"^3 variables with lag 170: 513 columns, but a tiered run takes at "
+                                          r"most 512$"):  # was "513 variables, but the engine supports ..."
+        bigbn.learn(path, lag=170)
+
+
 def test_a_lag_that_leaves_no_transition_row(tmp_path):
     path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
     with pytest.raises(DataError, match=r"bad\.csv: 3 rows, but lag 3 needs at least 4 .* no transition row"):
