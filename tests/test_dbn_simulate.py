@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bigbn
-from bigbn.errors import DataError
+from bigbn.errors import DataError, OptionError
 from bigbn.io.bif import Network
 from bigbn.tools.series import random_dbn, read_dbn, sample_series, write_dbn, write_series
 
@@ -109,3 +109,11 @@ def test_simulate_refuses_a_shape_before_drawing_a_network(tmp_path, monkeypatch
         assert len(r.output.strip().splitlines()) == 1 and not out.exists()
         assert len(drawn) == draws  # the tables' size is known only once a structure is drawn
         drawn.clear()
+
+
+def test_a_random_dbn_has_at_most_as_many_nodes_as_a_random_network():
+    """Its lagged copies are nodes too: n·(L + 1) ≤ 10000, as --n of a static network."""
+    with pytest.raises(OptionError, match=r"^a random DBN of 2 variables with lag 5000 has 10002 nodes, more "
+                                          r"than 10000; give a smaller --n or --lag$"):
+        random_dbn(2, 5000, 1, 2, np.random.default_rng(0))
+    assert len(random_dbn(2, 4999, 1, 2, np.random.default_rng(0)).names) == 10000

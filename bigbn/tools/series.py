@@ -40,10 +40,10 @@ def random_dbn(n: int, lag: int, k: int, r: int, rng: np.random.Generator,
     if n < 1 or lag < 1 or k < 0 or r < 2:
         raise OptionError(f"a random DBN needs n ≥ 1, lag ≥ 1, k ≥ 0 and ≥ 2 states (got n={n}, "
                           f"lag={lag}, k={k}, states={r})")
-    names = [f"X{i + 1}" for i in range(n)]
     if n * (lag + 1) > MAX_RANDOM_NODES:  # every lagged copy is a node of the network
         raise OptionError(f"a random DBN of {n} variables with lag {lag} has {n * (lag + 1)} nodes, more "
                           f"than {MAX_RANDOM_NODES}; give a smaller --n or --lag")
+    names = [f"X{i + 1}" for i in range(n)]
     lagged = list(range(n, n * (lag + 1)))
     order = rng.permutation(n).tolist()
     parents: list[tuple[int, ...]] = [()] * (n * (lag + 1))
