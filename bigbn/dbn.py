@@ -32,6 +32,16 @@ from bigbn.io.series import Transitions, check_lag, split_columns, transition_ro
 from bigbn.knowledge import Knowledge
 
 
+def check_columns(n: int, lag: int) -> None:
+    """OptionError if n variables with lag L make more columns, n·(L + 1), than a tiered
+    run takes (naming the variables and the lag, not only the columns)."""
+    from bigbn.plan.tiers import MAX_TIERED_NODES
+
+    if n * (lag + 1) > MAX_TIERED_NODES:
+        raise OptionError(f"{n} variables with lag {lag}: {n * (lag + 1)} columns, but a tiered run takes at "
+                          f"most {MAX_TIERED_NODES}")
+
+
 def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
     """Whether learn's arguments ask for a DBN."""
     return (isinstance(data, Transitions) or lag is not None or series is not None or time is not None
@@ -54,10 +64,11 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
             raise OptionError("these are transition rows already: drop series= and time_column=")
         return data
     lag = check_lag(1 if lag is None else lag)
-    categories = {}
+    categories, labels = {}, None
     if frames.is_dataframe(data):
         table, by_index = frames.table_from_frame(data)
         categories = {table.names[j]: lv for j, lv in by_index.items()}
+        labels = data.index.tolist()  # messages name a DataFrame's rows by label, not by a file's lines
     elif isinstance(data, (str, os.PathLike)):
         table = read_table(os.fspath(data), opt.sep(sep))
     else:
@@ -79,7 +90,8 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     if categories:
         full = frames.declared_order(full, {j: categories[x] for j, x in enumerate(table.names)
                                             if x in categories})
-    rows, n_series = transition_rows(table, lag, ids, times, series, time)
+    check_columns(full.n, lag)
+    rows, n_series = transition_rows(table, lag, ids, times, series, time, labels)
     return transitions(full, rows, lag, n_series, series, time)
 
 
@@ -136,6 +148,7 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     from bigbn.plan.tiers import plan_lines as tier_lines
 
     lag = check_lag(lag, "--lag")
+    check_columns(n, lag)  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
                        factors, clock, rows)

@@ -277,11 +277,34 @@ def test_time_ties_and_non_numbers_are_named(tmp_path):
         dbn.load(path, lag=1, series="id", time="t")
 
 
+def test_a_dataframes_rows_are_named_by_their_index_labels():
+    """A DataFrame has no lines: its refusals name rows by index label, as every DataFrame
+    message does (they said 'DataFrame, line 8' for the row labelled 106)."""
+    df = pd.DataFrame({"id": ["u"] * 3 + ["v"] * 3 + ["u"], "t": [0, 1, 2, 0, 1, 1, 3],
+                       "A": [0, 1, 0, 1, 1, 0, 1], "B": [1, 0, 0, 1, 0, 1, 1]}, index=range(100, 107))
+    with pytest.raises(DataError, match=r"^DataFrame, row 106, column 'id': series 'u' appears again .* "
+                                        r"began on row 100\)"):
+        dbn.load(df.drop(columns="t"), lag=1, series="id")
+    with pytest.raises(DataError, match=r"^DataFrame, row 105, column 't': time '1' ties row 104 of"):
+        dbn.load(df.iloc[:6], lag=1, series="id", time="t")
+    with pytest.raises(DataError, match=r"^DataFrame, row 'x', column 't': 'soon' is not a finite number"):
+        dbn.load(df.iloc[:3].set_axis(["w", "x", "y"]).astype({"t": str}).replace("1", "soon"), lag=1, time="t")
+    with pytest.raises(DataError, match=r"^DataFrame, row 103, column 'id': series 'v' has 2 row\(s\)"):
+        dbn.load(df.iloc[:5].drop(columns="t"), lag=2, series="id")
+
+
 @pytest.mark.parametrize("lag", [0, -1, 1.5, True])
 def test_a_lag_below_one_is_refused(tmp_path, lag):
     path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
     with pytest.raises(OptionError, match="whole number of steps ≥ 1"):
         bigbn.learn(path, lag=lag)
+
+
+def test_a_lag_that_makes_too_many_columns_names_the_variables_and_the_lag(tmp_path):
+    path = _write(tmp_path, "A,B,C\n" + "0,1,0\n1,0,1\n" * 100)
+    with pytest.raises(OptionError, match=r"^3 variables with lag 170: 513 columns, but a tiered run takes at "
+                                          r"most 512$"):  # was "513 variables, but the engine supports ..."
+        bigbn.learn(path, lag=170)
 
 
 def test_a_lag_that_leaves_no_transition_row(tmp_path):
@@ -333,6 +356,21 @@ def test_plan_of_a_dynamic_network():
     assert lattices == [x for x in lattices if "12 nodes after 24" in x] and len(lattices) == 1
     out = CliRunner().invoke(main, ["plan", "--n", "4", "--lag", "0"])
     assert out.exit_code == 1 and "--lag 0" in out.output
+
+
+def test_the_plan_of_too_many_lagged_columns_is_refused_before_it_is_drawn(monkeypatch):
+    """`bigbn plan --n 28 --lag 10000000` built 2.8·10^8 one-node tiers (2 GB, 8 s) to refuse
+    them: the count is checked first."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    import bigbn.plan.tiers as tiers_
+
+    planned = []
+    real = tiers_.plan_lines
+    monkeypatch.setattr(tiers_, "plan_lines", lambda *a, **kw: planned.append(a) or real(*a, **kw))
+    out = CliRunner().invoke(main, ["plan", "--n", "3", "--lag", "1000"])
+    assert out.exit_code == 1 and planned == []
+    assert out.output.strip() == "Error: 3 variables with lag 1000: 3003 columns, but a tiered run takes at most 512"
 
 
 def test_to_networkx_is_the_two_slice_network():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bigbn
-from bigbn.errors import DataError
+from bigbn.errors import DataError, OptionError
 from bigbn.io.bif import Network
 from bigbn.tools.series import random_dbn, read_dbn, sample_series, write_dbn, write_series
 
@@ -84,3 +84,36 @@ def test_cli_simulate_then_run(tmp_path):
                                   "t", "-k", "2", "-w", str(tmp_path / "w"), "-q"])
     assert r.exit_code == 0, r.output
     assert len(pd.read_csv(tmp_path / "w" / "edges.csv")) == 3 * 2 * 3 + 3 * 2
+
+
+def test_simulate_refuses_a_shape_before_drawing_a_network(tmp_path, monkeypatch):
+    """Series shorter than the lag are refused before the random network is drawn (a lag of
+    10^6 made 3·10^6 nodes and ran for minutes); series, rows and tables beyond memory are
+    one line, not numpy's traceback; nothing is written."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    import bigbn.tools.series as series_
+
+    drawn = []
+    real = series_.random_dbn
+    monkeypatch.setattr(series_, "random_dbn", lambda *a, **kw: drawn.append(a) or real(*a, **kw))
+    out = tmp_path / "s.csv"
+    for args, message, draws in (
+            (["--lag", "3", "--rows", "2"], "1 series of 2 rows: give at least one series of at least lag + 1 = 4", 0),
+            (["--lag", "1", "--series", "100000000", "--rows", "100000"],
+             "100000000 series of 100000 rows of 3 variables need", 0),
+            (["--lag", "1", "--rows", "5", "--states", "1000000", "-k", "3"],
+             "the tables of a random DBN with 1000000 states", 1)):
+        r = CliRunner().invoke(main, ["simulate", "--n", "3", *args, str(out)])
+        assert r.exit_code == 1 and message in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1 and not out.exists()
+        assert len(drawn) == draws  # the tables' size is known only once a structure is drawn
+        drawn.clear()
+
+
+def test_a_random_dbn_has_at_most_as_many_nodes_as_a_random_network():
+    """Its lagged copies are nodes too: n·(L + 1) ≤ 10000, as --n of a static network."""
+    with pytest.raises(OptionError, match=r"^a random DBN of 2 variables with lag 5000 has 10002 nodes, more "
+                                          r"than 10000; give a smaller --n or --lag$"):
+        random_dbn(2, 5000, 1, 2, np.random.default_rng(0))
+    assert len(random_dbn(2, 4999, 1, 2, np.random.default_rng(0)).names) == 10000

@@ -196,6 +196,9 @@ def test_read_edge_list(tmp_path):
     ("from,to\nA,B\n", "e.csv, line 1: expected header parent,child"),
     ("parent,child\nA,B,C\n", "e.csv, line 2: expected 2 fields, found 3"),
     ("", "e.csv, line 1: expected header parent,child"),
+    ("parent,child\nA,B\nC,C\n", "e.csv, line 3: self-loop C -> C"),
+    ("parent,child\nA,B\nid,A\n", "unknown node 'id' (not a variable of the data; they are A, B, C, D)"),
+    ("parent,child\nA,b\n", "line 2, column child: unknown node 'b' (did you mean 'B'? names are case-sensitive)"),  # not "required edge C -> C" without a file
 ])
 def test_read_edge_list_errors(tmp_path, text, message):
     path = write(tmp_path, "e.csv", text)

@@ -170,7 +170,7 @@ def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_si
                      contemporaneous):
     """`bigbn simulate --lag`: series from a dynamic network (`bigbn.tools.series`)."""
     from bigbn.io.series import check_lag
-    from bigbn.tools.series import dbn_shape, random_dbn, read_dbn, sample_series, write_dbn, write_series
+    from bigbn.tools.series import check_shape, dbn_shape, random_dbn, read_dbn, sample_series, write_dbn, write_series
     from bigbn.tools.simulate import write_truth
 
     if tier_sizes is not None:
@@ -188,8 +188,9 @@ def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_si
     else:
         if n is None:
             raise OptionError("give --n (number of variables per slice) or --network")
-        net = random_dbn(n, check_lag(1 if lag is None else lag, "--lag"), 2 if k is None else k,
-                         2 if r is None else r, rng, contemporaneous)
+        lag = check_lag(1 if lag is None else lag, "--lag")
+        check_shape(series, m, n, lag)  # before the network is drawn: a lag of 10^6 makes 3·10^6 nodes
+        net = random_dbn(n, lag, 2 if k is None else k, 2 if r is None else r, rng, contemporaneous)
     codes = sample_series(net, series, m, rng)
     write_series(net, codes, out, overwrite=force)
     write_truth(net, truth, overwrite=force)

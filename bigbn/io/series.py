@@ -9,9 +9,10 @@ slice t under their own names, then their copies at lag 1, …, L named ``NAME[t
 (`lagged_name`). A discrete variable's levels come from all rows of the file (so a level
 seen only in a series' first rows is still a level), and its lagged copies share them.
 
-Every refusal names the file, line and column: a series id that reappears after another
-series, a series of fewer than L + 1 rows, a time that is not a number or ties another
-time of its series, a lag below 1.
+Every refusal names the file, line and column (a DataFrame's row by its index label, as
+every message about a DataFrame does): a series id that reappears after another series, a
+series of fewer than L + 1 rows, a time that is not a number or ties another time of its
+series, a lag below 1.
 """
 
 from __future__ import annotations
@@ -98,23 +99,26 @@ def split_columns(table: Table, series_column: str | None, time_column: str | No
 
 
 def transition_rows(table: Table, lag: int, ids, times, series_column: str | None,
-                    time_column: str | None) -> tuple[np.ndarray, int]:
+                    time_column: str | None, labels=None) -> tuple[np.ndarray, int]:
     """(rows, number of series): rows int64 (M, L + 1), row t's column l the table row of
-    x_{t−l}, series after series in the file's order, each in time order."""
+    x_{t−l}, series after series in the file's order, each in time order. labels: the
+    index of the DataFrame the table came from (messages name its rows by label), or None
+    for a file (messages name its lines)."""
     lag = check_lag(lag)
     m = table.m
-    blocks = _blocks(table, ids, series_column)
+    at = (lambda r: f"line {table.line(r)}") if labels is None else (lambda r: f"row {labels[r]!r}")
+    blocks = _blocks(table, ids, series_column, at)
     out = []
     for first, stop in blocks:
         order = np.arange(first, stop, dtype=np.int64)
         if times is not None:
-            order = _time_order(table, order, times, time_column)
+            order = _time_order(table, order, times, time_column, at)
         size = stop - first
         if size < lag + 1:
             if ids is None:
                 raise DataError(f"{table.path}: {m} rows, but lag {lag} needs at least {lag + 1} "
                                 "(one transition row for every time t ≥ lag): no transition row is left")
-            raise DataError(f"{table.path}, line {table.line(first)}, column '{series_column}': series "
+            raise DataError(f"{table.path}, {at(first)}, column '{series_column}': series "
                             f"{str(ids[first])!r} has {size} row(s), but lag {lag} needs at least {lag + 1} "
                             "(drop the series or lower the lag)")
         steps = np.stack([order[lag - l: size - l] for l in range(lag + 1)], axis=1)
@@ -122,7 +126,7 @@ def transition_rows(table: Table, lag: int, ids, times, series_column: str | Non
     return np.concatenate(out, axis=0), len(blocks)
 
 
-def _blocks(table: Table, ids, series_column) -> list[tuple[int, int]]:
+def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
     """[(first row, stop row)] of each series; one block without a series column. A series
     id that appears again after another series is refused (its rows must be contiguous)."""
     if ids is None:
@@ -132,15 +136,15 @@ def _blocks(table: Table, ids, series_column) -> list[tuple[int, int]]:
     for s in starts.tolist():
         key = str(ids[s])
         if key in seen:
-            raise DataError(f"{table.path}, line {table.line(s)}, column '{series_column}': series {key!r} "
-                            f"appears again after another series (it began on line "
-                            f"{table.line(seen[key])}); the rows of a series must be contiguous")
+            raise DataError(f"{table.path}, {at(s)}, column '{series_column}': series {key!r} "
+                            f"appears again after another series (it began on {at(seen[key])}); the rows "
+                            "of a series must be contiguous")
         seen[key] = s
     stops = np.concatenate([starts[1:], [table.m]])
     return list(zip(starts.tolist(), stops.tolist()))
 
 
-def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarray:
+def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.ndarray:
     """The rows of one series sorted by their time: numbers, no two equal (exactly: times
     float64 cannot tell apart, as 1e20 and 1e20 + 1, are ordered by their decimal values)."""
     values = np.empty(rows.size)
@@ -151,7 +155,7 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarra
         except ValueError:
             x = math.nan
         if not math.isfinite(x):
-            raise DataError(f"{table.path}, line {table.line(r)}, column '{time_column}': {cell!r} is not "
+            raise DataError(f"{table.path}, {at(r)}, column '{time_column}': {cell!r} is not "
                             "a finite number (the time column orders the rows of a series)")
         values[a] = x
     order = np.argsort(values, kind="stable")
@@ -162,8 +166,8 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column) -> np.ndarra
         tied = np.flatnonzero([exact[a] == exact[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
     if tied.size:
         a, b = sorted((int(rows[order[tied[0]]]), int(rows[order[tied[0] + 1]])))
-        raise DataError(f"{table.path}, line {table.line(b)}, column '{time_column}': time {str(times[b])!r} "
-                        f"ties line {table.line(a)} of the same series; each time of a series "
+        raise DataError(f"{table.path}, {at(b)}, column '{time_column}': time {str(times[b])!r} "
+                        f"ties {at(a)} of the same series; each time of a series "
                         "must be distinct")
     return rows[order]
 

@@ -279,20 +279,30 @@ def family_log_prior(prior: Checked, v: int, size: np.ndarray, has, ruled_out_by
 # ---- readers for the CLI's files -------------------------------------------------------
 
 def _index(path, line: int, column: str, name: str, index: dict) -> int:
+    """index[name]; an unknown name is a DataError naming the file, line and column, with
+    the variables (a series or time column is a column of the data, but not a variable) and
+    the one that differs only by case, if any."""
     try:
         return index[name]
     except KeyError:
+        like = [x for x in index if x.casefold() == name.strip().casefold()]
+        shown = ", ".join(list(index)[:8]) + (", ..." if len(index) > 8 else "")
         raise DataError(
             f"{path}, line {line}, column {column}: unknown node {name!r} "
-            "(not a column of the data)") from None
+            + (f"(did you mean {like[0]!r}? names are case-sensitive)" if like else
+               f"(not a variable of the data; they are {shown})")) from None
 
 
 def read_edge_list(path, names) -> list[tuple[int, int]]:
-    """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs."""
+    """Read a CSV ``parent,child`` of node names; return (parent, child) index pairs. An
+    unknown name or a self-loop is a DataError naming the file and line."""
     index = {str(x): j for j, x in enumerate(names)}
     out = []
     for line, (p, c) in csv_records(path, ("parent", "child")):
-        out.append((_index(path, line, "parent", p, index), _index(path, line, "child", c, index)))
+        u, v = _index(path, line, "parent", p, index), _index(path, line, "child", c, index)
+        if u == v:
+            raise DataError(f"{path}, line {line}: self-loop {p} -> {c}")
+        out.append((u, v))
     return out
 
 

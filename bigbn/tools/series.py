@@ -26,6 +26,9 @@ import numpy as np
 from bigbn.errors import DataError, OptionError
 from bigbn.io.bif import Network, read_bif, write_bif
 from bigbn.io.series import lagged_name
+from bigbn.options import default_memory
+from bigbn.store.rundir import gib
+from bigbn.tools.simulate import MAX_RANDOM_NODES
 
 _LAGGED = re.compile(r"(.*)\[t-([0-9]+)\]")
 _BIF_LAGGED = re.compile(r"(.*)\.t-([0-9]+)")
@@ -37,6 +40,9 @@ def random_dbn(n: int, lag: int, k: int, r: int, rng: np.random.Generator,
     if n < 1 or lag < 1 or k < 0 or r < 2:
         raise OptionError(f"a random DBN needs n ≥ 1, lag ≥ 1, k ≥ 0 and ≥ 2 states (got n={n}, "
                           f"lag={lag}, k={k}, states={r})")
+    if n * (lag + 1) > MAX_RANDOM_NODES:  # every lagged copy is a node of the network
+        raise OptionError(f"a random DBN of {n} variables with lag {lag} has {n * (lag + 1)} nodes, more "
+                          f"than {MAX_RANDOM_NODES}; give a smaller --n or --lag")
     names = [f"X{i + 1}" for i in range(n)]
     lagged = list(range(n, n * (lag + 1)))
     order = rng.permutation(n).tolist()
@@ -46,6 +52,10 @@ def random_dbn(n: int, lag: int, k: int, r: int, rng: np.random.Generator,
         size = min(int(rng.integers(0, k + 1)), len(cands))
         chosen = rng.choice(cands, size=size, replace=False) if size else []
         parents[i] = tuple(sorted(int(p) for p in chosen))
+    need = 8 * sum(r ** (len(ps) + 1) for ps in parents)  # Dirichlet draws, before any is made
+    if need > default_memory():
+        raise OptionError(f"the tables of a random DBN with {r} states and up to {k} parents need "
+                          f"{gib(need)} of memory; give fewer --states or --max-parents")
     cpts = [rng.dirichlet(np.ones(r), size=r ** len(ps)).reshape((r,) * len(ps) + (r,)) for ps in parents]
     states = tuple(str(s) for s in range(r))
     all_names = names + [lagged_name(x, l) for l in range(1, lag + 1) for x in names]
@@ -83,13 +93,24 @@ def dbn_shape(net: Network) -> tuple[list[int], int, dict[tuple[int, int], int]]
     return current, lag, copies
 
 
+def check_shape(series: int, length: int, n: int, lag: int) -> None:
+    """OptionError unless ``series`` series of ``length`` rows of ``n`` variables can be
+    drawn with lag ``lag``: at least one series of at least lag + 1 rows, their codes
+    within the memory budget."""
+    if series < 1 or length < lag + 1:
+        raise OptionError(f"{series} series of {length} rows: give at least one series of at least "
+                          f"lag + 1 = {lag + 1} rows")
+    need = 8 * series * length * n  # the codes, int64
+    if need > default_memory():
+        raise OptionError(f"{series} series of {length} rows of {n} variables need about {gib(need)} of "
+                          "memory; draw fewer --series or --rows")
+
+
 def sample_series(net: Network, series: int, length: int, rng: np.random.Generator) -> np.ndarray:
     """``series`` series of ``length`` rows each, int64 (series, length, n) state codes of
     the variables of slice t (in the network's order of them)."""
     current, lag, copies = dbn_shape(net)
-    if series < 1 or length < lag + 1:
-        raise OptionError(f"{series} series of {length} rows: give at least one series of at least "
-                          f"lag + 1 = {lag + 1} rows")
+    check_shape(series, length, len(current), lag)
     where = {j: a for a, j in enumerate(current)}
     out = np.zeros((series, length, len(current)), dtype=np.int64)
     for a, i in enumerate(current):  # the first lag rows: each variable from its lag-1 copy's table
