@@ -156,7 +156,7 @@ class _Dirichlet(Score):
 
 class BDeu(_Dirichlet):
     name = "bdeu"
-    numerics = "bdeu-1"  # bump on any change of a BDeu score (module docstring)
+    numerics = "bdeu-2"  # bump on any change of a BDeu score (module docstring)
     description = "BDeu (Heckerman, Geiger & Chickering 1995), equivalent sample size ess"
     options = (Option("ess", "ess (equivalent sample size)", 1.0,
                       "BDeu equivalent sample size  [default: 1]"),)
@@ -164,7 +164,7 @@ class BDeu(_Dirichlet):
 
 class K2(_Dirichlet):
     name = "k2"
-    numerics = "k2-1"  # bump on any change of a K2 score (module docstring)
+    numerics = "k2-2"  # bump on any change of a K2 score (module docstring)
     description = "K2 (Cooper & Herskovits 1992): Dirichlet(1) on every cell"
     k2 = True
 
@@ -203,7 +203,7 @@ class CG(Score):
     description = ("CG: conditional Gaussian networks of discrete and continuous columns (Bøttcher "
                    "2001): BDeu for discrete nodes, BGe per discrete-parent configuration")
     modules = ("bigbn.scores.cg",)
-    numerics = "cg-4"  # bump on any change of a CG score (module docstring)
+    numerics = "cg-5"  # bump on any change of a CG score (module docstring)
     impossible_families = True  # a discrete node with a continuous parent
     options = (Option("ess", "ess (equivalent sample size)", 1.0, "BDeu equivalent sample size  [default: 1]"),
                Option("alpha_mu", "CG alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
