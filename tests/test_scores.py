@@ -158,6 +158,11 @@ def test_lgamma_row_cache():
     assert tables[2, 0] == 0.0
     assert _lgamma_row(keys, tables, clock, 9.0) == 0  # the slot filled longest ago
     assert keys.tolist() == [9.0, 2.0, 7.25]
+    from bigbn.scores.discrete import _log_rising  # the kernels' untabled numbers, bit for bit
+
+    for a in (7.25, 15.5, 16.0, 1e6):
+        row = _lgamma_row(keys, tables, clock, a)
+        assert tables[row].tolist() == [_log_rising(a, float(v)) for v in range(6)]
 
 
 @pytest.mark.parametrize("n,K", [(1, 0), (1, 1), (5, 2), (9, 4), (12, 12), (22, 9)])

@@ -168,8 +168,13 @@ def _lgamma_row(keys, tables, clock, a):
     s = clock[0] % keys.size
     clock[0] += 1
     keys[s] = a
-    for v in range(tables.shape[1]):
-        tables[s, v] = _log_rising(a, float(v))
+    if a < _STIRLING_FROM:  # _log_rising's numbers, lgamma(a) taken once
+        lg_a = math.lgamma(a)
+        for v in range(tables.shape[1]):
+            tables[s, v] = math.lgamma(a + v) - lg_a
+    else:
+        for v in range(tables.shape[1]):
+            tables[s, v] = _log_rising(a, float(v))
     return s
 
 
