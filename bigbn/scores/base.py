@@ -60,7 +60,7 @@ class Option:
     (``--ess``); label: how error messages name it; default: used when not given (None: the
     score derives it from the data, e.g. BGe's α_w = n + α_μ + 1); help: one line for
     ``--help``; hyper: a Dirichlet or normal-Wishart hyperparameter, at most
-    `bigbn.scores.discrete.MAX_HYPER` (beyond it float64 log-gammas lose the precision needed)."""
+    `bigbn.scores.discrete.MAX_HYPER` (`bigbn.scores.discrete` says why)."""
 
     name: str
     label: str
@@ -83,10 +83,8 @@ class Option:
             from bigbn.scores.discrete import MAX_HYPER  # here: the CLI imports this module, numba not yet
 
             if x > MAX_HYPER:
-                raise OptionError(f"{self.label} {x:g} is above {MAX_HYPER:g}: there float64 "
-                                  "log-gamma differences err by more than 1e-6 nats and the "
-                                  "posteriors stop being right (as it grows they tend to the "
-                                  "prior's anyway)")
+                raise OptionError(f"{self.label} {x:g} is above {MAX_HYPER:g}, the largest accepted "
+                                  "(as it grows the posteriors tend to the prior's anyway)")
         return x
 
 

@@ -72,7 +72,8 @@ _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64
 # against 60-digit mpmath log-gamma erred by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
 # and 0.5 at 1e14 while lgamma(a + N) − lgamma(a) was taken as a difference; by
 # `_log_rising` (bdeu-2) they are within 1e-12 nats at 1e8 (tests/test_scores.py checks up to
-# this bound).
+# this bound), and at 1e20; the bound stays for BGe's α_μ, α_w (bigbn/scores/bge.py takes
+# lgamma(a1 − j/2) − lgamma(a0 − j/2) as a difference) and as the range tested.
 MAX_HYPER = 1e8
 #: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
 #: carried to fewer digits (at 5e-324, none: ess/(q·r) is 0 and the score -inf)
@@ -691,9 +692,8 @@ def local_scores(
     if not (math.isfinite(ess) and ess > 0):
         raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}")
     if ess > MAX_HYPER:
-        raise OptionError(f"ess {ess:g} is above {MAX_HYPER:g}: there float64 log-gamma differences "
-                          "err by more than 1e-6 nats and the posteriors stop being right (as ess "
-                          "grows they tend to the prior's anyway)")
+        raise OptionError(f"ess {ess:g} is above {MAX_HYPER:g}, the largest accepted (as ess grows the "
+                          "posteriors tend to the prior's anyway)")
     if ds.kind != "discrete":
         raise OptionError(f"score '{name}' needs discrete data, got {ds.kind} data")
     n, m = ds.n, ds.m
