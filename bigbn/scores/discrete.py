@@ -149,8 +149,15 @@ def _log_rising(a, v):
     (a − ½)·log1p(v/a) + v·(log(a + v) − 1) + tail(a + v) − tail(a), whose terms are
     each as large as the result or far smaller: within 3e-16 of it, relatively, for
     16 ≤ a ≤ 1e15 and v up to 1e8 (against 60-digit mpmath)."""
+    return _log_rising_lg(a, v, math.lgamma(a) if a < _STIRLING_FROM else 0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_rising_lg(a, v, lg_a):
+    """`_log_rising(a, v)` given lg_a = math.lgamma(a) (read only below a = 16), so that a
+    caller summing many terms of one a takes lgamma(a) once: the same bits."""
     if a < _STIRLING_FROM:
-        return math.lgamma(a + v) - math.lgamma(a)
+        return math.lgamma(a + v) - lg_a
     if v == 0.0:
         return 0.0
     return (a - 0.5) * math.log1p(v / a) + v * (math.log(a + v) - 1.0) \
@@ -169,13 +176,9 @@ def _lgamma_row(keys, tables, clock, a):
     s = clock[0] % keys.size
     clock[0] += 1
     keys[s] = a
-    if a < _STIRLING_FROM:  # _log_rising's numbers, lgamma(a) taken once
-        lg_a = math.lgamma(a)
-        for v in range(tables.shape[1]):
-            tables[s, v] = math.lgamma(a + v) - lg_a
-    else:
-        for v in range(tables.shape[1]):
-            tables[s, v] = _log_rising(a, float(v))
+    lg_a = math.lgamma(a)
+    for v in range(tables.shape[1]):
+        tables[s, v] = _log_rising_lg(a, float(v), lg_a)
     return s
 
 
@@ -236,6 +239,8 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                     row_ij = _lgamma_row(keys, tables, clock, a_ij)
                 lg_ij = tables[row_ij]
                 lg_ijk = tables[row_ijk]
+            lg_a_ij = math.lgamma(a_ij)
+            lg_a_ijk = math.lgamma(a_ijk)
             x = data_t[i]
             s = 0.0
             if q * r <= dense_size:
@@ -250,10 +255,10 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                         v = dense[c]
                         if v:
                             n_ij += v
-                            s += lg_ijk[v] if tabled else _log_rising(a_ijk, float(v))
+                            s += lg_ijk[v] if tabled else _log_rising_lg(a_ijk, float(v), lg_a_ijk)
                             dense[c] = 0
                     if n_ij:
-                        s -= lg_ij[n_ij] if tabled else _log_rising(a_ij, float(n_ij))
+                        s -= lg_ij[n_ij] if tabled else _log_rising_lg(a_ij, float(n_ij), lg_a_ij)
             else:
                 if not have_groups:
                     if not have_cfg:
@@ -280,9 +285,9 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                     for t in range(start, end):
                         v = child_count[xs[t]]
                         if v:
-                            s += lg_ijk[v] if tabled else _log_rising(a_ijk, float(v))
+                            s += lg_ijk[v] if tabled else _log_rising_lg(a_ijk, float(v), lg_a_ijk)
                             child_count[xs[t]] = 0
-                    s -= lg_ij[end - start] if tabled else _log_rising(a_ij, float(end - start))
+                    s -= lg_ij[end - start] if tabled else _log_rising_lg(a_ij, float(end - start), lg_a_ij)
                     start = end
             beta[i, f] = s
 
@@ -427,16 +432,20 @@ def _visit_set(dense, q, mask, size, n, k, is_k2, ess, classes, keys, tables, cl
         if with_phi:
             for c in range(n_cls):
                 tabled = tabled and keys[rows[c]] == a_cls[c]
+    lg_c = math.lgamma(a_c)
+    lg_cls = np.empty(n_cls)
+    for c in range(n_cls):
+        lg_cls[c] = math.lgamma(a_cls[c])
     phi = np.zeros(n_cls)
     s_a = 0.0
     for j in range(int(q)):
         v = dense[j]
         if v:
             dense[j] = 0
-            s_a += tables[row_c, v] if tabled else _log_rising(a_c, float(v))
+            s_a += tables[row_c, v] if tabled else _log_rising_lg(a_c, float(v), lg_c)
             if with_phi:
                 for c in range(n_cls):
-                    phi[c] -= tables[rows[c], v] if tabled else _log_rising(a_cls[c], float(v))
+                    phi[c] -= tables[rows[c], v] if tabled else _log_rising_lg(a_cls[c], float(v), lg_cls[c])
     if size >= 1:
         A[_rank(mask, n, k + 1, cum_k1)] = s_a
     if with_phi:
