@@ -524,7 +524,7 @@ def test_fingerprint_is_the_numerics_version_not_the_source(data, tmp_path, monk
         out = subprocess.run(probe, env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
         return out.stdout.strip()
 
-    here = " ".join(str(v) for v in (rundir.numerics_fingerprint(), "bdeu-1", "k2-1", "bge-3", "cg-4"))
+    here = " ".join(str(v) for v in (rundir.numerics_fingerprint(), "bdeu-2", "k2-2", "bge-3", "cg-5"))
     assert rundir.numerics_fingerprint() == NUMERICS_VERSION and fingerprint() == here
     for f in pkg.rglob("*.py"):
         f.write_text(f.read_text() + "\n# edited\n")
@@ -641,20 +641,34 @@ def _as_before_numerics_versions(root, numerics, score_numerics):
 def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
     """#38: bcf7076, the last commit that fingerprinted by a hash of the sources, computes
     the numbers of numerics version 1 (its journal numbers of tests/test_numerics.py's
-    cases are the golden ones), so its half-done workdir resumes, keeping its tasks."""
+    cases are the golden ones), so its half-done workdir resumes, keeping its tasks, where
+    its score's numbers are still those of today (jkl-1: scores from a file). Its BDeu
+    workdir reads as bdeu-1 and is refused: bdeu-2 scores differently (numerical audit 2)."""
     import bigbn.store.rundir as rundir
+    from bigbn.api import load_dataset
+    from bigbn.scores.discrete import local_scores
+    from bigbn.scores.jkl import write_jkl
 
     assert rundir.LEGACY_NUMERICS == {"76440e467093c924": 1}
     with pytest.raises(RuntimeError), wrapped(FailOn(30)):
-        learn(data, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
+        learn(data, workdir=tmp_path / "bdeu", chunk_bits=5, max_parents=2)
+    _as_before_numerics_versions(tmp_path / "bdeu", "76440e467093c924", "d9af01c7347a91fb")
+    with pytest.raises(WorkdirError, match=r"other code of the score \(its numerics bdeu-1, now bdeu-2\)"):
+        learn(data, workdir=tmp_path / "bdeu", max_parents=2)
+
+    ds = load_dataset(data)[0]
+    scores = tmp_path / "scores.jkl"
+    write_jkl(scores, ds.names, local_scores(ds, 2, "bdeu"), 2)
+    with pytest.raises(RuntimeError), wrapped(FailOn(30)):
+        learn(scores=scores, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
     before = Workdir(tmp_path / "w").journal()
-    _as_before_numerics_versions(tmp_path / "w", "76440e467093c924", "d9af01c7347a91fb")
+    _as_before_numerics_versions(tmp_path / "w", "76440e467093c924", "9f26e8a12a810a2d")
     assert any("unfinished" in line for line in workdir_status(tmp_path / "w"))
-    res = learn(data, workdir=tmp_path / "w", max_parents=2)
+    res = learn(scores=scores, workdir=tmp_path / "w", max_parents=2)
     after = Workdir(tmp_path / "w").journal()
     assert all(after[t] == r for t, r in before.items()) and len(after) > len(before)
     assert sum(s["tasks_this_invocation"] for s in res.summary["stages"].values()) == len(after) - len(before)
-    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=5, max_parents=2)
+    ref = learn(scores=scores, workdir=tmp_path / "ref", chunk_bits=5, max_parents=2)
     np.testing.assert_array_equal(res.posterior, ref.posterior)
 
 

@@ -17,6 +17,11 @@ is
   a_ijk = ess / (q_i r_i), a_ij = ess / q_i.
 
 An unobserved configuration j (N_ij = 0) contributes 0, so only observed ones are summed.
+Each difference lgamma(a + N) - lgamma(a) is one `_log_rising(a, N)`: for a ≥ 16 (a large
+ess, or K2 with many levels) from Stirling's series, not as a difference of two log-gammas
+near a·log a, which lost up to 5e-7 nats at ess 1e8. The terms are summed with their
+rounding errors carried (`_two_sum`): a plain running sum of 2·10^5 terms near ±14 lost
+1.4e-7 nats (10^5 rows in as many parent configurations). Both since bdeu-2, k2-2.
 
 Counting, when every joint table of k + 1 variables fits the dense count array (binary
 data up to k = 10 at m = 1000): once per variable set S, |S| <= k + 1, depth first, each
@@ -34,12 +39,12 @@ others (large arities) use the rows sorted by configuration once per G, counting
 values group by group in an r_i-sized buffer. Blocks run on threads (the kernel releases
 the GIL) and write disjoint entries of ``beta``.
 
-Log-gammas (both paths): a family with q_i r_i > 64 cells sums up to that many lgamma(a + N) terms,
-and at large k they dominate (n = 22, k = 8, binary: 2^9 cells per family, 9 million
+Log-gammas (both paths): a family with q_i r_i > 64 cells sums up to that many log-gamma
+differences, and at large k they dominate (n = 22, k = 8, binary: 2^9 cells per family, 9 million
 families). Their arguments are a + v for a few distinct hyperparameters a and integers
-0 ≤ v ≤ m, so each thread keeps tables lgamma(a + v), v = 0..m, for the last 32 values
+0 ≤ v ≤ m, so each thread keeps tables _log_rising(a, v), v = 0..m, for the last 32 values
 of a it met and reads them instead (the same numbers bit for bit: each entry is the
-kernel's own math.lgamma(a + v)). Four times fewer seconds at k = 8 on binary data.
+kernel's own _log_rising(a, v)). Four times fewer seconds at k = 8 on binary data.
 """
 
 from __future__ import annotations
@@ -65,9 +70,12 @@ SCORES = ("bdeu", "k2")
 _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64)
 
 
-# Largest ess (and BGe α_μ, α_w) accepted: the BDeu local scores of examples/asia.csv
-# against 60-digit mpmath log-gamma err by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
-# and 0.5 at 1e14 (tests/test_scores.py checks up to this bound).
+# Largest ess (and BGe α_μ, α_w) accepted. The BDeu local scores of examples/asia.csv
+# against 60-digit mpmath log-gamma erred by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
+# and 0.5 at 1e14 while lgamma(a + N) − lgamma(a) was taken as a difference; by
+# `_log_rising` (bdeu-2) they are within 1e-12 nats at 1e8 (tests/test_scores.py checks up to
+# this bound), and at 1e20; the bound stays for BGe's α_μ, α_w (bigbn/scores/bge.py takes
+# lgamma(a1 − j/2) − lgamma(a0 − j/2) as a difference) and as the range tested.
 MAX_HYPER = 1e8
 #: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
 #: carried to fewer digits (at 5e-324, none: ess/(q·r) is 0 and the score -inf)
@@ -119,20 +127,71 @@ _TABLE_CELLS = 64
 _TABLE_SLOTS = 32
 
 
+#: from this a on, `_log_rising` takes Stirling's series, not a difference of log-gammas
+_STIRLING_FROM = 16.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _stirling_tail(x):
+    """lgamma(x) − ((x − ½) log x − x + ½ log 2π), x ≥ 16: Stirling's series to its x^-9
+    term (the next, 691/(360360 x^11), is below 1.2e-16 there)."""
+    y = 1.0 / (x * x)
+    return (1.0 / 12.0 + y * (-1.0 / 360.0 + y * (1.0 / 1260.0 + y * (-1.0 / 1680.0 + y / 1188.0)))) / x
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_rising(a, v):
+    """log Γ(a + v) − log Γ(a) (the log of the rising factorial a(a+1)…(a+v−1)), a > 0,
+    v ≥ 0 a whole number, to a few ulps of itself.
+
+    Below a = 16 as math.lgamma(a + v) − math.lgamma(a). From there on that difference
+    cancels: both log-gammas are near a·log a and each errs by an ulp of it, so with ess
+    1e8 (a = 1e8) a term of one row erred by 2e-7 nats and BDeu scores by 5e-7 nats
+    (1e-8 relative; K2 with 10 000 levels 1e-10 nats). Instead, from Stirling's series,
+    (a − ½)·log1p(v/a) + v·(log(a + v) − 1) + tail(a + v) − tail(a), whose terms are
+    each as large as the result or far smaller: within 3e-16 of it, relatively, for
+    16 ≤ a ≤ 1e15 and v up to 1e8 (against 60-digit mpmath)."""
+    return _log_rising_lg(a, v, math.lgamma(a) if a < _STIRLING_FROM else 0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_rising_lg(a, v, lg_a):
+    """`_log_rising(a, v)` given lg_a = math.lgamma(a) (read only below a = 16), so that a
+    caller summing many terms of one a takes lgamma(a) once: the same bits."""
+    if a < _STIRLING_FROM:
+        return math.lgamma(a + v) - lg_a
+    if v == 0.0:
+        return 0.0
+    return (a - 0.5) * math.log1p(v / a) + v * (math.log(a + v) - 1.0) \
+        + (_stirling_tail(a + v) - _stirling_tail(a))
+
+
+@numba.njit(cache=True, nogil=True)
+def _two_sum(s, t):
+    """(s + t rounded, its rounding error exactly) (Knuth's TwoSum): a family's score adds
+    up to 2m terms of ±(log-gamma difference) into a total as large as m·log r, and the
+    roundings of a plain sum build up (m = 10^5 rows in 10^5 parent configurations, ess 1:
+    1.4e-7 nats); the scores carry the errors in a second number and add it at the end."""
+    u = s + t
+    b = u - s
+    return u, (s - (u - b)) + (t - b)
+
+
 @numba.njit(cache=True, nogil=True)
 def _lgamma_row(keys, tables, clock, a):
-    """The row s of ``tables`` with tables[s, v] = lgamma(a + v), v = 0..m (tables has
-    m + 1 columns): found among the cached rows, or computed into the slot filled longest
-    ago. The values are those math.lgamma(a + v) gives inside a kernel, so the scores are
-    the same bit for bit with or without the tables."""
+    """The row s of ``tables`` with tables[s, v] = _log_rising(a, v) = lgamma(a + v) −
+    lgamma(a), v = 0..m (tables has m + 1 columns): found among the cached rows, or
+    computed into the slot filled longest ago. The values are those `_log_rising` gives
+    inside a kernel, so the scores are the same bit for bit with or without the tables."""
     for s in range(keys.size):
         if keys[s] == a:
             return s
     s = clock[0] % keys.size
     clock[0] += 1
     keys[s] = a
+    lg_a = math.lgamma(a)
     for v in range(tables.shape[1]):
-        tables[s, v] = math.lgamma(a + v)
+        tables[s, v] = _log_rising_lg(a, float(v), lg_a)
     return s
 
 
@@ -156,7 +215,7 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
     dense = np.zeros(dense_size, np.int64)
     child_count = np.zeros(rmax, np.int64)
     xs = np.empty(m, np.int32)
-    # log-gamma tables lgamma(a + v), v = 0..m, for the few distinct a of large families:
+    # log-gamma tables _log_rising(a, v), v = 0..m, for the few distinct a of large families:
     # with k = 8 on binary data each family has 2^9 cells and as many log-gammas to sum
     keys = np.full(_TABLE_SLOTS, np.nan)
     tables = np.empty((_TABLE_SLOTS, m + 1))
@@ -197,6 +256,7 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
             lg_a_ijk = math.lgamma(a_ijk)
             x = data_t[i]
             s = 0.0
+            err = 0.0  # the roundings of s (_two_sum)
             if q * r <= dense_size:
                 if not have_cfg:
                     _parent_configs(data_t, arities, parents, cfg)
@@ -209,16 +269,12 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                         v = dense[c]
                         if v:
                             n_ij += v
-                            if tabled:
-                                s += lg_ijk[v] - lg_a_ijk
-                            else:
-                                s += math.lgamma(a_ijk + v) - lg_a_ijk
+                            s, rd = _two_sum(s, lg_ijk[v] if tabled else _log_rising_lg(a_ijk, float(v), lg_a_ijk))
+                            err += rd
                             dense[c] = 0
                     if n_ij:
-                        if tabled:
-                            s += lg_a_ij - lg_ij[n_ij]
-                        else:
-                            s += lg_a_ij - math.lgamma(a_ij + n_ij)
+                        s, rd = _two_sum(s, -(lg_ij[n_ij] if tabled else _log_rising_lg(a_ij, float(n_ij), lg_a_ij)))
+                        err += rd
             else:
                 if not have_groups:
                     if not have_cfg:
@@ -245,17 +301,14 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                     for t in range(start, end):
                         v = child_count[xs[t]]
                         if v:
-                            if tabled:
-                                s += lg_ijk[v] - lg_a_ijk
-                            else:
-                                s += math.lgamma(a_ijk + v) - lg_a_ijk
+                            s, rd = _two_sum(s, lg_ijk[v] if tabled else _log_rising_lg(a_ijk, float(v), lg_a_ijk))
+                            err += rd
                             child_count[xs[t]] = 0
-                    if tabled:
-                        s += lg_a_ij - lg_ij[end - start]
-                    else:
-                        s += lg_a_ij - math.lgamma(a_ij + (end - start))
+                    n_ij = end - start
+                    s, rd = _two_sum(s, -(lg_ij[n_ij] if tabled else _log_rising_lg(a_ij, float(n_ij), lg_a_ij)))
+                    err += rd
                     start = end
-            beta[i, f] = s
+            beta[i, f] = s + err
 
 
 # ----------------------------------------------------------------------------- joint tables
@@ -379,7 +432,7 @@ def _visit_set(dense, q, mask, size, n, k, is_k2, ess, classes, keys, tables, cl
 
     Log-gammas come from the cached tables when S has more than _TABLE_CELLS cells and
     every row needed is in the cache at once (checked after fetching: a miss may evict
-    a row fetched before it), else from math.lgamma: the same numbers either way."""
+    a row fetched before it), else from `_log_rising`: the same numbers either way."""
     n_cls = classes.size
     with_phi = size <= k
     a_c = 1.0 if is_k2 else ess / q
@@ -398,27 +451,31 @@ def _visit_set(dense, q, mask, size, n, k, is_k2, ess, classes, keys, tables, cl
         if with_phi:
             for c in range(n_cls):
                 tabled = tabled and keys[rows[c]] == a_cls[c]
-    lg_c0 = math.lgamma(a_c)
+    lg_c = math.lgamma(a_c)
+    lg_cls = np.empty(n_cls)
+    for c in range(n_cls):
+        lg_cls[c] = math.lgamma(a_cls[c])
     phi = np.zeros(n_cls)
+    phi_err = np.zeros(n_cls)  # the roundings of phi and s_a (_two_sum)
     s_a = 0.0
+    s_err = 0.0
     for j in range(int(q)):
         v = dense[j]
         if v:
             dense[j] = 0
-            s_a += (tables[row_c, v] if tabled else math.lgamma(a_c + v)) - lg_c0
+            s_a, rd = _two_sum(s_a, tables[row_c, v] if tabled else _log_rising_lg(a_c, float(v), lg_c))
+            s_err += rd
             if with_phi:
                 for c in range(n_cls):
-                    a = a_cls[c]
-                    if tabled:
-                        phi[c] += tables[rows[c], 0] - tables[rows[c], v]
-                    else:
-                        phi[c] += math.lgamma(a) - math.lgamma(a + v)
+                    phi[c], rd = _two_sum(phi[c], -(tables[rows[c], v] if tabled
+                                                   else _log_rising_lg(a_cls[c], float(v), lg_cls[c])))
+                    phi_err[c] += rd
     if size >= 1:
-        A[_rank(mask, n, k + 1, cum_k1)] = s_a
+        A[_rank(mask, n, k + 1, cum_k1)] = s_a + s_err
     if with_phi:
         r = _rank(mask, n, k, cum_k)
         for c in range(n_cls):
-            PHI[r, c] = phi[c]
+            PHI[r, c] = phi[c] + phi_err[c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -668,9 +725,8 @@ def local_scores(
     if not (math.isfinite(ess) and ess > 0):
         raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}")
     if ess > MAX_HYPER:
-        raise OptionError(f"ess {ess:g} is above {MAX_HYPER:g}: there float64 log-gamma differences "
-                          "err by more than 1e-6 nats and the posteriors stop being right (as ess "
-                          "grows they tend to the prior's anyway)")
+        raise OptionError(f"ess {ess:g} is above {MAX_HYPER:g}, the largest accepted (as ess grows the "
+                          "posteriors tend to the prior's anyway)")
     if ds.kind != "discrete":
         raise OptionError(f"score '{name}' needs discrete data, got {ds.kind} data")
     n, m = ds.n, ds.m
