@@ -556,3 +556,16 @@ def test_many_parent_configurations_against_high_precision(ess):
     for dense_limit in (None, 0, 2**22):
         got = local_scores(ds, 2, "bdeu", ess, threads=1, dense_limit=dense_limit)[2, f]
         assert abs(mp.mpf(got) - want) < 2e-10, (dense_limit, got - float(want))
+
+
+def test_a_carried_sum_keeps_an_infinite_total():
+    """TwoSum's rounding of an infinite term is NaN (−inf − −inf): the carried total keeps
+    −inf (an impossible family) instead of NaN, and adds the roundings of finite ones."""
+    import math
+
+    from bigbn.scores.discrete import _carried, _two_sum
+
+    s, err = _two_sum(0.0, -math.inf)
+    assert math.isnan(err) and _carried(s, err) == -math.inf
+    s, err = _two_sum(1.0, 2.0 ** -60)
+    assert (s, err) == (1.0, 2.0 ** -60) and _carried(s, err) == 1.0 + 2.0 ** -60

@@ -178,6 +178,14 @@ def _two_sum(s, t):
 
 
 @numba.njit(cache=True, nogil=True)
+def _carried(s, err):
+    """A `_two_sum` total with its carried roundings; an infinite total as it is (TwoSum
+    makes the roundings of an infinite term NaN: -inf + NaN would turn a score of -inf,
+    an impossible family, into NaN)."""
+    return s + err if math.isfinite(s) else s
+
+
+@numba.njit(cache=True, nogil=True)
 def _lgamma_row(keys, tables, clock, a):
     """The row s of ``tables`` with tables[s, v] = _log_rising(a, v) = lgamma(a + v) −
     lgamma(a), v = 0..m (tables has m + 1 columns): found among the cached rows, or
@@ -308,7 +316,7 @@ def _score_parent_sets(data_t, arities, parent_sets, family_index, todo, is_k2, 
                     s, rd = _two_sum(s, -(lg_ij[n_ij] if tabled else _log_rising_lg(a_ij, float(n_ij), lg_a_ij)))
                     err += rd
                     start = end
-            beta[i, f] = s + err
+            beta[i, f] = _carried(s, err)
 
 
 # ----------------------------------------------------------------------------- joint tables
@@ -471,11 +479,11 @@ def _visit_set(dense, q, mask, size, n, k, is_k2, ess, classes, keys, tables, cl
                                                    else _log_rising_lg(a_cls[c], float(v), lg_cls[c])))
                     phi_err[c] += rd
     if size >= 1:
-        A[_rank(mask, n, k + 1, cum_k1)] = s_a + s_err
+        A[_rank(mask, n, k + 1, cum_k1)] = _carried(s_a, s_err)
     if with_phi:
         r = _rank(mask, n, k, cum_k)
         for c in range(n_cls):
-            PHI[r, c] = phi[c] + phi_err[c]
+            PHI[r, c] = _carried(phi[c], phi_err[c])
 
 
 @numba.njit(cache=True, nogil=True)
