@@ -663,13 +663,18 @@ def test_many_configurations_score_exactly():
     x[:, 0] += codes[:, 0]
     data = np.c_[codes, x]
     arities = np.array([10_000, 10_000] + [0] * n_c, dtype=np.int64)
+    _equal_to_exact(tuple(f"v{j}" for j in range(2 + n_c)), data, arities, 2, rtol=1e-12)
+
+
+def _equal_to_exact(names, data, arities, k, rtol):
+    """cg_scores of a mixed table (arity 0: continuous) against the exact rational ones of
+    tests/naive.py: the same impossible families, the rest within rtol."""
     levels = tuple(tuple(str(c) for c in range(r)) for r in arities)
-    ds = Dataset(tuple(f"v{j}" for j in range(2 + n_c)), data, arities, levels, kind="mixed")
-    got = cg_scores(ds, 2)
-    want = naive.exact_cg_scores(data, arities, 2)
+    got = cg_scores(Dataset(tuple(names), data, arities, levels, kind="mixed"), k)
+    want = naive.exact_cg_scores(data, arities, k)
     fin = np.isfinite(want)
     assert np.array_equal(fin, np.isfinite(got))
-    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=0)
 
 
 def test_a_tiny_alpha_mu_with_the_default_alpha_w_scores_exactly():
@@ -696,14 +701,7 @@ def test_configurations_with_fewer_rows_than_columns_are_scored_not_refused(sd):
     x2 = 0.5 * x1 + rng.normal(size=m) * sd
     x3 = x2 + rng.normal(size=m) * sd
     data = np.c_[d, x1, x2, x3]
-    arities = np.array([levels, 0, 0, 0], dtype=np.int64)
-    lv = tuple(tuple(str(c) for c in range(r)) for r in arities)
-    ds = Dataset(("d", "x1", "x2", "x3"), data, arities, lv, kind="mixed")
-    got = cg_scores(ds, 3)
-    want = naive.exact_cg_scores(data, arities, 3)
-    fin = np.isfinite(want)
-    assert np.array_equal(fin, np.isfinite(got))
-    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-11, atol=0)
+    _equal_to_exact(("d", "x1", "x2", "x3"), data, np.array([levels, 0, 0, 0], dtype=np.int64), 3, rtol=1e-11)
 
 
 def test_the_cells_error_bound_is_bges():
