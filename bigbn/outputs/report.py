@@ -147,6 +147,12 @@ def _read_rows(path: Path, need: tuple[str, ...] = (), numbers: tuple[str, ...] 
         return None
     except (OSError, csv.Error, UnicodeDecodeError) as e:
         raise WorkdirError(f"{path}: not readable ({e})") from None
+    return _checked(path, rows, need, numbers, probabilities)
+
+
+def _checked(path: Path, rows: list[dict], need: tuple[str, ...] = (), numbers: tuple[str, ...] = (),
+             probabilities: tuple[str, ...] = ()) -> list[dict]:
+    """``rows`` of ``path``, checked as `_read_rows` says."""
     for line, row in enumerate(rows, 2):
         for col in need + numbers + probabilities:
             x = row.get(col)
@@ -203,10 +209,10 @@ def _read_effects(path: Path) -> list[dict] | None:
     if not rows:
         return rows
     if "mean" in rows[0]:
-        return _read_rows(path, need=("cause", "effect"), numbers=("mean", "lower", "upper"),
-                          probabilities=("p_zero",))
-    return _read_rows(path, need=("cause", "effect", "cause_level", "effect_level"),
-                      probabilities=("probability", "p_zero"))
+        return _checked(path, rows, need=("cause", "effect"), numbers=("mean", "lower", "upper"),
+                        probabilities=("p_zero",))
+    return _checked(path, rows, need=("cause", "effect", "cause_level", "effect_level"),
+                    probabilities=("probability", "p_zero"))
 
 
 def _read_arcs(path: Path, names) -> list | None:
