@@ -238,7 +238,11 @@ def _sweep(run: FinishedLattice, job: Job, T: int, seed: int, first: int,
     is checked against its journal record as it is read (`FinishedLattice.chunk`); α is
     computed at the sets the samples visit only, memoised (`sampling.point_alpha`), where
     `sampling.point_alpha_pays`, else per visited chunk on ``pool``'s threads as the
-    forward task does (large k, or many samples on a small lattice). The samples are
+    forward task does (large k, or many samples on a small lattice). Either way from β
+    (checked against the journal's CRC), never read from a stored α table (``--alpha
+    store``), which a reader cannot check (its CRCs are per task, over whole spans) and
+    whose damage gave other samples without a word; the alpha task writes that table with
+    the same kernel (`computed_alpha`), so an intact one gives the same samples, bit for bit. The samples are
     walked in ``threads`` contiguous ranges side by side on ``pool`` (the kernels release
     the GIL; with point α each range has its own memo, `sampling.own_memo`): a sample's
     steps depend on its own random numbers and on values that are functions of its sets
@@ -665,20 +669,10 @@ def _draw_parents(beta, fam, nodes, preds, alphas, seed: int, first: int, attemp
     list(pool.map(one, _split(nodes.shape[0], threads)))
 
 
-def _sweep_job(lat: FinishedLattice) -> Job:
-    """The job of a sweep of lattice ``lat``. The sweep computes α from its β (checked
-    against the journal's CRC; `computed_alpha`), never reads a stored α table (``--alpha
-    store``), which a reader cannot check (its CRCs are per task, over whole spans) and
-    whose damage gave other samples without a word. The alpha task computes the stored
-    table with the same kernel from the same β, so an intact table gives the same samples,
-    bit for bit."""
-    return Job(lat.workdir, lat.plan_read, lat.beta)
-
-
 def _draw(run: FinishedLattice, first: int, T: int, seed: int, pool, threads: int) -> _Draws:
     """T (order, DAG) pairs of a run without tiers, from its root-scope lattice."""
     plan, beta = run.plan, run.beta
-    job = _sweep_job(run)
+    job = Job(run.workdir, plan, beta)
     t1 = time.perf_counter()
     nodes, preds, alphas, attempt, reads = _sweep(run, job, T, seed, first, pool, threads)
     t_sweep = time.perf_counter() - t1
@@ -715,7 +709,7 @@ def _draw_tiered(run: FinishedRun, first: int, T: int, seed: int, pool, threads:
             attempt = np.zeros(T, dtype=np.int64)
         else:
             t1 = time.perf_counter()
-            job = _sweep_job(lat)
+            job = Job(lat.workdir, lat.plan_read, lat.beta)
             nodes, preds, alphas, attempt, r = _sweep(lat, job, T, tseed, first, pool, threads)
             t_sweep += time.perf_counter() - t1
             within = np.zeros((T, lay.m), dtype=np.int64)
