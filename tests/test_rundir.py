@@ -112,12 +112,29 @@ def test_run_record_round_trips_every_plan_field_and_new_options(tmp_path, plan)
     # a record written before an option existed reads as without it (None)
     assert back.differences({**rec.fingerprint, "interventions": None}) == []
     diff = back.differences({**rec.fingerprint, "tiers": [["a"], ["b", "c"]]})
-    assert len(diff) == 1 and diff[0].startswith("tiers: workdir has")
+    assert diff == ["tiers: the workdir's run has a, b | c, this run a | b, c"]
     # the numerics versions are named, the engine's and the score's
     assert back.differences({**rec.fingerprint, "numerics": 99, "score_numerics": "k2-7"}) == [
         f"the workdir was computed by another bigbn version (numerics version {rec.fingerprint['numerics']}, now 99)",
         "the workdir was computed by other code of the score (its numerics None, now k2-7)"]
     assert rec.with_stages(map_dag=False, posterior=True).plan == dataclasses.replace(plan, posterior=True)
+
+
+def test_a_refused_resume_names_the_constraints_by_variable_name():
+    """run.json keeps forbidden / required edges, edge probabilities and per-node limits as
+    node indices; the refusal of a resume with other ones says them by name."""
+    rec = RunRecord(fingerprint("abc", 4, 10, {"score": "k2", "max_parents": 2,
+                                               "constraints": {"forbid": [[0, 1]], "require": [[2, 3]]}}),
+                    RunPlan.of(Plan(4, 2, 2, "store", map_dag=False, posterior=True)), ("a", "b", "c", "d"))
+    other = {**rec.fingerprint, "constraints": {"forbid": [[1, 0], [3, 0]], "max_parents": [2, 1, 2, 2]}}
+    assert rec.differences(other) == [
+        "forbidden edges: the workdir's run has a -> b, this run b -> a, d -> a; "
+        "required edges: the workdir's run has c -> d, this run none; "
+        "max parents per node: the workdir's run has none, this run b: 1"]
+    # indices past the run's variables (other data): the raw values, as before
+    far = {**rec.fingerprint, "constraints": {"forbid": [[7, 9]]}}
+    assert rec.differences(far) == ["constraints: workdir has {'forbid': [[0, 1]], 'require': [[2, 3]]}, "
+                                    "this run {'forbid': [[7, 9]]}"]
 
 
 # ----------------------------------------------------------------------- the previous format

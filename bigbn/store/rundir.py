@@ -118,6 +118,44 @@ def gib(b: float) -> str:
     return f"{int(b)} B"
 
 
+#: Knowledge.to_dict's constraint fields (tiers are a fingerprint key of their own), in words
+_KNOWN = (("forbidden", "forbidden edges"), ("required", "required edges"),
+          ("edge_prob", "edge prior probabilities"), ("max_parents", "max parents per node"))
+
+
+def _constraints_in_words(names, old_fp: dict, new_fp: dict) -> str | None:
+    """How two fingerprints' "constraints" differ, by variable name (run.json keeps them as
+    `log_prior`'s node indices, which a user never wrote): e.g. "forbidden edges: the
+    workdir's run has asia -> tub, this run smoke -> lung". None when either does not read
+    back with ``names`` (other data: the caller then shows the raw values)."""
+    try:
+        old, new = (Knowledge.from_record(names, {"max_parents": fp.get("max_parents"),
+                                                  "constraints": fp.get("constraints")}).to_dict()
+                    for fp in (old_fp, new_fp))
+    except Exception:  # noqa: BLE001 - indices past these names, a damaged record: no words for it
+        return None
+
+    def said(field, value) -> str:
+        if field == "max_parents":
+            items = [f"{x}: {m}" for x, m in value.items()]
+        elif field == "edge_prob":
+            items = [f"{u} -> {v}: {p!r}" for u, v, p in value]
+        else:
+            items = [f"{u} -> {v}" for u, v in value]
+        return ", ".join(items[:6]) + (f" and {len(items) - 6} more" if len(items) > 6 else "") or "none"
+
+    parts = [f"{words}: the workdir's run has {said(f, old[f])}, this run {said(f, new[f])}"
+             for f, words in _KNOWN if old[f] != new[f]]
+    return "; ".join(parts) or None
+
+
+def _tiers_in_words(tiers) -> str:
+    """A fingerprint's tiers (lists of names, or None) as text: "none" or "a, b | c | d"."""
+    if not isinstance(tiers, list) or not all(isinstance(t, list) for t in tiers):
+        return "none" if tiers is None else repr(tiers)
+    return " | ".join(", ".join(map(str, t)) for t in tiers) or "none"
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """What a run was asked and how it is planned: the content of ``run.json``.
@@ -157,8 +195,11 @@ class RunRecord:
             if key == "score_numerics" and self.fingerprint.get("score") != other.get("score"):
                 continue  # another score has other numerics: not "other code of the score"
             if old != new:
+                said = (_constraints_in_words(self.names, self.fingerprint, other) if key == "constraints"
+                        else f"tiers: the workdir's run has {_tiers_in_words(old)}, this run {_tiers_in_words(new)}"
+                        if key == "tiers" else None)
                 out.append(_PLAIN[key].format(old=str(old), new=str(new)) if key in _PLAIN
-                           else f"{key}: workdir has {old!r}, this run {new!r}")
+                           else said or f"{key}: workdir has {old!r}, this run {new!r}")
         return out
 
     def with_stages(self, map_dag: bool, posterior: bool) -> RunRecord:
