@@ -62,7 +62,7 @@ from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, 
 # see an edit of bge.py (tests/test_cg.py checks that the two agree)
 _CELL_ERROR_UNITS = 4503599627.370496
 from bigbn.kernels.bits import popcounts
-from bigbn.scores.discrete import _compress
+from bigbn.scores.discrete import _STIRLING_FROM, _compress, _log_rising
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
            "hyperparameters", "cg_scores", "cg_log_marginal"]
@@ -194,8 +194,8 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
                           f"got {alpha_w:g}")
     for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
         if value > MAX_HYPER:
-            raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
-                              "differences lose the precision the posteriors need")
+            raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}: there the score's "
+                              "determinant terms cancel in float64 beyond the precision the posteriors need")
     return alpha_mu, alpha_w, prior_scale(n_c, alpha_mu, alpha_w, given)
 
 
@@ -356,8 +356,7 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
     if bad.any():
         raise collinear(split.ds.path, [split.names_c[j] for j in C[int(np.flatnonzero(bad)[0])].tolist()],
                         " (in the rows of one configuration)")
-    gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
-        - _lgamma_prior(df, l)
+    gammas = _log_gamma_ratios(a1, md, np.full(md.size, df), l)
     const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
              + a0 * l * log(groups.t))
     return (const[:, None] - a1[:, None] * logdet).sum(axis=0)
@@ -510,7 +509,7 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     (ascending, −1 padded), fi its row of family_index over the continuous children.
 
     Steps: the cells of each D and their rows (`_cell_index`, `_cell_counts`); the per-cell
-    constants of each set size l (log-gammas, by `math.lgamma` as before); the cells' means
+    constants of each set size l (log-gamma ratios, `_log_gamma_ratios`); the cells' means
     (and sums of squares, `_cell_moments`); then, per D, the scatter matrices and every set's
     Σ_d (`_score_sets`). The kernels are numba's, on threads. Each step computes the same
     floating-point operations in the same order as `_Split.groups` and
@@ -597,10 +596,10 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
         tail = np.empty(a1.size)
         for l in range(1, int(L.max(initial=0)) + 1):
             sel = np.flatnonzero(l_f == l)
-            # per D: Σ_j lgamma(a0 − j/2) and a0 l log t(d), Python floats as before
+            # per D: a0 l log t(d), Python floats as before
             a0 = [(d + (l - 1)) / 2 for d in df.tolist()]
             lt = np.array([a * l * log(tt) for a, tt in zip(a0, t.tolist())])
-            gammas[sel] = _lgamma_sums(a1[sel], l) - np.array([_lgamma_prior(d, l) for d in df.tolist()])[dof[sel]]
+            gammas[sel] = _log_gamma_ratios(a1[sel], md[sel], df[dof[sel]], l)
             tail[sel] = lt[dof[sel]]
         const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas + tail)
         # every set's cell means, and the diagonal sets' sums of squares
@@ -640,6 +639,32 @@ def _lgamma_prior(df: float, l: int) -> float:
     each argument formed from df (α_w(d) − n_c + 1) directly, not as a0 − j/2, which for
     j = l − 1 leaves df/2 with the rounding of a0 (df is tiny with many configurations)."""
     return sum(lgamma((df + (l - 1 - j)) / 2) for j in range(l))
+
+
+def _log_gamma_ratios(a1: np.ndarray, md: np.ndarray, df: np.ndarray, l: int) -> np.ndarray:
+    """log Γ_l(a1) − log Γ_l(a0) less their π terms, which cancel, for each cell: Σ_{j < l}
+    [lgamma(a1 − j/2) − lgamma(a0 − j/2)], a0 = (df + l − 1)/2, a1 = a0 + md/2 (float64
+    arrays of one shape: a1 as the caller forms it, md the cell's rows, df its
+    α_w(d) − n_c + 1).
+
+    As BGe's (`bigbn.scores.bge.log_gamma_ratio`): where df/2, the smallest base a0 − (l − 1)/2,
+    is at least 16, each term is `bigbn.scores.discrete._log_rising`(a0 − j/2, md/2), from
+    Stirling's series, for each distinct (df, md) once; below, Σ_j lgamma(a1 − j/2) less
+    `_lgamma_prior` (df's log-gammas once per distinct df), as before, bit for bit. A
+    difference of log-gammas near a0·log a0 lost an ulp of them per term, 2e-7 nats at
+    α_w = 1e8 (cg-6)."""
+    out = np.empty(a1.size)
+    far = df / 2 >= _STIRLING_FROM
+    near = ~far
+    if near.any():
+        uniq, inverse = np.unique(df[near], return_inverse=True)
+        prior = np.array([_lgamma_prior(d, l) for d in uniq.tolist()])
+        out[near] = _lgamma_sums(a1[near], l) - prior[inverse.reshape(-1)]
+    if far.any():
+        pairs, inverse = np.unique(np.stack([df[far], md[far]]), axis=1, return_inverse=True)
+        sums = [sum(_log_rising((d + (l - 1 - j)) / 2, v / 2) for j in range(l)) for d, v in pairs.T.tolist()]
+        out[far] = np.array(sums)[inverse.reshape(-1)]
+    return out
 
 
 def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
@@ -1230,8 +1255,10 @@ def cg_log_marginal(ds: Dataset, columns, ess: float = 1.0, alpha_mu: float = 1.
     total = 0.0
     if D:
         a = float(ess) / q
-        total += sum(lgamma(a + c) - lgamma(a) for c in np.bincount(index, minlength=G).tolist()) \
-            + lgamma(ess) - lgamma(ess + ds.m)
+        # log Γ(a + c) − log Γ(a) and log Γ(ess + m) − log Γ(ess) as rising factorials, as
+        # BDeu's kernels take them (`_log_rising`: from Stirling's series for a ≥ 16)
+        total += sum(_log_rising(a, float(c)) for c in np.bincount(index, minlength=G).tolist()) \
+            - _log_rising(float(ess), float(ds.m))
     if C:
         total += float(_group_log_marginals(split, split.groups(D), np.array([C], dtype=np.int64))[0])
     return total
