@@ -348,7 +348,7 @@ def test_cell_moment_kernels_against_naive_bit_for_bit(G, offset):
 
 
 def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
-    """_posterior forms `_Split.groups`'s R bit for bit, and _cell_sum the sum over cells of
+    """_posterior forms `_Split.groups`'s P (R less t·I) bit for bit, and _cell_sum the sum over cells of
     `_group_log_marginals` (in order for several sets; numpy's pairwise order for one set,
     with up to 300 cells, past numpy's blocks of 128)."""
     for D, kinds, arity, m in ((1, 3, 2, 80), (0, 2, 6, 900)):
@@ -359,8 +359,8 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
         groups = split.groups(Dset)
         q, index, G = split.configurations(Dset)
         counts, means, S = cgmod._scatters(index, G, split.x, False)
-        R = cgmod._posterior(S, means, split.nu, counts.astype(np.int64), groups.a_mu, groups.t, True)
-        assert np.array_equal(R, groups.R)
+        P = cgmod._posterior(S, means, split.nu, counts.astype(np.int64), groups.a_mu, True)
+        assert np.array_equal(P, groups.P)
         for sets in (np.array([[0]]), np.array([[0, 1], [0, 2]] if kinds > 2 else [[0, 1], [1, 1]])[:1],
                      np.array([[0], [1]])):
             want = cgmod._group_log_marginals(split, groups, sets)
@@ -369,10 +369,11 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
             a1 = (md + groups.a_w + (l - 1)) / 2
             gam = cgmod._lgamma_sums(a1, l) - sum(math.lgamma((groups.a_w + (l - 1 - j)) / 2) for j in range(l))
             const = (-l * md / 2 * math.log(math.pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gam
-                     + (groups.a_w + (l - 1)) / 2 * l * math.log(groups.t))
+                     - l * md / 2 * math.log(groups.t))
             L = np.zeros((l, l))
             err = np.zeros(1, dtype=np.int64)
-            got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1) for C in sets]
+            got = [cgmod._cell_sum(P, groups.t, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1)
+                   for C in sets]
             assert got == want.tolist()
             assert not err.any()
     assert G > 128
@@ -741,20 +742,24 @@ def test_the_cells_gamma_ratios_against_high_precision():
             assert abs(got[c] - want) <= 2e-15 * abs(want), (l, c)
 
 
-def test_scores_of_a_large_alpha_w_equal_the_high_precision_ones():
-    """As tests/test_bge.py's: α_w = 1e6, α_μ = 1e-6, continuous columns of sd 1e-4, two
-    discrete ones (cells of one and of two discrete parents, and the whole table): against
-    every term at 50 digits (tests/naive.py, dps) within 5e-10 nats (a few a1·ε of the
-    determinant terms, a1·ε = 1.1e-10 for the whole table; 1.7e-10 measured); with the
-    log-gammas as differences 2.2e-9."""
+@pytest.mark.parametrize("ess, alpha_mu, alpha_w, sd", [(1.0, 1.0, 1e8, 1.0), (1e8, 1e8 - 4, None, 1.0),
+                                                         (1.0, 1e-6, 1e6, 1e-4)])
+def test_scores_of_large_hyperparameters_equal_the_high_precision_ones(ess, alpha_mu, alpha_w, sd):
+    """As tests/test_bge.py's: hyperparameters up to `MAX_HYPER` (and α_w = 1e6, t ≈ 1,
+    continuous columns of sd 1e-4), two discrete columns (cells of one and of two discrete
+    parents, on the kernels' path, and the whole table): against every term at 50 digits
+    (tests/naive.py, dps) within 1e-12 nats (3e-13 measured). Before, the determinant terms
+    and the log-gamma ratios cancelled: 5e-7 nats off at α_w = 1e8, 4e-7 at α_μ = 1e8,
+    2.2e-9 at 1e6 with sd 1e-4."""
     ds = mixed(["discrete", "discrete", "continuous", "continuous", "continuous"], 30, seed=2)
     data = ds.data.copy()
-    data[:, 2:] *= 1e-4
-    got = cg_scores(Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed"), 3, alpha_mu=1e-6, alpha_w=1e6)
-    want = naive.exact_cg_scores(data, ds.arities, 3, alpha_mu=1e-6, alpha_w=1e6, dps=50)
+    data[:, 2:] *= sd
+    got = cg_scores(Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed"), 3, ess=ess, alpha_mu=alpha_mu,
+                    alpha_w=alpha_w)
+    want = naive.exact_cg_scores(data, ds.arities, 3, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w, dps=50)
     fin = np.isfinite(want)
     assert np.array_equal(fin, np.isfinite(got))
-    np.testing.assert_allclose(got[fin], want[fin], rtol=0, atol=5e-10)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=0, atol=1e-12)
 
 
 def test_the_dirichlet_part_of_a_large_ess_against_high_precision():

@@ -74,12 +74,15 @@ _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64
 # against 60-digit mpmath log-gamma erred by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
 # and 0.5 at 1e14 while lgamma(a + N) − lgamma(a) was taken as a difference; by
 # `_log_rising` (bdeu-2) they are within 1e-12 nats at 1e8 (tests/test_scores.py checks up to
-# this bound), and at 1e20. BGe's and CG's log Γ_l(a1) − log Γ_l(a0) are `_log_rising` terms
-# too (bge-4, cg-6: within 3e-16 relative at any α_w, tests/test_bge.py), but the bound stays
-# for their α_μ, α_w: the determinant terms a0·l·log t − a1·log det R (bigbn/scores/bge.py)
-# still cancel, each near a1·l·log t with t near α_w/2 for α_μ of order 1, so the scores of
-# unit-scale data err by about a1·ε·l·log t against 50-digit mpmath: 4e-7 nats at
-# α_w = 1e8 (1e-8 relative), 5e-9 at 1e6, 3e-11 at 1e4, with the log-gammas exact or not.
+# this bound), and at 1e20. BGe's and CG's scores erred by 9e-7 nats at α_w or α_μ = 1e8
+# (3e-8 relative), 5e-9 at 1e6: their log Γ_l(a1) − log Γ_l(a0) was a difference of
+# log-gammas and a0·l·log t − a1·log det R one of two terms near a1·l·log t; now
+# `_log_rising` terms (bge-4, cg-6) and −(m/2)·l·log t − a1·Σ_j log1p(u_j/t) with t kept
+# out of R's pivots (bigbn/scores/bge.py `log_dets`; bge-5, cg-7), within 3e-13 nats at 1e8
+# (tests/test_bge.py, tests/test_cg.py check up to this bound), and 1e-13 at α_w = 1e9.
+# The bound stays for them as the range tested and because their error estimate for
+# collinear columns, a1·ε·Σ_j R_jj/d_j (bge.LOG_ERROR_TOL), grows with a1 whatever the
+# data: from α_w near 1e10 it refuses every set, single columns too.
 MAX_HYPER = 1e8
 #: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
 #: carried to fewer digits (at 5e-324, none: ess/(q·r) is 0 and the score -inf)
