@@ -1694,10 +1694,43 @@ def exact_cell_scatter(x, idx, G):
 # centring or of the determinant): the closed forms of bigbn/scores/bge.py (Kuipers, Moffa
 # & Heckerman 2014) and of docs/posterior.md "Mixed data", with ν the exact column means.
 # Only the log-gammas and the final logs are float64 (math.lgamma; the log of a fraction as
-# the log of its numerator less that of its denominator).
+# the log of its numerator less that of its denominator), unless ``dps`` is given: then
+# they, and every sum up to the local score's last difference, are mpmath numbers of that
+# many digits, and the hyperparameters enter as the fractions they are. At large α_w or
+# α_μ (1e6 .. 1e8) the terms a0·l·log t, a1·log det R and the log-gammas are each near
+# 1e9 nats, so float64 would round the reference itself by 1e-7 nats.
 
-def _log_fraction(x):
+def _log_fraction(x, dps=None):
+    if dps:
+        import mpmath
+
+        return mpmath.log(x.numerator) - mpmath.log(x.denominator)  # at the caller's mp.dps
     return math.log(x.numerator) - math.log(x.denominator)
+
+
+def _mpf(x):
+    """A Fraction (or int) as an mpmath number, rounded once at the current precision."""
+    import mpmath
+
+    return mpmath.mpf(x.numerator) / x.denominator
+
+
+def _lgamma(x, dps=None):
+    """log Γ(x): math.lgamma of float(x), or at ``dps`` digits mpmath's of x itself (a Fraction
+    or an int, exactly)."""
+    if dps:
+        import mpmath
+
+        return mpmath.loggamma(_mpf(x))
+    return math.lgamma(float(x))
+
+
+def _log_pi(dps=None):
+    if dps:
+        import mpmath
+
+        return mpmath.log(mpmath.pi)
+    return math.log(math.pi)
 
 
 def _det_fraction(M):
@@ -1721,11 +1754,15 @@ def _det_fraction(M):
     return det
 
 
-def exact_nw_log_marginal(rows, Y, n, alpha_mu, alpha_w, t, nu):
+def exact_nw_log_marginal(rows, Y, n, alpha_mu, alpha_w, t, nu, dps=None):
     """log p_NW(D_Y) of ``rows`` (lists of Fractions) on the columns Y: −lm/2 log π
     + l/2 log(α_μ/(m + α_μ)) + Σ_j [lgamma(a1 − j/2) − lgamma(a0 − j/2)] + a0 l log t
     − a1 log det R_YY, a0 = (α_w − n + l)/2, a1 = a0 + m/2, R = t·I + S_m +
-    (α_μ m/(α_μ + m))(ν − x̄)(ν − x̄)ᵀ; α_μ, α_w, t and ν (all n columns) Fractions."""
+    (α_μ m/(α_μ + m))(ν − x̄)(ν − x̄)ᵀ; α_μ, α_w, t and ν (all n columns) Fractions.
+    dps: every log and log-gamma at that many digits (mpmath), a0 and a1 exact, the
+    result an mpmath number (section comment); else float64's."""
+    from fractions import Fraction
+
     m, l = len(rows), len(Y)
     if l == 0:
         return 0.0
@@ -1734,6 +1771,12 @@ def exact_nw_log_marginal(rows, Y, n, alpha_mu, alpha_w, t, nu):
     w = alpha_mu * m / (alpha_mu + m)
     R = [[t * (a == b) + sum((r[ja] - mean[a]) * (r[jb] - mean[b]) for r in rows) + w * d[a] * d[b]
           for b, jb in enumerate(Y)] for a, ja in enumerate(Y)]
+    if dps:
+        a0 = Fraction(alpha_w - n + l) / 2
+        a1 = a0 + Fraction(m, 2)
+        return (-_mpf(Fraction(l * m, 2)) * _log_pi(dps) + l * _log_fraction(alpha_mu / (m + alpha_mu), dps) / 2
+                + sum(_lgamma(a1 - Fraction(j, 2), dps) - _lgamma(a0 - Fraction(j, 2), dps) for j in range(l))
+                + _mpf(a0 * l) * _log_fraction(t, dps) - _mpf(a1) * _log_fraction(_det_fraction(R), dps))
     a0 = float((alpha_w - n + l) / 2)
     a1 = a0 + m / 2
     return (-l * m / 2 * math.log(math.pi) + l / 2 * _log_fraction(alpha_mu / (m + alpha_mu))
@@ -1747,12 +1790,25 @@ def _exact_local_scores(n, k, log_p, impossible=lambda i, ps: False):
     for i in range(n):
         for f, sq in enumerate(masks):
             ps = tuple(b for b in range(n) if unsqueeze(sq, i) >> b & 1)
-            out[i, f] = -np.inf if impossible(i, ps) else log_p(tuple(sorted(ps + (i,)))) - log_p(ps)
+            out[i, f] = -np.inf if impossible(i, ps) else float(log_p(tuple(sorted(ps + (i,)))) - log_p(ps))
     return out
 
 
-def exact_bge_scores(data, k, alpha_mu=1.0, alpha_w=None):
-    """BGe local scores (n, F) in bigbn's layout, R and its determinants exact (above)."""
+@functools.lru_cache(None)
+def _precision(dps):
+    """A context manager for mpmath at dps digits (none: a no-op)."""
+    import contextlib
+
+    if not dps:
+        return contextlib.nullcontext
+    import mpmath
+
+    return lambda: mpmath.workdps(dps)
+
+
+def exact_bge_scores(data, k, alpha_mu=1.0, alpha_w=None, dps=None):
+    """BGe local scores (n, F) in bigbn's layout, R and its determinants exact (above);
+    dps: the logs and log-gammas too, at that many digits (mpmath)."""
     from fractions import Fraction
 
     data = np.asarray(data, dtype=np.float64)
@@ -1762,14 +1818,16 @@ def exact_bge_scores(data, k, alpha_mu=1.0, alpha_w=None):
     aw = n + am + 1 if alpha_w is None else Fraction(alpha_w)
     t = am * (aw - n - 1) / (am + 1)
     nu = [sum(r[j] for r in rows) / m for j in range(n)]
-    log_p = functools.lru_cache(None)(lambda Y: exact_nw_log_marginal(rows, Y, n, am, aw, t, nu))
-    return _exact_local_scores(n, k, log_p)
+    log_p = functools.lru_cache(None)(lambda Y: exact_nw_log_marginal(rows, Y, n, am, aw, t, nu, dps))
+    with _precision(dps)():
+        return _exact_local_scores(n, k, log_p)
 
 
-def exact_cg_scores(data, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None):
+def exact_cg_scores(data, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None, dps=None):
     """CG local scores (n, F) in bigbn's layout (arity 0: continuous), every p_NW exact
     (above) with the prior spread over the q configurations of the discrete part (α_μ/q,
-    α_w(d) = n_c − 1 + (α_w − n_c + 1)/q, t/q, ν the exact means of all rows)."""
+    α_w(d) = n_c − 1 + (α_w − n_c + 1)/q, t/q, ν the exact means of all rows); dps: the
+    logs and log-gammas (the Dirichlet part's too, ess/q exactly) at that many digits."""
     from fractions import Fraction
 
     data = np.asarray(data, dtype=np.float64)
@@ -1792,13 +1850,15 @@ def exact_cg_scores(data, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None):
             cells.setdefault(tuple(int(data[r, j]) for j in D), []).append(r)
         total = 0.0
         if D:
-            a = ess / q
-            total += math.lgamma(ess) - math.lgamma(ess + m) + sum(
-                math.lgamma(a + len(c)) - math.lgamma(a) for c in cells.values())
+            e = Fraction(ess) if dps else ess
+            a = e / q
+            total += _lgamma(e, dps) - _lgamma(e + m, dps) + sum(
+                _lgamma(a + len(c), dps) - _lgamma(a, dps) for c in cells.values())
         if C:
             for c in cells.values():
                 total += exact_nw_log_marginal([rows[r] for r in c], C, n_c, am / q, n_c - 1 + (aw - n_c + 1) / q,
-                                               t / q, nu)
+                                               t / q, nu, dps)
         return total
 
-    return _exact_local_scores(n, k, log_p, lambda i, ps: arities[i] > 0 and any(arities[p] == 0 for p in ps))
+    with _precision(dps)():
+        return _exact_local_scores(n, k, log_p, lambda i, ps: arities[i] > 0 and any(arities[p] == 0 for p in ps))

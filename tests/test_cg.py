@@ -74,7 +74,7 @@ def test_all_discrete_is_bdeu_bit_for_bit(ess):
 
 # ------------------------------------------------------------------ 2. all continuous = BGe
 
-@pytest.mark.parametrize("alpha_mu, alpha_w", [(1.0, None), (3.0, 9.5)])
+@pytest.mark.parametrize("alpha_mu, alpha_w", [(1.0, None), (3.0, 9.5), (1.0, 1e6)])
 def test_all_continuous_is_bge_bit_for_bit(alpha_mu, alpha_w):
     rng = np.random.default_rng(2)
     X = rng.normal(size=(50, 5))
@@ -348,7 +348,7 @@ def test_cell_moment_kernels_against_naive_bit_for_bit(G, offset):
 
 
 def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
-    """_posterior forms `_Split.groups`'s R bit for bit, and _cell_sum the sum over cells of
+    """_posterior forms `_Split.groups`'s P (R less t·I) bit for bit, and _cell_sum the sum over cells of
     `_group_log_marginals` (in order for several sets; numpy's pairwise order for one set,
     with up to 300 cells, past numpy's blocks of 128)."""
     for D, kinds, arity, m in ((1, 3, 2, 80), (0, 2, 6, 900)):
@@ -359,8 +359,8 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
         groups = split.groups(Dset)
         q, index, G = split.configurations(Dset)
         counts, means, S = cgmod._scatters(index, G, split.x, False)
-        R = cgmod._posterior(S, means, split.nu, counts.astype(np.int64), groups.a_mu, groups.t, True)
-        assert np.array_equal(R, groups.R)
+        P = cgmod._posterior(S, means, split.nu, counts.astype(np.int64), groups.a_mu, True)
+        assert np.array_equal(P, groups.P)
         for sets in (np.array([[0]]), np.array([[0, 1], [0, 2]] if kinds > 2 else [[0, 1], [1, 1]])[:1],
                      np.array([[0], [1]])):
             want = cgmod._group_log_marginals(split, groups, sets)
@@ -369,10 +369,11 @@ def test_posterior_and_cell_sum_kernels_against_the_numpy_path():
             a1 = (md + groups.a_w + (l - 1)) / 2
             gam = cgmod._lgamma_sums(a1, l) - sum(math.lgamma((groups.a_w + (l - 1 - j)) / 2) for j in range(l))
             const = (-l * md / 2 * math.log(math.pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gam
-                     + (groups.a_w + (l - 1)) / 2 * l * math.log(groups.t))
+                     - l * md / 2 * math.log(groups.t))
             L = np.zeros((l, l))
             err = np.zeros(1, dtype=np.int64)
-            got = [cgmod._cell_sum(R, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1) for C in sets]
+            got = [cgmod._cell_sum(P, groups.t, C.copy(), l, const, a1, 0, sets.shape[0] == 1, L, err, 0, 1)
+                   for C in sets]
             assert got == want.tolist()
             assert not err.any()
     assert G > 128
@@ -415,7 +416,8 @@ def test_scores_equal_the_numpy_path_bit_for_bit(kinds, arity, m, k, seed, monke
         monkeypatch.setattr(cgmod, "GROUP_CELLS", 1 << 62 if share == 0.0 else 16)  # 0: no tables either
         same = np.array_equal if share == 0.0 or not joint else (
             lambda a, b, equal_nan=False: np.allclose(a, b, rtol=1e-13, atol=0.0, equal_nan=True))
-        for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5}):
+        for kw in ({}, {"ess": 3.0, "alpha_mu": 2.0, "alpha_w": kinds.count("continuous") + 4.5},
+                   {"alpha_w": 1e6}):  # the cells' log-gamma ratios from Stirling's series
             assert same(cg_scores(ds, k, **kw), naive.cg_continuous_by_numpy(ds, k, **kw))
         assert same(cg_scores(ds, k, sets=sets), naive.cg_continuous_by_numpy(ds, k, sets=sets), equal_nan=True)
 
@@ -710,3 +712,71 @@ def test_the_cells_error_bound_is_bges():
     from bigbn.scores import bge, cg
 
     assert cg._CELL_ERROR_UNITS == bge.LOG_ERROR_TOL / bge.EPS
+
+
+# ------------------------------------------------------------------------------ numerical audit 3
+
+def test_the_cells_gamma_ratios_against_high_precision():
+    """`_log_gamma_ratios` per cell, Σ_{j < l} [log Γ(a1 − j/2) − log Γ(a0 − j/2)], a0 =
+    (df + l − 1)/2, a1 = a0 + m_d/2, with df = α_w(d) − n_c + 1 below and above 32 (the
+    smallest base df/2 at 16, where Stirling's series takes over): from 32 on within 2e-15
+    relative of 50-digit mpmath (as BGe's, tests/test_bge.py); below, the numbers of the
+    former expression bit for bit. As differences of math.lgamma the terms of df = 1e8/3
+    erred by 1e-8 relative."""
+    mp = pytest.importorskip("mpmath")
+    from math import lgamma
+
+    df = np.array([3.0, 0.25, 31.5, 32.0, 1e3 / 7, 1e6 / 3, 1e8 / 3, 1e8 / 3, 1e8 / 3])
+    md = np.array([5.0, 1.0, 20.0, 1.0, 7.0, 40.0, 1.0, 2.0, 1001.0])
+    for l in range(1, 5):
+        a1 = (md + df + (l - 1)) / 2
+        got = cgmod._log_gamma_ratios(a1, md, df, l)
+        for c in range(df.size):
+            if df[c] < 32:
+                assert got[c] == sum(lgamma(a1[c] - j / 2) for j in range(l)) - cgmod._lgamma_prior(df[c], l)
+                continue
+            with mp.workdps(50):
+                a0 = mp.mpf(df[c]) / 2 + mp.mpf(l - 1) / 2
+                want = float(sum(mp.loggamma(a0 + mp.mpf(md[c] - j) / 2) - mp.loggamma(a0 - mp.mpf(j) / 2)
+                                 for j in range(l)))
+            assert abs(got[c] - want) <= 2e-15 * abs(want), (l, c)
+
+
+@pytest.mark.parametrize("ess, alpha_mu, alpha_w, sd", [(1.0, 1.0, 1e8, 1.0), (1e8, 1e8 - 4, None, 1.0),
+                                                         (1.0, 1e-6, 1e6, 1e-4)])
+def test_scores_of_large_hyperparameters_equal_the_high_precision_ones(ess, alpha_mu, alpha_w, sd):
+    """As tests/test_bge.py's: hyperparameters up to `MAX_HYPER` (and α_w = 1e6, t ≈ 1,
+    continuous columns of sd 1e-4), two discrete columns (cells of one and of two discrete
+    parents, on the kernels' path, and the whole table): against every term at 50 digits
+    (tests/naive.py, dps) within 1e-12 nats (3e-13 measured). Before, the determinant terms
+    and the log-gamma ratios cancelled: 5e-7 nats off at α_w = 1e8, 4e-7 at α_μ = 1e8,
+    2.2e-9 at 1e6 with sd 1e-4."""
+    ds = mixed(["discrete", "discrete", "continuous", "continuous", "continuous"], 30, seed=2)
+    data = ds.data.copy()
+    data[:, 2:] *= sd
+    got = cg_scores(Dataset(ds.names, data, ds.arities, ds.levels, kind="mixed"), 3, ess=ess, alpha_mu=alpha_mu,
+                    alpha_w=alpha_w)
+    want = naive.exact_cg_scores(data, ds.arities, 3, ess=ess, alpha_mu=alpha_mu, alpha_w=alpha_w, dps=50)
+    fin = np.isfinite(want)
+    assert np.array_equal(fin, np.isfinite(got))
+    np.testing.assert_allclose(got[fin], want[fin], rtol=0, atol=1e-12)
+
+
+def test_the_dirichlet_part_of_a_large_ess_against_high_precision():
+    """cg_log_marginal of discrete columns at ess = 1e8 (the largest accepted): its
+    Dirichlet-multinomial part takes log Γ(a + m_d) − log Γ(a) as `_log_rising`, as BDeu's
+    kernels do, within 1e-10 nats of 50-digit mpmath (terms near 30 · log(1e8/6) ≈ 500
+    nats, each within 3e-16 relative); as differences of math.lgamma near 2e9 it erred by
+    1e-7."""
+    mp = pytest.importorskip("mpmath")
+    ds = mixed(["discrete", "discrete", "continuous"], 30, seed=2)
+    ess = 1e8
+    got = cg_log_marginal(ds, [0, 1], ess=ess)
+    codes = ds.data[:, :2].astype(int)
+    q = int(ds.arities[0] * ds.arities[1])
+    counts = np.unique(codes[:, 0] * ds.arities[1] + codes[:, 1], return_counts=True)[1]
+    with mp.workdps(50):
+        a = mp.mpf(ess / q)  # bigbn's float64 a, exactly
+        want = float(sum(mp.loggamma(a + int(c)) - mp.loggamma(a) for c in counts)
+                     - mp.loggamma(mp.mpf(ess) + 30) + mp.loggamma(mp.mpf(ess)))
+    assert abs(got - want) <= 1e-10

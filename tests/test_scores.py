@@ -491,15 +491,16 @@ def test_large_hyperparameters_against_high_precision(score, ess, arities, m):
 
 
 def test_log_rising_against_high_precision():
-    """`_log_rising(a, v)` = lgamma(a + v) − lgamma(a) for v up to 1e8: from a = 16 on
-    (Stirling's series) to a few ulps of itself, below to a few ulps of the two log-gammas."""
+    """`_log_rising(a, v)` = lgamma(a + v) − lgamma(a) for v up to 1e8, whole or half (BGe's
+    and CG's Wishart terms take v = m/2): from a = 16 on (Stirling's series) to a few ulps of
+    itself, below to a few ulps of the two log-gammas."""
     mp = pytest.importorskip("mpmath")
     from bigbn.scores.discrete import _log_rising
 
     mp.mp.dps = 50
-    for a in (0.3, 1.0, 15.999999999999998, 16.0, 16.5, 100.0, 1e4 / 3, 1e8, 1e12):
+    for a in (0.3, 1.0, 15.999999999999998, 16.0, 16.5, 100.0, 1e4 / 3, 5e7 + 0.5, 1e8, 1e12):
         assert _log_rising(a, 0.0) == 0.0
-        for v in (1, 2, 7, 1000, 10**6, 10**8):
+        for v in (0.5, 1, 1.5, 2, 7, 10.5, 1000, 1000.5, 10**6, 10**6 + 0.5, 10**8):
             want = mp.loggamma(mp.mpf(a) + v) - mp.loggamma(mp.mpf(a))
             tol = 2e-15 * abs(want) if a >= 16 else 1e-15 * (abs(mp.loggamma(a)) + abs(mp.loggamma(a + v)))
             assert abs(mp.mpf(_log_rising(a, float(v))) - want) <= tol, (a, v)

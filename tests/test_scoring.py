@@ -174,7 +174,7 @@ def test_the_score_s_numerics_version_enters_the_run_fingerprint(tmp_path):
     """A built-in score is fingerprinted by the version it declares (bumped by hand when its
     numbers change; tests/test_numerics.py checks them), not by its source."""
     fp = {name: scoring.numerics_version(s) for name, s in scoring.BUILTIN.items()}
-    assert fp == {"bdeu": "bdeu-2", "k2": "k2-2", "bge": "bge-3", "cg": "cg-5"}
+    assert fp == {"bdeu": "bdeu-2", "k2": "k2-2", "bge": "bge-5", "cg": "cg-7"}
     res = bigbn.learn(_discrete(tmp_path), score="k2", max_parents=1, workdir=tmp_path / "w")
     run = json.loads((tmp_path / "w" / "run.json").read_text())
     assert run["fingerprint"]["score_numerics"] == "k2-2"

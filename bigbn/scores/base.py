@@ -172,7 +172,7 @@ class BGe(Score):
     data_kind = "continuous"
     description = "BGe (Geiger & Heckerman 2002; Kuipers, Moffa & Heckerman 2014)"
     modules = ("bigbn.scores.bge",)
-    numerics = "bge-3"  # bump on any change of a BGe score (module docstring)
+    numerics = "bge-5"  # bump on any change of a BGe score (module docstring)
     options = (Option("alpha_mu", "BGe alpha_mu", 1.0, "BGe α_μ  [default: 1]"),
                Option("alpha_w", "BGe alpha_w", None, "BGe α_w (default n + α_μ + 1)."))
 
@@ -201,7 +201,7 @@ class CG(Score):
     description = ("CG: conditional Gaussian networks of discrete and continuous columns (Bøttcher "
                    "2001): BDeu for discrete nodes, BGe per discrete-parent configuration")
     modules = ("bigbn.scores.cg",)
-    numerics = "cg-5"  # bump on any change of a CG score (module docstring)
+    numerics = "cg-7"  # bump on any change of a CG score (module docstring)
     impossible_families = True  # a discrete node with a continuous parent
     options = (Option("ess", "ess (equivalent sample size)", 1.0, "BDeu equivalent sample size  [default: 1]"),
                Option("alpha_mu", "CG alpha_mu", 1.0, "BGe α_μ  [default: 1]"),

@@ -23,7 +23,12 @@ the marginal likelihood of the columns Y (|Y| = l) is (Kuipers et al. 2014, thei
 
 Γ_l the multivariate gamma function, and the local score of node i with parents Π is
 p(D_{Π∪{i}}) / p(D_Π) (natural logs here). The score is score-equivalent: Markov
-equivalent DAGs get the same product of local scores.
+equivalent DAGs get the same product of local scores. The ratio of multivariate gammas is
+l log rising factorials of the Wishart's half degrees of freedom by m/2 (`log_gamma_ratio`:
+from Stirling's series for large α_w, not as differences of log-gammas, bge-4), and
+a0·l·log t − a1·log det R is taken as −(m/2)·l·log t − a1·(log det R − l·log t), the latter
+from R's pivots with t apart (`log_dets`, bge-5): at large α_w or α_μ both terms are near
+a1·l·log t, and their difference lost 9e-7 nats at 1e8.
 
 Scores carry no structure prior: add `bigbn.scores.priors.log_prior` to get β.
 """
@@ -40,6 +45,7 @@ from bigbn.io.data import Dataset, Table, check_exact_numbers
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
+from bigbn.scores.discrete import _STIRLING_FROM, _log_rising
 
 __all__ = ["continuous_dataset", "looks_continuous", "posterior_scatter", "bge_log_marginal", "bge_scores",
            "bge_family_scores", "scale_warnings"]
@@ -167,8 +173,8 @@ def _check_params(n: int, alpha_mu, alpha_w, nu, data: np.ndarray):
         raise OptionError(f"BGe alpha_w must exceed n + 1 = {n + 1}, got {alpha_w}")
     for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
         if value > MAX_HYPER:
-            raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
-                              "differences lose the precision the posteriors need")
+            raise OptionError(f"BGe {name} {value:g} is above {MAX_HYPER:g}, the largest accepted "
+                              "(as it grows the posteriors tend to the prior's anyway)")
     t = prior_scale(n, alpha_mu, alpha_w, given)
     check_normal_prior("BGe", n, data.shape[0], alpha_mu, alpha_w, t)
     if nu is None:
@@ -198,6 +204,19 @@ def posterior_scatter(data: np.ndarray, alpha_mu: float, t: float, nu: np.ndarra
     return R
 
 
+def data_scatter(data: np.ndarray, alpha_mu: float, nu: np.ndarray):
+    """P = R − T of `posterior_scatter`, the data's part, S_m + (α_μ m/(α_μ + m))(ν − x̄)(ν − x̄)ᵀ,
+    float64 (n, n), centred as there: the scores take R = t·I + P through `log_dets`, which
+    keeps t apart (R's diagonal t + P_jj, rounded, loses P_jj's digits below t's ulp)."""
+    m, n = data.shape
+    centred, shift, mean = _centred(data)
+    P = scatter(np.ascontiguousarray(centred))
+    if nu is not None:
+        d = (nu - shift) - mean
+        P = P + (alpha_mu * m / (alpha_mu + m)) * np.outer(d, d)
+    return P
+
+
 #: The most a log marginal may err by its Cholesky's cancellation, in nats: estimated as
 #: a1·ε·Σ_j R_jj/d_j (a pivot d_j, the difference of numbers near R_jj, carries an error
 #: near ε·R_jj; the score takes −a1·log det R), per determinant (the whole table's, or one
@@ -224,37 +243,50 @@ def _centred(data: np.ndarray):
 
 
 @njit(cache=True, nogil=True)
-def log_dets(a, amp):
-    """log det of each symmetric positive definite matrix a[s] (float64 (S, l, l)), by a
-    Cholesky factorisation in one fixed order (2 Σ_j log L_jj); NaN where a pivot is not
-    positive (not positive definite), +inf where one is not finite (overflow). amp (S,):
-    Σ_j a[s, j, j]/d_j over the pivots d_j, how much cancellation magnifies the rounding of
-    the entries (`LOG_ERROR_TOL`). Not ``np.linalg.slogdet``: LAPACK's LU
-    goes through BLAS kernels chosen by processor at run time, and gave other last bits for
-    the same 4 × 4 matrices on a Haswell and on an AVX-512 host (see `scatter`)."""
-    S, l = a.shape[0], a.shape[1]
+def log_dets(p, t, amp):
+    """log det(t·I + p[s]) − l·log t of each p[s] (float64 (S, l, l), symmetric, t·I + p[s]
+    positive definite, t > 0), by a Cholesky factorisation of t·I + p[s] in one fixed order
+    that keeps t apart: each pivot is d_j = t + u_j, u_j = p_jj − Σ_{q<j} L_jq², and the
+    result Σ_j log1p(u_j/t) = Σ_j log(d_j/t). NaN where a pivot is not positive (not
+    positive definite), +inf where one is not finite (overflow). amp (S,): Σ_j (t + p_jj)/d_j
+    over the pivots, how much cancellation magnifies the rounding of the entries
+    (`LOG_ERROR_TOL`).
+
+    t apart: the score takes a0·l·log t − a1·log det R = −(m/2)·l·log t − a1·(this), and
+    with a large α_w (t near α_w/2, a1 near α_w/2) both a0·l·log t and a1·log det R are near
+    a1·l·log t (8e8 nats at α_w = 1e8): as a difference they lost 4e-7 nats, and R's
+    diagonal t + p_jj in float64 keeps p_jj only to t's ulp. Here u_j carries p's own
+    digits and log1p(u_j/t) its own relative accuracy (bge-5). Where u_j/t is not finite (t
+    tiny) log d_j − log t instead.
+
+    Not ``np.linalg.slogdet``: LAPACK's LU goes through BLAS kernels chosen by processor at
+    run time, and gave other last bits for the same 4 × 4 matrices on a Haswell and on an
+    AVX-512 host (see `scatter`)."""
+    S, l = p.shape[0], p.shape[1]
     out = np.empty(S)
     L = np.zeros((l, l))
     for s in range(S):
         acc = 0.0
         gain = 0.0
         for j in range(l):
-            d = a[s, j, j]
-            for p in range(j):
-                d -= L[j, p] * L[j, p]
+            u = p[s, j, j]
+            for q in range(j):
+                u -= L[j, q] * L[j, q]
+            d = t + u
             if not np.isfinite(d):  # overflow: non-finite, as the caller's check expects
                 acc = np.inf
                 break
             if d <= 0.0:
                 acc = np.nan
                 break
-            gain += a[s, j, j] / d
+            gain += (t + p[s, j, j]) / d
             L[j, j] = np.sqrt(d)
-            acc += np.log(d)
+            r = u / t
+            acc += np.log1p(r) if -1.0 < r < np.inf else np.log(d) - np.log(t)
             for i in range(j + 1, l):
-                x = a[s, i, j]
-                for p in range(j):
-                    x -= L[i, p] * L[j, p]
+                x = p[s, i, j]
+                for q in range(j):
+                    x -= L[i, q] * L[j, q]
                 L[i, j] = x / L[j, j]
         out[s] = acc
         amp[s] = gain
@@ -326,10 +358,10 @@ def too_large(path: str, names, data: np.ndarray) -> None:
                         "rescale the column")
 
 
-def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
+def _log_marginals(P: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
                    alpha_mu: float, alpha_w: float, names, path: str = "") -> np.ndarray:
     """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,).
-    names, path: the columns' names and the data's path (`collinear`)."""
+    P: `data_scatter`; names, path: the columns' names and the data's path (`collinear`)."""
     sizes = popcounts(sets)
     out = np.zeros(sets.size, dtype=np.float64)
     bits = np.arange(n, dtype=np.int64)
@@ -337,30 +369,47 @@ def _log_marginals(R: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
         sel = np.flatnonzero(sizes == l)
         members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
         idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
-        out[sel] = _log_marginals_of(R, idx, m, n, t, alpha_mu, alpha_w, names, path)
+        out[sel] = _log_marginals_of(P, idx, m, n, t, alpha_mu, alpha_w, names, path)
     return out
 
 
-def _log_marginals_of(R: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
+def _log_marginals_of(P: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
                       alpha_mu: float, alpha_w: float, names, path: str = "", where: str = "") -> np.ndarray:
     """log p(D_Y) for sets Y of one size l ≥ 1 given as node indices, ascending, int64
-    (S, l): the module docstring's formula with batched log-determinants; float64 (S,).
-    A determinant float64 cannot carry (`log_dets` NaN, or its estimated error in the score
-    above `LOG_ERROR_TOL`) is `collinear`'s error, naming the set by ``names`` (of R's
+    (S, l): the module docstring's formula with batched log-determinants of R = t·I + P
+    (P: `data_scatter`), its a0·l·log t − a1·log det R_YY taken as −(m/2)·l·log t −
+    a1·(log det R_YY − l·log t) (`log_dets`: no two terms near a1·l·log t cancel); float64
+    (S,). A determinant float64 cannot carry (`log_dets` NaN, or its estimated error in the
+    score above `LOG_ERROR_TOL`) is `collinear`'s error, naming the set by ``names`` (of P's
     indices), ``path`` and ``where``."""
     l = idx.shape[1]
-    sub = R[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
+    sub = P[idx[:, :, None], idx[:, None, :]]  # (S, l, l)
     amp = np.empty(idx.shape[0])
-    logdet = log_dets(np.ascontiguousarray(sub), amp)
+    logdet = log_dets(np.ascontiguousarray(sub), t, amp)
     a0 = (alpha_w - n + l) / 2  # prior degrees of freedom / 2 (Kuipers et al. correction)
     a1 = (m + alpha_w - n + l) / 2
     bad = np.isnan(logdet) | (a1 * EPS * amp > LOG_ERROR_TOL)
     if bad.any():
         raise collinear(path, [names[j] for j in idx[int(np.flatnonzero(bad)[0])].tolist()], where)
-    log_gamma_ratio = sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
     const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
-             + log_gamma_ratio + a0 * l * log(t))
+             + log_gamma_ratio(a0, a1, m, l) - l * m / 2 * log(t))
     return const - a1 * logdet
+
+
+def log_gamma_ratio(a0: float, a1: float, m: float, l: int) -> float:
+    """log Γ_l(a1) − log Γ_l(a0) less their π terms, which cancel: Σ_{j < l} [lgamma(a1 − j/2)
+    − lgamma(a0 − j/2)], a1 = a0 + m/2 (m: the rows, a whole number, so m/2 may be a half).
+
+    Each term is the log of a rising factorial, `bigbn.scores.discrete._log_rising`(a0 − j/2,
+    m/2): where the smallest base a0 − (l − 1)/2 (α_w − n + 1)/2 is at least 16 (α_w ≥ n + 31),
+    from Stirling's series, not as a difference of two log-gammas near a0·log a0, which at
+    α_w = 1e8 (a0 = 5e7, each log-gamma near 8e8) lost up to 3e-7 nats (the BDeu story of
+    bdeu-2, here bge-4; the determinant terms' cancellation, as large, is `log_dets`'). Below that, the differences of
+    math.lgamma as before, bit for bit: the log-gammas of a0 < 16 are small (below 28) and
+    carry the result to an ulp of lgamma(a1)."""
+    if a0 - (l - 1) / 2 < _STIRLING_FROM:
+        return sum(lgamma(a1 - j / 2) - lgamma(a0 - j / 2) for j in range(l))
+    return sum(_log_rising(a0 - j / 2, m / 2) for j in range(l))
 
 
 def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, nu=None) -> float:
@@ -370,11 +419,11 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     alpha_mu, alpha_w, nu, t = _check_params(n, alpha_mu, alpha_w, nu, data)
     names = _names(ds, n)
     too_large(ds.path, names, data)
-    R = posterior_scatter(data, alpha_mu, t, nu)
+    P = data_scatter(data, alpha_mu, nu)
     mask = 0
     for j in columns:
         mask |= 1 << int(j)
-    return float(_log_marginals(R, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w, names,
+    return float(_log_marginals(P, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w, names,
                                 ds.path)[0])
 
 
@@ -405,16 +454,16 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
     sizes = (parent_sets >= 0).sum(axis=1)
     batch = 1 << 14
     with np.errstate(all="ignore"):
-        R = posterior_scatter(data, alpha_mu, t, nu)
+        P = data_scatter(data, alpha_mu, nu)
         for l in range(int(sizes.max(initial=0)) + 1):
             for lo in range(0, int((sizes == l).sum()), batch):
                 sel = np.flatnonzero(sizes == l)[lo: lo + batch]
                 G = parent_sets[sel, :l]
-                base = _log_marginals_of(R, G, m, n, t, alpha_mu, alpha_w, names, ds.path) if l else \
+                base = _log_marginals_of(P, G, m, n, t, alpha_mu, alpha_w, names, ds.path) if l else \
                     np.zeros(sel.size)
                 rows, child = np.nonzero(family_index[sel] >= 0)
                 union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
-                fam = _log_marginals_of(R, union, m, n, t, alpha_mu, alpha_w, names, ds.path)
+                fam = _log_marginals_of(P, union, m, n, t, alpha_mu, alpha_w, names, ds.path)
                 out[child, family_index[sel][rows, child]] = fam - base[rows]
     return out
 
@@ -440,9 +489,9 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     # no numpy warnings on the way
     too_large(ds.path, names, data)
     with np.errstate(all="ignore"):
-        R = posterior_scatter(data, alpha_mu, t, nu)
+        P = data_scatter(data, alpha_mu, nu)
         sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
-        logml = _log_marginals(R, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
+        logml = _log_marginals(P, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
     masks = family_masks(n - 1, k)
     out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):

@@ -62,7 +62,7 @@ from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, 
 # see an edit of bge.py (tests/test_cg.py checks that the two agree)
 _CELL_ERROR_UNITS = 4503599627.370496
 from bigbn.kernels.bits import popcounts
-from bigbn.scores.discrete import _compress
+from bigbn.scores.discrete import _STIRLING_FROM, _compress, _log_rising
 
 __all__ = ["MAX_INTEGER_LEVELS", "MAX_LEVELS", "column_kinds", "mixed_dataset", "has_text_and_numbers",
            "hyperparameters", "cg_scores", "cg_log_marginal"]
@@ -194,8 +194,8 @@ def hyperparameters(n_c: int, alpha_mu: float, alpha_w) -> tuple[float, float, f
                           f"got {alpha_w:g}")
     for name, value in (("alpha_mu", alpha_mu), ("alpha_w", alpha_w)):
         if value > MAX_HYPER:
-            raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}: there float64 log-gamma "
-                              "differences lose the precision the posteriors need")
+            raise OptionError(f"CG {name} {value:g} is above {MAX_HYPER:g}, the largest accepted "
+                              "(as it grows the posteriors tend to the prior's anyway)")
     return alpha_mu, alpha_w, prior_scale(n_c, alpha_mu, alpha_w, given)
 
 
@@ -257,15 +257,16 @@ class _Split:
         return q, inverse.reshape(-1).astype(np.int64), int(uniq.size)
 
     def groups(self, D: tuple[int, ...], diagonal: bool = False) -> "_Groups":
-        """The observed configurations of D with their posterior scatter matrices; diagonal:
-        only their diagonals are wanted (sets C of one continuous variable), the rest 0."""
+        """The observed configurations of D with their posterior scatter matrices' data
+        parts P_d = R_d − T(d) (`bigbn.scores.bge.data_scatter`); diagonal: only their
+        diagonals are wanted (sets C of one continuous variable), the rest 0."""
         q, index, G = self.configurations(D)
         if q == 1:
-            from bigbn.scores.bge import posterior_scatter
+            from bigbn.scores.bge import data_scatter
 
             raw = np.ascontiguousarray(self.ds.data[:, self.cont])  # as BGe's, bit for bit
-            R = posterior_scatter(raw, self.alpha_mu, self.t, None)
-            return _Groups(R[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
+            P = data_scatter(raw, self.alpha_mu, None)
+            return _Groups(P[None], np.array([self.ds.m]), self.alpha_mu, self.alpha_w, self.t, whole=True)
         # α_w(d) − n_c + 1, not α_w(d) = n_c − 1 + that: with many configurations it is far
         # below n_c, whose ulp it would lose (2e-10 relative in the scores at q = 10^8, n_c = 8)
         a_mu = self.alpha_mu / q
@@ -277,18 +278,19 @@ class _Split:
         outer = d[:, :, None] * d[:, None, :]
         if diagonal:
             outer *= np.eye(self.n_c)[None]
-        R = t * np.eye(self.n_c)[None] + S + w[:, None, None] * outer
-        return _Groups((R + np.swapaxes(R, 1, 2)) / 2, counts, a_mu, dof, t)
+        P = S + w[:, None, None] * outer  # R_d less T(d) = t(d)·I, which `log_dets` keeps apart
+        return _Groups((P + np.swapaxes(P, 1, 2)) / 2, counts, a_mu, dof, t)
 
 
 class _Groups:
-    """A discrete set's observed configurations: R (G, n_c, n_c), rows per configuration
-    m_d (G,), and the spread prior's α_μ(d), a_w, t(d) (the same for each), a_w its degrees
-    of freedom of one variable α_w(d) − n_c + 1; whole: the empty set's one configuration,
-    the whole table (BGe's prior), a_w then α_w itself."""
+    """A discrete set's observed configurations: P (G, n_c, n_c), the posterior scatter
+    matrices less T(d) = t(d)·I, rows per configuration m_d (G,), and the spread prior's
+    α_μ(d), a_w, t(d) (the same for each), a_w its degrees of freedom of one variable
+    α_w(d) − n_c + 1; whole: the empty set's one configuration, the whole table (BGe's
+    prior), a_w then α_w itself."""
 
-    def __init__(self, R, counts, a_mu, a_w, t, whole=False):
-        self.R, self.counts, self.a_mu, self.a_w, self.t = R, counts.astype(np.float64), a_mu, a_w, t
+    def __init__(self, P, counts, a_mu, a_w, t, whole=False):
+        self.P, self.counts, self.a_mu, self.a_w, self.t = P, counts.astype(np.float64), a_mu, a_w, t
         self.whole = whole
 
 
@@ -340,26 +342,26 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
     from bigbn.scores.bge import _log_marginals_of, log_dets
 
     if groups.whole:
-        return _log_marginals_of(groups.R[0], C, int(groups.counts[0]), split.n_c, groups.t, groups.a_mu,
+        return _log_marginals_of(groups.P[0], C, int(groups.counts[0]), split.n_c, groups.t, groups.a_mu,
                                  groups.a_w, split.names_c, split.ds.path)
     l = C.shape[1]
-    sub = groups.R[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
-    # BGe's fixed-order Cholesky, not LAPACK (whose kernels depend on the processor)
+    sub = groups.P[:, C[:, :, None], C[:, None, :]]  # (G, S, l, l)
+    # BGe's fixed-order Cholesky, not LAPACK (whose kernels depend on the processor), t apart:
+    # log det R_d[C, C] − l·log t(d)
     amp = np.empty(sub.shape[0] * sub.shape[1])
-    logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l), amp).reshape(sub.shape[:2])
+    logdet = log_dets(np.ascontiguousarray(sub).reshape(-1, l, l), groups.t, amp).reshape(sub.shape[:2])
     md = groups.counts
     df = groups.a_w  # α_w(d) − n_c + 1
-    a0 = (df + (l - 1)) / 2
     a1 = (md + df + (l - 1)) / 2  # (G,)
     # per configuration, as `_cell_sum` judges them (bge.LOG_ERROR_TOL)
     bad = (np.isnan(logdet) | (a1[:, None] * EPS * amp.reshape(sub.shape[:2]) > LOG_ERROR_TOL)).any(axis=0)
     if bad.any():
         raise collinear(split.ds.path, [split.names_c[j] for j in C[int(np.flatnonzero(bad)[0])].tolist()],
                         " (in the rows of one configuration)")
-    gammas = np.array([sum(lgamma(a - j / 2) for j in range(l)) for a in a1.tolist()]) \
-        - _lgamma_prior(df, l)
+    gammas = _log_gamma_ratios(a1, md, np.full(md.size, df), l)
+    # a0·l·log t(d) − a1·log det R_d = −(m_d/2)·l·log t(d) − a1·(logdet): as BGe's
     const = (-l * md / 2 * log(pi) + l / 2 * np.log(groups.a_mu / (md + groups.a_mu)) + gammas
-             + a0 * l * log(groups.t))
+             - l * md / 2 * log(groups.t))
     return (const[:, None] - a1[:, None] * logdet).sum(axis=0)
 
 
@@ -510,7 +512,7 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     (ascending, −1 padded), fi its row of family_index over the continuous children.
 
     Steps: the cells of each D and their rows (`_cell_index`, `_cell_counts`); the per-cell
-    constants of each set size l (log-gammas, by `math.lgamma` as before); the cells' means
+    constants of each set size l (log-gamma ratios, `_log_gamma_ratios`); the cells' means
     (and sums of squares, `_cell_moments`); then, per D, the scatter matrices and every set's
     Σ_d (`_score_sets`). The kernels are numba's, on threads. Each step computes the same
     floating-point operations in the same order as `_Split.groups` and
@@ -594,15 +596,12 @@ def _source_sets(split, pool, threads, codes_t, wts, xs, wscatter, wdiag, nu, b0
         md = counts[goff[dof] + within % G[dof]].astype(np.float64)
         a1 = (md + df[dof] + (l_f - 1)) / 2
         gammas = np.empty(a1.size)
-        tail = np.empty(a1.size)
         for l in range(1, int(L.max(initial=0)) + 1):
             sel = np.flatnonzero(l_f == l)
-            # per D: Σ_j lgamma(a0 − j/2) and a0 l log t(d), Python floats as before
-            a0 = [(d + (l - 1)) / 2 for d in df.tolist()]
-            lt = np.array([a * l * log(tt) for a, tt in zip(a0, t.tolist())])
-            gammas[sel] = _lgamma_sums(a1[sel], l) - np.array([_lgamma_prior(d, l) for d in df.tolist()])[dof[sel]]
-            tail[sel] = lt[dof[sel]]
-        const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas + tail)
+            gammas[sel] = _log_gamma_ratios(a1[sel], md[sel], df[dof[sel]], l)
+        log_t = np.array([log(tt) for tt in t.tolist()])  # per D, math.log as `_group_log_marginals`
+        const = (-l_f * md / 2 * log(pi) + l_f / 2 * np.log(a_mu[dof] / (md + a_mu[dof])) + gammas
+                 - l_f * md / 2 * log_t[dof])
         # every set's cell means, and the diagonal sets' sums of squares
         cell_means = np.zeros((int(goff[-1]), n_c))
         cell_sq = np.zeros((int(goff[-1]), n_c))
@@ -640,6 +639,32 @@ def _lgamma_prior(df: float, l: int) -> float:
     each argument formed from df (α_w(d) − n_c + 1) directly, not as a0 − j/2, which for
     j = l − 1 leaves df/2 with the rounding of a0 (df is tiny with many configurations)."""
     return sum(lgamma((df + (l - 1 - j)) / 2) for j in range(l))
+
+
+def _log_gamma_ratios(a1: np.ndarray, md: np.ndarray, df: np.ndarray, l: int) -> np.ndarray:
+    """log Γ_l(a1) − log Γ_l(a0) less their π terms, which cancel, for each cell: Σ_{j < l}
+    [lgamma(a1 − j/2) − lgamma(a0 − j/2)], a0 = (df + l − 1)/2, a1 = a0 + md/2 (float64
+    arrays of one shape: a1 as the caller forms it, md the cell's rows, df its
+    α_w(d) − n_c + 1).
+
+    As BGe's (`bigbn.scores.bge.log_gamma_ratio`): where df/2, the smallest base a0 − (l − 1)/2,
+    is at least 16, each term is `bigbn.scores.discrete._log_rising`(a0 − j/2, md/2), from
+    Stirling's series, for each distinct (df, md) once; below, Σ_j lgamma(a1 − j/2) less
+    `_lgamma_prior` (df's log-gammas once per distinct df), as before, bit for bit. A
+    difference of log-gammas near a0·log a0 lost an ulp of them per term, 2e-7 nats at
+    α_w = 1e8 (cg-6)."""
+    out = np.empty(a1.size)
+    far = df / 2 >= _STIRLING_FROM
+    near = ~far
+    if near.any():
+        uniq, inverse = np.unique(df[near], return_inverse=True)
+        prior = np.array([_lgamma_prior(d, l) for d in uniq.tolist()])
+        out[near] = _lgamma_sums(a1[near], l) - prior[inverse.reshape(-1)]
+    if far.any():
+        pairs, inverse = np.unique(np.stack([df[far], md[far]]), axis=1, return_inverse=True)
+        sums = [sum(_log_rising((d + (l - 1 - j)) / 2, v / 2) for j in range(l)) for d, v in pairs.T.tolist()]
+        out[far] = np.array(sums)[inverse.reshape(-1)]
+    return out
 
 
 def _lgamma_sums(a: np.ndarray, l: int) -> np.ndarray:
@@ -938,9 +963,9 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
     `_full_scatters`, or, where ``wts`` is not empty, merged from the joint cells whose
     means are x, scatter matrices ``within`` and rows ``wts``, `_joint_scatters`; else the
     diagonal, ``cell_sq``, from `_cell_moments` or `_joint_moments` with the means),
-    posterior matrices R as `_Split.groups` forms them, then Σ_d (const − a1 · log det
-    R_d[C, C]) for every set Z and Z + i (`_cell_sum`), and out[cont[i], col] = the
-    difference."""
+    posterior matrices' data parts P (R less t(d)·I) as `_Split.groups` forms them, then
+    Σ_d (const − a1 · (log det R_d[C, C] − l·log t(d))) for every set Z and Z + i
+    (`_cell_sum`), and out[cont[i], col] = the difference."""
     m, n = x.shape
     joint = wts.shape[0] > 0
     perm = np.empty(m, dtype=np.int64)
@@ -967,7 +992,7 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
             for g in range(g_n):
                 for a in range(n):
                     S[g, a, a] = cell_sq[goff[s] + g, a]
-        R = _posterior(S, means, nu, cnt, a_mu[s], t[s], full[s])
+        P = _posterior(S, means, nu, cnt, a_mu[s], full[s])
         # every set of the group: its Σ_d, then the families' differences
         sets = set_off[s + 1] - set_off[s]
         base = np.zeros(sets)
@@ -983,8 +1008,8 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
                 continue
             for p in range(l):
                 C[p] = Z[j, p]
-            base[j - set_off[s]] = _cell_sum(R, C, l, const, a1, coff[s] + (l - 1) * g_n, nl[l] == 1, L, err, s,
-                                             1 + j)
+            base[j - set_off[s]] = _cell_sum(P, t[s], C, l, const, a1, coff[s] + (l - 1) * g_n, nl[l] == 1, L,
+                                             err, s, 1 + j)
         for f in range(fam_off[s], fam_off[s + 1]):
             j = fam_set[f]
             l = zl[j]
@@ -998,7 +1023,7 @@ def _score_sets(x, within, wts, nu, index, G, goff, counts, cell_means, cell_sq,
                 p += 1
             if p == l:
                 C[p] = i
-            fam = _cell_sum(R, C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s, -1 - f)
+            fam = _cell_sum(P, t[s], C, l + 1, const, a1, coff[s] + l * g_n, nf[l] == 1, L, err, s, -1 - f)
             out[cont[i], fam_col[f]] = fam - base[j - set_off[s]]
 
 
@@ -1083,12 +1108,12 @@ def _full_scatters(x, idx, means, cnt, perm, cb, S):
 
 
 @numba.njit(cache=True, nogil=True)
-def _posterior(S, means, nu, cnt, a_mu, t, full):
-    """R_d = t·I + S_d + w_d (ν − x̄_d)(ν − x̄_d)ᵀ, w_d = α_μ m_d / (α_μ + m_d), then
-    (R + Rᵀ) / 2: `_Split.groups`'s operations, in its order (off the diagonal 0 unless
-    ``full``)."""
+def _posterior(S, means, nu, cnt, a_mu, full):
+    """P_d = S_d + w_d (ν − x̄_d)(ν − x̄_d)ᵀ, w_d = α_μ m_d / (α_μ + m_d), then (P + Pᵀ) / 2:
+    `_Split.groups`'s operations, in its order (off the diagonal 0 unless ``full``); the
+    posterior scatter matrix is R_d = t(d)·I + P_d, t kept apart (`_cell_sum`)."""
     g_n, n = means.shape
-    R = np.empty((g_n, n, n))
+    P = np.empty((g_n, n, n))
     d = np.empty(n)
     for g in range(g_n):
         md = float(cnt[g])
@@ -1100,45 +1125,48 @@ def _posterior(S, means, nu, cnt, a_mu, t, full):
                 o = d[a] * d[b]
                 if not full:
                     o *= 1.0 if a == b else 0.0
-                R[g, a, b] = (t * (1.0 if a == b else 0.0) + S[g, a, b]) + w * o
+                P[g, a, b] = S[g, a, b] + w * o
         for a in range(n):
             for b in range(a + 1, n):
-                v = (R[g, a, b] + R[g, b, a]) / 2
-                R[g, a, b] = v
-                R[g, b, a] = v
-            R[g, a, a] = (R[g, a, a] + R[g, a, a]) / 2
-    return R
+                v = (P[g, a, b] + P[g, b, a]) / 2
+                P[g, a, b] = v
+                P[g, b, a] = v
+            P[g, a, a] = (P[g, a, a] + P[g, a, a]) / 2
+    return P
 
 
 @numba.njit(cache=True, nogil=True)
-def _cell_sum(R, C, l, const, a1, o, single, L, err, s, code):
-    """Σ_d (const[o + d] − a1[o + d] · log det R_d[C, C]) over the cells d of R, summed as
-    numpy's ``sum(axis=0)`` of `_group_log_marginals` sums: in order of the cells, or, when
-    the group has one set of this size (``single``: a (G, 1) array), numpy's pairwise
-    summation of a contiguous vector (`_pairwise`). The log-determinant is BGe's fixed-order
-    Cholesky (`bigbn.scores.bge.log_dets`); a pivot ≤ 0, or a cell whose estimated error
-    a1·ε·Σ_j R_jj/d_j is above `bigbn.scores.bge.LOG_ERROR_TOL` (`_CELL_ERROR_UNITS` of
-    ε), sets err[s] to ``code`` (the set's, for the message), if not set."""
-    g_n = R.shape[0]
+def _cell_sum(P, t, C, l, const, a1, o, single, L, err, s, code):
+    """Σ_d (const[o + d] − a1[o + d] · (log det R_d[C, C] − l·log t)) over the cells d of
+    P (R_d = t·I + P_d), summed as numpy's ``sum(axis=0)`` of `_group_log_marginals` sums:
+    in order of the cells, or, when the group has one set of this size (``single``: a
+    (G, 1) array), numpy's pairwise summation of a contiguous vector (`_pairwise`). The
+    log-determinant is BGe's fixed-order Cholesky with t apart (`bigbn.scores.bge.log_dets`,
+    the same operations); a pivot ≤ 0, or a cell whose estimated error a1·ε·Σ_j R_jj/d_j is
+    above `bigbn.scores.bge.LOG_ERROR_TOL` (`_CELL_ERROR_UNITS` of ε), sets err[s] to
+    ``code`` (the set's, for the message), if not set."""
+    g_n = P.shape[0]
     v = np.empty(g_n)
     for g in range(g_n):
         acc = 0.0
         gain = 0.0
         for j in range(l):
-            d = R[g, C[j], C[j]]
+            u = P[g, C[j], C[j]]
             for p in range(j):
-                d -= L[j, p] * L[j, p]
+                u -= L[j, p] * L[j, p]
+            d = t + u
             if not np.isfinite(d):
                 acc = np.inf
                 break
             if d <= 0.0:
                 acc = np.nan
                 break
-            gain += R[g, C[j], C[j]] / d
+            gain += (t + P[g, C[j], C[j]]) / d
             L[j, j] = np.sqrt(d)
-            acc += np.log(d)
+            r = u / t
+            acc += np.log1p(r) if -1.0 < r < np.inf else np.log(d) - np.log(t)
             for i in range(j + 1, l):
-                xx = R[g, C[i], C[j]]
+                xx = P[g, C[i], C[j]]
                 for p in range(j):
                     xx -= L[i, p] * L[j, p]
                 L[i, j] = xx / L[j, j]
@@ -1230,8 +1258,10 @@ def cg_log_marginal(ds: Dataset, columns, ess: float = 1.0, alpha_mu: float = 1.
     total = 0.0
     if D:
         a = float(ess) / q
-        total += sum(lgamma(a + c) - lgamma(a) for c in np.bincount(index, minlength=G).tolist()) \
-            + lgamma(ess) - lgamma(ess + ds.m)
+        # log Γ(a + c) − log Γ(a) and log Γ(ess + m) − log Γ(ess) as rising factorials, as
+        # BDeu's kernels take them (`_log_rising`: from Stirling's series for a ≥ 16)
+        total += sum(_log_rising(a, float(c)) for c in np.bincount(index, minlength=G).tolist()) \
+            - _log_rising(float(ess), float(ds.m))
     if C:
         total += float(_group_log_marginals(split, split.groups(D), np.array([C], dtype=np.int64))[0])
     return total

@@ -70,12 +70,19 @@ SCORES = ("bdeu", "k2")
 _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64)
 
 
-# Largest ess (and BGe α_μ, α_w) accepted. The BDeu local scores of examples/asia.csv
+# Largest ess (and BGe and CG α_μ, α_w) accepted. The BDeu local scores of examples/asia.csv
 # against 60-digit mpmath log-gamma erred by 3e-7 nats at 1e8, 6e-6 at 1e9, 3e-3 at 1e12
 # and 0.5 at 1e14 while lgamma(a + N) − lgamma(a) was taken as a difference; by
 # `_log_rising` (bdeu-2) they are within 1e-12 nats at 1e8 (tests/test_scores.py checks up to
-# this bound), and at 1e20; the bound stays for BGe's α_μ, α_w (bigbn/scores/bge.py takes
-# lgamma(a1 − j/2) − lgamma(a0 − j/2) as a difference) and as the range tested.
+# this bound), and at 1e20. BGe's and CG's scores erred by 9e-7 nats at α_w or α_μ = 1e8
+# (3e-8 relative), 5e-9 at 1e6: their log Γ_l(a1) − log Γ_l(a0) was a difference of
+# log-gammas and a0·l·log t − a1·log det R one of two terms near a1·l·log t; now
+# `_log_rising` terms (bge-4, cg-6) and −(m/2)·l·log t − a1·Σ_j log1p(u_j/t) with t kept
+# out of R's pivots (bigbn/scores/bge.py `log_dets`; bge-5, cg-7), within 3e-13 nats at 1e8
+# (tests/test_bge.py, tests/test_cg.py check up to this bound), and 1e-13 at α_w = 1e9.
+# The bound stays for them as the range tested and because their error estimate for
+# collinear columns, a1·ε·Σ_j R_jj/d_j (bge.LOG_ERROR_TOL), grows with a1 whatever the
+# data: from α_w near 1e10 it refuses every set, single columns too.
 MAX_HYPER = 1e8
 #: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
 #: carried to fewer digits (at 5e-324, none: ess/(q·r) is 0 and the score -inf)
@@ -141,8 +148,9 @@ def _stirling_tail(x):
 
 @numba.njit(cache=True, nogil=True)
 def _log_rising(a, v):
-    """log Γ(a + v) − log Γ(a) (the log of the rising factorial a(a+1)…(a+v−1)), a > 0,
-    v ≥ 0 a whole number, to a few ulps of itself.
+    """log Γ(a + v) − log Γ(a), a > 0, v ≥ 0 any real number (a whole v: the log of the
+    rising factorial a(a+1)…(a+v−1); BGe's and CG's Wishart terms take v = m/2, a half for
+    odd m), to a few ulps of itself.
 
     Below a = 16 as math.lgamma(a + v) − math.lgamma(a). From there on that difference
     cancels: both log-gammas are near a·log a and each errs by an ulp of it, so with ess
@@ -150,7 +158,8 @@ def _log_rising(a, v):
     (1e-8 relative; K2 with 10 000 levels 1e-10 nats). Instead, from Stirling's series,
     (a − ½)·log1p(v/a) + v·(log(a + v) − 1) + tail(a + v) − tail(a), whose terms are
     each as large as the result or far smaller: within 3e-16 of it, relatively, for
-    16 ≤ a ≤ 1e15 and v up to 1e8 (against 60-digit mpmath)."""
+    16 ≤ a ≤ 1e15 and v up to 1e8, whole or half (against 60-digit mpmath): the series is
+    lgamma's own at a and at a + v, nothing in it asks v to be whole."""
     return _log_rising_lg(a, v, math.lgamma(a) if a < _STIRLING_FROM else 0.0)
 
 
