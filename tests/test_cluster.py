@@ -399,3 +399,44 @@ def test_a_scheduler_that_does_not_answer_is_waited_for_with_a_warning_then_refu
     with pytest.warns(BigBNWarning, match="no host 'no-such-host.invalid'"):
         with pytest.raises(OptionError, match="cannot reach the dask scheduler at tcp://no-such-host.invalid"):
             dist.connect("tcp://no-such-host.invalid:8786")
+
+
+def test_a_server_that_is_not_a_dask_scheduler_is_refused_in_one_line(monkeypatch):
+    """Something listens at the address but is no dask scheduler. Silent (a web server
+    waiting for a request line, here a socket nobody accepts on): dask's Client waited for
+    its handshake forever; it is now refused after PATIENCE (+ 2) seconds. Answering in
+    another protocol (an HTTP reply): dask took its bytes for a frame length and asked
+    numpy for 3 EiB, a MemoryError traceback; now one line."""
+    import socket
+    import threading
+
+    from bigbn.engine.executors import distributed as dist
+
+    monkeypatch.setattr(dist, "FIRST_TRY", 10)
+    monkeypatch.setattr(dist, "PATIENCE", 2)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # the kernel completes the connection; nobody reads or writes
+        port = silent.getsockname()[1]
+        t0 = time.monotonic()
+        with pytest.raises(OptionError, match=f"the server at tcp://127.0.0.1:{port} took the connection "
+                                              "but gave no dask handshake in 4 s"):
+            dist.connect(f"tcp://127.0.0.1:{port}")
+        assert time.monotonic() - t0 < 20
+
+    with socket.socket() as web:
+        web.bind(("127.0.0.1", 0))
+        web.listen()
+        port = web.getsockname()[1]
+        conns = []
+
+        def answer():
+            conn, _ = web.accept()
+            conns.append(conn)
+            conn.sendall(b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<html>no</html>\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        with pytest.raises(OptionError, match=f"the server at tcp://127.0.0.1:{port} is not a dask scheduler"):
+            dist.connect(f"tcp://127.0.0.1:{port}")
+        for c in conns:
+            c.close()

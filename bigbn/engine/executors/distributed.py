@@ -113,7 +113,9 @@ def connect(address_or_client):
 
     A scheduler that does not answer within FIRST_TRY seconds is waited for up to PATIENCE
     seconds in all, with a warning after FIRST_TRY that says so (dask's Client waited its
-    30 s without a word); then OptionError."""
+    30 s without a word); then OptionError. So is a server that takes the connection but
+    does not answer dask's handshake (`_handshake`), and one that answers in another
+    protocol."""
     import threading
 
     from distributed import Client
@@ -127,11 +129,62 @@ def connect(address_or_client):
     timer.daemon = True
     timer.start()
     try:
+        _handshake(address_or_client, PATIENCE)
         return Client(address_or_client, timeout=f"{PATIENCE}s"), True
+    except _NoHandshake:
+        raise OptionError(f"the server at {address_or_client} took the connection but gave no dask "
+                          f"handshake in {PATIENCE + 2} s: is it a dask scheduler's address?") from None
     except OSError as e:
         raise OptionError(f"cannot reach the dask scheduler at {address_or_client}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - something answered, not in dask's protocol
+        # e.g. a web server there: dask read its reply's bytes as a frame length and asked
+        # numpy for 3 EiB (MemoryError), or failed to parse it (ValueError, ...)
+        why = " ".join(str(e).split())[:120] or type(e).__name__
+        raise OptionError(f"the server at {address_or_client} is not a dask scheduler, or not one this "
+                          f"dask can talk to ({type(e).__name__}: {why})") from None
     finally:
         timer.cancel()
+
+
+class _NoHandshake(Exception):
+    """A server took the connection and said nothing within the patience (`_handshake`)."""
+
+
+def _handshake(address: str, patience: float) -> None:
+    """Connect to ``address`` and read its dask handshake, within ``patience`` seconds in
+    all, then close: OSError if nothing could be reached, `_NoHandshake` if the handshake
+    did not come, what went wrong if it was not one. dask's Client bounds the connection by
+    its timeout but then waits for the handshake without one (distributed.comm.connect):
+    a server that accepts and stays silent, as a web server waiting for a request line
+    does, held `bigbn run --scheduler` forever. The probe runs on a thread of its own, so
+    that a caller already inside an event loop (a notebook) can make it."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect as comm_connect
+
+    async def probe():
+        # dask's own deadline (patience) ends the tries to connect, as an OSError; this
+        # one, a little later, ends a wait for the handshake after a connection
+        comm = await asyncio.wait_for(comm_connect(address, timeout=patience), patience + 2)
+        await comm.close()
+
+    outcome: list = []
+
+    def main():
+        try:
+            asyncio.run(probe())
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            outcome.append(e)
+
+    worker = threading.Thread(target=main, name="bigbn-dask-handshake", daemon=True)
+    worker.start()
+    worker.join(patience + 10)  # wait_for's own deadline comes first; this is the backstop
+    if not outcome or isinstance(outcome[0], asyncio.TimeoutError):  # the wait_for's, not dask's OSError
+        raise _NoHandshake(address)
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 def _still_waiting(address: str) -> None:
