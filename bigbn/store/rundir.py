@@ -43,7 +43,7 @@ from bigbn._version import NUMERICS_VERSION, __version__
 from bigbn.errors import WorkdirError
 from bigbn.knowledge import Knowledge
 from bigbn.plan.lattice import STAGES, Plan, task_id
-from bigbn.store.workdir import LOCK, RUN_JSON, Workdir, checksum
+from bigbn.store.workdir import LOCK, RUN_JSON, Workdir, checksum, read_file
 
 RUN_FORMAT = "bigbn-run"
 #: 2: the plan is a `tiers.RunPlan` (one or more tiers) for every run. Version 1 (up to
@@ -208,11 +208,9 @@ def _marked(path: Path) -> dict | None:
     """run.json parsed, if it carries bigbn's format marker; None if there is none;
     WorkdirError if it is unreadable or not bigbn's."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, lambda p, kind: _not_ours(p, f"is {kind}"))  # a FIFO: one line, no wait
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise _not_ours(path, "is a folder") from None
     except OSError as e:
         raise WorkdirError(f"{path}: cannot read ({e.strerror})") from None
     try:
@@ -545,7 +543,7 @@ def finished_run(workdir, then: str = "sample"):
         root = Path(workdir).resolve()
         try:
             holder = Workdir(root).active_holder() if root.is_dir() else None
-        except OSError:
+        except (OSError, WorkdirError):  # a FIFO of the lock's name: the first error stands
             holder = None
         if holder is not None:
             raise WorkdirError(f"{root}: the run is still running (pid {holder.get('pid')} on "
