@@ -416,3 +416,27 @@ def test_a_fifo_or_folder_in_the_place_of_a_file_of_the_run_is_one_line(outputs,
     lines = [x for x in r.stderr.splitlines() if not x.startswith("[bigbn] ")]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and all(x in lines[0] for x in needles), r.stderr
     assert os.path.exists(path) and not os.path.isfile(path)  # left as it was
+
+
+def test_status_says_a_finished_run_whose_table_files_are_gone_is_damaged_and_run_repairs_it(copy):
+    """`bigbn status` said "finished" from the journal alone, with a chunk file of the run's
+    tables deleted or truncated: it stats the files the results are read from (no table data
+    read) and says what is damaged and what to do; `bigbn report` reads the results files and
+    still works; the same `bigbn run` command recomputes the tables (verified here)."""
+    clean = invoke("status", "-w", copy).output
+    assert "finished: results in" in clean and "damaged" not in clean
+    (copy / "tables.zarr/forward/c/1").unlink()
+    beta = copy / "tables.zarr/beta/c/0/0"
+    beta.write_bytes(beta.read_bytes()[:100])
+    (copy / "tables.zarr/backward/c/0").unlink(missing_ok=True)  # not read by any later command: no damage
+    r = invoke("status", "-w", copy)
+    assert r.exit_code == 0, r.output
+    [line] = [x for x in r.output.splitlines() if "damaged" in x]
+    assert line.startswith(f"finished, but its tables are damaged: {beta} is missing or not of its size "
+                           "(and 1 more file); run the same `bigbn run` command again to recompute them"), line
+    assert invoke("report", copy, "-o", copy.parent / "r.html").exit_code == 0
+    one_line_error(invoke("sample", "-w", copy, "-T", 50), "run the same `bigbn run` command again")
+    assert invoke(*RUN, "-w", copy).exit_code == 0
+    out = invoke("status", "-w", copy).output
+    assert "finished: results in" in out and "damaged" not in out
+    assert invoke("sample", "-w", copy, "-T", 50).exit_code == 0
