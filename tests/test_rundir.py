@@ -385,26 +385,30 @@ READERS = {"run.json": ("status", "run", "open"), "summary.json": ("report", "op
            "samples-order-modular/summary.json": ("report", "open"),
            "samples-order-modular/samples.npz": ("open",), "samples-order-modular/dags.csv": ("report",),
            "samples-order-modular/ancestors.csv": ("report",), "tables.zarr/beta/zarr.json": ("sample", "open")}
+# file -> the commands that write it into the workdir: a FIFO there waited for a reader once the work was done
+WRITERS = {"samples-order-modular/dags.csv": ("sample",), "effects.csv": ("effects",), "network.bif": ("export",)}
 
 
 @pytest.mark.parametrize("kind", ["FIFO", "folder"])
-@pytest.mark.parametrize("name,command", [(f, c) for f, cs in READERS.items() for c in cs])
+@pytest.mark.parametrize("name,command", [(f, c) for files in (READERS, WRITERS) for f, cs in files.items() for c in cs])
 def test_a_fifo_or_folder_in_the_place_of_a_file_of_the_run_is_one_line(outputs, tmp_path, name, command, kind):
     """A FIFO where run.json, summary.json, a CSV the run wrote, samples.npz or the lock
     belongs made `status`, `report`, `run`, `sample` and `bigbn.open` wait forever for a
-    writer (or, as a folder, fail with an OSError, or read as "no effects"): each is now one
-    line naming the file and a non-zero exit, at once."""
+    writer (or, as a folder, fail with an OSError, or read as "no effects"), and `sample`,
+    `effects` and `export` wait for a reader of what they write: each is now one line naming
+    the file and a non-zero exit, at once."""
     import shutil
 
     wd = tmp_path / "wd"
     shutil.copytree(outputs, wd)
     path = wd / name
-    path.unlink()
+    path.unlink(missing_ok=True)
     os.mkfifo(path) if kind == "FIFO" else path.mkdir()
     # a table's metadata is named as its table ("missing or damaged"), as when it is garbled
     needles = [str(path), f"is a {kind}"] if name != "tables.zarr/beta/zarr.json" else [str(wd / "tables.zarr/beta")]
     args = {"status": ["status", "-w", wd], "report": ["report", wd, "-o", tmp_path / "r.html"],
-            "run": RUN + ["--map", "-w", wd], "sample": ["sample", "-w", wd, "-T", 50]}.get(command)
+            "run": RUN + ["--map", "-w", wd], "sample": ["sample", "-w", wd, "-T", 50],
+            "effects": ["effects", "-w", wd], "export": ["export", wd]}.get(command)
     # in a process of its own: a command that waits on the FIFO is killed by the timeout (a
     # thread of this one blocked in open() would never end)
     code = ["-m", "bigbn.cli", *map(str, args)] if args else \

@@ -30,7 +30,7 @@ from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.outputs.result import Result
 from bigbn.outputs.samples import PRIORS, Samples
 from bigbn.store.rundir import FinishedRun, RunDir, finished_run
-from bigbn.store.workdir import open_file, read_file
+from bigbn.store.workdir import check_outputs, open_file, read_file
 
 __all__ = ["open_run", "read_samples", "read_effects", "export", "FORMATS"]
 
@@ -235,6 +235,8 @@ def export(workdir, fmt: str = "bif", out=None, dag="map", data=None, sep: str |
     if isinstance(net, model.GaussianNetwork):
         raise OptionError(f"{fmt.upper()} holds discrete networks; this run's data are continuous (BGe): "
                           "Result.to_pgmpy() gives its LinearGaussianBayesianNetwork")
+    if out is None:  # the workdir's own file (a file the user names may be a pipe)
+        check_outputs(res.workdir, (FORMATS[fmt],))
     path = Path(out) if out is not None else res.workdir / FORMATS[fmt]
     if path.is_dir():
         raise OptionError(f"{path}: is a folder, not a file; give a file name (e.g. {path / FORMATS[fmt]})")

@@ -99,7 +99,7 @@ def plain_layout(meta: Path) -> Layout | None:
     metadata zarr itself would refuse or read otherwise. WorkdirError when ``meta`` is not a
     regular file (a FIFO, a folder: `open_fd`), which zarr would wait on or fail to read."""
     try:
-        m = json.loads(read_file(meta, lambda path, kind: _in_the_way_error(path, kind)))
+        m = json.loads(read_file(meta, _in_the_way_error))
         if not (isinstance(m, dict) and set(m) <= _ARRAY_KEYS and m.get("zarr_format") == 3
                 and m.get("node_type") == "array" and m.get("storage_transformers", []) == []
                 and isinstance(m.get("attributes", {}), dict)):
@@ -478,14 +478,13 @@ def read_file(path, refuse=not_a_file) -> bytes:
         return fh.read()
 
 
-
-
-def check_outputs(root: Path) -> None:
-    """WorkdirError (`not_a_file`) when a file a run writes next to run.json (`OUTPUTS`)
-    has something else in its place: a FIFO made the run wait forever, once its work was
-    done, for a reader of edges.csv; a folder was an OSError. Checked before the work, so
-    that the run says so at once (its journal keeps whatever it computes regardless)."""
-    for name in OUTPUTS:
+def check_outputs(root: Path, names=OUTPUTS) -> None:
+    """WorkdirError (`not_a_file`) when a file a command writes into the workdir (``names``
+    in folder ``root``; by default what a run writes next to run.json, `OUTPUTS`) has
+    something else in its place: a FIFO made the command wait forever, once its work was
+    done, for a reader of edges.csv; a folder was an OSError. Checked before the work where
+    the command can, so that it says so at once (its journal keeps what it computes)."""
+    for name in names:
         try:
             mode = os.stat(root / name).st_mode
         except (FileNotFoundError, NotADirectoryError):
