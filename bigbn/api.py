@@ -41,7 +41,7 @@ from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepa
                      tiered_disk)
 from bigbn.scores.base import Score, check_options, numerics_version, resolve
 from bigbn.plan.tiers import MAX_TIERED_NODES
-from bigbn.store.workdir import Workdir
+from bigbn.store.workdir import Workdir, check_outputs
 
 from bigbn.inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
@@ -292,6 +292,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
                             map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers,
                             disk_budget=disk_budget)
+            check_outputs(root)  # after prepare: --fresh has removed them
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
             map_parents, map_score = np.zeros(n, dtype=object), 0.0

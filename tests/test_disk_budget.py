@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+import bigbn.api
 from bigbn import learn
 from bigbn.errors import BigBNError, OptionError
 from bigbn.plan.lattice import Plan, fit_disk, least_disk
@@ -68,6 +69,9 @@ def test_a_finished_budget_run_is_finished_and_cannot_be_sampled(tmp_path):
     with wrapped(count):
         again = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, scheduler="sync")
     assert count.keys == [] and again.summary["already_finished"]
+    # L's chunks deleted by the plan are no damage to `bigbn status`
+    status = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
+    assert "finished: results in" in status and "damaged" not in status
     r = h.cli("sample", "-w", tmp_path / "w", "--samples", 10)
     error = [line for line in r.output.splitlines() if not line.startswith("[bigbn]")]
     assert r.exit_code == 1 and len(error) == 1 and error[0].startswith("Error: ") and "--disk-budget" in error[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -378,3 +380,84 @@ def test_another_score_is_named_once_not_as_other_code_of_the_score():
     assert diff == ["ess: workdir has 1.0, this run None", "score: workdir has 'bdeu', this run 'k2'"]
     same_score = old.differences(fingerprint("h", 3, 10, {"score": "bdeu", "score_numerics": "bdeu-2", "ess": 1.0}))
     assert same_score == ["the workdir was computed by other code of the score (its numerics bdeu-1, now bdeu-2)"]
+
+
+# ------------------------------------------------- a FIFO or a folder in the place of a file of the run
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """A finished asia run with its MAP network, samples and effects: every file a command
+    reads back."""
+    wd = tmp_path_factory.mktemp("outputs") / "wd"
+    for args in (RUN + ["--map", "-w", wd], ["sample", "-w", wd, "-T", 100], ["effects", "-w", wd]):
+        r = invoke(*args)
+        assert r.exit_code == 0, r.output
+    return wd
+
+
+# file -> the commands that read it back ("open": bigbn.open)
+READERS = {"run.json": ("status", "run", "open"), "summary.json": ("report", "open", "run"),
+           "edges.csv": ("report", "run"), "parent_sets.csv": ("report", "run"), "map_dag.csv": ("report", "run"),
+           "effects.csv": ("report", "open"), "lock": ("status", "run", "sample"),
+           "samples-order-modular/summary.json": ("report", "open"),
+           "samples-order-modular/samples.npz": ("open",), "samples-order-modular/dags.csv": ("report",),
+           "samples-order-modular/ancestors.csv": ("report",), "tables.zarr/beta/zarr.json": ("sample", "open")}
+# file -> the commands that write it into the workdir: a FIFO there waited for a reader once the work was done
+WRITERS = {"samples-order-modular/dags.csv": ("sample",), "effects.csv": ("effects",), "network.bif": ("export",)}
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "folder"])
+@pytest.mark.parametrize("name,command", [(f, c) for files in (READERS, WRITERS) for f, cs in files.items() for c in cs])
+def test_a_fifo_or_folder_in_the_place_of_a_file_of_the_run_is_one_line(outputs, tmp_path, name, command, kind):
+    """A FIFO where run.json, summary.json, a CSV the run wrote, samples.npz or the lock
+    belongs made `status`, `report`, `run`, `sample` and `bigbn.open` wait forever for a
+    writer (or, as a folder, fail with an OSError, or read as "no effects"), and `sample`,
+    `effects` and `export` wait for a reader of what they write: each is now one line naming
+    the file and a non-zero exit, at once."""
+    import shutil
+
+    wd = tmp_path / "wd"
+    shutil.copytree(outputs, wd)
+    path = wd / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path) if kind == "FIFO" else path.mkdir()
+    # a table's metadata is named as its table ("missing or damaged"), as when it is garbled
+    needles = [str(path), f"is a {kind}"] if name != "tables.zarr/beta/zarr.json" else [str(wd / "tables.zarr/beta")]
+    args = {"status": ["status", "-w", wd], "report": ["report", wd, "-o", tmp_path / "r.html"],
+            "run": RUN + ["--map", "-w", wd], "sample": ["sample", "-w", wd, "-T", 50],
+            "effects": ["effects", "-w", wd], "export": ["export", wd]}.get(command)
+    # in a process of its own: a command that waits on the FIFO is killed by the timeout (a
+    # thread of this one blocked in open() would never end)
+    code = ["-m", "bigbn.cli", *map(str, args)] if args else \
+        ["-c", "import sys, bigbn\ntry:\n    bigbn.open(sys.argv[1])\nexcept bigbn.errors.BigBNError as e:\n"
+               "    sys.exit(f'Error: {e}')", str(wd)]
+    r = subprocess.run([sys.executable, *code], capture_output=True, text=True, timeout=60, env=h.env(),
+                       cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    lines = [x for x in r.stderr.splitlines() if not x.startswith("[bigbn] ")]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and all(x in lines[0] for x in needles), r.stderr
+    assert os.path.exists(path) and not os.path.isfile(path)  # left as it was
+
+
+def test_status_says_a_finished_run_whose_table_files_are_gone_is_damaged_and_run_repairs_it(copy):
+    """`bigbn status` said "finished" from the journal alone, with a chunk file of the run's
+    tables deleted or truncated: it stats the files the results are read from (no table data
+    read) and says what is damaged and what to do; `bigbn report` reads the results files and
+    still works; the same `bigbn run` command recomputes the tables (verified here)."""
+    clean = invoke("status", "-w", copy).output
+    assert "finished: results in" in clean and "damaged" not in clean
+    (copy / "tables.zarr/forward/c/1").unlink()
+    beta = copy / "tables.zarr/beta/c/0/0"
+    beta.write_bytes(beta.read_bytes()[:100])
+    (copy / "tables.zarr/backward/c/0").unlink(missing_ok=True)  # not read by any later command: no damage
+    r = invoke("status", "-w", copy)
+    assert r.exit_code == 0, r.output
+    [line] = [x for x in r.output.splitlines() if "damaged" in x]
+    assert line.startswith(f"finished, but its tables are damaged: {beta} is missing or not of its size "
+                           "(and 1 more file); run the same `bigbn run` command again to recompute them"), line
+    assert invoke("report", copy, "-o", copy.parent / "r.html").exit_code == 0
+    one_line_error(invoke("sample", "-w", copy, "-T", 50), "run the same `bigbn run` command again")
+    assert invoke(*RUN, "-w", copy).exit_code == 0
+    out = invoke("status", "-w", copy).output
+    assert "finished: results in" in out and "damaged" not in out
+    assert invoke("sample", "-w", copy, "-T", 50).exit_code == 0

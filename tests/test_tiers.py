@@ -538,9 +538,18 @@ def test_status_of_a_tiered_run_is_the_one_status(tmp_path):
     assert "computes the posterior and the MAP network" in out
     assert "(the plan's tables: at most " in out and "MAP network: " in out
     assert "tier 2: 3 nodes, " in out and "finished: results in" in out
+    assert "damaged" not in out
     again = bigbn.learn(data, names=names_of(5), tiers=[["V0", "V1"], ["V2", "V3", "V4"]], map_dag=True,
                         workdir=tmp_path / "w")
     assert again.summary["already_finished"] and not again.summary["recomputed_corrupt_tasks"]
+    # a tier's family β gone: status says so (it stats the files the results are read from)
+    [gone] = [f for f in (tmp_path / "w" / "tables.zarr").rglob("family_beta/c/*/*")][-1:]
+    gone.unlink()
+    out = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
+    assert f"finished, but its tables are damaged: {gone} is missing" in out
+    bigbn.learn(data, names=names_of(5), tiers=[["V0", "V1"], ["V2", "V3", "V4"]], map_dag=True,
+                workdir=tmp_path / "w")
+    assert gone.is_file() and "damaged" not in "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
 
 
 # ----------------------------------------------------------------------------- samples

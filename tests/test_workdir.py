@@ -406,3 +406,34 @@ def test_metadata_zarr_refuses_is_remade_and_recomputed_by_the_next_run(tmp_path
     np.testing.assert_array_equal(again.posterior, first.posterior)
     assert np.isfinite(again.posterior).all()
     np.testing.assert_array_equal(bigbn.open(wd).posterior, first.posterior)
+
+
+def test_open_file_refuses_anything_but_a_regular_file_at_once(tmp_path):
+    """`open_file` / `read_file`, the readers of run.json, summary.json, the CSVs and
+    samples.npz: a FIFO (no writer: it opens at once and is refused), a folder, a socket
+    and a device are each a WorkdirError naming the path and what it is; a missing file is
+    FileNotFoundError, for the caller; a regular file (or a symlink to one) reads as usual."""
+    import os
+    import socket
+
+    from bigbn.store.workdir import open_file, read_file
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "socket"))
+    try:
+        for name, kind in (("fifo", "a FIFO"), ("folder", "a folder"), ("socket", "a socket")):
+            with pytest.raises(WorkdirError, match=rf"^{tmp_path / name} is {kind}, not a file as bigbn writes "
+                                                   r"it; remove it, then run the command that wrote it again$"):
+                read_file(tmp_path / name)
+    finally:
+        sock.close()
+    with pytest.raises(WorkdirError, match=r"^/dev/null is a device"):
+        read_file("/dev/null")
+    with pytest.raises(FileNotFoundError):
+        read_file(tmp_path / "missing")
+    (tmp_path / "f.csv").write_text("a,b\n")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "f.csv")
+    with open_file(tmp_path / "link.csv", "r", newline="") as fh:
+        assert fh.read() == "a,b\n"

@@ -748,8 +748,10 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
       bigbn run examples/asia.csv --workdir /tmp/asia
       bigbn sample --workdir /tmp/asia --samples 10000 --seed 1
     """
-    from bigbn.outputs.samples import sample, write_outputs
+    from bigbn.outputs.samples import SAMPLE_FILES, sample, write_outputs
+    from bigbn.store.workdir import check_outputs
 
+    check_outputs(Path(workdir) / f"samples-{prior}", SAMPLE_FILES)  # before the work (write_outputs: after)
     progress = Progress()
     try:
         with warnings_as_lines():
@@ -828,7 +830,9 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
       bigbn effects --workdir /tmp/sachs
     """
     from bigbn.outputs.effects import effects
+    from bigbn.store.workdir import check_outputs
 
+    check_outputs(Path(workdir), ("effects.csv",))  # before the work: a FIFO there waits for a reader
     progress = Progress()
     try:
         with warnings_as_lines():

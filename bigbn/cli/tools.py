@@ -13,7 +13,7 @@ import click
 import numpy as np
 
 from bigbn import options as opt
-from bigbn.errors import OptionError
+from bigbn.errors import OptionError, WorkdirError
 
 
 # The same help options as the `bigbn` group, also when a command is invoked on its own
@@ -205,9 +205,13 @@ def _run_tiers(edges: str, names) -> list[list[str]] | None:
     and if they name these variables; else None (plots then show no tiers)."""
     import json
 
+    from bigbn.store.workdir import read_file
+
     try:  # a run's summary lists {"nodes": [...]} per tier, a sampler's the names themselves
         tiers = [t["nodes"] if isinstance(t, dict) else list(t)
-                 for t in json.loads((Path(edges).parent / "summary.json").read_text())["tiers"]]
+                 for t in json.loads(read_file(Path(edges).parent / "summary.json"))["tiers"]]
+    except WorkdirError:
+        raise  # a FIFO of its name (`read_file`): one line, not a wait
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return tiers if sorted(x for t in tiers for x in t) == sorted(names) else None

@@ -27,25 +27,15 @@ from bigbn.engine.executors import Callback
 from bigbn.plan.lattice import STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget
 from bigbn.engine.progress import report
 from bigbn.plan import tiers as tiering
-from bigbn.store.rundir import RunRecord, check_is_ours, gib, read_record, write_record
+from bigbn.store.rundir import RunRecord, check_is_ours, gib, kept_keys, read_record, write_record
 from bigbn.store.workdir import Workdir, checksum
-
-
-def _kept_keys(plan: Plan) -> list[tuple]:
-    """The tasks whose outputs a finished run keeps and later commands read: β, the edge
-    posteriors and γ, the forward table (sampling), the MAP network."""
-    keys = [("scores",)]
-    if plan.posterior:  # a plan with a disk budget keeps L(V) alone
-        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)
-                                if plan.kept is None or H == plan.n_chunks - 1]
-    return keys + ([("map_dag",)] if plan.map_dag else [])
 
 
 def _finished(job: Job, journal: dict) -> bool:
     """Whether every kept output is journaled and intact (CRC) and the journal's log p(x)
     is the forward table's: then nothing needs to run or be checked further."""
     return all(job.workdir.intact(job.plan.task(key), journal.get(job.plan.task(key).id, {}))
-               for key in _kept_keys(job.plan)) \
+               for key in kept_keys(job.plan)) \
         and not _inconsistent_log_px(job, journal)
 
 

@@ -30,6 +30,7 @@ from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.outputs.result import Result
 from bigbn.outputs.samples import PRIORS, Samples
 from bigbn.store.rundir import FinishedRun, RunDir, finished_run
+from bigbn.store.workdir import check_outputs, open_file, read_file
 
 __all__ = ["open_run", "read_samples", "read_effects", "export", "FORMATS"]
 
@@ -48,7 +49,7 @@ def open_run(workdir, then: str = THEN) -> Result:
     map_only = not rd.plan.posterior
     if map_only and rd.plan.tiered:  # its MAP network is map_dag.csv alone (a tier's MAP lattice
         run = rd  # holds the parents within the tier only), written when the run finished
-        if not (rd.root / "map_dag.csv").is_file():
+        if not (rd.root / "map_dag.csv").exists():  # not a file: `_read_map` names it
             raise WorkdirError(f"{rd.root}: the run's MAP network is not finished (no map_dag.csv); run the "
                                f"same `bigbn run` command again, then {then}")
     else:
@@ -56,12 +57,14 @@ def open_run(workdir, then: str = THEN) -> Result:
     root = run.root
     summary_path = root / "summary.json"
     try:
-        summary = json.loads(summary_path.read_text())
+        summary = json.loads(read_file(summary_path))
         if not isinstance(summary, dict):
             raise ValueError
     except FileNotFoundError:
         raise WorkdirError(f"{summary_path} is missing: run the same `bigbn run` command again (it computes "
                            f"nothing on a finished run, it writes the run's files), then {then}") from None
+    except WorkdirError:
+        raise  # a FIFO or a folder of its name (`read_file`)
     except (OSError, ValueError, UnicodeDecodeError):
         raise WorkdirError(f"{summary_path} is damaged: run the same `bigbn run` command again to rewrite "
                            f"it, then {then}") from None
@@ -96,7 +99,7 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
         return
     path = run.root / "map_dag.csv"
     try:
-        with open(path, newline="") as fh:
+        with open_file(path, "r", newline="") as fh:
             rows = list(csv.reader(fh))
         index = {s: j for j, s in enumerate(res.names)}
         masks = np.zeros(len(res.names), dtype=object)
@@ -105,6 +108,8 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
         score = float(res.summary["map_dag"]["log_score"])
     except FileNotFoundError:
         return  # the MAP stage did not finish: the posterior alone
+    except WorkdirError:
+        raise
     except (OSError, ValueError, KeyError, TypeError):
         raise WorkdirError(f"{path} is damaged: run the same `bigbn run --map` command again to rewrite it, "
                            f"then {THEN}") from None
@@ -117,16 +122,18 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
     the run's log p(x) less its score offset, and that offset (`FinishedRun`)."""
     for prior in PRIORS:
         folder = Path(root) / f"samples-{prior}"
-        if (folder / "samples.npz").is_file():
+        if (folder / "samples.npz").exists():  # a FIFO or a folder of its name: one line below
             break
     else:
         return None
     again = f"run `bigbn sample --workdir {root}` again to rewrite it, then {THEN}"
     try:
-        info = json.loads((folder / "summary.json").read_text())
-        with np.load(folder / "samples.npz") as z:
+        info = json.loads(read_file(folder / "summary.json"))
+        with open_file(folder / "samples.npz") as fh, np.load(fh) as z:
             arrays = {k: z[k] for k in ("names", "parents", "weights", "orders", "log_linear_extensions",
                                         "log_score")}
+    except WorkdirError:
+        raise
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
         raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
     if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(res.names) \
@@ -176,11 +183,11 @@ def read_effects(path: Path, names) -> Effects | None:
     """The effects a `bigbn effects` wrote to WORKDIR/effects.csv as an `Effects` (its
     credible level is not in the file: ``level`` is NaN); None when there is none."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a folder of its name: one line below, not "no effects"
         return None
     index = {s: j for j, s in enumerate(names)}
     try:
-        with open(path, newline="") as fh:
+        with open_file(path, "r", newline="") as fh:
             rows = list(csv.reader(fh))
         header = rows[0]
         if header == ["cause", "effect", "mean", "p_zero", "lower", "upper"]:
@@ -210,6 +217,8 @@ def read_effects(path: Path, names) -> Effects | None:
             p_zero.append(rs[0][3])
         return Effects(tuple(names), "discrete", pairs, float("nan"), np.array(p_zero), table=tables,
                        levels=tuple(tuple(levels.get(v, ())) for v in range(len(names))))
+    except WorkdirError:
+        raise
     except (OSError, ValueError, KeyError, IndexError, UnicodeDecodeError):
         raise WorkdirError(f"{path} is damaged or not bigbn's: run `bigbn effects --workdir "
                            f"{path.parent}` again to rewrite it, then {THEN}") from None
@@ -226,6 +235,8 @@ def export(workdir, fmt: str = "bif", out=None, dag="map", data=None, sep: str |
     if isinstance(net, model.GaussianNetwork):
         raise OptionError(f"{fmt.upper()} holds discrete networks; this run's data are continuous (BGe): "
                           "Result.to_pgmpy() gives its LinearGaussianBayesianNetwork")
+    if out is None:  # the workdir's own file (a file the user names may be a pipe)
+        check_outputs(res.workdir, (FORMATS[fmt],))
     path = Path(out) if out is not None else res.workdir / FORMATS[fmt]
     if path.is_dir():
         raise OptionError(f"{path}: is a folder, not a file; give a file name (e.g. {path / FORMATS[fmt]})")

@@ -32,6 +32,7 @@ import numpy as np
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.knowledge import Knowledge
 from bigbn.store.rundir import RunDir, gib
+from bigbn.store.workdir import open_file, read_file
 
 #: The plain-language line on what an order-modular posterior means, shown beside the
 #: edge tables (docs/posterior.md says the same at length).
@@ -92,7 +93,7 @@ def read_run(workdir) -> RunFiles:
     run = RunDir(workdir, then=then)
     root = run.root
     edges = root / "edges.csv"
-    if not edges.is_file():
+    if not edges.exists():  # a FIFO or a folder of its name: one line naming it, below
         raise WorkdirError(f"{root}: no edges.csv, the run's posterior is not finished (or it was a "
                            f"--map-only run); run the same `bigbn run` command again, then {then}")
     names = run.names
@@ -117,9 +118,11 @@ def _json(path: Path, objects: tuple[str, ...] = ()) -> dict:
     """A summary.json as a dict ({} for none or another JSON type); ``objects``: its keys
     that must hold objects when present."""
     try:
-        obj = json.loads(path.read_text())
+        obj = json.loads(read_file(path))
     except FileNotFoundError:
         return {}
+    except WorkdirError:
+        raise  # a FIFO or a folder of its name (`read_file`)
     except (OSError, ValueError) as e:
         raise WorkdirError(f"{path}: not readable JSON ({e}); run the same `bigbn run` command "
                            "again to rewrite it") from None
@@ -141,7 +144,7 @@ def _read_rows(path: Path, need: tuple[str, ...] = (), numbers: tuple[str, ...] 
     ``numbers`` is no number, or one in ``probabilities`` is no number in [0, 1] (give or
     take `_ROUNDING`)."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open_file(path, "r", newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
     except FileNotFoundError:
         return None
@@ -228,7 +231,7 @@ def _read_samples(root: Path) -> dict:
     out = {}
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
-        if (folder / "summary.json").is_file():
+        if (folder / "summary.json").exists():
             # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1; the
             # exact one is exp of a difference of numbers near log p(x), whose rounding (an ulp
             # of |log p(x)|, 1.9e-9 past 8e6) earlier bigbns wrote past 1: both checked as numbers

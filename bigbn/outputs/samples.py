@@ -47,6 +47,7 @@ from bigbn.kernels.linext import log_linear_extensions
 from bigbn.outputs.result import csv_field, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
+from bigbn.store.workdir import check_outputs
 from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
 from bigbn.engine.runner import peak_rss_bytes
 
@@ -836,6 +837,9 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
     return ['"[' + x + ']"' if x else "[]" for x in joined]
 
 
+#: what `write_outputs` writes into WORKDIR/samples-PRIOR/
+SAMPLE_FILES = ("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv", "summary.json", "samples.npz")
+
 _TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json)\.(\d+)\.tmp")
 
 
@@ -865,6 +869,7 @@ def write_outputs(s: Samples, workdir) -> Path:
     samples or none."""
     out = Path(workdir).resolve() / f"samples-{s.prior}"
     out.mkdir(exist_ok=True)
+    check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader
     _stale_temporaries(out)
     (out / "samples.npz").unlink(missing_ok=True)
     (out / "summary.json").unlink(missing_ok=True)

@@ -32,6 +32,7 @@ import dataclasses
 import json
 import math
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from bigbn._version import NUMERICS_VERSION, __version__
 from bigbn.errors import WorkdirError
 from bigbn.knowledge import Knowledge
 from bigbn.plan.lattice import STAGES, Plan, task_id
-from bigbn.store.workdir import LOCK, RUN_JSON, Workdir, checksum
+from bigbn.store.workdir import LOCK, RUN_JSON, Layout, Workdir, checksum, plain_layout, planned, read_file
 
 RUN_FORMAT = "bigbn-run"
 #: 2: the plan is a `tiers.RunPlan` (one or more tiers) for every run. Version 1 (up to
@@ -249,11 +250,9 @@ def _marked(path: Path) -> dict | None:
     """run.json parsed, if it carries bigbn's format marker; None if there is none;
     WorkdirError if it is unreadable or not bigbn's."""
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, lambda p, kind: _not_ours(p, f"is {kind}"))  # a FIFO: one line, no wait
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise _not_ours(path, "is a folder") from None
     except OSError as e:
         raise WorkdirError(f"{path}: cannot read ({e.strerror})") from None
     try:
@@ -446,6 +445,73 @@ class FinishedLattice:
         return float(self.records[_tid(self.plan, ("map_dag",))]["log_score"]) + self.log_offset
 
 
+def kept_keys(plan: Plan) -> list[tuple]:
+    """The tasks whose outputs a finished run keeps and later commands read: β, the edge
+    posteriors and γ, the forward table (sampling), the MAP network."""
+    keys = [("scores",)]
+    if plan.posterior:  # a plan with a disk budget keeps L(V) alone
+        keys += [("edges",)] + [("forward", H) for H in range(plan.n_chunks)
+                                if plan.kept is None or H == plan.n_chunks - 1]
+    return keys + ([("map_dag",)] if plan.map_dag else [])
+
+
+def damaged_tables(rd: RunDir, done: dict) -> list[Path]:
+    """The files of the tables a finished run's results are read from (by `bigbn sample`,
+    `effects`, `bigbn.open`: the outputs of its journaled `kept_keys` tasks, and a tier's
+    family β) that are missing, not regular files, or not of the size their table's
+    metadata gives a chunk, and the metadata (zarr.json) of a table that is not of the
+    plain form and shape its plan gives it. By ``os.stat`` alone: this reads no table
+    data, so `bigbn status` stays cheap at any n (the CRCs are checked when a command
+    reads the tables). ``done``: the journal's records."""
+    out: list[Path] = []
+    layouts: dict[Path, Layout | None] = {}
+
+    def check(meta: Path, lay: Layout | None, coords) -> None:
+        if lay is None:
+            out.append(meta)
+            return
+        size = math.prod(lay.chunks) * lay.dtype.itemsize
+        for cc in coords:
+            f = meta.parent / lay.key(cc)
+            try:
+                st = os.stat(f)
+            except OSError:
+                out.append(f)
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+                out.append(f)
+
+    for j, _, plans in _lattice_plans(rd):
+        for plan in plans:
+            tables = Workdir(rd.root, scope=plan.scope).tables
+            for key in kept_keys(plan):
+                if _tid(plan, key) not in done:
+                    continue
+                for region in plan.task(key).writes:
+                    meta = tables / region.table / "zarr.json"
+                    if meta not in layouts:  # once a table: the forward table has a task per chunk
+                        lay = layouts[meta] = _layout(meta)
+                        if lay is not None and (lay.shape, lay.chunks, lay.dtype) != planned(plan, region.table):
+                            layouts[meta] = None
+                    check(meta, layouts[meta], region.chunks)
+    if rd.plan.tiered:
+        fp = rd.record.fingerprint
+        for lay in tiering.layouts(Knowledge(tiers=fp["tiers"]).tier_ids(rd.names), fp["max_parents"]):
+            if tiering.family_beta_id(lay) in done:
+                meta = Workdir(rd.root, scope=lay.scope).tables / tiering.FAMILY_BETA / "zarr.json"
+                table = _layout(meta)
+                check(meta, table, [] if table is None else
+                      np.ndindex(*(-(-x // c) for x, c in zip(table.shape, table.chunks))))
+    return list(dict.fromkeys(out))
+
+
+def _layout(meta: Path) -> Layout | None:
+    try:
+        return plain_layout(meta)
+    except WorkdirError:  # a FIFO or a folder of its name
+        return None
+
+
 def _tid(plan: Plan, key: tuple) -> str:
     """The journal id of task ``key`` of ``plan`` (after its scope), whether or not the plan
     as read has that stage."""
@@ -586,7 +652,7 @@ def finished_run(workdir, then: str = "sample"):
         root = Path(workdir).resolve()
         try:
             holder = Workdir(root).active_holder() if root.is_dir() else None
-        except OSError:
+        except (OSError, WorkdirError):  # a FIFO of the lock's name: the first error stands
             holder = None
         if holder is not None:
             raise WorkdirError(f"{root}: the run is still running (pid {holder.get('pid')} on "
@@ -649,7 +715,16 @@ def status_lines(workdir) -> list[str]:
     lines.append(f"active: yes (pid {holder.get('pid')} on {holder.get('host')})" if holder is not None
                  else "active: no")
     map_done = pl.map_dag and finished["map"] and (root / "map_dag.csv").exists()
-    if pl.posterior and finished["posterior"] and (root / "edges.csv").exists():
+    posterior_done = pl.posterior and finished["posterior"] and (root / "edges.csv").exists()
+    # the journal says finished; a table file deleted or truncated since would be found only
+    # by the next command that reads the tables: a stat of each (no table data read) says it now
+    bad = damaged_tables(rd, done) if posterior_done or map_done else []
+    if bad:
+        more = f" (and {len(bad) - 1} more file{'s' * (len(bad) > 2)})" if len(bad) > 1 else ""
+        lines.append(f"finished, but its tables are damaged: {bad[0]} is missing or not of its size{more}; run "
+                     "the same `bigbn run` command again to recompute them (`bigbn report` reads the results "
+                     "files alone; `bigbn sample`, `effects`, `export` and `bigbn.open` read the tables)")
+    if posterior_done:
         lines.append(f"finished: results in {root / 'edges.csv'}")
         if map_done:
             lines.append(f"MAP network: {root / 'map_dag.csv'}")

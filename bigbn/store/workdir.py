@@ -96,9 +96,10 @@ def plain_layout(meta: Path) -> Layout | None:
     file is missing or unreadable, or describes anything else (zarr then reads it). Strict:
     only the keys and values zarr writes for such an array (no extension, unknown key or
     configuration, fill value the type cannot hold), so that a layout is never found for
-    metadata zarr itself would refuse or read otherwise."""
+    metadata zarr itself would refuse or read otherwise. WorkdirError when ``meta`` is not a
+    regular file (a FIFO, a folder: `open_fd`), which zarr would wait on or fail to read."""
     try:
-        m = json.loads(meta.read_bytes())
+        m = json.loads(read_file(meta, _in_the_way_error))
         if not (isinstance(m, dict) and set(m) <= _ARRAY_KEYS and m.get("zarr_format") == 3
                 and m.get("node_type") == "array" and m.get("storage_transformers", []) == []
                 and isinstance(m.get("attributes", {}), dict)):
@@ -119,6 +120,8 @@ def plain_layout(meta: Path) -> Layout | None:
         endian = codecs[0].get("configuration", {}).get("endian")
         names = m.get("dimension_names")
         fill = m["fill_value"]
+    except WorkdirError:
+        raise  # a FIFO or a folder of its name: zarr would wait on it, or fail
     except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
     dtype = np.dtype(name)
@@ -234,6 +237,7 @@ class TableStore:
         import zarr
 
         try:
+            os.close(open_fd(self.path / name / "zarr.json"))  # a FIFO there: zarr's read would wait
             a = zarr.open_array(self.path / name, mode="r")
             return (tuple(a.shape), tuple(a.chunks), a.dtype) == planned(plan, name)
         except Exception:  # noqa: BLE001 - zarr raises many kinds on damaged metadata
@@ -421,6 +425,74 @@ def _open_nonblocking(path, flags: int) -> int:
     return os.open(path, flags | os.O_NONBLOCK)  # no effect on a regular file's reads and writes
 
 
+#: what a path that is not a regular file is, by its type (`open_fd`'s messages)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def _kind(mode: int) -> str:
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def not_a_file(path, kind: str, then: str = "remove it, then run the command that wrote it again") -> WorkdirError:
+    """The error of a workdir file that is ``kind`` ("a FIFO", "a folder", ...), not a file."""
+    return WorkdirError(f"{path} is {kind}, not a file as bigbn writes it; {then}")
+
+
+def open_fd(path, flags: int = os.O_RDONLY, refuse=not_a_file) -> int:
+    """``os.open(path, flags, 0o644)`` for a file of a work directory (run.json,
+    summary.json, edges.csv, samples.npz, the lock, ...), which must be a regular file:
+    anything else in its place is ``refuse(path, kind)`` (by default a WorkdirError naming
+    the file and saying what to do). A FIFO put where such a file belongs made every
+    reader wait forever for a writer, and a folder or a socket was an OSError out of some
+    readers and "no such file" to others: so the file is opened with O_NONBLOCK (a FIFO
+    with no writer opens at once; no effect on a regular file's reads and writes) and its
+    type checked on the descriptor it was opened as, not on the name beforehand. A
+    missing file is the caller's FileNotFoundError, as from ``os.open``. Only for the
+    workdir's own files: the data a user gives may be a pipe (bigbn/io/data.py)."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+    except OSError as e:
+        if not (isinstance(e, IsADirectoryError) or e.errno == errno.ENXIO):  # ENXIO: a socket
+            raise
+        try:
+            kind = _kind(os.stat(path).st_mode)
+        except OSError:
+            kind = "not a regular file"
+        raise refuse(path, kind) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise refuse(path, _kind(mode))
+    return fd
+
+
+def open_file(path, mode: str = "rb", refuse=not_a_file, **kw):
+    """``open(path, mode, **kw)`` for reading a file of a work directory, opened by `open_fd`."""
+    return open(path, mode, opener=lambda _, flags: open_fd(path, flags, refuse), **kw)
+
+
+def read_file(path, refuse=not_a_file) -> bytes:
+    """The bytes of a workdir file (`open_fd`): ``Path.read_bytes``, never waiting on a FIFO."""
+    with open_file(path, "rb", refuse) as fh:
+        return fh.read()
+
+
+def check_outputs(root: Path, names=OUTPUTS) -> None:
+    """WorkdirError (`not_a_file`) when a file a command writes into the workdir (``names``
+    in folder ``root``; by default what a run writes next to run.json, `OUTPUTS`) has
+    something else in its place: a FIFO made the command wait forever, once its work was
+    done, for a reader of edges.csv; a folder was an OSError. Checked before the work where
+    the command can, so that it says so at once (its journal keeps what it computes)."""
+    for name in names:
+        try:
+            mode = os.stat(root / name).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if not stat.S_ISREG(mode):
+            raise not_a_file(root / name, _kind(mode), "remove it, then run the same command again")
+
+
 def _open_own(path: Path) -> int:
     """A file descriptor to write chunk file ``path`` in place, a file of the run's own:
     a symlink or a hard link in its place (a workdir cloned by ``cp -s`` or ``cp -l``) is
@@ -586,11 +658,7 @@ class RunLock:
         """Exclusive lock for one run: flock on WORKDIR/lock, released by the kernel when
         the process dies (so a lock left by a killed run is never stale). The file holds
         the holder's pid, host and start time, for messages and `bigbn status`."""
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except IsADirectoryError:
-            raise WorkdirError(f"{self.path} is a folder, not the run's lock file; remove it, then run the "
-                               "same command again") from None
+        fd = self._open(os.O_RDWR | os.O_CREAT)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -611,6 +679,13 @@ class RunLock:
         finally:
             os.close(fd)
 
+    def _open(self, flags: int) -> int:
+        """The lock file opened (`open_fd`): a FIFO in its place neither waits for a writer
+        nor passes for the lock (flock works on one, its truncation fails); a folder or a
+        socket is refused too, each as one line."""
+        return open_fd(self.path, flags, lambda path, kind: WorkdirError(
+            f"{path} is {kind}, not the run's lock file; remove it, then run the same command again"))
+
     @staticmethod
     def _holder(fd: int) -> dict:
         try:
@@ -621,9 +696,10 @@ class RunLock:
 
     def active_holder(self) -> dict | None:
         """The holder (pid, host, since) of a run active on this workdir, else None."""
-        if not self.path.exists():
+        try:
+            fd = self._open(os.O_RDONLY)
+        except FileNotFoundError:
             return None
-        fd = os.open(self.path, os.O_RDONLY)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
