@@ -164,3 +164,44 @@ def test_network_rejects_cycles_and_bad_tables():
         Network(("a",), (("0", "1"),), ((),), (np.array([0.5, 0.6]),))
     with pytest.raises(DataError, match="shape"):
         Network(("a", "b"), (("0", "1"),) * 2, ((), (0,)), (np.array([0.5, 0.5]), np.full(2, 0.5)))
+
+
+def test_a_truncated_or_damaged_gz_file_is_one_line(tmp_path):
+    """EOFError (truncated) and zlib.error (damaged) are no OSError: the first reached
+    click as a bare "Aborted!", the second as a traceback."""
+    packed = gzip.compress(GOOD.encode())
+    (tmp_path / "cut.bif.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "bad.bif.gz").write_bytes(packed[:10] + b"\0" * 20 + packed[30:])
+    for name in ("cut.bif.gz", "bad.bif.gz"):
+        with pytest.raises(DataError, match="truncated or damaged gzip file"):
+            read_bif(tmp_path / name)
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    (tmp_path / "bom.bif").write_text(GOOD, encoding="utf-8-sig")
+    assert read_bif(tmp_path / "bom.bif").names == ("A", "B")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", r"no variables"),
+    ("// only a comment\n", r"no variables"),
+    (GOOD.replace("B | A", "B | B"), r"line 11: 'B' is given as its own parent"),
+    (GOOD.replace("B | A", "B | A, A"), r"line 11: 'B': parent 'A' is named twice"),
+    (GOOD.replace("probability ( A ) { table 0.25, 0.75; }",
+                  "probability ( A | B ) { default 0.25, 0.75; }"), r"<bif>: .*cycle \(among 'A', 'B'\)"),
+])
+def test_bif_structure_errors_name_the_file_and_line(bad, message):
+    with pytest.raises(DataError, match=message):
+        parse_bif(bad)
+
+
+def test_a_default_row_cannot_ask_for_a_huge_table():
+    """A `default` row fills a table of any size from one line: 1000^6 cells were handed
+    to numpy (a MemoryError traceback); the table's line and size are named first."""
+    states = ", ".join(f"s{i}" for i in range(1000))
+    row = ", ".join(["0.001"] * 1000)
+    text = "".join(f"variable {v} {{ type discrete [ 1000 ] {{ {states} }}; }}\n" for v in "ABCDEF")
+    text += "".join(f"probability ( {v} ) {{ table {row}; }}\n" for v in "ABCDE")
+    text += f"probability ( F | A, B, C, D, E ) {{ default {row}; }}\n"
+    with pytest.raises(DataError, match=r"line 12: the table of 'F' would have 1000 × .* cells"):
+        parse_bif(text)

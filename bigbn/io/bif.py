@@ -33,7 +33,9 @@ their provenance) can be named instead of a path: ``read_bif("asia")``.
 from __future__ import annotations
 
 import gzip
+import math
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,13 @@ NETWORKS_DIR = Path(__file__).parent.parent / "networks"
 #: Largest deviation of a CPT row sum from 1 that is accepted (then renormalised);
 #: the repository files are written with a few decimals.
 ROW_SUM_TOLERANCE = 1e-3
+
+#: Most cells one conditional probability table may have (2^27: 1 GiB of float64). A
+#: ``default`` row fills every parent configuration not listed, so a few lines of text
+#: can ask for a table of 1000^6 cells; `parse_bif` refuses such a table, naming its
+#: line, before allocating it (numpy's MemoryError was a traceback). The largest table
+#: of the bundled networks has 1,728 cells.
+MAX_CPT_CELLS = 2**27
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +136,9 @@ class Network:
                     ready.append(c)
             ready.sort()
         if len(order) != n:
-            raise DataError("network: the parent relation has a cycle")
+            left = [self.names[i] for i in range(n) if indeg[i] > 0]
+            raise DataError("network: the parent relation has a cycle (among "
+                            + ", ".join(map(repr, left[:5])) + (", ..." if len(left) > 5 else "") + ")")
         return order
 
 
@@ -304,7 +315,13 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             else:
                 ps.expect(")")
             if child in probs:
-                raise ps.error(f"second probability block for {child!r}")
+                raise ps.error(f"second probability block for {child!r}", line)
+            # checked here, with the block's line: `Network` would say only "bad parent list"
+            if child in parents:
+                raise ps.error(f"{child!r} is given as its own parent", line)
+            twice = [p for j, p in enumerate(parents) if p in parents[:j]]
+            if twice:
+                raise ps.error(f"{child!r}: parent {twice[0]!r} is named twice", line)
             for v in [child, *parents]:
                 if v not in states:
                     raise ps.error(f"probability block uses undeclared variable {v!r}")
@@ -344,6 +361,8 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             raise ps.error(f"expected 'network', 'variable' or 'probability', found {kw!r}")
 
     names = list(states)
+    if not names:  # an empty file (or only comments) is no network: a 0-column data set was drawn from it
+        raise DataError(f"{source}: no variables (an empty file, or not BIF text?)")
     index = {v: i for i, v in enumerate(names)}
     parents_out, cpts = [], []
     for v in names:
@@ -352,6 +371,10 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
         pnames, rows, default, line = probs[v]
         r = len(states[v])
         shape = tuple(len(states[p]) for p in pnames) + (r,)
+        if math.prod(shape) > MAX_CPT_CELLS:  # Python ints: no overflow before the test
+            raise DataError(f"{source}, line {line}: the table of {v!r} would have "
+                            f"{' × '.join(map(str, shape))} = {math.prod(shape):.3g} cells, more than "
+                            f"{MAX_CPT_CELLS:,}")
         cpt = np.full(shape, np.nan)
         for key, (row, row_line) in rows.items():
             idx = tuple(states[p].index(s) for p, s in zip(pnames, key))
@@ -364,8 +387,11 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             raise DataError(f"{source}, line {line}: {v!r} lacks rows for some parent configurations")
         parents_out.append(tuple(index[p] for p in pnames))
         cpts.append(cpt)
-    return Network(tuple(names), tuple(tuple(states[v]) for v in names),
-                   tuple(parents_out), tuple(cpts))
+    try:
+        return Network(tuple(names), tuple(tuple(states[v]) for v in names),
+                       tuple(parents_out), tuple(cpts))
+    except DataError as e:  # a cycle: say which file ("network: ..." named none)
+        raise DataError(f"{source}: {str(e).removeprefix('network: ')}") from None
 
 
 def _check_row(row, r, child, key, source, line) -> np.ndarray:
@@ -389,11 +415,15 @@ def read_bif(path_or_name) -> Network:
     """
     path = resolve_network_path(path_or_name)
     opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
+    try:  # utf-8-sig: a byte-order mark (Windows editors) is no part of the first word
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read BIF file ({exc})") from None
+    except (EOFError, zlib.error) as exc:
+        # a truncated .gz raises EOFError (which click reported as a bare "Aborted!"), a
+        # damaged one zlib.error (a traceback): neither is an OSError
+        raise DataError(f"{path}: cannot read BIF file: a truncated or damaged gzip file ({exc})") from None
     return parse_bif(text, str(path))
 
 
