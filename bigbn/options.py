@@ -30,10 +30,21 @@ def _integer(value, what: str) -> int:
 def _number(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise OptionError(f"{what} must be a number, got {value!r}")
-    x = float(value)
+    x = as_float(value, what)
     if not math.isfinite(x):
         raise OptionError(f"{what} must be finite, got {value!r}")
     return x
+
+
+def as_float(value, what: str) -> float:
+    """``float(value)`` for a real number ``value``; a Python int beyond float64's range
+    (10**400: `float` raises OverflowError, which reached callers as a traceback) is an
+    OptionError naming ``what``, its size told in digits, not written out."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise OptionError(f"{what} must be finite, got a number of {len(str(abs(int(value))))} digits, "
+                          "beyond float64's range") from None
 
 
 def max_parents(value, what: str = "max parents") -> int:
