@@ -179,6 +179,57 @@ def workdir(value) -> str | None:
     return os.fspath(value)
 
 
+#: How the files a run keeps at its work directory's top are named (`output_file`).
+RUN_FILE_KINDS = (".json", ".jsonl", ".csv", ".zarr")
+
+
+def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
+    """OptionError (one line, before anything is read or written) if the file ``out``
+    that a command is asked to write would destroy what it reads or the run it reads:
+
+    - ``out`` is one of ``inputs`` (the data, an edges or truth file the command reads;
+      None entries skipped), by path or as the same file under another name (a link);
+    - ``out`` lies in the work directory ``workdir`` and is one of the run's own files:
+      an existing file there of the kinds a run writes (RUN_FILE_KINDS: run.json,
+      summary.json, journal.jsonl, edges.csv, ..., lock; those named in ``own``, the
+      command's own default outputs such as network.bif, excepted), or any path in one of
+      its folders (tables.zarr, samples-*, effects-*). A report, picture or network file
+      written there before (.html, .png, .bif, ...) may be written again.
+
+    Each was written over without a word: `bigbn scores DATA -o DATA` replaced the data
+    with the score file, `bigbn export RUN -o RUN/summary.json` and `bigbn report RUN -o
+    RUN/edges.csv` broke the finished run (the next command called it damaged), `bigbn
+    roc EDGES TRUTH --curve TRUTH` replaced the truth. ``what``: the option's name in the
+    message (e.g. "--out"). A new file of another name in the workdir is allowed."""
+    if out is None:
+        return
+    path = os.path.abspath(os.fspath(out))
+    for source in inputs:
+        if source is None:
+            continue
+        source = os.path.abspath(os.fspath(source))
+        same = path == source
+        if not same and os.path.exists(path) and os.path.exists(source):
+            try:
+                same = os.path.samefile(path, source)
+            except OSError:
+                same = False
+        if same:
+            raise OptionError(f"{what} {out} is a file this command reads ({source}): writing it would "
+                              "destroy it; give another file name")
+    if workdir is None:
+        return
+    root = os.path.realpath(os.fspath(workdir))
+    real = os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root or real == root:
+        return
+    inside = os.path.relpath(real, root)
+    theirs = inside.endswith(RUN_FILE_KINDS) or inside == "lock" or inside.startswith(".")
+    if os.sep in inside or (os.path.lexists(real) and theirs and inside not in own):
+        raise OptionError(f"{what} {out} is a file of the run in {workdir}: writing it would damage the run; "
+                          "give a file outside the work directory (or a new name)")
+
+
 def flag(value, what: str) -> bool:
     if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
         raise OptionError(f"{what} must be True or False, got {value!r}")

@@ -420,6 +420,7 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
 
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
+    opt.output_file(out, "--out", inputs=(data,))  # -o DATA replaced the data with the scores
     max_parents = opt.max_parents(max_parents, "--max-parents")
     ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column,
                                    discrete=discrete, continuous=continuous)
@@ -926,6 +927,7 @@ def report_cmd(workdir, out, threshold, truth):
 
     if out is None:
         out = f"{Path(workdir).resolve().name}.report.html"
+    opt.output_file(out, "--out", inputs=(truth,), workdir=workdir)  # before anything is read
     rf = read_run(workdir)
     adj = roc = None
     if truth is not None:

@@ -258,7 +258,10 @@ def roc(edges, truth, plot_path, curve_path):
     from bigbn.tools.roc import edge_roc, plot_roc, read_edges
     from bigbn.tools.simulate import read_truth
 
+    run = edges if Path(edges).is_dir() else None
     edges = _edges_file(edges)
+    for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
+        opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     names, P = read_edges(edges)
     curve = edge_roc(P, read_truth(truth, names))
     click.echo(f"AUC {curve.auc:.6f}")
@@ -309,7 +312,10 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     from bigbn.tools.roc import read_edges
     from bigbn.tools.simulate import read_truth
 
+    run = edges if Path(edges).is_dir() else None
     edges = _edges_file(edges)
+    for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
+        opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
     from bigbn.io.series import lag_of
