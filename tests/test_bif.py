@@ -220,3 +220,22 @@ def test_a_level_a_reader_takes_for_a_comment_is_refused(level):
                 format_bif(named)
         else:
             assert parse_bif(format_bif(named)).states == states
+
+
+def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
+    """A control character (a DataFrame column "a\\x01b", a level "x\\x02") was written into
+    the XMLBIF file, which then no XML parser read ("not well-formed"); a tab or a
+    non-ASCII letter is fine."""
+    import xml.etree.ElementTree as ET
+
+    from bigbn.io.bif import write_xmlbif
+
+    net = random_network(2, 1, 2, np.random.default_rng(3))
+    path = tmp_path / "n.xml"
+    for names, states, needle in [(("a\x01b", "X2"), net.states, "U+0001"),
+                                  (net.names, (("x\x02", "y"), net.states[1]), "U+0002")]:
+        with pytest.raises(DataError, match=re.escape(f"XML cannot hold the character {needle}")):
+            write_xmlbif(Network(names, states, net.parents, net.cpts), path)
+        assert not path.exists()
+    write_xmlbif(Network(("a\tb", "ünï"), (("x y", "<&>"), net.states[1]), net.parents, net.cpts), path)
+    assert [e.text for e in ET.parse(path).iter("NAME")] == ["unknown", "a\tb", "ünï"]

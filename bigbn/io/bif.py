@@ -483,13 +483,35 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
         fh.write(text)
 
 
+#: what XML 1.0 holds in no form, not even as a character reference: the C0 controls
+#: but tab, newline and carriage return, the surrogates, U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def check_xml_names(network: Network, name: str = "unknown") -> None:
+    """DataError (one line) for a network, variable or state name holding a character
+    XML 1.0 cannot hold (`_NOT_XML`: a control character such as U+0001): written, it
+    left a file that no XML parser reads ("not well-formed (invalid token)")."""
+    for v, sts in zip(network.names, network.states):
+        for what, text in [(f"variable {v!r}", v), *((f"variable {v!r}, level {st!r}", st) for st in sts)]:
+            bad = _NOT_XML.search(text)
+            if bad:
+                raise DataError(f"{what}: XML cannot hold the character U+{ord(bad.group()):04X}; rename it "
+                                "(XMLBIF is XML 1.0)")
+    bad = _NOT_XML.search(name)
+    if bad:
+        raise DataError(f"network name {name!r}: XML cannot hold the character U+{ord(bad.group()):04X}")
+
+
 def format_xmlbif(network: Network, name: str = "unknown") -> str:
     """XMLBIF 0.3 text of a network (what pgmpy's XMLBIFReader and Weka read): a
     VARIABLE per node with its OUTCOMEs, a DEFINITION per node with its parents as GIVEN
     and its TABLE: for each configuration of the parents (the last parent fastest) the
-    child's distribution, floats written exactly. Names and states are XML-escaped."""
+    child's distribution, floats written exactly. Names and states are XML-escaped; one
+    XML cannot hold at all is refused (`check_xml_names`)."""
     from xml.sax.saxutils import escape
 
+    check_xml_names(network, name)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<BIF VERSION="0.3">', "<NETWORK>",
              f"<NAME>{escape(name)}</NAME>"]
     for v, sts in zip(network.names, network.states):
