@@ -196,6 +196,11 @@ def test_cli_study_runs_the_engine_and_resumes(tmp_path):
     res = CliRunner().invoke(study, args)  # resume: no cell computed again
     assert res.exit_code == 0 and "4 of 4 cells done" in res.output
     assert [p.stat().st_mtime_ns for p in sorted((out / "cells").glob("*.json"))] == stamps
+    # a smaller grid into the same folder counts its own cells, not auc.csv's rows
+    small = ["--n", "4", "-k", "1", "--states", "2", "--rows", "20", "--replicates", "1", "--seed", "5",
+             "--no-figures", str(out)]
+    res = CliRunner().invoke(study, small)
+    assert res.exit_code == 0 and f"1 of 1 cells done (and 3 of other grids run into {out})" in res.output
     res = CliRunner().invoke(study, ["--n", "4,x", str(out)])
     assert isinstance(res.exception, OptionError)
 

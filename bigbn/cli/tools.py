@@ -381,7 +381,7 @@ def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior,
     Example (small):
       bigbn study --n 5,8 -k 2,3 --states 2,4 --rows 20,100,500 --replicates 3 study_out
     """
-    from bigbn.tools.study import StudyPlan, run_study, write_figures
+    from bigbn.tools.study import StudyPlan, cell_done, run_study, write_figures
 
     ks = _alias(ks, ks_old, "--max-parents", "--k") or "2,3,4,5"
     structure_prior = _alias(structure_prior, prior_old, "--structure-prior", "--prior") or "koivisto-sood"
@@ -405,4 +405,8 @@ def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior,
     if figures:
         for path in write_figures(plan, out, replicate=figure_replicate):
             click.echo(f"wrote {path}")
-    click.echo(f"{len(rows)} of {total} cells done; table in {Path(out) / 'auc.csv'}")
+    # auc.csv holds every finished cell in OUT, of earlier grids too: "3 of 1 cells done"
+    # counted those; this grid's count is of its own cells, the others said apart
+    mine = sum(cell_done(out, c) for c in plan.cells())
+    others = f" (and {len(rows) - mine} of other grids run into {out})" if len(rows) > mine else ""
+    click.echo(f"{mine} of {total} cells done{others}; table in {Path(out) / 'auc.csv'}")
