@@ -151,7 +151,10 @@ def read_dbn(path) -> Network:
     net = read_bif(path)
     names = tuple(_from_bif(x) for x in net.names)
     out = Network(names, net.states, net.parents, net.cpts)
-    dbn_shape(out)
+    try:
+        dbn_shape(out)
+    except DataError as e:  # name the file: "network: no lagged copies" said not which
+        raise DataError(f"{path}: {str(e).removeprefix('network: ')}") from None
     return out
 
 
