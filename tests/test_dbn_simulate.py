@@ -122,5 +122,5 @@ def test_a_random_dbn_has_at_most_as_many_nodes_as_a_random_network():
 def test_a_static_network_given_as_a_dynamic_one_names_the_file():
     """`bigbn simulate --network asia --lag 1` said "network: no lagged copies ..." and not
     which network."""
-    with pytest.raises(DataError, match=r"asia\.bif\.gz: no lagged copies NAME\[t-1\]"):
+    with pytest.raises(DataError, match=r"asia: no lagged copies NAME\[t-1\]"):
         read_dbn("asia")
