@@ -178,7 +178,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
     dynamic = None  # a DBN's transition rows (bigbn.dbn)
     if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
-        _check_names_given(data, names)
+        names = _check_names_given(data, names)
         if prior_kwargs:
             raise OptionError("a time series takes its constraints by name (knowledge=, forbidden=, "
                               "required=; lagged variables as NAME[t-1]), not by index (prior_kwargs=)")
@@ -193,7 +193,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         knowledge = dbn_.knowledge(knowledge, dynamic, contemporaneous)
         data = dynamic.dataset
     tiered = knowledge is not None and bool(knowledge.tiers)
-    _check_names_given(data, names)
+    names = _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
     if scores is not None:

@@ -699,3 +699,35 @@ def test_every_run_flag_has_a_python_spelling():
     assert python_spelling("started with --alpha store") == 'started with alpha_mode="store"'
     assert python_spelling("run the same `bigbn run` command again to finish it, then sample") == \
         "call learn again with the same arguments to finish it, then sample"
+
+
+@pytest.mark.parametrize("names, needle", [
+    (5, "names must be a list of column names, got int"),  # was TypeError: not iterable
+    ("abc", "names must be a list of column names, got the text 'abc'"),  # was a, b, c
+    (["a", None, "c"], "names: column 2's name is None"),  # was "None"
+    ([["a"], "b", "c"], "names: column 1's name is ['a']"),  # was "['a']"
+])
+def test_names_must_be_a_list_of_names(names, needle):
+    X = np.array([[0, 1, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]] * 3)
+    with pytest.raises(OptionError, match=re.escape(needle)):
+        bigbn.learn(X, names=names, max_parents=1)
+
+
+def test_names_may_be_any_iterable_of_names():
+    X = np.array([[0, 1, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]] * 3)
+    assert bigbn.learn(X, names=(x for x in "abc"), max_parents=1).names == ("a", "b", "c")
+    assert bigbn.learn(X, names=np.array([1, 2, 3]), max_parents=1).names == ("1", "2", "3")
+
+
+@pytest.mark.parametrize("cells", ["list", "void"])
+def test_an_array_whose_cells_are_not_values_is_a_data_error(cells):
+    """A list inside an object array, or a void dtype: numpy's "setting an array element
+    with a sequence" ValueError reached the caller."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    if cells == "list":
+        X = X.astype(object)
+        X[0, 0] = [1]
+    else:
+        X = np.zeros((6, 2), dtype="V4")
+    with pytest.raises(DataError, match="cells that are not values"):
+        bigbn.learn(X, max_parents=1)
