@@ -169,6 +169,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     workdir = opt.workdir(workdir)
     map_dag, posterior = opt.flag(map_dag, "map_dag"), opt.flag(posterior, "posterior")
     fresh = opt.flag(fresh, "fresh")
+    check_disk = opt.flag(check_disk, "check_disk")  # "no" is truthy: it checked the disk, silently
     disk_budget = opt.disk_budget(disk_budget)
     if not posterior and not map_dag:
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "

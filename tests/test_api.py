@@ -570,6 +570,7 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"parent_set_mass": "all"}, "parent-set mass must be a number"),
     ({"workdir": 3}, "workdir must be a path"),
     ({"map_dag": "yes"}, "map_dag must be True or False"),
+    ({"check_disk": "no"}, "check_disk must be True or False"),  # was taken as True
     ({"prior_kwargs": [("forbid", 1)]}, "prior_kwargs must be a dict"),
     ({"prior_kwargs": {"forbid": 3}}, "list of (parent, child) index pairs"),
     ({"prior_kwargs": {"forbd": []}}, "unknown key 'forbd'"),
