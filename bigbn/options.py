@@ -12,6 +12,7 @@ import math
 import numbers
 import os
 import re
+from fractions import Fraction
 
 from bigbn.errors import OptionError
 from bigbn.plan.lattice import ALPHA_MODES, MAX_NODES
@@ -102,7 +103,9 @@ def memory(value, what: str = "memory budget") -> int:
         if not m:
             raise OptionError(f"{what}: cannot read size {value!r} (examples: 4G, 512M, 2.5GiB)")
         mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
-        size = int(float(m.group(1)) * mult)
+        # exactly, as a fraction: float() made 400 digits inf, and int(inf) an OverflowError
+        # traceback (a size as large as an int given from Python is taken the same way)
+        size = int(Fraction(m.group(1)) * mult)
     else:
         size = _integer(value, what)
     if size <= 0:
