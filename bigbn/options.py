@@ -239,6 +239,26 @@ def flag(value, what: str) -> bool:
     return bool(value)
 
 
+def threshold(value, what: str = "threshold") -> float:
+    """A posterior threshold: a real number in [0, 1] (a bool, text, NaN or an int beyond
+    float64 is refused; NaN drew no arc, silently, and 1.5 or -1 were taken as they came)."""
+    x = _number(value, what)
+    if not 0.0 <= x <= 1.0:
+        raise OptionError(f"{what} must be in [0, 1], got {value!r}")
+    return x
+
+
+def top(value, what: str = "top") -> int | None:
+    """How many of a ranked list to return: None (all) or an integer ≥ 0 (a negative one
+    cut the list's tail as a slice does, silently; 1.5 or '2' were TypeError tracebacks)."""
+    if value is None:
+        return None
+    t = _integer(value, what)
+    if t < 0:
+        raise OptionError(f"{what} must be ≥ 0 (or None for all), got {value!r}")
+    return t
+
+
 def samples(value, what: str = "samples") -> int:
     T = _integer(value, what)
     if not 1 <= T <= MAX_SAMPLES:
