@@ -206,6 +206,8 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     message (e.g. "--out"). A new file of another name in the workdir is allowed."""
     if out is None:
         return
+    if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError
+        raise OptionError(f"{what} must be a file path, got {type(out).__name__}")
     path = os.path.abspath(os.fspath(out))
     for source in inputs:
         if source is None:

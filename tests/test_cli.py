@@ -556,3 +556,12 @@ def test_an_output_over_an_input_or_a_file_of_the_run_is_refused(tmp_path):
     for args in [("export", wd, "--dag", "0.5"), ("export", wd, "--dag", "0.5", "-o", wd / "network.bif"),
                  ("report", wd, "-o", wd / "r.html"), ("report", wd, "-o", wd / "r.html")]:
         assert invoke(*args).exit_code == 0, args
+
+
+def test_an_output_that_is_no_path_is_one_line(tmp_path):
+    """export(workdir, "bif", out=5) reached os.fspath's TypeError."""
+    from bigbn.errors import OptionError
+    from bigbn.options import output_file
+
+    with pytest.raises(OptionError, match="--out must be a file path, got int"):
+        output_file(5, "--out", inputs=(tmp_path / "d.csv",))
