@@ -187,6 +187,11 @@ def test_a_byte_order_mark_is_read_past(tmp_path):
     ("// only a comment\n", r"no variables"),
     (GOOD.replace("B | A", "B | B"), r"line 11: 'B' is given as its own parent"),
     (GOOD.replace("B | A", "B | A, A"), r"line 11: 'B': parent 'A' is named twice"),
+    # a second table, default or type line replaced the first, silently
+    (GOOD.replace("table 0.25, 0.75;", "table 0.25, 0.75; table 0.5, 0.5;"), r"line 10: 'A': 'table' given twice"),
+    (GOOD.replace("default 0.5, 0.25, 0.25;", "default 0.5, 0.25, 0.25; default 0.2, 0.2, 0.6;"),
+     r"line 13: 'B': 'default' given twice"),
+    (GOOD.replace("property weight 3;", "type discrete [ 2 ] { x, y };"), r"line 4: variable 'A': a second 'type' line"),
     (GOOD.replace("probability ( A ) { table 0.25, 0.75; }",
                   "probability ( A | B ) { default 0.25, 0.75; }"), r"<bif>: .*cycle \(among 'A', 'B'\)"),
 ])

@@ -284,6 +284,8 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                 sub_line = ps.line()
                 sub = ps.word()
                 if sub == "type":
+                    if sts is not None:  # a second one replaced the first, silently
+                        raise ps.error(f"variable {name!r}: a second 'type' line", sub_line)
                     if ps.word() != "discrete":
                         raise ps.error(f"variable {name!r}: only discrete variables are supported")
                     ps.expect("[")
@@ -348,9 +350,13 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                     if parents:
                         raise ps.error(f"{child!r}: 'table' with parents is not supported; "
                                        "give one '(states) p1, p2, ...;' row per configuration")
+                    if () in rows:  # a second table replaced the first, silently
+                        raise ps.error(f"{child!r}: 'table' given twice")
                     rows[()] = (ps.numbers(), row_line)
                 elif tok == "default":
                     ps.next()
+                    if default is not None:  # as a second table: the last one won, silently
+                        raise ps.error(f"{child!r}: 'default' given twice")
                     default = (ps.numbers(), row_line)
                 else:
                     ps.skip_statement()
