@@ -19,6 +19,12 @@ from bigbn.plan.lattice import ALPHA_MODES, MAX_NODES
 
 MAX_SAMPLES = 10**8
 
+#: The most parallel tasks `workers` accepts. A plan counts the chunks its workers hold in
+#: int64 arrays (`bigbn.plan.lattice.live_chunks`): 10^20 was numpy's "Python int too large
+#: to convert to C long" traceback; and no lattice has more than 2^MAX_NODES / 2 chunk tasks
+#: a level, nor a machine or cluster a million cores.
+MAX_WORKERS = 2**20
+
 
 def _integer(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -80,6 +86,8 @@ def workers(value, what: str = "workers") -> int:
     w = _integer(value, what)
     if w < 1:
         raise OptionError(f"{what} must be ≥ 1, got {w}")
+    if w > MAX_WORKERS:
+        raise OptionError(f"{what} must be at most {MAX_WORKERS:,} (parallel tasks), got {w}")
     return w
 
 

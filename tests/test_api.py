@@ -563,6 +563,7 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"score_options": {"ess": True}}, "ess (equivalent sample size) must be a positive number"),
     ({"workers": "2"}, "workers must be an integer"),
     ({"workers": 0}, "workers must be ≥ 1"),
+    ({"workers": 10**20}, "workers must be at most 1,048,576"),  # was numpy's "too large to convert to C long"
     ({"memory": -1}, "memory budget must be positive"),
     ({"memory": "lots"}, "cannot read size"),
     ({"chunk_bits": 2.5}, "chunk bits must be an integer"),

@@ -125,3 +125,11 @@ def test_a_size_of_400_digits_is_planned_not_a_traceback():
         r = CliRunner().invoke(main, ["plan", "--n", "5", *args])
         assert r.exit_code == 0 and r.exception is None, r.output
     assert "budget 9.095E+387 TiB" in CliRunner().invoke(main, ["plan", "--n", "5", "--memory", big]).output
+
+
+def test_workers_beyond_int64_are_refused_in_one_line():
+    """bigbn run/plan --chunk-bits 2 --workers 10^20: the plan's chunk counts (int64)
+    overflowed, a traceback."""
+    for cmd in (["plan", "--n", "5", "--chunk-bits", "2"], ["plan", "--n", "5"]):
+        r = CliRunner().invoke(main, [*cmd, "--workers", str(10**20)])
+        assert r.exit_code == 1 and "--workers must be at most 1,048,576" in r.output, r.output
