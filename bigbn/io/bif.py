@@ -491,20 +491,20 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
 
 #: what XML 1.0 holds in no form, not even as a character reference: the C0 controls
 #: but tab, newline and carriage return, the surrogates, U+FFFE and U+FFFF
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def check_xml_names(network: Network, name: str = "unknown") -> None:
     """DataError (one line) for a network, variable or state name holding a character
-    XML 1.0 cannot hold (`_NOT_XML`: a control character such as U+0001): written, it
+    XML 1.0 cannot hold (`NOT_XML`: a control character such as U+0001): written, it
     left a file that no XML parser reads ("not well-formed (invalid token)")."""
     for v, sts in zip(network.names, network.states):
         for what, text in [(f"variable {v!r}", v), *((f"variable {v!r}, level {st!r}", st) for st in sts)]:
-            bad = _NOT_XML.search(text)
+            bad = NOT_XML.search(text)
             if bad:
                 raise DataError(f"{what}: XML cannot hold the character U+{ord(bad.group()):04X}; rename it "
                                 "(XMLBIF is XML 1.0)")
-    bad = _NOT_XML.search(name)
+    bad = NOT_XML.search(name)
     if bad:
         raise DataError(f"network name {name!r}: XML cannot hold the character U+{ord(bad.group()):04X}")
 
