@@ -279,3 +279,14 @@ def test_study_vocabulary(tmp_path):
     res = h.cli("study", "--prior", "uniform", "--structure-prior", "uniform", tmp_path / "s")
     assert res.exit_code == 1 and "old spelling" in res.output
     assert not (tmp_path / "s").exists()
+
+
+def test_a_grid_the_engine_cannot_run_is_refused_before_anything_is_made(tmp_path):
+    """n = 41 drew and wrote its networks before the engine refused it; --replicates 10^11
+    listed its cells until memory ran out."""
+    with pytest.raises(OptionError, match="n values must be <= 40"):
+        StudyPlan(ns=(5, 41), ks=(2,), rs=(2,), ms=(20,), replicates=1)
+    with pytest.raises(OptionError, match="99,999,999,999 cells .* more than 1,000,000"):
+        StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(5,), replicates=99_999_999_999)
+    res = CliRunner().invoke(study, ["--n", "41", "--replicates", "1", "--rows", "5", str(tmp_path / "s")])
+    assert isinstance(res.exception, OptionError) and not (tmp_path / "s").exists()
