@@ -7,6 +7,7 @@ main group (`bigbn.cli.main`) registers them with ``main.add_command(...)`` and 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -226,6 +227,17 @@ def default_heatmap(edges: str) -> str:
     return "-".join(x for x in parts if x) + ".heatmap.png"
 
 
+def _distinct_outputs(*outputs) -> None:
+    """OptionError if two of a command's (path, flag) outputs are one file: the second was
+    written over the first without a word (`bigbn plot --out g.png --graph g.png`)."""
+    given = [(os.path.abspath(p), flag) for p, flag in outputs if p is not None]
+    for j, (path, flag) in enumerate(given):
+        for other, first in given[:j]:
+            if path == other:
+                raise OptionError(f"{first} and {flag} name one file ({path}): the second would replace the "
+                                  "first; give two names")
+
+
 def _edges_file(edges: str) -> str:
     """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
     p = Path(edges)
@@ -262,6 +274,7 @@ def roc(edges, truth, plot_path, curve_path):
     edges = _edges_file(edges)
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
+    _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
     names, P = read_edges(edges)
     curve = edge_roc(P, read_truth(truth, names))
     click.echo(f"AUC {curve.auc:.6f}")
@@ -316,6 +329,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     edges = _edges_file(edges)
     for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
+    _distinct_outputs((heatmap_path, "--out"), (graph_path, "--graph"))
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
     from bigbn.io.series import lag_of
