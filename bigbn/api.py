@@ -169,6 +169,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     workdir = opt.workdir(workdir)
     map_dag, posterior = opt.flag(map_dag, "map_dag"), opt.flag(posterior, "posterior")
     fresh = opt.flag(fresh, "fresh")
+    check_disk = opt.flag(check_disk, "check_disk")  # "no" is truthy: it checked the disk, silently
     disk_budget = opt.disk_budget(disk_budget)
     if not posterior and not map_dag:
         raise OptionError("posterior=False leaves nothing to compute: ask for the MAP network "
@@ -178,7 +179,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
     dynamic = None  # a DBN's transition rows (bigbn.dbn)
     if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
-        _check_names_given(data, names)
+        names = _check_names_given(data, names)
         if prior_kwargs:
             raise OptionError("a time series takes its constraints by name (knowledge=, forbidden=, "
                               "required=; lagged variables as NAME[t-1]), not by index (prior_kwargs=)")
@@ -193,7 +194,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         knowledge = dbn_.knowledge(knowledge, dynamic, contemporaneous)
         data = dynamic.dataset
     tiered = knowledge is not None and bool(knowledge.tiers)
-    _check_names_given(data, names)
+    names = _check_names_given(data, names)
     if workdir is not None:  # before any work: a foreign folder is refused at once
         check_is_ours(Path(workdir).resolve(), fresh)
     if scores is not None:

@@ -88,8 +88,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             raise OptionError(f"data cannot be read as a 2-d array ({e})") from None
         if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
             raise OptionError(f"data array must have shape (rows, ≥2 variables), got {arr.shape}")
-        nm = tuple(str(x) for x in names) if names is not None \
-            else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
+        nm = given_names(names) if names is not None else tuple(f"X{j + 1}" for j in range(arr.shape[1]))
         if len(nm) != arr.shape[1]:
             raise OptionError(f"{len(nm)} names for {arr.shape[1]} columns")
         _check_header("array", list(nm))
@@ -104,7 +103,11 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
             if any(v is None for v in arr.ravel().tolist()):
                 raise DataError("data array: missing value (None); bigbn needs complete data")
-            cells = np.char.strip(arr.astype(str))
+            try:
+                cells = np.char.strip(arr.astype(str))
+            except (ValueError, TypeError):  # an object cell holding a list, a void dtype, ...
+                raise DataError(f"data array of {arr.dtype} cells that are not values (a list or a record "
+                                "in a cell?): give numbers or text, one value per cell") from None
         frames.check_complete(cells, nm, "data array")
         # the same rules as for a CSV file: levels are the observed values
         ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes, kinds)
@@ -126,19 +129,42 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
 _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}: --tiers)"
 
 
-def _check_names_given(data, names) -> None:
+def given_names(names) -> tuple[str, ...]:
+    """names= as the column names of an array: a list (tuple, array, iterable) of names,
+    each a string or a number (written as text, as a CSV header holds it). Refused in one
+    line: a string ("abc" was read as the names a, b, c), a non-iterable (names=5 was
+    a TypeError traceback), and None or a list as a name (they became "None" and
+    "['a']")."""
+    if isinstance(names, (str, bytes)):
+        raise OptionError(f"names must be a list of column names, got the text {names!r} "
+                          "(for the columns a, b, c: names=['a', 'b', 'c'])")
+    try:
+        items = list(names)
+    except TypeError:
+        raise OptionError(f"names must be a list of column names, got {type(names).__name__}") from None
+    for j, x in enumerate(items):
+        if isinstance(x, bool) or not isinstance(x, (str, np.str_, int, float, np.integer, np.floating)):
+            raise OptionError(f"names: column {j + 1}'s name is {x!r}; give each column a string")
+    return tuple(str(x) for x in items)
+
+
+def _check_names_given(data, names) -> tuple[str, ...] | None:
     """names= is for an array; data that carry their own names refuse other ones (they were
     silently ignored). Not applied instead: intervention_column names a column of the data as
-    it is, and effects(result, data) compares the data's own names with the run's."""
+    it is, and effects(result, data) compares the data's own names with the run's. Returns
+    the names as `given_names` reads them (None if none): a generator is read once, here,
+    so the caller passes on what this returns."""
     if names is None:
-        return
+        return None
+    names = given_names(names)
     if frames.is_dataframe(data):
         raise OptionError("a DataFrame carries its column names; drop names= or rename the columns")
     if isinstance(data, (str, os.PathLike)):
         raise OptionError(f"{os.fspath(data)}: a CSV file carries its column names in its header; "
                           "drop names= or edit the header")
-    if isinstance(data, Dataset) and tuple(str(x) for x in names) != tuple(data.names):
+    if isinstance(data, Dataset) and names != tuple(data.names):
         raise OptionError("a Dataset carries its names; drop names= or give the Dataset these names")
+    return names
 
 
 def _dataset_from_table(table: Table, score: Score | None, max_nodes: int = MAX_NODES,

@@ -12,11 +12,18 @@ import math
 import numbers
 import os
 import re
+from fractions import Fraction
 
 from bigbn.errors import OptionError
 from bigbn.plan.lattice import ALPHA_MODES, MAX_NODES
 
 MAX_SAMPLES = 10**8
+
+#: The most parallel tasks `workers` accepts. A plan counts the chunks its workers hold in
+#: int64 arrays (`bigbn.plan.lattice.live_chunks`): 10^20 was numpy's "Python int too large
+#: to convert to C long" traceback; and no lattice has more than 2^MAX_NODES / 2 chunk tasks
+#: a level, nor a machine or cluster a million cores.
+MAX_WORKERS = 2**20
 
 
 def _integer(value, what: str) -> int:
@@ -30,10 +37,21 @@ def _integer(value, what: str) -> int:
 def _number(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise OptionError(f"{what} must be a number, got {value!r}")
-    x = float(value)
+    x = as_float(value, what)
     if not math.isfinite(x):
         raise OptionError(f"{what} must be finite, got {value!r}")
     return x
+
+
+def as_float(value, what: str) -> float:
+    """``float(value)`` for a real number ``value``; a Python int beyond float64's range
+    (10**400: `float` raises OverflowError, which reached callers as a traceback) is an
+    OptionError naming ``what``, its size told in digits, not written out."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise OptionError(f"{what} must be finite, got a number of {len(str(abs(int(value))))} digits, "
+                          "beyond float64's range") from None
 
 
 def max_parents(value, what: str = "max parents") -> int:
@@ -68,6 +86,8 @@ def workers(value, what: str = "workers") -> int:
     w = _integer(value, what)
     if w < 1:
         raise OptionError(f"{what} must be ≥ 1, got {w}")
+    if w > MAX_WORKERS:
+        raise OptionError(f"{what} must be at most {MAX_WORKERS:,} (parallel tasks), got {w}")
     return w
 
 
@@ -91,7 +111,9 @@ def memory(value, what: str = "memory budget") -> int:
         if not m:
             raise OptionError(f"{what}: cannot read size {value!r} (examples: 4G, 512M, 2.5GiB)")
         mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
-        size = int(float(m.group(1)) * mult)
+        # exactly, as a fraction: float() made 400 digits inf, and int(inf) an OverflowError
+        # traceback (a size as large as an int given from Python is taken the same way)
+        size = int(Fraction(m.group(1)) * mult)
     else:
         size = _integer(value, what)
     if size <= 0:
@@ -168,10 +190,83 @@ def workdir(value) -> str | None:
     return os.fspath(value)
 
 
+#: How the files a run keeps at its work directory's top are named (`output_file`).
+RUN_FILE_KINDS = (".json", ".jsonl", ".csv", ".zarr")
+
+
+def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
+    """OptionError (one line, before anything is read or written) if the file ``out``
+    that a command is asked to write would destroy what it reads or the run it reads:
+
+    - ``out`` is one of ``inputs`` (the data, an edges or truth file the command reads;
+      None entries skipped), by path or as the same file under another name (a link);
+    - ``out`` lies in the work directory ``workdir`` and is one of the run's own files:
+      an existing file there of the kinds a run writes (RUN_FILE_KINDS: run.json,
+      summary.json, journal.jsonl, edges.csv, ..., lock; those named in ``own``, the
+      command's own default outputs such as network.bif, excepted), or any path in one of
+      its folders (tables.zarr, samples-*, effects-*). A report, picture or network file
+      written there before (.html, .png, .bif, ...) may be written again.
+
+    Each was written over without a word: `bigbn scores DATA -o DATA` replaced the data
+    with the score file, `bigbn export RUN -o RUN/summary.json` and `bigbn report RUN -o
+    RUN/edges.csv` broke the finished run (the next command called it damaged), `bigbn
+    roc EDGES TRUTH --curve TRUTH` replaced the truth. ``what``: the option's name in the
+    message (e.g. "--out"). A new file of another name in the workdir is allowed."""
+    if out is None:
+        return
+    if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError
+        raise OptionError(f"{what} must be a file path, got {type(out).__name__}")
+    path = os.path.abspath(os.fspath(out))
+    for source in inputs:
+        if source is None:
+            continue
+        source = os.path.abspath(os.fspath(source))
+        same = path == source
+        if not same and os.path.exists(path) and os.path.exists(source):
+            try:
+                same = os.path.samefile(path, source)
+            except OSError:
+                same = False
+        if same:
+            raise OptionError(f"{what} {out} is a file this command reads ({source}): writing it would "
+                              "destroy it; give another file name")
+    if workdir is None:
+        return
+    root = os.path.realpath(os.fspath(workdir))
+    real = os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root or real == root:
+        return
+    inside = os.path.relpath(real, root)
+    theirs = inside.endswith(RUN_FILE_KINDS) or inside == "lock" or inside.startswith(".")
+    if os.sep in inside or (os.path.lexists(real) and theirs and inside not in own):
+        raise OptionError(f"{what} {out} is a file of the run in {workdir}: writing it would damage the run; "
+                          "give a file outside the work directory (or a new name)")
+
+
 def flag(value, what: str) -> bool:
     if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
         raise OptionError(f"{what} must be True or False, got {value!r}")
     return bool(value)
+
+
+def threshold(value, what: str = "threshold") -> float:
+    """A posterior threshold: a real number in [0, 1] (a bool, text, NaN or an int beyond
+    float64 is refused; NaN drew no arc, silently, and 1.5 or -1 were taken as they came)."""
+    x = _number(value, what)
+    if not 0.0 <= x <= 1.0:
+        raise OptionError(f"{what} must be in [0, 1], got {value!r}")
+    return x
+
+
+def top(value, what: str = "top") -> int | None:
+    """How many of a ranked list to return: None (all) or an integer ≥ 0 (a negative one
+    cut the list's tail as a slice does, silently; 1.5 or '2' were TypeError tracebacks)."""
+    if value is None:
+        return None
+    t = _integer(value, what)
+    if t < 0:
+        raise OptionError(f"{what} must be ≥ 0 (or None for all), got {value!r}")
+    return t
 
 
 def samples(value, what: str = "samples") -> int:

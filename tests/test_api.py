@@ -563,6 +563,7 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"score_options": {"ess": True}}, "ess (equivalent sample size) must be a positive number"),
     ({"workers": "2"}, "workers must be an integer"),
     ({"workers": 0}, "workers must be ≥ 1"),
+    ({"workers": 10**20}, "workers must be at most 1,048,576"),  # was numpy's "too large to convert to C long"
     ({"memory": -1}, "memory budget must be positive"),
     ({"memory": "lots"}, "cannot read size"),
     ({"chunk_bits": 2.5}, "chunk bits must be an integer"),
@@ -570,9 +571,14 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"parent_set_mass": "all"}, "parent-set mass must be a number"),
     ({"workdir": 3}, "workdir must be a path"),
     ({"map_dag": "yes"}, "map_dag must be True or False"),
+    ({"check_disk": "no"}, "check_disk must be True or False"),  # was taken as True
     ({"prior_kwargs": [("forbid", 1)]}, "prior_kwargs must be a dict"),
     ({"prior_kwargs": {"forbid": 3}}, "list of (parent, child) index pairs"),
     ({"prior_kwargs": {"forbd": []}}, "unknown key 'forbd'"),
+    # an int beyond float64 (float() raises OverflowError, which was a traceback)
+    ({"ess": 10**400}, "ess (equivalent sample size) must be finite, got a number of 401 digits"),
+    ({"score_options": {"ess": -10**400}}, "must be finite, got a number of 401 digits"),
+    ({"parent_set_mass": 10**400}, "parent-set mass must be finite, got a number of 401 digits"),
 ])
 def test_wrong_argument_types_are_option_errors(kwargs, needle):
     """Review finding: learn(max_parents=None), ess="big" and the like raised TypeError or
@@ -695,3 +701,35 @@ def test_every_run_flag_has_a_python_spelling():
     assert python_spelling("started with --alpha store") == 'started with alpha_mode="store"'
     assert python_spelling("run the same `bigbn run` command again to finish it, then sample") == \
         "call learn again with the same arguments to finish it, then sample"
+
+
+@pytest.mark.parametrize("names, needle", [
+    (5, "names must be a list of column names, got int"),  # was TypeError: not iterable
+    ("abc", "names must be a list of column names, got the text 'abc'"),  # was a, b, c
+    (["a", None, "c"], "names: column 2's name is None"),  # was "None"
+    ([["a"], "b", "c"], "names: column 1's name is ['a']"),  # was "['a']"
+])
+def test_names_must_be_a_list_of_names(names, needle):
+    X = np.array([[0, 1, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]] * 3)
+    with pytest.raises(OptionError, match=re.escape(needle)):
+        bigbn.learn(X, names=names, max_parents=1)
+
+
+def test_names_may_be_any_iterable_of_names():
+    X = np.array([[0, 1, 0], [1, 0, 1], [1, 1, 0], [0, 0, 1]] * 3)
+    assert bigbn.learn(X, names=(x for x in "abc"), max_parents=1).names == ("a", "b", "c")
+    assert bigbn.learn(X, names=np.array([1, 2, 3]), max_parents=1).names == ("1", "2", "3")
+
+
+@pytest.mark.parametrize("cells", ["list", "void"])
+def test_an_array_whose_cells_are_not_values_is_a_data_error(cells):
+    """A list inside an object array, or a void dtype: numpy's "setting an array element
+    with a sequence" ValueError reached the caller."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    if cells == "list":
+        X = X.astype(object)
+        X[0, 0] = [1]
+    else:
+        X = np.zeros((6, 2), dtype="V4")
+    with pytest.raises(DataError, match="cells that are not values"):
+        bigbn.learn(X, max_parents=1)

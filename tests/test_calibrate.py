@@ -42,10 +42,14 @@ def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
                 record(machine={**cal.machine(), "bigbn": "0.0.1"}),
                 record(factors={"forward": 2.0}),
                 record(factors={"forward": -1.0, "backward": 3.0}),
-                record(factors={"forward": "fast", "backward": 3.0})):
+                record(factors={"forward": "fast", "backward": 3.0}),
+                {k: v for k, v in record().items() if k != "when"},  # was a KeyError in `clock`
+                record(when=5)):
         cal.save(bad, path)
         assert cal.load(path) is None
     (tmp_path / "c.json").write_text("{not json")
+    assert cal.load(path) is None
+    (tmp_path / "c.json").write_text("[" * 100_000 + "]" * 100_000)  # was json's RecursionError
     assert cal.load(path) is None
 
 

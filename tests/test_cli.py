@@ -527,3 +527,41 @@ def test_first_run_says_it_compiles(tmp_path):
     second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0 and second.returncode == 0
     assert "first run: compiling" in first.stderr and "first run" not in second.stderr
+
+
+def test_an_output_over_an_input_or_a_file_of_the_run_is_refused(tmp_path):
+    """`bigbn scores DATA -o DATA` replaced the data with the scores; `export`/`report -o
+    WORKDIR/summary.json` (or edges.csv) broke the finished run; `roc --curve TRUTH` and
+    `plot --graph EDGES` wrote over what they read. Each is one line now, and the file is
+    as it was; a new file in the workdir, or the command's own default there, is fine."""
+    rows = np.random.default_rng(0).integers(0, 2, (40, 3))
+    data = write(tmp_path / "d.csv", "A,B,C\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows))
+    truth = write(tmp_path / "t.csv", "parent,child\nA,B\n")
+    wd = tmp_path / "wd"
+    assert invoke("run", data, "-w", wd, "-q").exit_code == 0
+    before = {p: p.read_bytes() for p in (data, truth, *wd.glob("*.*")) if p.is_file()}
+    for args, needle in [
+        (("scores", data, "-o", data), "--out"),
+        (("export", wd, "--dag", "0.5", "-o", wd / "summary.json"), "is a file of the run"),
+        (("export", wd, "--dag", "0.5", "-o", data), "is a file this command reads"),
+        (("report", wd, "-o", wd / "edges.csv"), "is a file of the run"),
+        (("report", wd, "-o", wd / "tables.zarr" / "r.html"), "is a file of the run"),
+        (("roc", wd, truth, "--curve", truth), "--curve"),
+        (("roc", wd, truth, "--plot", wd / "run.json"), "--plot"),
+        (("plot", wd, "--graph", wd / "edges.csv", "--format", "dot"), "--graph"),
+        (("plot", wd / "edges.csv", "--out", wd / "edges.csv"), "is a file this command reads"),
+    ]:
+        assert_one_line_error(invoke(*args), needle)
+    assert {p: p.read_bytes() for p in before} == before
+    for args in [("export", wd, "--dag", "0.5"), ("export", wd, "--dag", "0.5", "-o", wd / "network.bif"),
+                 ("report", wd, "-o", wd / "r.html"), ("report", wd, "-o", wd / "r.html")]:
+        assert invoke(*args).exit_code == 0, args
+
+
+def test_an_output_that_is_no_path_is_one_line(tmp_path):
+    """export(workdir, "bif", out=5) reached os.fspath's TypeError."""
+    from bigbn.errors import OptionError
+    from bigbn.options import output_file
+
+    with pytest.raises(OptionError, match="--out must be a file path, got int"):
+        output_file(5, "--out", inputs=(tmp_path / "d.csv",))

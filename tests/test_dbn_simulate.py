@@ -117,3 +117,10 @@ def test_a_random_dbn_has_at_most_as_many_nodes_as_a_random_network():
                                           r"than 10000; give a smaller --n or --lag$"):
         random_dbn(2, 5000, 1, 2, np.random.default_rng(0))
     assert len(random_dbn(2, 4999, 1, 2, np.random.default_rng(0)).names) == 10000
+
+
+def test_a_static_network_given_as_a_dynamic_one_names_the_file():
+    """`bigbn simulate --network asia --lag 1` said "network: no lagged copies ..." and not
+    which network."""
+    with pytest.raises(DataError, match=r"asia: no lagged copies NAME\[t-1\]"):
+        read_dbn("asia")

@@ -14,7 +14,7 @@ import pytest
 
 import helpers as h
 from bigbn import learn
-from bigbn.errors import EngineError
+from bigbn.errors import EngineError, OptionError
 from bigbn.engine.executors import Callback, dask_local, sync, threads
 from bigbn.plan.lattice import Plan, TaskSpec, live_chunks, ordered_workers
 from bigbn.store.workdir import Workdir
@@ -280,3 +280,21 @@ def test_cli_runs_on_dask(tmp_path):
     assert ref.exit_code == 0, ref.output
     assert journal_crcs(tmp_path / "w") == journal_crcs(tmp_path / "s")
     assert (tmp_path / "w" / "edges.csv").read_text() == (tmp_path / "s" / "edges.csv").read_text()
+
+
+def test_local_processes_beyond_the_machine_are_refused_before_any_starts(monkeypatch):
+    """--scheduler processes --workers 10^20 (bigbn effects, bigbn sample; bigbn run
+    --processes --workers 5000) started worker processes until killed: a hang."""
+    import distributed as dask_distributed
+
+    from bigbn.engine.executors import distributed
+
+    def no_cluster(*args, **kwargs):  # (this test must start no processes, with or without the fix)
+        pytest.fail(f"a LocalCluster of {kwargs.get('n_workers')} workers was started")
+
+    monkeypatch.setattr(dask_distributed, "LocalCluster", no_cluster)
+    limit = distributed.max_local_processes()
+    for workers in (limit + 1, 10**20):
+        with pytest.raises(OptionError, match=f"--workers {workers} with the processes scheduler .* at most {limit}"):
+            with distributed.local_cluster(workers):
+                pytest.fail("a cluster was started")

@@ -461,3 +461,24 @@ def test_budget_plans_stay_within_their_disk_with_random_task_times(n, c, worker
         assert anyhow <= p.disk_bytes()["lattice"], kept
     with pytest.raises(OptionError, match="a dask cluster may start tasks in any order"):
         fit_disk(plan, sum(plan.disk_bytes().values()) - 1, None)
+
+
+def test_a_lattice_of_more_than_2_to_the_24_chunks_is_refused_before_it_is_planned():
+    """`bigbn plan --n 40 --chunk-bits 10` walked arrays of 2^30 entries (23 GB, killed);
+    --chunk-bits 1 asked numpy for 4 TiB (a traceback)."""
+    from bigbn.plan.lattice import MAX_CHUNK_LEVEL_BITS
+
+    for c in (1, 10, 40 - MAX_CHUNK_LEVEL_BITS - 1):
+        with pytest.raises(OptionError, match=f"chunk bits {c} make 2\\^{40 - c} chunks per table at n = 40: "
+                                              "give chunk bits of at least n − 24 = 16"):
+            Plan(40, 3, c)
+    assert Plan(40, 3, 16).n_chunks == 2**24
+
+
+def test_the_chosen_chunk_bits_keep_to_2_to_the_24_chunks():
+    """A small budget at n = 40 chose from c = 10 (2^30 chunks) on; now from n − 24."""
+    from bigbn.plan.lattice import choose_chunk_bits
+
+    assert choose_chunk_bits(40, 3, 64 << 20, 2) == 16
+    with pytest.raises(OptionError, match="memory budget of 10M is too small for n = 40"):
+        choose_chunk_bits(40, 3, 10 << 20, 2)

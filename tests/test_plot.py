@@ -204,3 +204,39 @@ def test_plot_and_roc_take_the_samplers_edges(tmp_path, monkeypatch):
         assert res.exit_code == 0, res.output
         check_png(tmp_path / "w-samples-order-modular.heatmap.png")
     assert not list(folder.glob("*.png"))
+
+
+@pytest.mark.parametrize("fmt", ["graphml", "svg", "heatmap.svg"])
+def test_a_name_xml_cannot_hold_is_escaped_in_xml_outputs(tmp_path, fmt):
+    """A control character in a name (a DataFrame column "a\\x01b") was written as it was:
+    the GraphML and SVG files it made were not XML (no parser read them)."""
+    import xml.etree.ElementTree as ET
+
+    from bigbn.outputs.plot import heatmap, write_graph
+
+    names = ["a\x01b", "c"]
+    P = np.array([[0.0, 0.75], [0.25, 0.0]])
+    path = tmp_path / f"g.{fmt}"
+    if fmt == "heatmap.svg":
+        heatmap(names, P, path, title="t\x02")
+    else:
+        write_graph(names, P, path, threshold=0.5)
+    ET.parse(path)  # well-formed
+    assert "a\\x01b" in path.read_text(encoding="utf-8") or fmt != "graphml"
+
+
+def test_two_outputs_of_one_name_are_refused(tmp_path):
+    """plot --out g.png --graph g.png (and roc --plot c --curve c) wrote the second over
+    the first without a word."""
+    from bigbn.cli.tools import roc
+
+    edges = tmp_path / "e.csv"
+    edges.write_text("parent,child,posterior\na,b,0.75\nb,a,0.25\nb,c,0.5\nc,b,0.1\na,c,0.2\nc,a,0.3\n")
+    truth = tmp_path / "t.csv"
+    truth.write_text("parent,child\na,b\n")
+    out = tmp_path / "g.png"
+    r = CliRunner().invoke(plot, [str(edges), "--out", str(out), "--graph", str(out)])
+    assert isinstance(r.exception, OptionError) and "--out and --graph name one file" in str(r.exception)
+    r = CliRunner().invoke(roc, [str(edges), str(truth), "--plot", str(out), "--curve", str(out)])
+    assert isinstance(r.exception, OptionError) and "--plot and --curve name one file" in str(r.exception)
+    assert not out.exists()

@@ -97,9 +97,14 @@ def test_progress_events_cover_every_task(tmp_path):
 
 
 @pytest.mark.parametrize("text,expected", [("4G", 4 << 30), ("512M", 512 << 20), ("2.5GiB", int(2.5 * 2**30)),
-                                           ("1000", 1000), ("64k", 64 << 10)])
+                                           ("1000", 1000), ("64k", 64 << 10),
+                                           # exactly: float() made these inf (then an OverflowError) or
+                                           # rounded them
+                                           ("9" * 400 + "T", (10**400 - 1) << 40),
+                                           ("9007199254740993", 2**53 + 1), ("0.1T", 109951162777)])
 def test_memory_sizes(text, expected):
     assert options.memory(text) == expected
+    assert options.disk_budget(text) == expected
 
 
 def test_too_small_memory_budget_is_refused_not_silently_tiny_chunks(tmp_path):
@@ -110,3 +115,21 @@ def test_too_small_memory_budget_is_refused_not_silently_tiny_chunks(tmp_path):
     for bad in (["--workers", "-3"], ["--workers", "0"], ["--memory", "0"]):
         r = CliRunner().invoke(main, ["plan", "--n", "20", *bad])
         assert r.exit_code == 1 and "Error:" in r.output, bad
+
+
+def test_a_size_of_400_digits_is_planned_not_a_traceback():
+    """--memory 999...9 (400 digits): float() made it inf, int(inf) an OverflowError; read
+    exactly, its display (`gib`) divided it into a float, another OverflowError."""
+    big = "9" * 400
+    for args in (["--memory", big], ["--disk-budget", big + "G"]):
+        r = CliRunner().invoke(main, ["plan", "--n", "5", *args])
+        assert r.exit_code == 0 and r.exception is None, r.output
+    assert "budget 9.095E+387 TiB" in CliRunner().invoke(main, ["plan", "--n", "5", "--memory", big]).output
+
+
+def test_workers_beyond_int64_are_refused_in_one_line():
+    """bigbn run/plan --chunk-bits 2 --workers 10^20: the plan's chunk counts (int64)
+    overflowed, a traceback."""
+    for cmd in (["plan", "--n", "5", "--chunk-bits", "2"], ["plan", "--n", "5"]):
+        r = CliRunner().invoke(main, [*cmd, "--workers", str(10**20)])
+        assert r.exit_code == 1 and "--workers must be at most 1,048,576" in r.output, r.output

@@ -201,3 +201,10 @@ def test_a_score_without_a_declared_version_is_fingerprinted_by_its_code():
     assert "bdeu-2" not in versions and len(set(versions)) == 3 and versions[2] == versions[3]
     assert scoring.numerics_version(plain) == scoring.source_fingerprint(plain)
     assert scoring.numerics_version(_score_class("    numerics = 'mine-1'\n")) == "mine-1"
+
+
+@pytest.mark.parametrize("score, option", [("bge", "alpha_mu"), ("bge", "alpha_w"), ("cg", "alpha_mu")])
+def test_a_hyperparameter_beyond_float64_is_one_line(score, option):
+    """An int such as 10**400 for a score's option was float()'s OverflowError traceback."""
+    with pytest.raises(OptionError, match="must be finite, got a number of 401 digits"):
+        scoring.check_options(scoring.lookup(score), {option: 10**400})

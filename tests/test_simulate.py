@@ -273,3 +273,25 @@ def test_cli_rows_and_nodes_out_of_range_are_one_line_errors(tmp_path, args, mes
     res = h.cli("simulate", *args, out)
     assert res.exit_code == 1 and res.output == f"Error: {message}\n"
     assert not out.exists()
+
+
+def test_a_max_parents_beyond_int64_draws_every_predecessor():
+    """numpy draws integers below 2^63 only: -k 10^20 (bigbn simulate, bigbn study) was
+    its "high is out of bounds for int64" traceback. Such a k gives every node all its
+    predecessors, as in the random DBN and CG networks; a k within int64 draws as before."""
+    from bigbn.tools.cg import random_cg_network
+    from bigbn.tools.series import random_dbn
+
+    order, parents = random_structure(6, 10**20, np.random.default_rng(1))
+    assert [len(parents[i]) for i in order] == list(range(6))
+    net = random_dbn(3, 1, 10**20, 2, np.random.default_rng(1), True)
+    assert sorted(len(net.parents[i]) for i in range(3)) == [3, 4, 5]
+    cg = random_cg_network(4, 2, 10**20, 2, np.random.default_rng(1))
+    assert sum(map(len, cg.parents)) > 0
+    a = random_structure(8, 3, np.random.default_rng(7))[1]
+    rng = np.random.default_rng(7)  # the draws spelled out: rng.integers(0, k + 1) per node
+    order = rng.permutation(8)
+    for pos, i in enumerate(order.tolist()):
+        n_i = min(int(rng.integers(0, 4)), pos)
+        chosen = rng.choice(order[:pos], size=n_i, replace=False) if n_i else []
+        assert a[i] == tuple(sorted(int(p) for p in chosen))

@@ -196,6 +196,11 @@ def test_cli_study_runs_the_engine_and_resumes(tmp_path):
     res = CliRunner().invoke(study, args)  # resume: no cell computed again
     assert res.exit_code == 0 and "4 of 4 cells done" in res.output
     assert [p.stat().st_mtime_ns for p in sorted((out / "cells").glob("*.json"))] == stamps
+    # a smaller grid into the same folder counts its own cells, not auc.csv's rows
+    small = ["--n", "4", "-k", "1", "--states", "2", "--rows", "20", "--replicates", "1", "--seed", "5",
+             "--no-figures", str(out)]
+    res = CliRunner().invoke(study, small)
+    assert res.exit_code == 0 and f"1 of 1 cells done (and 3 of other grids run into {out})" in res.output
     res = CliRunner().invoke(study, ["--n", "4,x", str(out)])
     assert isinstance(res.exception, OptionError)
 
@@ -274,3 +279,14 @@ def test_study_vocabulary(tmp_path):
     res = h.cli("study", "--prior", "uniform", "--structure-prior", "uniform", tmp_path / "s")
     assert res.exit_code == 1 and "old spelling" in res.output
     assert not (tmp_path / "s").exists()
+
+
+def test_a_grid_the_engine_cannot_run_is_refused_before_anything_is_made(tmp_path):
+    """n = 41 drew and wrote its networks before the engine refused it; --replicates 10^11
+    listed its cells until memory ran out."""
+    with pytest.raises(OptionError, match="n values must be <= 40"):
+        StudyPlan(ns=(5, 41), ks=(2,), rs=(2,), ms=(20,), replicates=1)
+    with pytest.raises(OptionError, match="99,999,999,999 cells .* more than 1,000,000"):
+        StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(5,), replicates=99_999_999_999)
+    res = CliRunner().invoke(study, ["--n", "41", "--replicates", "1", "--rows", "5", str(tmp_path / "s")])
+    assert isinstance(res.exception, OptionError) and not (tmp_path / "s").exists()

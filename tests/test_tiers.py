@@ -809,6 +809,9 @@ def test_the_tiered_plan_adds_its_lattices_the_scores_stage_and_one_start():
     assert _plan_time(10_000, workers=1)[3]["scores"] == pytest.approx(2 * parts["scores"], rel=0.05)
 
 
-def test_plan_refuses_rows_below_one():
-    out = CliRunner().invoke(main, ["plan", "--tier-sizes", "3,3", "--rows", "0"])
+@pytest.mark.parametrize("plan", [["--tier-sizes", "3,3"], ["--n", "5", "--lag", "1"], ["--n", "10"],
+                                  ["--n", "10", "--disk-budget", "1G"]])
+def test_plan_refuses_rows_below_one(plan):
+    """Also for a plan without tiers or --lag, which used no --rows: 0 was taken silently."""
+    out = CliRunner().invoke(main, ["plan", *plan, "--rows", "0"])
     assert out.exit_code != 0 and "--rows must be at least 1" in out.output

@@ -420,6 +420,7 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
 
     if not os.path.exists(data):
         raise OptionError(f"{data}: no such file")
+    opt.output_file(out, "--out", inputs=(data,))  # -o DATA replaced the data with the scores
     max_parents = opt.max_parents(max_parents, "--max-parents")
     ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column,
                                    discrete=discrete, continuous=continuous)
@@ -606,6 +607,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         return cal.estimate(p, w, record)
 
     clock = cal.clock(record, " (`bigbn plan --calibrate` times this one)")
+    rows = _plan_rows(rows)  # for every plan: only tiers and --lag use it, but --rows 0 is wrong anyway
     workers = opt.workers(workers, "--workers")
     budget = opt.memory(memory, "--memory")
     c = opt.chunk_bits(chunk_bits, "--chunk-bits")
@@ -619,7 +621,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
                                    opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
                                    map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
-                                   clock, _plan_rows(rows)):
+                                   clock, rows):
             click.echo(line)
         return
     if tiers_file is not None or tier_sizes is not None:
@@ -632,7 +634,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
                                alpha_mode, map_dag or map_only, not map_only, c, workdir,
-                               cal.stage_factors(record), clock, _plan_rows(rows)):
+                               cal.stage_factors(record), clock, rows):
             click.echo(line)
         return
     if n is None:
@@ -930,6 +932,7 @@ def report_cmd(workdir, out, threshold, truth):
 
     if out is None:
         out = f"{Path(workdir).resolve().name}.report.html"
+    opt.output_file(out, "--out", inputs=(truth,), workdir=workdir)  # before anything is read
     rf = read_run(workdir)
     adj = roc = None
     if truth is not None:

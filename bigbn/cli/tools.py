@@ -7,6 +7,7 @@ main group (`bigbn.cli.main`) registers them with ``main.add_command(...)`` and 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -230,6 +231,17 @@ def default_heatmap(edges: str) -> str:
     return "-".join(x for x in parts if x) + ".heatmap.png"
 
 
+def _distinct_outputs(*outputs) -> None:
+    """OptionError if two of a command's (path, flag) outputs are one file: the second was
+    written over the first without a word (`bigbn plot --out g.png --graph g.png`)."""
+    given = [(os.path.abspath(p), flag) for p, flag in outputs if p is not None]
+    for j, (path, flag) in enumerate(given):
+        for other, first in given[:j]:
+            if path == other:
+                raise OptionError(f"{first} and {flag} name one file ({path}): the second would replace the "
+                                  "first; give two names")
+
+
 def _edges_file(edges: str) -> str:
     """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
     p = Path(edges)
@@ -262,7 +274,11 @@ def roc(edges, truth, plot_path, curve_path):
     from bigbn.tools.roc import edge_roc, plot_roc, read_edges
     from bigbn.tools.simulate import read_truth
 
+    run = edges if Path(edges).is_dir() else None
     edges = _edges_file(edges)
+    for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
+        opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
+    _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
     names, P = read_edges(edges)
     curve = edge_roc(P, read_truth(truth, names))
     click.echo(f"AUC {curve.auc:.6f}")
@@ -313,7 +329,11 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     from bigbn.tools.roc import read_edges
     from bigbn.tools.simulate import read_truth
 
+    run = edges if Path(edges).is_dir() else None
     edges = _edges_file(edges)
+    for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
+        opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
+    _distinct_outputs((heatmap_path, "--out"), (graph_path, "--graph"))
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
     from bigbn.io.series import lag_of
@@ -379,7 +399,7 @@ def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior,
     Example (small):
       bigbn study --n 5,8 -k 2,3 --states 2,4 --rows 20,100,500 --replicates 3 study_out
     """
-    from bigbn.tools.study import StudyPlan, run_study, write_figures
+    from bigbn.tools.study import StudyPlan, cell_done, run_study, write_figures
 
     ks = _alias(ks, ks_old, "--max-parents", "--k") or "2,3,4,5"
     structure_prior = _alias(structure_prior, prior_old, "--structure-prior", "--prior") or "koivisto-sood"
@@ -403,4 +423,8 @@ def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior,
     if figures:
         for path in write_figures(plan, out, replicate=figure_replicate):
             click.echo(f"wrote {path}")
-    click.echo(f"{len(rows)} of {total} cells done; table in {Path(out) / 'auc.csv'}")
+    # auc.csv holds every finished cell in OUT, of earlier grids too: "3 of 1 cells done"
+    # counted those; this grid's count is of its own cells, the others said apart
+    mine = sum(cell_done(out, c) for c in plan.cells())
+    others = f" (and {len(rows) - mine} of other grids run into {out})" if len(rows) > mine else ""
+    click.echo(f"{mine} of {total} cells done{others}; table in {Path(out) / 'auc.csv'}")

@@ -33,7 +33,9 @@ their provenance) can be named instead of a path: ``read_bif("asia")``.
 from __future__ import annotations
 
 import gzip
+import math
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,13 @@ NETWORKS_DIR = Path(__file__).parent.parent / "networks"
 #: Largest deviation of a CPT row sum from 1 that is accepted (then renormalised);
 #: the repository files are written with a few decimals.
 ROW_SUM_TOLERANCE = 1e-3
+
+#: Most cells one conditional probability table may have (2^27: 1 GiB of float64). A
+#: ``default`` row fills every parent configuration not listed, so a few lines of text
+#: can ask for a table of 1000^6 cells; `parse_bif` refuses such a table, naming its
+#: line, before allocating it (numpy's MemoryError was a traceback). The largest table
+#: of the bundled networks has 1,728 cells.
+MAX_CPT_CELLS = 2**27
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +136,9 @@ class Network:
                     ready.append(c)
             ready.sort()
         if len(order) != n:
-            raise DataError("network: the parent relation has a cycle")
+            left = [self.names[i] for i in range(n) if indeg[i] > 0]
+            raise DataError("network: the parent relation has a cycle (among "
+                            + ", ".join(map(repr, left[:5])) + (", ..." if len(left) > 5 else "") + ")")
         return order
 
 
@@ -255,6 +266,9 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
     """Parse BIF text (see module docstring) into a Network; DataError names the line."""
     ps = _Parser(_tokenize(text, source), source)
     states: dict[str, list[str]] = {}
+    # each variable's {state: position}: a row's states are looked up in it, not searched
+    # for in the list (30,000 states of a parent took 9 s, quadratic in them)
+    position: dict[str, dict[str, int]] = {}
     var_line: dict[str, int] = {}
     probs: dict[str, tuple] = {}  # child -> (parent names, {key: row}, default, line)
     while ps.peek() is not None:
@@ -273,6 +287,8 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                 sub_line = ps.line()
                 sub = ps.word()
                 if sub == "type":
+                    if sts is not None:  # a second one replaced the first, silently
+                        raise ps.error(f"variable {name!r}: a second 'type' line", sub_line)
                     if ps.word() != "discrete":
                         raise ps.error(f"variable {name!r}: only discrete variables are supported")
                     ps.expect("[")
@@ -292,6 +308,7 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             if sts is None:
                 raise ps.error(f"variable {name!r} has no 'type discrete' line")
             states[name] = sts
+            position[name] = {s: j for j, s in enumerate(sts)}
             var_line[name] = line
         elif kw == "probability":
             line = ps.toks[ps.pos - 1][1]
@@ -304,7 +321,13 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             else:
                 ps.expect(")")
             if child in probs:
-                raise ps.error(f"second probability block for {child!r}")
+                raise ps.error(f"second probability block for {child!r}", line)
+            # checked here, with the block's line: `Network` would say only "bad parent list"
+            if child in parents:
+                raise ps.error(f"{child!r} is given as its own parent", line)
+            twice = [p for j, p in enumerate(parents) if p in parents[:j]]
+            if twice:
+                raise ps.error(f"{child!r}: parent {twice[0]!r} is named twice", line)
             for v in [child, *parents]:
                 if v not in states:
                     raise ps.error(f"probability block uses undeclared variable {v!r}")
@@ -321,7 +344,7 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                         raise ps.error(f"{child!r}: row {key} names {len(key)} parent states, "
                                        f"expected {len(parents)}")
                     for p, s in zip(parents, key):
-                        if s not in states[p]:
+                        if s not in position[p]:
                             raise ps.error(f"{child!r}: {s!r} is not a state of {p!r}")
                     if key in rows:
                         raise ps.error(f"{child!r}: row {key} given twice")
@@ -331,9 +354,13 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                     if parents:
                         raise ps.error(f"{child!r}: 'table' with parents is not supported; "
                                        "give one '(states) p1, p2, ...;' row per configuration")
+                    if () in rows:  # a second table replaced the first, silently
+                        raise ps.error(f"{child!r}: 'table' given twice")
                     rows[()] = (ps.numbers(), row_line)
                 elif tok == "default":
                     ps.next()
+                    if default is not None:  # as a second table: the last one won, silently
+                        raise ps.error(f"{child!r}: 'default' given twice")
                     default = (ps.numbers(), row_line)
                 else:
                     ps.skip_statement()
@@ -344,6 +371,8 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             raise ps.error(f"expected 'network', 'variable' or 'probability', found {kw!r}")
 
     names = list(states)
+    if not names:  # an empty file (or only comments) is no network: a 0-column data set was drawn from it
+        raise DataError(f"{source}: no variables (an empty file, or not BIF text?)")
     index = {v: i for i, v in enumerate(names)}
     parents_out, cpts = [], []
     for v in names:
@@ -352,9 +381,13 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
         pnames, rows, default, line = probs[v]
         r = len(states[v])
         shape = tuple(len(states[p]) for p in pnames) + (r,)
+        if math.prod(shape) > MAX_CPT_CELLS:  # Python ints: no overflow before the test
+            raise DataError(f"{source}, line {line}: the table of {v!r} would have "
+                            f"{' × '.join(map(str, shape))} = {math.prod(shape):.3g} cells, more than "
+                            f"{MAX_CPT_CELLS:,}")
         cpt = np.full(shape, np.nan)
         for key, (row, row_line) in rows.items():
-            idx = tuple(states[p].index(s) for p, s in zip(pnames, key))
+            idx = tuple(position[p][s] for p, s in zip(pnames, key))
             cpt[idx] = _check_row(row, r, v, key, source, row_line)
         if default is not None:
             fill = _check_row(default[0], r, v, "default", source, default[1])
@@ -364,8 +397,11 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
             raise DataError(f"{source}, line {line}: {v!r} lacks rows for some parent configurations")
         parents_out.append(tuple(index[p] for p in pnames))
         cpts.append(cpt)
-    return Network(tuple(names), tuple(tuple(states[v]) for v in names),
-                   tuple(parents_out), tuple(cpts))
+    try:
+        return Network(tuple(names), tuple(tuple(states[v]) for v in names),
+                       tuple(parents_out), tuple(cpts))
+    except DataError as e:  # a cycle: say which file ("network: ..." named none)
+        raise DataError(f"{source}: {str(e).removeprefix('network: ')}") from None
 
 
 def _check_row(row, r, child, key, source, line) -> np.ndarray:
@@ -389,11 +425,15 @@ def read_bif(path_or_name) -> Network:
     """
     path = resolve_network_path(path_or_name)
     opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:
+    try:  # utf-8-sig: a byte-order mark (Windows editors) is no part of the first word
+        with opener(path, "rt", encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read BIF file ({exc})") from None
+    except (EOFError, zlib.error) as exc:
+        # a truncated .gz raises EOFError (which click reported as a bare "Aborted!"), a
+        # damaged one zlib.error (a traceback): neither is an OSError
+        raise DataError(f"{path}: cannot read BIF file: a truncated or damaged gzip file ({exc})") from None
     return parse_bif(text, str(path))
 
 
@@ -405,15 +445,18 @@ _BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"]+")
 def check_bif_names(network: Network) -> None:
     """DataError (one line) for a variable or state name that BIF text cannot hold: a
     name is letters, digits, '_', '.', '-' (not starting with '.' or '-'); a state has no
-    space, quote or any of {}()[];,|. XMLBIF holds any name."""
+    space, quote or any of {}()[];,|, and does not start with // or /* (a reader takes
+    that for a comment: a level "//note" was written, and the file could not be read
+    back). XMLBIF holds any name."""
     for v, sts in zip(network.names, network.states):
         if not _BIF_NAME.fullmatch(v) or v.startswith(("-", ".")):
             raise DataError(f"variable {v!r}: BIF names are letters, digits, '_', '.' and '-'; "
                             "rename the column or write XMLBIF (--format xmlbif)")
         for st in sts:
-            if not _BIF_STATE.fullmatch(st):
+            if not _BIF_STATE.fullmatch(st) or st.startswith(("//", "/*")):
                 raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes or "
-                                "any of {}()[];,|; recode the level or write XMLBIF (--format xmlbif)")
+                                "any of {}()[];,|, nor starts with // or /*; recode the level or write "
+                                "XMLBIF (--format xmlbif)")
 
 
 def format_bif(network: Network, name: str = "unknown") -> str:
@@ -450,13 +493,35 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
         fh.write(text)
 
 
+#: what XML 1.0 holds in no form, not even as a character reference: the C0 controls
+#: but tab, newline and carriage return, the surrogates, U+FFFE and U+FFFF
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def check_xml_names(network: Network, name: str = "unknown") -> None:
+    """DataError (one line) for a network, variable or state name holding a character
+    XML 1.0 cannot hold (`NOT_XML`: a control character such as U+0001): written, it
+    left a file that no XML parser reads ("not well-formed (invalid token)")."""
+    for v, sts in zip(network.names, network.states):
+        for what, text in [(f"variable {v!r}", v), *((f"variable {v!r}, level {st!r}", st) for st in sts)]:
+            bad = NOT_XML.search(text)
+            if bad:
+                raise DataError(f"{what}: XML cannot hold the character U+{ord(bad.group()):04X}; rename it "
+                                "(XMLBIF is XML 1.0)")
+    bad = NOT_XML.search(name)
+    if bad:
+        raise DataError(f"network name {name!r}: XML cannot hold the character U+{ord(bad.group()):04X}")
+
+
 def format_xmlbif(network: Network, name: str = "unknown") -> str:
     """XMLBIF 0.3 text of a network (what pgmpy's XMLBIFReader and Weka read): a
     VARIABLE per node with its OUTCOMEs, a DEFINITION per node with its parents as GIVEN
     and its TABLE: for each configuration of the parents (the last parent fastest) the
-    child's distribution, floats written exactly. Names and states are XML-escaped."""
+    child's distribution, floats written exactly. Names and states are XML-escaped; one
+    XML cannot hold at all is refused (`check_xml_names`)."""
     from xml.sax.saxutils import escape
 
+    check_xml_names(network, name)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<BIF VERSION="0.3">', "<NETWORK>",
              f"<NAME>{escape(name)}</NAME>"]
     for v, sts in zip(network.names, network.states):

@@ -128,6 +128,10 @@ def to_digraph(names, P: np.ndarray, attr: str, threshold: float | None, pairs=N
     cycle if they hold one, as two directions of one pair may both pass); pairs: the (u, v)
     to consider (default every u ≠ v)."""
     nx = require("networkx", "to_networkx()")
+    if threshold is not None:  # as `bigbn plot --threshold`: NaN drew no arc, '0.5' was a numpy traceback
+        from bigbn.options import threshold as check_threshold
+
+        threshold = check_threshold(threshold)
     g = nx.DiGraph()
     g.add_nodes_from(names)
     n = len(names)

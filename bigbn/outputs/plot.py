@@ -40,12 +40,29 @@ def figure(figsize=(6.0, 5.0)):
     return fig, fig.add_subplot()
 
 
+def printable(text: str) -> str:
+    """``text`` as a picture or an XML export shows it: each character XML cannot hold
+    (a control character such as U+0001 in a DataFrame's column name) as its escape
+    \\x01. Drawn as it was, it made an SVG no XML parser reads (and a glyph-less box
+    in a PNG, with matplotlib's warning)."""
+    from bigbn.io.bif import NOT_XML
+
+    return NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def save_figure(fig, path, fmt=None) -> None:
-    """Save a Figure as png, svg or pdf (``fmt``, else from the file suffix)."""
+    """Save a Figure as png, svg or pdf (``fmt``, else from the file suffix); every text
+    of the figure (names, titles) is `printable` first."""
+    from matplotlib.text import Text
+
     path = Path(path)
     fmt = fmt or path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg", "pdf"):
         raise OptionError(f"{path}: picture format must be png, svg or pdf (by suffix or --format)")
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if printable(text) != text:
+            t.set_text(printable(text))
     fig.savefig(path, format=fmt, dpi=150)
 
 
@@ -87,8 +104,9 @@ def heatmap(names, posterior, path, title=None, tiers=None, slices=None) -> None
         if x in cols:
             shown[u, cols.index(x)] = np.nan
     im = ax.imshow(shown, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
-    ax.set_xticks(range(len(cols)), labels=cols, rotation=90, fontsize="small")
-    ax.set_yticks(range(len(rows)), labels=rows, fontsize="small")
+    # (tick labels are made when the figure is drawn, after save_figure's pass: made printable here)
+    ax.set_xticks(range(len(cols)), labels=[printable(str(x)) for x in cols], rotation=90, fontsize="small")
+    ax.set_yticks(range(len(rows)), labels=[printable(str(x)) for x in rows], fontsize="small")
     ax.set_xlabel("child v")
     ax.set_ylabel("parent u")
     if n <= 12:
@@ -141,9 +159,11 @@ def to_graphml(names, edges) -> str:
         '  <key id="posterior" for="edge" attr.name="posterior" attr.type="double"/>',
         '  <graph id="bigbn" edgedefault="directed">',
     ]
-    lines += [f"    <node id={quoteattr(str(v))}/>" for v in names]
+    # a name XML cannot hold is written as its escape (`printable`), as in the pictures: the
+    # character itself left a file that no GraphML reader parsed
+    lines += [f"    <node id={quoteattr(printable(str(v)))}/>" for v in names]
     for u, v, p in edges:
-        lines.append(f"    <edge source={quoteattr(str(u))} target={quoteattr(str(v))}>"
+        lines.append(f"    <edge source={quoteattr(printable(str(u)))} target={quoteattr(printable(str(v)))}>"
                      f'<data key="posterior">{escape(repr(p))}</data></edge>')
     lines += ["  </graph>", "</graphml>"]
     return "\n".join(lines) + "\n"

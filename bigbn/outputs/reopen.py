@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from bigbn import options as opt
 from bigbn.errors import OptionError, WorkdirError
+from bigbn.io import frames
 from bigbn.io.bif import write_bif, write_xmlbif
 from bigbn.outputs import model
 from bigbn.outputs.effects import Effects
@@ -231,6 +234,12 @@ def export(workdir, fmt: str = "bif", out=None, dag="map", data=None, sep: str |
     if fmt not in FORMATS:
         raise OptionError(f"unknown format {fmt!r} (choose one of: {', '.join(FORMATS)})")
     res = open_run(workdir, then="export it")
+    # before the fit: --out must not be the data it reads, nor a file of the run (-o
+    # WORKDIR/summary.json left a run that the next command called damaged)
+    record = model.read_record(res.workdir) if res.workdir is not None else None
+    reads = [data if isinstance(data, (str, os.PathLike)) else None, getattr(record, "source", None)]
+    opt.output_file(out, "--out", inputs=[x for x in reads if x not in ("", "array", frames.SOURCE)],
+                    workdir=res.workdir, own=tuple(FORMATS.values()))
     net = model.fit_result(res, dag, data, sep)
     if isinstance(net, model.GaussianNetwork):
         raise OptionError(f"{fmt.upper()} holds discrete networks; this run's data are continuous (BGe): "

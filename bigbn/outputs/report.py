@@ -270,6 +270,10 @@ def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None, fac
     out = Path(out)
     if out.is_dir():
         raise OptionError(f"{out}: is a folder; give a file name (e.g. {out / 'report.html'})")
+    from bigbn.options import output_file
+
+    # not over a file of the run (-o WORKDIR/edges.csv broke it: the next command called it damaged)
+    output_file(out, "--out", workdir=workdir.root if isinstance(workdir, RunFiles) else workdir)
     page = report_html(workdir if isinstance(workdir, RunFiles) else read_run(workdir), threshold, truth, roc,
                        factors, clock)
     try:

@@ -59,6 +59,7 @@ class Result:
         top: only the ``top`` most probable."""
         self._need_posterior()
         v = self._node(child)
+        top = opt.top(top)
         if self.tiered is not None:
             rows = self.tiered.ranked(v, top=top)
         elif self.parent_set_posterior is None:

@@ -100,6 +100,7 @@ class Samples:
         return float(1.0 / np.sum(self.weights ** 2))
 
     def _feature(self, masks: np.ndarray, with_se: bool):
+        with_se = opt.flag(with_se, "with_se")  # "no" is truthy: it gave (p, se), not p
         if self.prior == "order-modular":  # equal weights: counts / T, exact to rounding once
             T = len(self)
             counts, _ = SK.weighted_bit_sums(masks, np.ones(T))
@@ -159,7 +160,7 @@ class Samples:
         probability (sum of weights) with its standard error, log #LE, log score, and the
         exact posterior under the order-modular prior; under the DAG-modular prior also the
         posterior Π β / Ẑ with Ẑ estimated from the samples."""
-        t = self._dag_table(top)
+        t = self._dag_table(opt.top(top))
         out = []
         for j in range(len(t["count"])):
             rec = {"parents": t["parents"][j].copy(), "count": int(t["count"][j]),
@@ -221,7 +222,10 @@ class Samples:
         """Sample t as a networkx DiGraph (every variable a node)."""
         from bigbn.io.frames import arcs_digraph
 
-        return arcs_digraph(self.names, self.arcs(self.parents[t]), "to_networkx()")
+        j = opt._integer(t, "t")  # 1.5, '0' or 5 of 5 samples were numpy's IndexError
+        if not 0 <= j < len(self.parents):
+            raise OptionError(f"sample t = {t!r} is not one of 0..{len(self.parents) - 1}")
+        return arcs_digraph(self.names, self.arcs(self.parents[j]), "to_networkx()")
 
     def arcs(self, parents_row) -> list[tuple[str, str]]:
         """The arcs (parent name, child name) of one DAG given as a parents row."""

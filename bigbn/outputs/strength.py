@@ -85,7 +85,7 @@ def averaged_arcs(posterior: np.ndarray, threshold: float,
     Ties in node order (u, then v). A candidate is kept unless v already reaches u through
     the arcs kept before it, so the kept arcs form a DAG."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating)) \
-            or not 0 < float(threshold) <= 1:
+            or not 0 < threshold <= 1:  # compared as it is: float(10**400) was an OverflowError
         raise OptionError(f"the threshold is a probability in (0, 1], got {threshold!r}")
     if by not in RULES:
         raise OptionError(f"by is one of {', '.join(RULES)}, got {by!r}")

@@ -39,6 +39,12 @@ from bigbn.kernels.families import family_masks, n_families, squeeze
 
 MAX_NODES = 40
 MAX_DEFAULT_CHUNK_BITS = 20
+#: The most chunk bits a lattice may have (h = n − c; 2^h chunks of each table): planning
+#: it walks arrays of 2^h entries (`live_chunks`), so `bigbn plan --n 40 --chunk-bits 10`
+#: (h = 30) took 23 GB and was killed, and --chunk-bits 1 asked numpy for 4 TiB (a
+#: traceback); the run itself would keep 2^h files per table. 2^24 chunks are planned in
+#: about a second and 0.6 GB.
+MAX_CHUNK_LEVEL_BITS = 24
 MIN_CHUNK_BITS = 10
 # Tile size (bits) of the α a forward/backward task recomputes: 2^TILE_BITS entries of α
 # at a time, built right where the recursion uses them (kernels._recursion_tiles), so a
@@ -141,6 +147,10 @@ class Plan:
             raise OptionError(f"max parents k = {self.k} must be between 0 and n-1 = {self.n - 1}")
         if not 1 <= self.chunk_bits <= self.n:
             raise OptionError(f"chunk bits {self.chunk_bits} must be between 1 and n = {self.n}")
+        if self.n - self.chunk_bits > MAX_CHUNK_LEVEL_BITS:
+            raise OptionError(f"chunk bits {self.chunk_bits} make 2^{self.n - self.chunk_bits} chunks per table at "
+                              f"n = {self.n}: give chunk bits of at least n − {MAX_CHUNK_LEVEL_BITS} = "
+                              f"{self.n - MAX_CHUNK_LEVEL_BITS} (--chunk-bits)")
         if self.alpha_mode not in ALPHA_MODES:
             raise OptionError(f"alpha mode {self.alpha_mode!r}: choose one of {', '.join(ALPHA_MODES)}")
         if not (self.posterior or self.map_dag):
@@ -823,7 +833,7 @@ def choose_chunk_bits(n: int, k: int, memory_bytes: int, workers: int, alpha_mod
     Below 2^MIN_CHUNK_BITS entries per chunk the per-task overhead (scheduling, two
     fsyncs) dominates, so a budget that cannot hold such chunks is refused.
     """
-    floor = min(n, MIN_CHUNK_BITS)
+    floor = max(min(n, MIN_CHUNK_BITS), n - MAX_CHUNK_LEVEL_BITS)  # (smaller chunks: too many of them)
     best = None
     for c in range(floor, min(n, MAX_DEFAULT_CHUNK_BITS) + 1):
         p = Plan(n, min(k, n - 1), c, alpha_mode)

@@ -76,7 +76,9 @@ class Option:
         """The value as a float, or OptionError naming the option and the value."""
         if isinstance(value, bool) or not isinstance(value, numbers.Real):  # '1' is text, not a number
             raise OptionError(f"{self.label} must be a positive number, got {value!r}")
-        x = float(value)
+        from bigbn.options import as_float
+
+        x = as_float(value, self.label)  # 10**400: one line, not float's OverflowError
         if not (math.isfinite(x) and x > 0):
             raise OptionError(f"{self.label} must be a positive number, got {value!r}")
         if self.hyper:

@@ -737,7 +737,7 @@ def local_scores(
         raise OptionError(f"max_parents must be a non-negative integer, got {max_parents!r}")
     try:
         ess = float(ess)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int such as 10**400
         raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}") from None
     if not (math.isfinite(ess) and ess > 0):
         raise OptionError(f"ess (equivalent sample size) must be a positive number, got {ess!r}")

@@ -115,6 +115,10 @@ def gib(b: float) -> str:
     """A size in bytes as text: '512 B', '3.5 KiB', '12.0 MiB', '1.5 GiB'."""
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= size:
+            if isinstance(b, int) and b >= 2**1000:  # a budget given as 400 digits: b / size overflows a float
+                from decimal import Decimal
+
+                return f"{Decimal(b) / size:.3E} {unit}"
             return f"{b / size:.1f} {unit}"
     return f"{int(b)} B"
 

@@ -143,14 +143,17 @@ def save(record: dict, path: str | None = None) -> str:
 def load(path: str | None = None) -> dict | None:
     """The kept record if there is one for this machine and version, else None (no file,
     another machine or version, or a file that is not a calibration: ignored, not an
-    error — the plan then uses the reference machine's clock)."""
+    error — the plan then uses the reference machine's clock). Every field a plan reads is
+    checked here: a record without "when" (which `clock` names) was a KeyError traceback in
+    every later `bigbn plan` and `bigbn report`, and a file nested too deep for json a
+    RecursionError one."""
     path = path or cache_file()
     try:
         with open(path, encoding="utf-8") as f:
             rec = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(rec, dict) or rec.get("machine") != machine():
+    if not isinstance(rec, dict) or rec.get("machine") != machine() or not isinstance(rec.get("when"), str):
         return None
     f = rec.get("factors")
     if not isinstance(f, dict) or set(f) != set(TIMED) or \

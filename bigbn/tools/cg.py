@@ -76,7 +76,9 @@ def random_cg_network(n: int, n_continuous: int, k: int, r: int, rng: np.random.
     parents: list[list[int]] = [[] for _ in range(n)]
     for pos, i in enumerate(order):
         pool = [p for p in order[:pos] if kinds[i] == "continuous" or kinds[p] == "discrete"]
-        size = min(int(rng.integers(0, k + 1)), len(pool))
+        from bigbn.tools.simulate import parent_count
+
+        size = parent_count(rng, k, len(pool))
         parents[i] = sorted(rng.choice(pool, size=size, replace=False).tolist()) if size else []
     arities = np.array([r if kd == "discrete" else 0 for kd in kinds], dtype=np.int64)
     net = CGNetwork(tuple(f"X{j + 1}" for j in range(n)), tuple(kinds), arities, parents, order, {}, {})

@@ -28,7 +28,7 @@ from bigbn.io.bif import Network, read_bif, write_bif
 from bigbn.io.series import lagged_name
 from bigbn.options import default_memory
 from bigbn.store.rundir import gib
-from bigbn.tools.simulate import MAX_RANDOM_NODES
+from bigbn.tools.simulate import MAX_RANDOM_NODES, parent_count
 
 _LAGGED = re.compile(r"(.*)\[t-([0-9]+)\]")
 _BIF_LAGGED = re.compile(r"(.*)\.t-([0-9]+)")
@@ -49,7 +49,7 @@ def random_dbn(n: int, lag: int, k: int, r: int, rng: np.random.Generator,
     parents: list[tuple[int, ...]] = [()] * (n * (lag + 1))
     for pos, i in enumerate(order):
         cands = lagged + (order[:pos] if contemporaneous else [])
-        size = min(int(rng.integers(0, k + 1)), len(cands))
+        size = parent_count(rng, k, len(cands))
         chosen = rng.choice(cands, size=size, replace=False) if size else []
         parents[i] = tuple(sorted(int(p) for p in chosen))
     need = 8 * sum(r ** (len(ps) + 1) for ps in parents)  # Dirichlet draws, before any is made
@@ -151,7 +151,10 @@ def read_dbn(path) -> Network:
     net = read_bif(path)
     names = tuple(_from_bif(x) for x in net.names)
     out = Network(names, net.states, net.parents, net.cpts)
-    dbn_shape(out)
+    try:
+        dbn_shape(out)
+    except DataError as e:  # name the file: "network: no lagged copies" said not which
+        raise DataError(f"{path}: {str(e).removeprefix('network: ')}") from None
     return out
 
 

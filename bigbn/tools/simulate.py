@@ -35,6 +35,20 @@ from bigbn.store.rundir import gib
 MAX_RANDOM_NODES = 10_000
 
 
+#: The largest bound the draw U{0..k} of a node's number of parents is made with. numpy
+#: draws integers below 2^63 only: a larger --max-parents (study -k 10^20) was its
+#: "high is out of bounds for int64" traceback. Any k ≥ 2^62 draws the same as k = 2^62
+#: but for chance 2^-52 or less (the count is then capped by the node's predecessors, at
+#: most MAX_RANDOM_NODES), and every smaller k draws exactly as before, seed for seed.
+MAX_DRAWN_INDEGREE = 2**62
+
+
+def parent_count(rng: np.random.Generator, k: int, pool: int) -> int:
+    """min(U{0..k}, pool): how many of ``pool`` candidates become a node's parents (the
+    random networks of this module, of `bigbn.tools.series` and of `bigbn.tools.cg`)."""
+    return min(int(rng.integers(0, min(k, MAX_DRAWN_INDEGREE) + 1)), pool)
+
+
 def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
     """Steps 1-2(b) of section 5.2: a uniform random order and parents drawn within it.
 
@@ -57,7 +71,7 @@ def random_structure(n: int, k: int, rng: np.random.Generator, tier_sizes=None):
         order = np.concatenate([a + rng.permutation(b - a) for a, b in zip(starts[:-1], starts[1:])])
     parents: list[tuple[int, ...]] = [()] * n
     for pos, i in enumerate(order.tolist()):
-        n_i = min(int(rng.integers(0, k + 1)), pos)
+        n_i = parent_count(rng, k, pos)
         chosen = rng.choice(order[:pos], size=n_i, replace=False) if n_i else []
         parents[i] = tuple(sorted(int(p) for p in chosen))
     return order, parents

@@ -40,6 +40,7 @@ import numpy as np
 
 from bigbn.io.bif import write_bif
 from bigbn.errors import DataError, OptionError
+from bigbn.plan.lattice import MAX_NODES
 from bigbn.tools.roc import RocCurve, draw_roc_panel, edge_roc, read_edges
 from bigbn.store.workdir import Workdir
 from bigbn.tools.simulate import random_network, read_truth, sample, write_truth
@@ -50,6 +51,10 @@ PAPER_KS = (2, 3, 4, 5)
 PAPER_RS = (2, 4)
 PAPER_MS = (20, 100, 500, 2000, 10000)
 PAPER_REPLICATES = 10
+
+#: The most cells one study plans (the paper's grid has 2,000): each is a run of the engine
+#: with a result file of its own, and `StudyPlan.cells` lists them all at once.
+MAX_CELLS = 10**6
 
 _NETWORK_STREAM, _DATA_STREAM = 0, 1
 
@@ -98,6 +103,15 @@ class StudyPlan:
             raise OptionError(f"study: replicates must be >= 1, got {self.replicates}")
         if self.seed < 0:
             raise OptionError(f"study: seed must be >= 0, got {self.seed}")
+        # before any folder or network is made: n = 41 drew and wrote its networks, then the
+        # engine refused it; --replicates 10^11 listed its cells until memory ran out (a hang)
+        if self.ns[-1] > MAX_NODES:
+            raise OptionError(f"study: n values must be <= {MAX_NODES} (the engine's most variables), "
+                              f"got {self.ns[-1]}")
+        count = len(self.ns) * len(self.ks) * len(self.rs) * len(self.ms) * self.replicates
+        if count > MAX_CELLS:
+            raise OptionError(f"study: {count:,} cells (n × k × states × rows values × replicates), more than "
+                              f"{MAX_CELLS:,}; give fewer values or --replicates")
 
     def replicates_list(self) -> list[Cell]:
         """One Cell per (n, k, r, replicate), m = max(ms): the data sets to draw."""

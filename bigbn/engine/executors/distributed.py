@@ -27,6 +27,7 @@ releases each future the moment it finishes:
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from contextlib import contextmanager
@@ -206,6 +207,16 @@ def _still_waiting(address: str) -> None:
                   "more for one", BigBNWarning)
 
 
+#: Local worker processes per core at most (`local_cluster`): each is a Python process of
+#: its own (about 100 MB before any work), and past a few per core they only wait their turn.
+MAX_PROCESSES_PER_CORE = 8
+
+
+def max_local_processes() -> int:
+    """The most worker processes `local_cluster` starts on this machine (at least 64)."""
+    return max(64, MAX_PROCESSES_PER_CORE * (os.cpu_count() or 1))
+
+
 @contextmanager
 def local_cluster(workers: int, threads_per_worker: int = 1,
                   memory_limit: str | int | None = "auto") -> Iterator:
@@ -220,6 +231,10 @@ def local_cluster(workers: int, threads_per_worker: int = 1,
         raise OptionError(f"workers = {workers} must be at least 1")
     if threads_per_worker < 1:
         raise OptionError(f"threads per worker = {threads_per_worker} must be at least 1")
+    if workers > max_local_processes():  # --workers 10^20 started processes until killed (a hang)
+        raise OptionError(f"--workers {workers} with the processes scheduler starts that many worker processes "
+                          f"on this machine: at most {max_local_processes()} ({MAX_PROCESSES_PER_CORE} per core); "
+                          "give fewer --workers, or a tcp:// scheduler of a cluster")
     with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
                       memory_limit=memory_limit, dashboard_address=None,
                       # the scheduler's HTTP endpoints (health, metrics) on a free port
