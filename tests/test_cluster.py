@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -440,3 +441,32 @@ def test_a_server_that_is_not_a_dask_scheduler_is_refused_in_one_line(monkeypatc
             dist.connect(f"tcp://127.0.0.1:{port}")
         for c in conns:
             c.close()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_a_tls_scheduler_is_reached_with_the_tls_settings_of_dasks_config(tmp_path):
+    """The handshake probe of `connect` takes dask's TLS settings (distributed.comm.tls.*)
+    as the Client does: without them a tls:// scheduler was refused as "not a dask
+    scheduler" (TLS expects an ssl_context). A scheduler of a LocalCluster on TLS with a
+    self-signed certificate made here (no download, no files of distributed's tests)."""
+    import dask
+    from distributed import LocalCluster
+
+    from bigbn.engine.executors import distributed as dist
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True)
+    both = tmp_path / "key-cert.pem"
+    both.write_text(key.read_text() + cert.read_text())
+    tls = {"distributed.comm.tls.ca-file": str(cert), "distributed.comm.tls.client.cert": str(both),
+           "distributed.comm.tls.scheduler.cert": str(both), "distributed.comm.tls.worker.cert": str(both)}
+    with dask.config.set(tls):
+        with LocalCluster(n_workers=0, protocol="tls://", host="127.0.0.1", dashboard_address=None,
+                          scheduler_kwargs={"dashboard": False}) as cluster:
+            assert cluster.scheduler_address.startswith("tls://")
+            client, owned = dist.connect(cluster.scheduler_address)
+            try:
+                assert owned and client.scheduler_info()["address"] == cluster.scheduler_address
+            finally:
+                client.close()

@@ -163,11 +163,16 @@ def _handshake(address: str, patience: float) -> None:
     import threading
 
     from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
+    # the TLS settings of dask's config (distributed.comm.tls.*), as the Client takes them:
+    # without them a tls:// scheduler was refused as "not a dask scheduler"
+    connection_args = Security().get_connection_args("client")
 
     async def probe():
         # dask's own deadline (patience) ends the tries to connect, as an OSError; this
         # one, a little later, ends a wait for the handshake after a connection
-        comm = await asyncio.wait_for(comm_connect(address, timeout=patience), patience + 2)
+        comm = await asyncio.wait_for(comm_connect(address, timeout=patience, **connection_args), patience + 2)
         await comm.close()
 
     outcome: list = []
