@@ -190,10 +190,6 @@ def workdir(value) -> str | None:
     return os.fspath(value)
 
 
-#: How the files a run keeps at its work directory's top are named (`output_file`).
-RUN_FILE_KINDS = (".json", ".jsonl", ".csv", ".zarr")
-
-
 def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     """OptionError (one line, before anything is read or written) if the file ``out``
     that a command is asked to write would destroy what it reads or the run it reads:
@@ -201,11 +197,12 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     - ``out`` is one of ``inputs`` (the data, an edges or truth file the command reads;
       None entries skipped), by path or as the same file under another name (a link);
     - ``out`` lies in the work directory ``workdir`` and is one of the run's own files:
-      an existing file there of the kinds a run writes (RUN_FILE_KINDS: run.json,
-      summary.json, journal.jsonl, edges.csv, ..., lock; those named in ``own``, the
-      command's own default outputs such as network.bif, excepted), or any path in one of
-      its folders (tables.zarr, samples-*, effects-*). A report, picture or network file
-      written there before (.html, .png, .bif, ...) may be written again.
+      a name the run and its commands write at its top (run.json, lock, journal*.jsonl,
+      `bigbn.store.workdir.OUTPUTS`: summary.json, edges.csv, ...; those named in ``own``,
+      the command's own default outputs such as network.bif, excepted), a dot file, or
+      any path in one of its folders (tables.zarr, samples-*, effects-*, dot folders).
+      Any other file there, or in a folder of the user's own, may be written, and
+      written again (a report, a picture, `roc --curve RUN/roc.csv`).
 
     Each was written over without a word: `bigbn scores DATA -o DATA` replaced the data
     with the score file, `bigbn export RUN -o RUN/summary.json` and `bigbn report RUN -o
@@ -236,9 +233,21 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     real = os.path.realpath(path)
     if os.path.commonpath([root, real]) != root or real == root:
         return
+    from fnmatch import fnmatch
+
+    from bigbn.store.workdir import EFFECTS_GLOB, JOURNAL_GLOB, LOCK, OUTPUTS, RUN_JSON, SAMPLES_GLOB, TABLES
+
     inside = os.path.relpath(real, root)
-    theirs = inside.endswith(RUN_FILE_KINDS) or inside == "lock" or inside.startswith(".")
-    if os.sep in inside or (os.path.lexists(real) and theirs and inside not in own):
+    first = inside.split(os.sep)[0]
+    # the names a run and its commands write (not every .csv or .json: a file the user's
+    # own command wrote there before, as `roc --curve RUN/roc.csv`, may be written again)
+    if os.sep in inside:  # a path in a folder: the run's folders only
+        theirs = first == TABLES or fnmatch(first, SAMPLES_GLOB) or fnmatch(first, EFFECTS_GLOB) \
+            or first.startswith(".")
+    else:
+        theirs = (inside in (RUN_JSON, LOCK) or fnmatch(inside, JOURNAL_GLOB) or inside.startswith(".")
+                  or inside in OUTPUTS) and inside not in own
+    if theirs:
         raise OptionError(f"{what} {out} is a file of the run in {workdir}: writing it would damage the run; "
                           "give a file outside the work directory (or a new name)")
 

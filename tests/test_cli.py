@@ -550,12 +550,23 @@ def test_an_output_over_an_input_or_a_file_of_the_run_is_refused(tmp_path):
         (("roc", wd, truth, "--plot", wd / "run.json"), "--plot"),
         (("plot", wd, "--graph", wd / "edges.csv", "--format", "dot"), "--graph"),
         (("plot", wd / "edges.csv", "--out", wd / "edges.csv"), "is a file this command reads"),
+        (("plot", wd / "edges.csv", "--out", wd / "summary.json"), "is a file of the run"),
+        (("roc", wd / "edges.csv", truth, "--curve", wd / "parent_sets.csv"), "is a file of the run"),
     ]:
         assert_one_line_error(invoke(*args), needle)
     assert {p: p.read_bytes() for p in before} == before
+    (wd / "figs").mkdir()
     for args in [("export", wd, "--dag", "0.5"), ("export", wd, "--dag", "0.5", "-o", wd / "network.bif"),
-                 ("report", wd, "-o", wd / "r.html"), ("report", wd, "-o", wd / "r.html")]:
+                 ("report", wd, "-o", wd / "r.html"), ("report", wd, "-o", wd / "r.html"),
+                 # a file of the user's own there may be written again, and one in a folder of
+                 # theirs (both were refused as "a file of the run" by the first form of the check)
+                 ("roc", wd, truth, "--curve", wd / "roc.csv"), ("roc", wd, truth, "--curve", wd / "roc.csv"),
+                 ("report", wd, "-o", wd / "figs" / "r.html"),
+                 ("plot", wd, "--graph", wd / "figs" / "g.dot", "--format", "dot")]:
         assert invoke(*args).exit_code == 0, args
+    # a name the run writes is refused whether or not this run has written it yet
+    assert_one_line_error(invoke("report", wd, "-o", wd / "map_dag.csv"), "is a file of the run")
+    assert not (wd / "map_dag.csv").exists()
 
 
 def test_an_output_that_is_no_path_is_one_line(tmp_path):

@@ -242,6 +242,16 @@ def _distinct_outputs(*outputs) -> None:
                                   "first; give two names")
 
 
+def _run_of(edges):
+    """The work directory EDGES names: itself if a folder, or the folder of an edges.csv
+    that holds a run.json beside it (`opt.output_file` then keeps the command's outputs
+    off the run's own files either way), else None."""
+    path = Path(edges)
+    if path.is_dir():
+        return edges
+    return path.parent if (path.parent / "run.json").exists() else None
+
+
 def _edges_file(edges: str) -> str:
     """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
     p = Path(edges)
@@ -274,7 +284,7 @@ def roc(edges, truth, plot_path, curve_path):
     from bigbn.tools.roc import edge_roc, plot_roc, read_edges
     from bigbn.tools.simulate import read_truth
 
-    run = edges if Path(edges).is_dir() else None
+    run = _run_of(edges)
     edges = _edges_file(edges)
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
@@ -329,7 +339,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     from bigbn.tools.roc import read_edges
     from bigbn.tools.simulate import read_truth
 
-    run = edges if Path(edges).is_dir() else None
+    run = _run_of(edges)
     edges = _edges_file(edges)
     for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
