@@ -133,6 +133,11 @@ def test_a_refused_resume_names_the_constraints_by_variable_name():
         "forbidden edges: the workdir's run has a -> b, this run b -> a, d -> a; "
         "required edges: the workdir's run has c -> d, this run none; "
         "max parents per node: the workdir's run has none, this run b: 1"]
+    # other data whose columns are in another order: this run's constraints by its own names
+    assert rec.differences(other, ("d", "c", "b", "a")) == [
+        "forbidden edges: the workdir's run has a -> b, this run a -> d, c -> d; "
+        "required edges: the workdir's run has c -> d, this run none; "
+        "max parents per node: the workdir's run has none, this run c: 1"]
     # indices past the run's variables (other data): the raw values, as before
     far = {**rec.fingerprint, "constraints": {"forbid": [[7, 9]]}}
     assert rec.differences(far) == ["constraints: workdir has {'forbid': [[0, 1]], 'require': [[2, 3]]}, "

@@ -83,9 +83,10 @@ def finished_beta(root, fp: dict, lays, map_dag: bool, posterior: bool) -> tuple
     return betas, offsets
 
 
-def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict) -> None:
-    """WorkdirError when the workdir's run was of other data or options than ``fp``."""
-    diff = old.differences(fp)
+def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict, names) -> None:
+    """WorkdirError when the workdir's run was of other data or options than ``fp``
+    (this run's variables ``names``, by which its constraints are said)."""
+    diff = old.differences(fp, names)
     if diff:
         raise WorkdirError(f"{wd.root} holds a run of other data or options ("
                            + "; ".join(diff) + "); use --fresh to start over or another --workdir")
@@ -116,7 +117,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     plain = len(lays) == 1
     n, k = fp["n"], fp["max_parents"]
     if old is not None:
-        _refuse_other_run(wd, old, fp)
+        _refuse_other_run(wd, old, fp, names)
         if [m for m, _ in old.plan.tiers] != [lay.m for lay in lays]:
             raise WorkdirError(f"{wd.root}/run.json is damaged (its plan does not match the run's tiers); "
                                "use --fresh to start over")

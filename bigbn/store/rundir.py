@@ -128,15 +128,16 @@ _KNOWN = (("forbidden", "forbidden edges"), ("required", "required edges"),
           ("edge_prob", "edge prior probabilities"), ("max_parents", "max parents per node"))
 
 
-def _constraints_in_words(names, old_fp: dict, new_fp: dict) -> str | None:
+def _constraints_in_words(names, old_fp: dict, new_fp: dict, new_names) -> str | None:
     """How two fingerprints' "constraints" differ, by variable name (run.json keeps them as
     `log_prior`'s node indices, which a user never wrote): e.g. "forbidden edges: the
-    workdir's run has asia -> tub, this run smoke -> lung". None when either does not read
-    back with ``names`` (other data: the caller then shows the raw values)."""
+    workdir's run has asia -> tub, this run smoke -> lung", each by its own run's variables
+    (``names``, ``new_names``). None when either does not read back with them (a damaged
+    record: the caller then shows the raw values)."""
     try:
-        old, new = (Knowledge.from_record(names, {"max_parents": fp.get("max_parents"),
-                                                  "constraints": fp.get("constraints")}).to_dict()
-                    for fp in (old_fp, new_fp))
+        old, new = (Knowledge.from_record(list(of), {"max_parents": fp.get("max_parents"),
+                                                     "constraints": fp.get("constraints")}).to_dict()
+                    for of, fp in ((names, old_fp), (new_names, new_fp)))
     except Exception:  # noqa: BLE001 - indices past these names, a damaged record: no words for it
         return None
 
@@ -191,16 +192,19 @@ class RunRecord:
         """The model options (the fingerprint without data hash, shape and numerics)."""
         return {k: v for k, v in self.fingerprint.items() if k not in ("data_sha256", "n", "m", "numerics")}
 
-    def differences(self, other: dict) -> list[str]:
+    def differences(self, other: dict, names=None) -> list[str]:
         """How fingerprint ``other`` differs from this run's, in plain words (a key one of
-        them lacks counts as None, so a record older than an option reads as without it)."""
+        them lacks counts as None, so a record older than an option reads as without it).
+        names: the variables of ``other``'s run, by which its constraints are said (None:
+        this run's; indices into other columns would name the wrong variables)."""
         out = []
         for key in sorted(set(self.fingerprint) | set(other)):
             old, new = self.fingerprint.get(key), other.get(key)
             if key == "score_numerics" and self.fingerprint.get("score") != other.get("score"):
                 continue  # another score has other numerics: not "other code of the score"
             if old != new:
-                said = (_constraints_in_words(self.names, self.fingerprint, other) if key == "constraints"
+                said = (_constraints_in_words(self.names, self.fingerprint, other,
+                                              self.names if names is None else names) if key == "constraints"
                         else f"tiers: the workdir's run has {_tiers_in_words(old)}, this run {_tiers_in_words(new)}"
                         if key == "tiers" else None)
                 out.append(_PLAIN[key].format(old=str(old), new=str(new)) if key in _PLAIN
