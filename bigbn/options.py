@@ -50,7 +50,9 @@ def as_float(value, what: str) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise OptionError(f"{what} must be finite, got a number of {len(str(abs(int(value))))} digits, "
+        # its digits from its bits: str() of an int over 4300 digits is a ValueError
+        digits = int(abs(int(value)).bit_length() * math.log10(2)) + 1
+        raise OptionError(f"{what} must be finite, got a number of about {digits} digits, "
                           "beyond float64's range") from None
 
 
@@ -107,9 +109,12 @@ def memory(value, what: str = "memory budget") -> int:
     if value is None:
         return default_memory()
     if isinstance(value, str):
-        m = _SIZE.match(value)
+        # a size of over 100 characters is no size this machine has (Fraction, and int(),
+        # of a text of over 4300 digits is a ValueError; of fewer, slow to no purpose)
+        m = _SIZE.match(value) if len(value) <= 100 else None
         if not m:
-            raise OptionError(f"{what}: cannot read size {value!r} (examples: 4G, 512M, 2.5GiB)")
+            shown = repr(value) if len(value) <= 40 else f"{value[:20]!r}… ({len(value)} characters)"
+            raise OptionError(f"{what}: cannot read size {shown} (examples: 4G, 512M, 2.5GiB)")
         mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
         # exactly, as a fraction: float() made 400 digits inf, and int(inf) an OverflowError
         # traceback (a size as large as an int given from Python is taken the same way)
