@@ -72,8 +72,9 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 #: the least probable parent sets of a cause, while their posteriors add up to less than
 #: this, are left out of the credible interval's CDF and of the discrete tables
 TAIL = 1e-14
-#: the version of what an effects task's part holds
-EFFECTS_FORMAT = 1
+#: the version of what an effects task's part holds (part of its key, so a part written by
+#: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`)
+EFFECTS_FORMAT = 2
 
 
 def _tail(w: np.ndarray) -> np.ndarray:
@@ -409,7 +410,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     object of a run whose score bigbn does not ship (the built-in ones are found by name).
     interventions: the run's targets per row if it was given them as a list (a run's
     intervention column is read again from the data). With interventional data each
-    effect's parameters come from the rows where the effect variable was not intervened on.
+    effect's parameters come from the rows where no variable but its cause was intervened
+    on (`effect_rows`; none: a one-line DataError).
     progress: a `bigbn.engine.progress.Listener` or a callable(stage, done, total), as for
     `learn`: ("effects", causes done, causes).
     scheduler, workers: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
@@ -487,6 +489,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    if ds.intervened is not None:  # a pair with no rows to estimate it: one line, before any work
+        for x, y in pair_list:
+            effect_rows(ds, x, y)
     if dynamic:  # a DBN models the parents of slice t only: its effects are within slice t
         n_now = len(dynamic["nodes"])
         if pairs is None:
@@ -586,21 +591,49 @@ def _effects_key(task: CauseTask, digest, score_name: str, score_opts, intervent
 
 def _by_effect_rows(ds, pairs, estimate) -> dict:
     """``estimate(dataset, pairs)`` (a dict of per-pair arrays or lists), with each pair's
-    parameters from the rows where its effect variable was not intervened on: one call per
-    distinct set of rows, the results put back in the order of ``pairs``."""
+    parameters from the rows where no variable but its cause was intervened on (`effect_rows`):
+    one call per distinct set of rows, the results put back in the order of ``pairs``."""
     if ds.intervened is None:
         return estimate(ds, pairs)
-    from bigbn.scores.interventions import by_rows
-
+    groups: dict[bytes, tuple[np.ndarray, list[int]]] = {}
+    for i, (x, y) in enumerate(pairs):
+        keep = effect_rows(ds, x, y)
+        groups.setdefault(np.packbits(keep).tobytes(), (keep, []))[1].append(i)
     out: dict = {}
-    for keep, ys in by_rows(ds, sorted({y for _, y in pairs})):
-        idx = [i for i, (_, y) in enumerate(pairs) if y in ys]
+    for keep, idx in groups.values():
         part = estimate(ds.rows(keep), [pairs[i] for i in idx])
         for key, values in part.items():
             slot = out.setdefault(key, [None] * len(pairs))
             for i, v in zip(idx, values):
                 slot[i] = v
     return {key: (v if key == "table" else np.array(v, dtype=np.float64)) for key, v in out.items()}
+
+
+def effect_rows(ds, x: int, y: int) -> np.ndarray:
+    """The rows (bool (m,)) that estimate the effect of x on y in interventional data: those
+    where no variable other than x was a target.
+
+    Why not every row where y was not a target: the estimand, Σ_z p(y | x, z) p(z) with
+    Z = Pa(x) (and the regression of y on (x, Z) for BGe), is a functional of the whole
+    observational distribution, not of y's mechanism alone: a row whose mediator b on
+    x → b → y was set from outside has c's regression on a cut to 0, and pooled with the
+    observational rows it pulled the effect of a on c to 0.49 with a 95% interval
+    [0.46, 0.53], for a true effect of 1 (4000 rows, half of them setting b;
+    tests/test_interventions.py). Likewise a row that set a parent of x, or a confounder,
+    changes p(z) and p(y | x, z). A row that set only x keeps both: Z are not descendants
+    of x, so p(z) is unchanged, and p(y | x, z) under do(x) is the observational one (back
+    door: Pa(x) blocks every back-door path). Which other targets are harmless depends on
+    the DAG, which the parent-set posterior averages over, so every other target is left out.
+
+    DataError when no row is left (every row set some variable other than x)."""
+    others = np.delete(ds.intervened, x, axis=1)
+    keep = ~others.any(axis=1)
+    if not keep.any():
+        raise DataError(f"{ds.path or 'data'}: no row estimates the effect of '{ds.names[x]}' on "
+                        f"'{ds.names[y]}': every row intervened on a variable other than '{ds.names[x]}', "
+                        "and such a row's distribution is not the observational one the effect is a "
+                        "functional of (bigbn.outputs.effects.effect_rows)")
+    return keep
 
 
 def _pairs(pairs, names) -> list[tuple[int, int]]:
