@@ -632,7 +632,7 @@ def effect_rows(ds, x: int, y: int) -> np.ndarray:
         raise DataError(f"{ds.path or 'data'}: no row estimates the effect of '{ds.names[x]}' on "
                         f"'{ds.names[y]}': every row intervened on a variable other than '{ds.names[x]}', "
                         "and such a row's distribution is not the observational one the effect is a "
-                        "functional of (bigbn.outputs.effects.effect_rows)")
+                        "functional of (bigbn.outputs.effects.effect_rows); leave the pair out (--pairs)")
     return keep
 
 
