@@ -231,6 +231,7 @@ def test_an_effect_with_no_row_left_to_estimate_it_is_one_line(tmp_path):
 BAD = {
     "unknown target": ("a,b,targets\n0,1,a\n1,0,zz\n", ["d.csv, row 3", "column 'targets'",
                                                          "unknown target 'zz'"]),
+    "empty target": ("a,b,targets\n0,1,a||b\n1,0,\n", ["d.csv, row 2", "an empty target in 'a||b'"]),
     "the column itself": ("a,b,targets\n0,1,targets\n1,0,\n", ["row 2", "is the intervention column itself"]),
     "set in every row": ("a,b,targets\n0,1,a\n1,0,a|b\n1,1,a\n", ["variable 'a' is intervened on in every row"]),
     "no such column": ("a,b,c\n0,1,0\n1,0,1\n", ["no column named 'targets'"]),

@@ -66,6 +66,9 @@ def parse_cells(cells: list[str], names, column: str, where) -> np.ndarray:
             if t == column:
                 raise DataError(f"{where(r)}, column '{column}': target '{t}' is the intervention "
                                 "column itself, not a variable")
+            if not t:  # "a||b", "a|", "|": said as such, not as the unknown target ''
+                raise DataError(f"{where(r)}, column '{column}': an empty target in {text!r} (targets are "
+                                f"variable names joined by '{SEP}', with a name between every two)")
             if t not in index:
                 raise DataError(f"{where(r)}, column '{column}': unknown target {t!r} (not a variable; "
                                 f"targets are variable names joined by '{SEP}')")
