@@ -943,7 +943,8 @@ def exact_bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level, dps
                     lo = mid
             return hi
 
-        return mu, atom, quantile(mpmath.mpf(1 - level) / 2), quantile(mpmath.mpf(1 + level) / 2)
+        level = mpmath.mpf(level)  # 1 + level in float64 would round the tail 1e-12 by 4e-4
+        return mu, atom, quantile((1 - level) / 2), quantile((1 + level) / 2)
 
 
 def discrete_effects_by_dags(data, arities, beta, k, x, y, score, ess, tiers=None):

@@ -95,6 +95,27 @@ def test_bge_effects_are_exact_at_extreme_priors_and_scales(tmp_path, scale, off
         assert e.lower[i] <= e.mean[i] + 1e-12 * width or p_zero > 0.05  # a sanity check of the mixture
 
 
+@pytest.mark.parametrize("level", [1 - 1e-12, 0.999999, 0.95, 1e-9])
+def test_interval_endpoints_are_exact_at_extreme_levels(tmp_path, level):
+    """The upper endpoint solved F(t) = (1 + level)/2: F, a float64 sum near 1, holds the
+    tail 1 − F to an absolute ε only, so the endpoint was 4.2e-4 off (relatively) at level
+    1 − 1e-12 and 4.7e-10 at 0.999999. Now it is the lower endpoint of the mirrored
+    mixture, at the tail (1 − level)/2 itself: within 3e-15 at these levels (1.3e-14 at
+    1e-9, an interval around the median, where F near 1/2 is as good as float64 gets), heavy tails
+    (α_w = n + 1.5, 6 rows: 9.5 to 11.5 degrees of freedom) included."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 4))
+    X[:, 2] += 0.8 * X[:, 0]
+    X[:, 3] += 0.5 * X[:, 2]
+    bigbn.learn(X, max_parents=2, alpha_w=5.5, workdir=tmp_path / "w", score="bge")
+    beta = Workdir(tmp_path / "w").read("beta", slice(None))
+    e = effects(tmp_path / "w", X, level=level)
+    for i, (x, y) in enumerate(e.pairs):
+        _, _, lo, hi = (float(v) for v in naive.exact_bge_effects_by_dags(X, beta, 2, x, y, 1.0, 5.5, level))
+        assert e.lower[i] == pytest.approx(lo, rel=5e-14, abs=1e-300)
+        assert e.upper[i] == pytest.approx(hi, rel=5e-14, abs=1e-300)
+
+
 def test_result_and_workdir_give_the_same_effects(small_continuous, tmp_path):
     X, wd = small_continuous
     r = bigbn.learn(X, names=list("abcd"), max_parents=2, workdir=wd, alpha_mu=2.0)

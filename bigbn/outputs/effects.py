@@ -20,9 +20,11 @@ degrees of freedom). So the coefficient of x is a Student t with d = α_w + m �
 degrees of freedom, location (R_XX⁻¹ R_Xy)_x and squared scale R_y·X (R_XX⁻¹)_xx / d. The effect's posterior
 is the mixture of these t's and an atom at 0 of mass p_zero = p(y ∈ Pa(x) | data). Its
 mean and p_zero sum over every parent set of nonzero posterior; the equal-tailed credible
-interval solves F(t) = (1 ∓ level)/2 for the mixture's CDF F by Brent's method, with the
-parent sets of smallest posterior left out of F while their total stays below TAIL = 1e−14
-(so the endpoints solve the equations to |ΔF| ≤ 1e−14).
+interval solves F(t) = q (lower) and 1 − F(t) = q (upper), q = (1 − level)/2, for the
+mixture's CDF F by Brent's method (the upper one as the lower endpoint of the mirrored
+mixture, so that no F near 1 holds the tail to float64's absolute ε), with the parent sets
+of smallest posterior left out while their total stays below TAIL·(1 − level) (so each
+endpoint's tail mass is within 2·TAIL = 2e−14 of q, relatively).
 
 Discrete data (BDeu, K2). For each level a of x and b of y,
 
@@ -73,14 +75,15 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 #: this, are left out of the credible interval's CDF and of the discrete tables
 TAIL = 1e-14
 #: the version of what an effects task's part holds (part of its key, so a part written by
-#: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`)
+#: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`, and
+#: the upper endpoint solves 1 − F = q on the mirrored mixture)
 EFFECTS_FORMAT = 2
 
 
-def _tail(w: np.ndarray) -> np.ndarray:
-    """Mask of the weights kept: all but the smallest ones whose sum stays below TAIL."""
+def _tail(w: np.ndarray, limit: float = TAIL) -> np.ndarray:
+    """Mask of the weights kept: all but the smallest ones whose sum stays below ``limit``."""
     order = np.argsort(w, kind="stable")
-    cut = np.searchsorted(np.cumsum(w[order]), TAIL, side="right")
+    cut = np.searchsorted(np.cumsum(w[order]), limit, side="right")
     kept = np.zeros(w.size, dtype=bool)
     kept[order[cut:]] = True
     return kept
@@ -188,7 +191,11 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
                      df: np.ndarray, atom: float) -> float:
     """inf{t : F(t) ≥ p} for F = atom·[t ≥ 0] + Σ_j weights_j T_{df_j}((t − loc_j)/scale_j).
 
-    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p)."""
+    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p).
+    F is a sum of float64 terms, so F(t) = p holds t to F's absolute ε: a p near 1 leaves
+    its tail 1 − p only ε/(1 − p) relatively (an upper endpoint at level 1 − 1e−12 was 4e−4
+    off). For an upper quantile pass the mirrored mixture (−loc) and the tail 1 − p, and
+    negate (`continuous_effects`)."""
     from scipy.optimize import brentq
     from scipy.special import stdtr, stdtrit
 
@@ -268,10 +275,13 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
     P = len(pairs)
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
-    tails = ((1 - level) / 2, (1 + level) / 2)
+    q = (1 - level) / 2  # each endpoint's tail mass (1 − level exact for level ≥ 1/2: Sterbenz)
     for x, idx, w, masks in _by_cause(parent_sets, pairs, progress):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
-        in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
+        # the interval's CDF leaves out the least probable sets, a total below TAIL·2q: their
+        # mass moves an endpoint's tail by a relative 2·TAIL at most (an absolute TAIL = 1e-14
+        # was 2% of the tail 5e-13 at level 1 − 1e-12)
+        in_cdf = _tail(w, TAIL * 2 * q)
         for i in idx:
             y = pairs[i][1]
             has_y = _holds(masks, y)
@@ -279,8 +289,9 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
             mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
             comp = in_cdf & ~has_y
             atom = float(np.sum(w[in_cdf & has_y]))
-            lower[i], upper[i] = (mixture_quantile(t, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
-                                  for t in tails)
+            lower[i] = mixture_quantile(q, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
+            # the upper endpoint: the lower of the mirrored effect −β (its tail q, not F = 1 − q)
+            upper[i] = -mixture_quantile(q, w[comp], -loc[comp, y], scale[comp, y], df[comp], atom)
     return dict(mean=mean, p_zero=_probability(p_zero), lower=lower, upper=upper)
 
 
