@@ -116,6 +116,24 @@ def test_interval_endpoints_are_exact_at_extreme_levels(tmp_path, level):
         assert e.upper[i] == pytest.approx(hi, rel=5e-14, abs=1e-300)
 
 
+def test_an_endpoint_at_the_atom_is_zero_not_minus_zero():
+    """The upper endpoint is the mirrored mixture's lower one, negated: where the atom at 0
+    held it (or every parent set holds the effect) it came out −0.0, "-0" in effects.csv."""
+    from bigbn.io.data import Dataset
+    from bigbn.outputs.effects import continuous_effects
+
+    rng = np.random.default_rng(2)
+    ds = Dataset(("a", "b", "c"), rng.normal(size=(8, 3)), np.zeros(3, dtype=np.int64), ((),) * 3,
+                 "continuous", "")
+    sets = {0: (np.array([0.6, 0.4]), np.array([0b010, 0b000])),  # the atom holds the upper endpoint
+            1: (np.array([1.0]), np.array([0b100]))}  # p_zero = 1: no t at all
+    out = continuous_effects(ds, sets.__getitem__, [(0, 1), (1, 2)], 0.5, alpha_mu=1.0, alpha_w=None)
+    assert out["p_zero"].tolist() == [0.6, 1.0]
+    for v in (out["upper"][1], out["lower"][1], out["mean"][1]):
+        assert v == 0 and not np.signbit(v)
+    assert (out["lower"][0] == 0 or out["upper"][0] == 0) and not np.signbit(out["upper"][0])
+
+
 def test_result_and_workdir_give_the_same_effects(small_continuous, tmp_path):
     X, wd = small_continuous
     r = bigbn.learn(X, names=list("abcd"), max_parents=2, workdir=wd, alpha_mu=2.0)

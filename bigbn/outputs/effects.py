@@ -291,7 +291,8 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
             atom = float(np.sum(w[in_cdf & has_y]))
             lower[i] = mixture_quantile(q, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
             # the upper endpoint: the lower of the mirrored effect −β (its tail q, not F = 1 − q)
-            upper[i] = -mixture_quantile(q, w[comp], -loc[comp, y], scale[comp, y], df[comp], atom)
+            # (0.0 − it, not −it: an endpoint the atom holds is 0.0, and −0.0 printed "-0")
+            upper[i] = 0.0 - mixture_quantile(q, w[comp], -loc[comp, y], scale[comp, y], df[comp], atom)
     return dict(mean=mean, p_zero=_probability(p_zero), lower=lower, upper=upper)
 
 
