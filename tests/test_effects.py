@@ -66,6 +66,74 @@ def test_bge_effects_against_all_dags(small_continuous):
     assert sum(0.05 < p < 0.95 for p in spread) >= 4
 
 
+@pytest.mark.parametrize("scale, offset, alpha_mu, alpha_w", [
+    (1.0, 0.0, 1.0, None), (1.0, 0.0, 1.0, 1e8), (1.0, 0.0, 1e8, 1e8), (1e-4, 1e8, 1.0, None),
+    (1e-4, 1e8, 1.0, 1e8), (1.0, 0.0, 1e-6, None), (1.0, 0.0, 1.0, 5.5)])
+@pytest.mark.filterwarnings("ignore:.*far from unit scale")
+def test_bge_effects_are_exact_at_extreme_priors_and_scales(tmp_path, scale, offset, alpha_mu, alpha_w):
+    """Every pair's mean, p_zero and interval against naive.exact_bge_effects_by_dags (R,
+    the per-set t's and the DAG weights exact, the quantiles at 40 digits), at the largest
+    accepted α_w and α_μ (1e8), a tiny α_μ, the smallest α_w (heavy tails), and columns of spread 1e-4 at 1e8. R = t·I + S
+    in float64 keeps these to ~1e-14 of the interval's width: unlike the scores' log
+    determinants (`bigbn.scores.bge.log_dets`) no two large terms cancel. (The float64
+    reference, naive.bge_effects_by_dags, centres once and was itself 4e-8 off at 1e8.)"""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 4))
+    X[:, 2] += 0.8 * X[:, 0]
+    X[:, 3] += 0.5 * X[:, 2]
+    X = X * scale + offset
+    bigbn.learn(X, max_parents=2, alpha_mu=alpha_mu, alpha_w=alpha_w, workdir=tmp_path / "w", score="bge")
+    beta = Workdir(tmp_path / "w").read("beta", slice(None))
+    e = effects(tmp_path / "w", X, level=0.9)
+    aw = 4 + alpha_mu + 1 if alpha_w is None else alpha_w
+    for i, (x, y) in enumerate(e.pairs):
+        mean, p_zero, lo, hi = (float(v) for v in naive.exact_bge_effects_by_dags(X, beta, 2, x, y, alpha_mu, aw, 0.9))
+        width = hi - lo
+        assert abs(e.mean[i] - mean) <= 1e-13 * width
+        assert abs(e.p_zero[i] - p_zero) <= 1e-13
+        assert abs(e.lower[i] - lo) <= 1e-12 * width and abs(e.upper[i] - hi) <= 1e-12 * width
+        assert e.lower[i] <= e.mean[i] + 1e-12 * width or p_zero > 0.05  # a sanity check of the mixture
+
+
+@pytest.mark.parametrize("level", [1 - 1e-12, 0.999999, 0.95, 1e-9])
+def test_interval_endpoints_are_exact_at_extreme_levels(tmp_path, level):
+    """The upper endpoint solved F(t) = (1 + level)/2: F, a float64 sum near 1, holds the
+    tail 1 − F to an absolute ε only, so the endpoint was 4.2e-4 off (relatively) at level
+    1 − 1e-12 and 4.7e-10 at 0.999999. Now it is the lower endpoint of the mirrored
+    mixture, at the tail (1 − level)/2 itself: within 3e-15 at these levels (1.3e-14 at
+    1e-9, an interval around the median, where F near 1/2 is as good as float64 gets), heavy tails
+    (α_w = n + 1.5, 6 rows: 9.5 to 11.5 degrees of freedom) included."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 4))
+    X[:, 2] += 0.8 * X[:, 0]
+    X[:, 3] += 0.5 * X[:, 2]
+    bigbn.learn(X, max_parents=2, alpha_w=5.5, workdir=tmp_path / "w", score="bge")
+    beta = Workdir(tmp_path / "w").read("beta", slice(None))
+    e = effects(tmp_path / "w", X, level=level)
+    for i, (x, y) in enumerate(e.pairs):
+        _, _, lo, hi = (float(v) for v in naive.exact_bge_effects_by_dags(X, beta, 2, x, y, 1.0, 5.5, level))
+        assert e.lower[i] == pytest.approx(lo, rel=5e-14, abs=1e-300)
+        assert e.upper[i] == pytest.approx(hi, rel=5e-14, abs=1e-300)
+
+
+def test_an_endpoint_at_the_atom_is_zero_not_minus_zero():
+    """The upper endpoint is the mirrored mixture's lower one, negated: where the atom at 0
+    held it (or every parent set holds the effect) it came out −0.0, "-0" in effects.csv."""
+    from bigbn.io.data import Dataset
+    from bigbn.outputs.effects import continuous_effects
+
+    rng = np.random.default_rng(2)
+    ds = Dataset(("a", "b", "c"), rng.normal(size=(8, 3)), np.zeros(3, dtype=np.int64), ((),) * 3,
+                 "continuous", "")
+    sets = {0: (np.array([0.6, 0.4]), np.array([0b010, 0b000])),  # the atom holds the upper endpoint
+            1: (np.array([1.0]), np.array([0b100]))}  # p_zero = 1: no t at all
+    out = continuous_effects(ds, sets.__getitem__, [(0, 1), (1, 2)], 0.5, alpha_mu=1.0, alpha_w=None)
+    assert out["p_zero"].tolist() == [0.6, 1.0]
+    for v in (out["upper"][1], out["lower"][1], out["mean"][1]):
+        assert v == 0 and not np.signbit(v)
+    assert (out["lower"][0] == 0 or out["upper"][0] == 0) and not np.signbit(out["upper"][0])
+
+
 def test_result_and_workdir_give_the_same_effects(small_continuous, tmp_path):
     X, wd = small_continuous
     r = bigbn.learn(X, names=list("abcd"), max_parents=2, workdir=wd, alpha_mu=2.0)

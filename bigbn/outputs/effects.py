@@ -20,9 +20,11 @@ degrees of freedom). So the coefficient of x is a Student t with d = α_w + m �
 degrees of freedom, location (R_XX⁻¹ R_Xy)_x and squared scale R_y·X (R_XX⁻¹)_xx / d. The effect's posterior
 is the mixture of these t's and an atom at 0 of mass p_zero = p(y ∈ Pa(x) | data). Its
 mean and p_zero sum over every parent set of nonzero posterior; the equal-tailed credible
-interval solves F(t) = (1 ∓ level)/2 for the mixture's CDF F by Brent's method, with the
-parent sets of smallest posterior left out of F while their total stays below TAIL = 1e−14
-(so the endpoints solve the equations to |ΔF| ≤ 1e−14).
+interval solves F(t) = q (lower) and 1 − F(t) = q (upper), q = (1 − level)/2, for the
+mixture's CDF F by Brent's method (the upper one as the lower endpoint of the mirrored
+mixture, so that no F near 1 holds the tail to float64's absolute ε), with the parent sets
+of smallest posterior left out while their total stays below TAIL·(1 − level) (so each
+endpoint's tail mass is within 2·TAIL = 2e−14 of q, relatively).
 
 Discrete data (BDeu, K2). For each level a of x and b of y,
 
@@ -72,14 +74,16 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 #: the least probable parent sets of a cause, while their posteriors add up to less than
 #: this, are left out of the credible interval's CDF and of the discrete tables
 TAIL = 1e-14
-#: the version of what an effects task's part holds
-EFFECTS_FORMAT = 1
+#: the version of what an effects task's part holds (part of its key, so a part written by
+#: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`, and
+#: the upper endpoint solves 1 − F = q on the mirrored mixture)
+EFFECTS_FORMAT = 2
 
 
-def _tail(w: np.ndarray) -> np.ndarray:
-    """Mask of the weights kept: all but the smallest ones whose sum stays below TAIL."""
+def _tail(w: np.ndarray, limit: float = TAIL) -> np.ndarray:
+    """Mask of the weights kept: all but the smallest ones whose sum stays below ``limit``."""
     order = np.argsort(w, kind="stable")
-    cut = np.searchsorted(np.cumsum(w[order]), TAIL, side="right")
+    cut = np.searchsorted(np.cumsum(w[order]), limit, side="right")
     kept = np.zeros(w.size, dtype=bool)
     kept[order[cut:]] = True
     return kept
@@ -187,7 +191,11 @@ def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.n
                      df: np.ndarray, atom: float) -> float:
     """inf{t : F(t) ≥ p} for F = atom·[t ≥ 0] + Σ_j weights_j T_{df_j}((t − loc_j)/scale_j).
 
-    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p)."""
+    The weights and the atom add up to 1 (up to the left-out tail, < p and < 1 − p).
+    F is a sum of float64 terms, so F(t) = p holds t to F's absolute ε: a p near 1 leaves
+    its tail 1 − p only ε/(1 − p) relatively (an upper endpoint at level 1 − 1e−12 was 4e−4
+    off). For an upper quantile pass the mirrored mixture (−loc) and the tail 1 − p, and
+    negate (`continuous_effects`)."""
     from scipy.optimize import brentq
     from scipy.special import stdtr, stdtrit
 
@@ -267,10 +275,13 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
     P = len(pairs)
     mean, p_zero = np.empty(P), np.empty(P)
     lower, upper = np.empty(P), np.empty(P)
-    tails = ((1 - level) / 2, (1 + level) / 2)
+    q = (1 - level) / 2  # each endpoint's tail mass (1 − level exact for level ≥ 1/2: Sterbenz)
     for x, idx, w, masks in _by_cause(parent_sets, pairs, progress):
         loc, scale, df = bge_effect_components(R, d0, x, masks)
-        in_cdf = _tail(w)  # the interval's CDF leaves out the least probable sets
+        # the interval's CDF leaves out the least probable sets, a total below TAIL·2q: their
+        # mass moves an endpoint's tail by a relative 2·TAIL at most (an absolute TAIL = 1e-14
+        # was 2% of the tail 5e-13 at level 1 − 1e-12)
+        in_cdf = _tail(w, TAIL * 2 * q)
         for i in idx:
             y = pairs[i][1]
             has_y = _holds(masks, y)
@@ -278,8 +289,10 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
             mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
             comp = in_cdf & ~has_y
             atom = float(np.sum(w[in_cdf & has_y]))
-            lower[i], upper[i] = (mixture_quantile(t, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
-                                  for t in tails)
+            lower[i] = mixture_quantile(q, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
+            # the upper endpoint: the lower of the mirrored effect −β (its tail q, not F = 1 − q)
+            # (0.0 − it, not −it: an endpoint the atom holds is 0.0, and −0.0 printed "-0")
+            upper[i] = 0.0 - mixture_quantile(q, w[comp], -loc[comp, y], scale[comp, y], df[comp], atom)
     return dict(mean=mean, p_zero=_probability(p_zero), lower=lower, upper=upper)
 
 
@@ -409,7 +422,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     object of a run whose score bigbn does not ship (the built-in ones are found by name).
     interventions: the run's targets per row if it was given them as a list (a run's
     intervention column is read again from the data). With interventional data each
-    effect's parameters come from the rows where the effect variable was not intervened on.
+    effect's parameters come from the rows where no variable but its cause was intervened
+    on (`effect_rows`; none: a one-line DataError).
     progress: a `bigbn.engine.progress.Listener` or a callable(stage, done, total), as for
     `learn`: ("effects", causes done, causes).
     scheduler, workers: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
@@ -487,6 +501,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     if tuple(ds.names) != names:
         raise OptionError("the data's column names differ from the run's")
     pair_list = _pairs(pairs, names)
+    if ds.intervened is not None:  # a pair with no rows to estimate it: one line, before any work
+        for x, y in pair_list:
+            effect_rows(ds, x, y)
     if dynamic:  # a DBN models the parents of slice t only: its effects are within slice t
         n_now = len(dynamic["nodes"])
         if pairs is None:
@@ -586,21 +603,49 @@ def _effects_key(task: CauseTask, digest, score_name: str, score_opts, intervent
 
 def _by_effect_rows(ds, pairs, estimate) -> dict:
     """``estimate(dataset, pairs)`` (a dict of per-pair arrays or lists), with each pair's
-    parameters from the rows where its effect variable was not intervened on: one call per
-    distinct set of rows, the results put back in the order of ``pairs``."""
+    parameters from the rows where no variable but its cause was intervened on (`effect_rows`):
+    one call per distinct set of rows, the results put back in the order of ``pairs``."""
     if ds.intervened is None:
         return estimate(ds, pairs)
-    from bigbn.scores.interventions import by_rows
-
+    groups: dict[bytes, tuple[np.ndarray, list[int]]] = {}
+    for i, (x, y) in enumerate(pairs):
+        keep = effect_rows(ds, x, y)
+        groups.setdefault(np.packbits(keep).tobytes(), (keep, []))[1].append(i)
     out: dict = {}
-    for keep, ys in by_rows(ds, sorted({y for _, y in pairs})):
-        idx = [i for i, (_, y) in enumerate(pairs) if y in ys]
+    for keep, idx in groups.values():
         part = estimate(ds.rows(keep), [pairs[i] for i in idx])
         for key, values in part.items():
             slot = out.setdefault(key, [None] * len(pairs))
             for i, v in zip(idx, values):
                 slot[i] = v
     return {key: (v if key == "table" else np.array(v, dtype=np.float64)) for key, v in out.items()}
+
+
+def effect_rows(ds, x: int, y: int) -> np.ndarray:
+    """The rows (bool (m,)) that estimate the effect of x on y in interventional data: those
+    where no variable other than x was a target.
+
+    Why not every row where y was not a target: the estimand, Σ_z p(y | x, z) p(z) with
+    Z = Pa(x) (and the regression of y on (x, Z) for BGe), is a functional of the whole
+    observational distribution, not of y's mechanism alone: a row whose mediator b on
+    x → b → y was set from outside has c's regression on a cut to 0, and pooled with the
+    observational rows it pulled the effect of a on c to 0.49 with a 95% interval
+    [0.46, 0.53], for a true effect of 1 (4000 rows, half of them setting b;
+    tests/test_interventions.py). Likewise a row that set a parent of x, or a confounder,
+    changes p(z) and p(y | x, z). A row that set only x keeps both: Z are not descendants
+    of x, so p(z) is unchanged, and p(y | x, z) under do(x) is the observational one (back
+    door: Pa(x) blocks every back-door path). Which other targets are harmless depends on
+    the DAG, which the parent-set posterior averages over, so every other target is left out.
+
+    DataError when no row is left (every row set some variable other than x)."""
+    others = np.delete(ds.intervened, x, axis=1)
+    keep = ~others.any(axis=1)
+    if not keep.any():
+        raise DataError(f"{ds.path or 'data'}: no row estimates the effect of '{ds.names[x]}' on "
+                        f"'{ds.names[y]}': every row intervened on a variable other than '{ds.names[x]}', "
+                        "and such a row's distribution is not the observational one the effect is a "
+                        "functional of (bigbn.outputs.effects.effect_rows); leave the pair out (--pairs)")
+    return keep
 
 
 def _pairs(pairs, names) -> list[tuple[int, int]]:

@@ -8,8 +8,9 @@ posterior then follows from β as for observational data: the engine is unchange
 
 Discrete levels (arities) come from all rows; node i's counts (BDeu, K2) or sufficient
 statistics (BGe: its posterior scatter matrix, with the means of those rows) from the rows
-where i is not a target. Causal effects take the parameters of the effect's model from the
-rows where the effect variable was not intervened on (docs/posterior.md).
+where i is not a target. Causal effects take the parameters of an effect of x from the
+rows where no variable but x was intervened on (`bigbn.outputs.effects.effect_rows`,
+docs/posterior.md).
 
 The targets come as a column of the data (``--intervention-column NAME``,
 ``learn(intervention_column=NAME)``): each cell lists the row's targets joined by ``|``
@@ -65,6 +66,9 @@ def parse_cells(cells: list[str], names, column: str, where) -> np.ndarray:
             if t == column:
                 raise DataError(f"{where(r)}, column '{column}': target '{t}' is the intervention "
                                 "column itself, not a variable")
+            if not t:  # "a||b", "a|", "|": said as such, not as the unknown target ''
+                raise DataError(f"{where(r)}, column '{column}': an empty target in {text!r} (targets are "
+                                f"variable names joined by '{SEP}', with a name between every two)")
             if t not in index:
                 raise DataError(f"{where(r)}, column '{column}': unknown target {t!r} (not a variable; "
                                 f"targets are variable names joined by '{SEP}')")
