@@ -50,9 +50,12 @@ def as_float(value, what: str) -> float:
     try:
         return float(value)
     except OverflowError:
-        # its digits from its bits: str() of an int over 4300 digits is a ValueError
-        digits = int(abs(int(value)).bit_length() * math.log10(2)) + 1
-        raise OptionError(f"{what} must be finite, got a number of about {digits} digits, "
+        # its digits from its bits (str() of an int over 4300 digits is a ValueError): the
+        # estimate is the count or one less, and a power of ten tells which
+        v = abs(int(value))
+        digits = int(v.bit_length() * math.log10(2))
+        digits += v >= 10**digits
+        raise OptionError(f"{what} must be finite, got a number of {digits} digits, "
                           "beyond float64's range") from None
 
 
