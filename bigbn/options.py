@@ -112,9 +112,10 @@ def memory(value, what: str = "memory budget") -> int:
     if value is None:
         return default_memory()
     if isinstance(value, str):
-        # a size of over 100 characters is no size this machine has (Fraction, and int(),
-        # of a text of over 4300 digits is a ValueError; of fewer, slow to no purpose)
-        m = _SIZE.match(value) if len(value) <= 100 else None
+        # read exactly up to 4000 characters (a plan of a 400-digit budget is shown, as any
+        # other); past Python's 4300 digits Fraction and int() of a text are a ValueError,
+        # so a longer text is no size read
+        m = _SIZE.match(value) if len(value) <= 4000 else None
         if not m:
             shown = repr(value) if len(value) <= 40 else f"{value[:20]!r}… ({len(value)} characters)"
             raise OptionError(f"{what}: cannot read size {shown} (examples: 4G, 512M, 2.5GiB)")
