@@ -816,6 +816,18 @@ def _dag_parent_posterior(beta, k, x, tiers=None):
     return [(tuple(j for j in range(n) if pm[d, x] >> j & 1), float(prob[d])) for d in range(len(prob))]
 
 
+
+def _bisect_quantile(cdf, q, lo, hi, steps: int = 200):
+    """inf{t : cdf(t) ≥ q} in [lo, hi] by bisection, ``steps`` halvings (floats or mpmath
+    numbers alike): the obvious search, for the references' credible intervals."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if cdf(mid) >= q:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
 def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     """Bayesian IDA for BGe by summing over every DAG (n <= 5): (mean, p_zero, lower, upper)
     of the posterior of the linear effect of x on y.
@@ -850,14 +862,7 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
         return atom * (t >= 0) + float(np.dot(p, stats.t.cdf((t - mu) / s, d)))
 
     def quantile(q):
-        lo, hi = -1e3, 1e3
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if cdf(mid) >= q:
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return _bisect_quantile(cdf, q, -1e3, 1e3)
 
     return mean, atom, quantile((1 - level) / 2), quantile((1 + level) / 2)
 
@@ -935,13 +940,7 @@ def exact_bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level, dps
         def quantile(q):
             lo = min([mpmath.mpf(0)] + [loc - 1e3 * s for _, loc, s, _ in comps])
             hi = max([mpmath.mpf(0)] + [loc + 1e3 * s for _, loc, s, _ in comps])
-            for _ in range(200):
-                mid = (lo + hi) / 2
-                if cdf(mid) >= q:
-                    hi = mid
-                else:
-                    lo = mid
-            return hi
+            return _bisect_quantile(cdf, q, lo, hi)
 
         level = mpmath.mpf(level)  # 1 + level in float64 would round the tail 1e-12 by 4e-4
         return mu, atom, quantile((1 - level) / 2), quantile((1 + level) / 2)
