@@ -334,9 +334,8 @@ class TableStore:
         never written reads as the fill value, as zarr reads it."""
         path = self.path / name / lay.key(chunk_coords)
         try:
-            with open(path, "rb", opener=_open_nonblocking) as f:  # a FIFO in its place never blocks
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    raise _in_the_way_error(path, "not a regular file")
+            # a FIFO (or a folder, a socket) in its place is refused, never waited on
+            with open_file(path, "rb", lambda p, _: _in_the_way_error(p, "not a regular file")) as f:
                 got = f.readinto(memoryview(out).cast("B"))
                 extra = f.read(1)
                 if evict:
@@ -419,10 +418,6 @@ def _in_the_way():
 def _in_the_way_error(path, why: str) -> WorkdirError:
     return WorkdirError(f"{path} is in the way of the run's tables ({why}); run the same command with "
                         "--fresh to start over")
-
-
-def _open_nonblocking(path, flags: int) -> int:
-    return os.open(path, flags | os.O_NONBLOCK)  # no effect on a regular file's reads and writes
 
 
 #: what a path that is not a regular file is, by its type (`open_fd`'s messages)
