@@ -136,6 +136,44 @@ def test_a_folder_or_fifo_named_as_a_journal_or_the_lock_is_a_workdir_error(tmp_
             pass
 
 
+def test_a_journal_replaced_by_a_fifo_after_its_name_was_checked_is_refused_not_waited_on(tmp_path, monkeypatch):
+    """Journal.files checks each journal's name, then records / repair / append opened it:
+    a FIFO put there in between made them wait forever. The type is now checked on the
+    descriptor opened (`open_fd`). The race is made certain by a `files` that no longer
+    checks. Each call runs on a thread of its own: one that still waits after 10 s fails
+    the test, and closing the test's end of the FIFO then lets it finish."""
+    import os
+    import re
+    import threading
+
+    from bigbn.store.workdir import Journal
+
+    w = Workdir(tmp_path)
+    fifo = tmp_path / "journal.jsonl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(Journal, "files", lambda self: [fifo])
+    monkeypatch.setattr(Journal, "own_file", lambda self: fifo)
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(fd, b'{"task":"x"}\n')
+        for act in (w.journal, w.task_journal.repair, lambda: w.task_journal.append({"task": "y"})):
+            got = []
+
+            def call(act=act):
+                try:
+                    act()
+                except Exception as e:  # noqa: BLE001 - the test looks at what it was
+                    got.append(e)
+            th = threading.Thread(target=call, daemon=True)
+            th.start()
+            th.join(10)
+            assert not th.is_alive(), f"{act} waited on the FIFO"
+            assert got and isinstance(got[0], WorkdirError), got
+            assert re.search(r"journal.jsonl is a FIFO, and a journal of the run has its name.*--fresh", str(got[0]))
+    finally:
+        os.close(fd)
+
+
 def test_an_evicted_chunk_is_read_whole_then_dropped_from_the_page_cache(wd, monkeypatch):
     """read(..., evict=True) (a backward task's L, read once in that stage) returns the
     same values and then advises the kernel to drop that one file's pages (DONTNEED over

@@ -559,6 +559,12 @@ def valid_record(rec) -> bool:
         and all(type(rec.get(f)) is int and rec.get(f) >= 0 for f in _RECORD_COUNTS.get(stage, ()))
 
 
+def _not_a_journal(path, kind: str = "not a file") -> WorkdirError:
+    """The error of a journal file's name held by something else (a folder, a FIFO, ...)."""
+    return WorkdirError(f"{path} is {kind}, and a journal of the run has its name; remove it, or "
+                        "run the same command with --fresh to start over")
+
+
 class Journal:
     """The task journal: one JSON line per finished task, appended and fsynced.
 
@@ -590,14 +596,13 @@ class Journal:
         out = sorted(self.root.glob(JOURNAL_GLOB))
         for path in out:
             if not path.is_file():
-                raise WorkdirError(f"{path} is not a file, and a journal of the run has its name; remove it, or "
-                                   "run the same command with --fresh to start over")
+                raise _not_a_journal(path)
         return out
 
     def append(self, record: dict) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         with self._lock:
-            fd = os.open(self.own_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_fd(self.own_file(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, _not_a_journal)
             try:
                 os.write(fd, line)
                 os.fsync(fd)
@@ -610,7 +615,7 @@ class Journal:
         `valid_record`) are ignored: their task simply runs again."""
         out: dict[str, dict] = {}
         for path in self.files():
-            with open(path, "rb") as fh:
+            with open_file(path, "rb", _not_a_journal) as fh:  # typed as opened: `files` checked the name
                 for raw in fh:
                     try:
                         rec = json.loads(raw)
@@ -623,7 +628,7 @@ class Journal:
     def repair(self) -> None:
         """End a torn last line in every journal file so that later lines stay whole."""
         for path in self.files():
-            with open(path, "rb+") as fh:
+            with open_file(path, "rb+", _not_a_journal) as fh:
                 fh.seek(0, os.SEEK_END)
                 if fh.tell() == 0:
                     continue
