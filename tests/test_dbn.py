@@ -530,6 +530,18 @@ def test_times_float64_cannot_tell_apart_are_ordered_exactly(tmp_path):
         dbn.load(tie, series="s", time="t")
 
 
+def test_times_of_huge_negative_exponents_are_ordered_at_once(tmp_path):
+    """1e-99999999999 is 0 in float64 and > 0 exactly: it is ordered after 0 (the exact
+    comparison expanded it into a fraction of 10^(10^11) digits: a hang), and ties
+    0e-99999999999."""
+    path = _write(tmp_path, "s,t,A,B\n1,1e-99999999999,x,u\n1,0,y,v\n1,1,x,v\n1,2e-99999999999,y,u\n")
+    got = dbn.load(path, series="s", time="t")
+    want = dbn.load(_write(tmp_path, "s,t,A,B\n1,0,y,v\n1,1,x,u\n1,2,y,u\n1,3,x,v\n"), series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    with pytest.raises(DataError, match=r"line 3, column 't': time '0e-99999999999' ties line 2"):
+        dbn.load(_write(tmp_path, "s,t,A,B\n1,0,x,u\n1,0e-99999999999,y,v\n1,1,x,v\n"), series="s", time="t")
+
+
 def test_open_gives_a_time_series_runs_edges_into_slice_t_only(tmp_path):
     """bigbn.open of a DBN run lost which nodes are children: its edges() listed every edge
     into a lagged variable with posterior 0, as if the model had ruled it out."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
+from decimal import Decimal
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,8 +160,9 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.nd
         values[a] = x
     order = np.argsort(values, kind="stable")
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
-    if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly
-        exact = [Fraction(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
+    if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly,
+        # as decimals (a Fraction of 1e-99999999999, which float64 reads as 0, took 10^(10^11): a hang)
+        exact = [Decimal(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
         order = np.array(sorted(range(rows.size), key=exact.__getitem__), dtype=np.int64)
         tied = np.flatnonzero([exact[a] == exact[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
     if tied.size:
