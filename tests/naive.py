@@ -1461,7 +1461,8 @@ def transition_cells(rows, lag, series=None):
     return out
 
 
-def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None):
+def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None,
+                  forbid=(), require=(), edge_prob=None, max_parents=None):
     """Exact posteriors of a 2-TBN by brute force over the n! orders of slice t.
 
     local: float64 (N, F) raw log p(x_i | x_G) (no prior) of the N = n(lag + 1) columns of
@@ -1472,17 +1473,26 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
     tiers: lists of nodes of slice t, earliest first: only the orders that list every
     earlier tier first. Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only;
     {(v, parent tuple): posterior} of every parent set of every node of slice t;
-    log Σ_orders Π_i α_i)."""
+    log Σ_orders Π_i α_i). forbid, require: (u, v) column pairs; edge_prob: {(u, v): p}, the
+    factor p if G holds u, else 1 − p (also for a u after i in the order); max_parents:
+    {v: limit}: a family breaking one of them has weight 0."""
     N = n * (lag + 1)
     masks = family_masks(N - 1, k)
     col = {int(m): f for f, m in enumerate(masks)}
     lagged = list(range(n, N))
+    limits = dict(max_parents or {})
 
     def weight(i, G):
+        if (any((u, i) in forbid for u in G) or any(v == i and u not in G for u, v in require)
+                or len(G) > limits.get(i, k)):
+            return -math.inf
         sq = 0
         for u in G:
             sq |= 1 << (u if u < i else u - 1)
         rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+        for (u, v), p in (edge_prob or {}).items():
+            if v == i:
+                rho += math.log(p) if u in G else math.log1p(-p)
         return float(local[i, col[sq]]) + rho
 
     def families(cands):
@@ -1496,10 +1506,12 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
         logs, alpha = {}, []
         for pos, i in enumerate(perm):
             cands = lagged + (list(perm[:pos]) if contemporaneous else [])
-            logs[i] = {G: weight(i, G) for G in families(cands)}
+            logs[i] = {G: w for G in families(cands) if (w := weight(i, G)) > -math.inf}
             alpha.append(logsumexp(list(logs[i].values())))
         total = sum(alpha)
         orders.append(total)
+        if total == -math.inf:  # a required edge against this order
+            continue
         for pos, i in enumerate(perm):
             rest = total - alpha[pos]
             for G, w in logs[i].items():

@@ -222,6 +222,41 @@ def test_knowledge_names_lagged_variables(tmp_path):
         bigbn.learn(df, lag=2, series="id", forbidden=[("A[t-3]", "B")])
 
 
+
+KNOWLEDGE = [  # lag, contemporaneous, k, prior, score, knowledge (by name)
+    (1, True, 2, "koivisto-sood", "bdeu", dict(forbidden=[("A[t-1]", "A"), ("B", "C")])),
+    (1, True, 2, "koivisto-sood", "bdeu", dict(required=[("A", "B")])),
+    (2, True, 2, "koivisto-sood", "bdeu", dict(edge_prob={("A[t-2]", "B"): 0.8, ("C", "A"): 0.3})),
+    (2, False, 2, "uniform", "k2", dict(edge_prob={("A[t-2]", "B"): 0.8}, required=[("C[t-1]", "B")])),
+    (1, False, 3, "koivisto-sood", "bdeu", dict(forbidden=[("C[t-1]", "A")], max_parents={"A": 1, "B": 0})),
+    (1, True, 3, "uniform", "bge", dict(forbidden=[("B[t-1]", "C")], max_parents={"C": 1})),
+]
+
+
+@pytest.mark.parametrize("lag,contemporaneous,k,prior,score,given", KNOWLEDGE)
+def test_knowledge_with_lags_is_the_brute_force(lag, contemporaneous, k, prior, score, given):
+    """Forbidden, required, per-edge prior probabilities and per-variable limits, on lagged
+    and within-slice edges: every edge posterior and log p(x) is the brute force's over the
+    orders of slice t with those families ruled out or reweighted."""
+    continuous = score == "bge"
+    rows = _series(np.random.default_rng(5), (14, 9, 11), continuous)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    res = bigbn.learn(df, lag=lag, series="id", time_column="t", score=score, structure_prior=prior,
+                      max_parents=k, contemporaneous=contemporaneous, knowledge=bigbn.Knowledge(**given))
+    ds = _naive_dataset(rows, lag, continuous)
+    ix = {x: j for j, x in enumerate(ds.names)}
+    local = score_families(ds, score, k, structure_prior="uniform")
+    P, _, log_px = naive.dbn_by_orders(
+        local, len(NAMES), lag, k, prior, contemporaneous,
+        forbid={(ix[u], ix[v]) for u, v in given.get("forbidden", ())},
+        require={(ix[u], ix[v]) for u, v in given.get("required", ())},
+        edge_prob={(ix[u], ix[v]): p for (u, v), p in given.get("edge_prob", {}).items()},
+        max_parents={ix[x]: m for x, m in given.get("max_parents", {}).items()})
+    n = len(NAMES)
+    np.testing.assert_allclose(res.posterior[:, :n], P[:, :n], atol=1e-9, rtol=0)
+    assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12, abs_tol=1e-9)
+    assert np.sum((P[:, :n] > 0.02) & (P[:, :n] < 0.98)) >= 3  # not all 0 or 1
+
 def test_tiers_of_slice_t_against_the_brute_force(tmp_path):
     """A tiers file of slice t (as for a static run) restricts the orders of slice t; the
     lagged variables come before every tier. Edges and parent sets are the brute force's
