@@ -23,6 +23,7 @@ so a DBN's log marginal is Σ over the orders of slice t of Π_i α_i, as for a 
 
 from __future__ import annotations
 
+import numbers
 import os
 
 from bigbn.errors import OptionError
@@ -43,9 +44,11 @@ def check_columns(n: int, lag: int) -> None:
 
 
 def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
-    """Whether learn's arguments ask for a DBN."""
+    """Whether learn's arguments ask for a DBN. contemporaneous=1, which `options.flag` takes
+    as True (the default), asks for none (it ran a DBN of lag 1 on a static table)."""
+    default = isinstance(contemporaneous, (bool, numbers.Integral)) and contemporaneous == 1
     return (isinstance(data, Transitions) or lag is not None or series is not None or time is not None
-            or contemporaneous is not True)
+            or not default)
 
 
 def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> Transitions:

@@ -600,6 +600,19 @@ def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tm
     assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
 
 
+def test_contemporaneous_1_is_the_default_not_a_time_series():
+    """contemporaneous=1 is True to every flag: a static table stays a static run (it was
+    read as series, a DBN of lag 1, silently); contemporaneous=0 asks for a time series."""
+    rows = _series(np.random.default_rng(2), (30,))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES]).drop(columns=["id", "t"])
+    static = bigbn.learn(df, max_parents=2)
+    res = bigbn.learn(df, max_parents=2, contemporaneous=1)
+    assert res.names == NAMES
+    np.testing.assert_array_equal(res.posterior, static.posterior)
+    assert bigbn.learn(df, max_parents=2, contemporaneous=0).names == dbn.load(df).dataset.names
+    with pytest.raises(OptionError, match="contemporaneous must be True or False, got 2"):
+        bigbn.learn(df, max_parents=2, contemporaneous=2)
+
 def test_a_disk_budget_on_a_time_series_says_why_it_does_not_apply(tmp_path):
     """The refusal said 'a disk budget is for runs without tiers' to a user who gave none."""
     path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
