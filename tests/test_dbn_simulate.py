@@ -124,3 +124,16 @@ def test_a_static_network_given_as_a_dynamic_one_names_the_file():
     which network."""
     with pytest.raises(DataError, match=r"asia: no lagged copies NAME\[t-1\]"):
         read_dbn("asia")
+
+
+@pytest.mark.parametrize("name", ["t", "series"])
+def test_a_variable_named_like_the_series_files_own_columns_is_refused(tmp_path, name):
+    """A variable named t or series gave a file with two columns of that name, which
+    `bigbn run` refuses (duplicate column name); now nothing is written."""
+    net = _net()
+    net = Network((name,) + net.names[1:3] + (f"{name}[t-1]",) + net.names[4:], net.states, net.parents, net.cpts)
+    codes = sample_series(net, 2, 5, np.random.default_rng(0))
+    path = tmp_path / "s.csv"
+    with pytest.raises(DataError, match=f"a variable is named '{name}', a column the series file .* has already"):
+        write_series(net, codes, path)
+    assert not path.exists()

@@ -134,10 +134,16 @@ def sample_series(net: Network, series: int, length: int, rng: np.random.Generat
 
 
 def write_series(net: Network, codes: np.ndarray, path, overwrite: bool = False) -> None:
-    """CSV series,t,NAME... (one row per series and time) of `sample_series`'s codes."""
+    """CSV series,t,NAME... (one row per series and time) of `sample_series`'s codes.
+    DataError, before the file is created, for a variable named series or t: the file
+    would have two columns of that name, which no run reads."""
     from bigbn.tools.simulate import _create
 
     current, _, _ = dbn_shape(net)
+    for i in current:
+        if net.names[i] in ("series", "t"):
+            raise DataError(f"network: a variable is named {net.names[i]!r}, a column the series file {path} "
+                            "has already (series, t, then the variables): rename the variable")
     with _create(path, overwrite) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["series", "t", *(net.names[i] for i in current)])
