@@ -131,7 +131,9 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
         hard = user.hard_edges()[1]
         for u, v in sorted(hard):
             if not is_lagged(u):
-                raise OptionError(f"knowledge: required edge {u} -> {v} is within slice t, but this time series "
+                what = (f"required edge {u} -> {v}" if (u, v) in user.required else
+                        f"edge {u} -> {v} of prior probability 1")  # named as given (docs/design.md)
+                raise OptionError(f"knowledge: {what} is within slice t, but this time series "
                                   "has no contemporaneous edges (--no-contemporaneous): drop the one or the other")
         forbidden += [(u, v) for u in current for v in current if u != v]
     return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,

@@ -593,8 +593,10 @@ def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tm
     required and forbidden', though the user forbade nothing."""
     path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
                                                 for i in range(30)))
-    for kw in ({"required": [("A", "B")]}, {"knowledge": bigbn.Knowledge(edge_prob={("A", "B"): 1.0})}):
-        with pytest.raises(OptionError, match=r"required edge A -> B is within slice t.*contemporaneous=False"):
+    for kw, what in (({"required": [("A", "B")]}, "required edge A -> B"),
+                     ({"knowledge": bigbn.Knowledge(edge_prob={("A", "B"): 1.0})},
+                      "edge A -> B of prior probability 1")):  # named as given, not as 'required'
+        with pytest.raises(OptionError, match=rf"knowledge: {what} is within slice t.*contemporaneous=False"):
             bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, **kw)
     res = bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, required=[("A[t-1]", "B")])
     assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
