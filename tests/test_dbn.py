@@ -377,6 +377,33 @@ def test_effects_of_a_dynamic_run_are_within_slice_t(tmp_path):
         bigbn.effects(tmp_path / "w", pairs=[("A[t-1]", "B")])
 
 
+
+@pytest.mark.parametrize("lag", [1, 2])
+def test_discrete_effects_of_a_dynamic_run_are_the_brute_force(tmp_path, lag):
+    """p(y | do(x)) within slice t, adjusted for x's parents (lagged ones among them) on the
+    transition rows, averaged over the brute force's parent-set posterior of x."""
+    rows = _series(np.random.default_rng(11), (14, 9, 11))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    bigbn.learn(df, lag=lag, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    eff = bigbn.effects(tmp_path / "w", df)
+    ds = _naive_dataset(rows, lag, False)
+    local = score_families(ds, "bdeu", 2, structure_prior="uniform")
+    _, sets, _ = naive.dbn_by_orders(local, len(NAMES), lag, 2)
+    assert sorted(eff.pairs) == [(x, y) for x in range(3) for y in range(3) if x != y]
+    for i, (x, y) in enumerate(eff.pairs):
+        want, p_zero, ry = np.zeros((ds.arities[x], ds.arities[y])), 0.0, int(ds.arities[y])
+        for (v, Z), p in sets.items():
+            if v != x:
+                continue
+            if y in Z:  # y is a parent of x: do(x) leaves y's marginal (BDeu, ess 1)
+                p_zero += p
+                want += p * np.array([(np.sum(ds.data[:, y] == b) + 1 / ry) / (ds.m + 1) for b in range(ry)])
+                continue
+            want += p * naive.adjusted_table(ds.data, ds.arities, x, y, list(Z), "bdeu", 1.0)
+        np.testing.assert_allclose(eff.table[i], want, atol=1e-12, rtol=0)
+        assert eff.p_zero[i] == pytest.approx(p_zero, abs=1e-12)
+    assert any(0.02 < p < 0.98 for p in eff.p_zero)  # not all 0 or 1
+
 def test_plan_of_a_dynamic_network():
     """`bigbn plan --n N --lag L`: one lattice of the N nodes of slice t (the static run's
     chunk bits), the lagged variables summed up in one line."""
