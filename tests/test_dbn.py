@@ -604,6 +604,18 @@ def test_times_of_huge_negative_exponents_are_ordered_at_once(tmp_path):
         dbn.load(_write(tmp_path, "s,t,A,B\n1,0,x,u\n1,0e-99999999999,y,v\n1,1,x,v\n"), series="s", time="t")
 
 
+
+def test_times_past_float64_are_ordered_not_refused(tmp_path):
+    """1e400 and -1e999 are finite times, though float64 reads them as ±inf: they were
+    refused as 'not a finite number'; now ordered exactly. inf and nan still are refused."""
+    got = dbn.load(_write(tmp_path, "s,t,A,B\n1,2e400,x,u\n1,0,y,v\n1,1e400,x,v\n1,-1e999,y,u\n"),
+                   series="s", time="t")
+    want = dbn.load(_write(tmp_path, "s,t,A,B\n1,0,y,u\n1,1,y,v\n1,2,x,v\n1,3,x,u\n"), series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    for bad in ("inf", "-Infinity", "1e400x"):
+        with pytest.raises(DataError, match=rf"line 3, column 't': '{bad}' is not a finite number"):
+            dbn.load(_write(tmp_path, f"s,t,A,B\n1,0,x,u\n1,{bad},y,v\n1,1,x,v\n"), series="s", time="t")
+
 def test_open_gives_a_time_series_runs_edges_into_slice_t_only(tmp_path):
     """bigbn.open of a DBN run lost which nodes are children: its edges() listed every edge
     into a lagged variable with posterior 0, as if the model had ruled it out."""

@@ -146,15 +146,17 @@ def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
 
 def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.ndarray:
     """The rows of one series sorted by their time: numbers, no two equal (exactly: times
-    float64 cannot tell apart, as 1e20 and 1e20 + 1, are ordered by their decimal values)."""
+    float64 cannot tell apart, as 1e20 and 1e20 + 1, or 1e400 and 2e400, which it reads as
+    inf, are ordered by their decimal values)."""
     values = np.empty(rows.size)
     for a, r in enumerate(rows.tolist()):
         cell = str(times[r])
-        try:
+        try:  # a finite decimal past float64 (1e400) is ±inf here, ordered exactly below
             x = float(cell)
-        except ValueError:
-            x = math.nan
-        if not math.isfinite(x):
+            finite = math.isfinite(x) or Decimal(cell.strip()).is_finite()
+        except (ValueError, ArithmeticError):
+            finite = False
+        if not finite:
             raise DataError(f"{table.path}, {at(r)}, column '{time_column}': {cell!r} is not "
                             "a finite number (the time column orders the rows of a series)")
         values[a] = x
