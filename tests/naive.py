@@ -1526,12 +1526,14 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
     return P, sets, log_px
 
 
-def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True):
-    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ): (its score
-    max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
+def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, forbid=(), require=(),
+                      edge_prob=None, max_parents=None):
+    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ, and its knowledge):
+    (its score max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
     N = n * (lag + 1)
     masks = family_masks(N - 1, k)
     col = {int(m): f for f, m in enumerate(masks)}
+    limits = dict(max_parents or {})
     best, arg = -math.inf, None
     for perm in itertools.permutations(range(n)):
         total, parents = 0.0, {}
@@ -1540,8 +1542,14 @@ def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=T
             top = (-math.inf, None)
             for s in range(min(k, len(cands)) + 1):
                 for G in itertools.combinations(cands, s):
+                    if (any((u, i) in forbid for u in G) or any(v == i and u not in G for u, v in require)
+                            or len(G) > limits.get(i, k)):
+                        continue
                     sq = sum(1 << (u if u < i else u - 1) for u in G)
                     rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+                    for (u, v), p in (edge_prob or {}).items():
+                        if v == i:
+                            rho += math.log(p) if u in G else math.log1p(-p)
                     top = max(top, (float(local[i, col[sq]]) + rho, G), key=lambda x: x[0])
             total += top[0]
             parents[i] = top[1]

@@ -236,25 +236,28 @@ KNOWLEDGE = [  # lag, contemporaneous, k, prior, score, knowledge (by name)
 @pytest.mark.parametrize("lag,contemporaneous,k,prior,score,given", KNOWLEDGE)
 def test_knowledge_with_lags_is_the_brute_force(lag, contemporaneous, k, prior, score, given):
     """Forbidden, required, per-edge prior probabilities and per-variable limits, on lagged
-    and within-slice edges: every edge posterior and log p(x) is the brute force's over the
-    orders of slice t with those families ruled out or reweighted."""
+    and within-slice edges: every edge posterior, log p(x) and the MAP network are the brute
+    force's over the orders of slice t with those families ruled out or reweighted."""
     continuous = score == "bge"
     rows = _series(np.random.default_rng(5), (14, 9, 11), continuous)
     df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
     res = bigbn.learn(df, lag=lag, series="id", time_column="t", score=score, structure_prior=prior,
-                      max_parents=k, contemporaneous=contemporaneous, knowledge=bigbn.Knowledge(**given))
+                      max_parents=k, contemporaneous=contemporaneous, knowledge=bigbn.Knowledge(**given),
+                      map_dag=True)
     ds = _naive_dataset(rows, lag, continuous)
     ix = {x: j for j, x in enumerate(ds.names)}
     local = score_families(ds, score, k, structure_prior="uniform")
-    P, _, log_px = naive.dbn_by_orders(
-        local, len(NAMES), lag, k, prior, contemporaneous,
-        forbid={(ix[u], ix[v]) for u, v in given.get("forbidden", ())},
-        require={(ix[u], ix[v]) for u, v in given.get("required", ())},
-        edge_prob={(ix[u], ix[v]): p for (u, v), p in given.get("edge_prob", {}).items()},
-        max_parents={ix[x]: m for x, m in given.get("max_parents", {}).items()})
+    known = dict(forbid={(ix[u], ix[v]) for u, v in given.get("forbidden", ())},
+                 require={(ix[u], ix[v]) for u, v in given.get("required", ())},
+                 edge_prob={(ix[u], ix[v]): p for (u, v), p in given.get("edge_prob", {}).items()},
+                 max_parents={ix[x]: m for x, m in given.get("max_parents", {}).items()})
+    P, _, log_px = naive.dbn_by_orders(local, len(NAMES), lag, k, prior, contemporaneous, **known)
     n = len(NAMES)
     np.testing.assert_allclose(res.posterior[:, :n], P[:, :n], atol=1e-9, rtol=0)
     assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12, abs_tol=1e-9)
+    best, parents = naive.dbn_map_by_orders(local, len(NAMES), lag, k, prior, contemporaneous, **known)
+    assert math.isclose(res.map_log_score, best, rel_tol=1e-12, abs_tol=1e-9)
+    assert sorted(res.map_arcs()) == sorted((ds.names[u], ds.names[v]) for v, G in parents.items() for u in G)
     assert np.sum((P[:, :n] > 0.02) & (P[:, :n] < 0.98)) >= 3  # not all 0 or 1
 
 def test_tiers_of_slice_t_against_the_brute_force(tmp_path):
