@@ -828,7 +828,7 @@ def _bisect_quantile(cdf, q, lo, hi, steps: int = 200):
             lo = mid
     return hi
 
-def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
+def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level, parents=None):
     """Bayesian IDA for BGe by summing over every DAG (n <= 5): (mean, p_zero, lower, upper)
     of the posterior of the linear effect of x on y.
 
@@ -836,7 +836,8 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     restricted to A = {x} ∪ Z ∪ {y}, whose posterior is IW(R_AA, d), d = α_w + m − n + |A|:
     with P = R_AA⁻¹, location −P_xy / P_yy and squared scale (P_xx − P_xy² / P_yy) / (P_yy d)
     (the regression of y on the rest of A, from the precision matrix), d degrees of freedom. The quantiles bisect the
-    mixture CDF (scipy.stats.t) 200 times.
+    mixture CDF (scipy.stats.t) 200 times. parents: [(Pa(x), p)] of another model (a 2-TBN:
+    `dbn_by_orders`) in place of the sum over the DAGs of beta.
     """
     from scipy import stats
 
@@ -846,7 +847,7 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     xbar = data.mean(axis=0)
     R = t0 * np.eye(n) + (data - xbar).T @ (data - xbar)  # ν = x̄: the mean term vanishes
     atom, comps = 0.0, []
-    for Z, p in _dag_parent_posterior(beta, k, x):
+    for Z, p in _dag_parent_posterior(beta, k, x) if parents is None else parents:
         if y in Z:
             atom += p
             continue

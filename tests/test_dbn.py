@@ -407,6 +407,27 @@ def test_discrete_effects_of_a_dynamic_run_are_the_brute_force(tmp_path, lag):
         assert eff.p_zero[i] == pytest.approx(p_zero, abs=1e-12)
     assert any(0.02 < p < 0.98 for p in eff.p_zero)  # not all 0 or 1
 
+
+@pytest.mark.parametrize("lag,contemporaneous", [(1, True), (2, False)])
+def test_linear_effects_of_a_dynamic_run_are_the_brute_force(tmp_path, lag, contemporaneous):
+    """BGe: the effect's posterior mean, P(zero) and interval within slice t, adjusted for
+    x's parents on the transition rows, are the brute force's (naive.bge_effects_by_dags
+    over the 2-TBN parent-set posterior of x, α_w = N + 2 for the N columns)."""
+    rows = _series(np.random.default_rng(11), (14, 9, 11), continuous=True)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    bigbn.learn(df, lag=lag, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w",
+                contemporaneous=contemporaneous)
+    eff = bigbn.effects(tmp_path / "w", df)
+    ds = _naive_dataset(rows, lag, True)
+    local = score_families(ds, "bge", 2, structure_prior="uniform")
+    _, sets, _ = naive.dbn_by_orders(local, len(NAMES), lag, 2, contemporaneous=contemporaneous)
+    for i, (x, y) in enumerate(eff.pairs):
+        parents = [(G, p) for (v, G), p in sets.items() if v == x]
+        want = naive.bge_effects_by_dags(ds.data, None, 2, x, y, 1.0, ds.n + 2.0, eff.level, parents=parents)
+        got = (eff.mean[i], eff.p_zero[i], eff.lower[i], eff.upper[i])
+        np.testing.assert_allclose(got, want, atol=1e-9, rtol=0)
+    assert np.all(np.abs(eff.mean) > 0.01)
+
 def test_plan_of_a_dynamic_network():
     """`bigbn plan --n N --lag L`: one lattice of the N nodes of slice t (the static run's
     chunk bits), the lagged variables summed up in one line."""
