@@ -76,6 +76,9 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
         table = read_table(os.fspath(data), opt.sep(sep))
     else:
         raise OptionError(f"a time series is a CSV file or a pandas DataFrame, got {type(data).__name__}")
+    for value, flag in ((series, "--series-column"), (time, "--time-column")):  # a name, or a DataFrame's
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Integral))):
+            raise OptionError(f"{flag} is one column's name, got {type(value).__name__} {value!r}")  # int label
     series = None if series is None else str(series)
     time = None if time is None else str(time)
     table, ids, times = split_columns(table, series, time)

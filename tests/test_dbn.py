@@ -680,6 +680,20 @@ def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tm
     assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
 
 
+
+def test_a_series_or_time_column_that_is_not_a_name_is_refused():
+    """series=['id'] looked for a column named "['id']"; a list, a bool or a float is not a
+    column's name (an int is: a DataFrame's columns may be labelled 0, 1, ...)."""
+    rows = _series(np.random.default_rng(2), (10, 10))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    for kw, said in (({"series": ["id"]}, r"series= is one column's name, got list \['id'\]"),
+                     ({"time_column": True}, "time_column= is one column's name, got bool True"),
+                     ({"series": "id", "time_column": 1.0}, "time_column= is one column's name, got float 1.0")):
+        with pytest.raises(OptionError, match=said):
+            bigbn.learn(df, max_parents=2, **kw)
+    by_int = bigbn.learn(df.set_axis(range(5), axis=1), series=0, time_column=1, max_parents=2)
+    assert by_int.names[:3] == ("2", "3", "4")
+
 def test_contemporaneous_1_is_the_default_not_a_time_series():
     """contemporaneous=1 is True to every flag: a static table stays a static run (it was
     read as series, a DBN of lag 1, silently); contemporaneous=0 asks for a time series."""
