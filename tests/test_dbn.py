@@ -509,6 +509,41 @@ def test_plot_draws_the_slices(tmp_path):
         read_edges(tmp_path / "short.csv")
 
 
+
+def test_roc_of_a_dynamic_run_counts_only_the_pairs_of_the_model(tmp_path):
+    """`bigbn roc` and `bigbn report --truth` of a dynamic run: the pairs of two lagged
+    variables (never an edge, posterior 0) were counted as true negatives ranked last,
+    which raised the AUC; only pairs with a node of slice t count now. A true arc between
+    two lagged variables is refused."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.tools.roc import roc_curve
+
+    rows = _series(np.random.default_rng(9), (12, 12))
+    res = bigbn.learn(pd.DataFrame(rows, columns=["id", "t", *NAMES]), lag=2, series="id", time_column="t",
+                      max_parents=2, workdir=tmp_path / "w")
+    truth = tmp_path / "truth.csv"
+    arcs = [("A[t-1]", "A"), ("A[t-1]", "B"), ("C", "B"), ("B[t-1]", "C")]
+    truth.write_text("parent,child\n" + "".join(f"{u},{v}\n" for u, v in arcs))
+    names, P = list(res.names), res.posterior
+    pairs = [(u, v) for u in range(9) for v in range(u + 1, 9) if u < 3 or v < 3]  # one of slice t
+    assert len(pairs) == 9 * 8 // 2 - 6 * 5 // 2  # not the 15 pairs of two lagged variables
+    scores = [P[u, v] + P[v, u] for u, v in pairs]
+    labels = [(names[u], names[v]) in arcs or (names[v], names[u]) in arcs for u, v in pairs]
+    want = roc_curve(scores, labels).auc
+    assert 0.5 < want < 1
+    out = CliRunner().invoke(main, ["roc", str(tmp_path / "w"), str(truth)])
+    assert out.exit_code == 0 and out.output.strip() == f"AUC {want:.6f}", (out.output, want)
+    out = CliRunner().invoke(main, ["report", str(tmp_path / "w"), "--truth", str(truth), "--out",
+                                    str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert f"AUC {want:.3f}" in (tmp_path / "r.html").read_text()
+    truth.write_text("parent,child\nA[t-1],B[t-2]\nA,B\n")
+    for cmd in (["roc", str(tmp_path / "w"), str(truth)],
+                ["report", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "r2.html")]):
+        out = CliRunner().invoke(main, cmd)
+        assert out.exit_code == 1 and "arc A[t-1] -> B[t-2] joins two lagged variables" in out.output, out.output
+
 def test_scores_beyond_the_safe_range_stay_exact():
     """Scores of about −1.5e6 nats (240,000 rows of 100-level variables) are shifted per node
     (`offsets.centre`) on the DBN's path as on any run's: the posteriors and log p(x) are the
