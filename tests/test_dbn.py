@@ -538,6 +538,13 @@ def test_roc_of_a_dynamic_run_counts_only_the_pairs_of_the_model(tmp_path):
                                     str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     assert f"AUC {want:.3f}" in (tmp_path / "r.html").read_text()
+    out = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "300", "--seed", "1"])
+    assert out.exit_code == 0, out.output  # the sampler's edges.csv lists all n(n-1) pairs
+    sampled = pd.read_csv(tmp_path / "w" / "samples-order-modular" / "edges.csv")
+    freq = {(u, v): p for u, v, p in zip(sampled.parent, sampled.child, sampled.probability)}
+    scores = [freq[names[u], names[v]] + freq[names[v], names[u]] for u, v in pairs]
+    out = CliRunner().invoke(main, ["roc", str(tmp_path / "w" / "samples-order-modular" / "edges.csv"), str(truth)])
+    assert out.exit_code == 0 and out.output.strip() == f"AUC {roc_curve(scores, labels).auc:.6f}", out.output
     truth.write_text("parent,child\nA[t-1],B[t-2]\nA,B\n")
     for cmd in (["roc", str(tmp_path / "w"), str(truth)],
                 ["report", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "r2.html")]):
