@@ -551,6 +551,33 @@ def test_roc_of_a_dynamic_run_counts_only_the_pairs_of_the_model(tmp_path):
         out = CliRunner().invoke(main, cmd)
         assert out.exit_code == 1 and "arc A[t-1] -> B[t-2] joins two lagged variables" in out.output, out.output
 
+
+def test_export_of_a_dynamic_run_as_bif_names_lagged_copies_as_simulate_reads_them(tmp_path):
+    """`bigbn export --format bif` of a time series refused its names A[t-1] ('rename the
+    column', which the user cannot); it writes them A.t-1, as `bigbn simulate --network FILE
+    --lag` reads a 2-TBN, with the fitted tables."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.outputs import model
+    from bigbn.tools.series import read_dbn
+
+    rows = _series(np.random.default_rng(4), (40, 40))
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["id", "t", *NAMES]).to_csv(path, index=False)
+    res = bigbn.learn(str(path), lag=2, series="id", time_column="t", max_parents=2, map_dag=True,
+                      workdir=tmp_path / "w")
+    assert res.map_arcs()
+    out = CliRunner().invoke(main, ["export", str(tmp_path / "w"), "-o", str(tmp_path / "n.bif")])
+    assert out.exit_code == 0, out.output
+    net, fitted = read_dbn(tmp_path / "n.bif"), model.fit_result(bigbn.open(tmp_path / "w"), "map", None, None)
+    assert net.names == res.names == fitted.names and net.parents == fitted.parents
+    for a, b in zip(net.cpts, fitted.cpts):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert sorted((net.names[u], net.names[v]) for v, ps in enumerate(net.parents) for u in ps) == sorted(res.map_arcs())
+    out = CliRunner().invoke(main, ["simulate", "--network", str(tmp_path / "n.bif"), "--lag", "2", "--rows", "5",
+                                    str(tmp_path / "again.csv")])
+    assert out.exit_code == 0, out.output
+
 def test_scores_beyond_the_safe_range_stay_exact():
     """Scores of about −1.5e6 nats (240,000 rows of 100-level variables) are shifted per node
     (`offsets.centre`) on the DBN's path as on any run's: the posteriors and log p(x) are the
