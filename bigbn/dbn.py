@@ -23,6 +23,7 @@ so a DBN's log marginal is Σ over the orders of slice t of Π_i α_i, as for a 
 
 from __future__ import annotations
 
+import numbers
 import os
 
 from bigbn.errors import OptionError
@@ -43,9 +44,11 @@ def check_columns(n: int, lag: int) -> None:
 
 
 def is_dynamic(data, lag, series, time, contemporaneous) -> bool:
-    """Whether learn's arguments ask for a DBN."""
+    """Whether learn's arguments ask for a DBN. contemporaneous=1, which `options.flag` takes
+    as True (the default), asks for none (it ran a DBN of lag 1 on a static table)."""
+    default = isinstance(contemporaneous, (bool, numbers.Integral)) and contemporaneous == 1
     return (isinstance(data, Transitions) or lag is not None or series is not None or time is not None
-            or contemporaneous is not True)
+            or not default)
 
 
 def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> Transitions:
@@ -73,6 +76,9 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
         table = read_table(os.fspath(data), opt.sep(sep))
     else:
         raise OptionError(f"a time series is a CSV file or a pandas DataFrame, got {type(data).__name__}")
+    for value, flag in ((series, "--series-column"), (time, "--time-column")):  # a name, or a DataFrame's
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, numbers.Integral))):
+            raise OptionError(f"{flag} is one column's name, got {type(value).__name__} {value!r}")  # int label
     series = None if series is None else str(series)
     time = None if time is None else str(time)
     table, ids, times = split_columns(table, series, time)
@@ -128,7 +134,9 @@ def knowledge(user: Knowledge | None, tr: Transitions, contemporaneous: bool = T
         hard = user.hard_edges()[1]
         for u, v in sorted(hard):
             if not is_lagged(u):
-                raise OptionError(f"knowledge: required edge {u} -> {v} is within slice t, but this time series "
+                what = (f"required edge {u} -> {v}" if (u, v) in user.required else
+                        f"edge {u} -> {v} of prior probability 1")  # named as given (docs/design.md)
+                raise OptionError(f"knowledge: {what} is within slice t, but this time series "
                                   "has no contemporaneous edges (--no-contemporaneous): drop the one or the other")
         forbidden += [(u, v) for u in current for v in current if u != v]
     return Knowledge(tiers=[[x] for x in lagged] + [list(t) for t in within], forbidden=forbidden,

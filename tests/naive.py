@@ -828,7 +828,7 @@ def _bisect_quantile(cdf, q, lo, hi, steps: int = 200):
             lo = mid
     return hi
 
-def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
+def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level, parents=None):
     """Bayesian IDA for BGe by summing over every DAG (n <= 5): (mean, p_zero, lower, upper)
     of the posterior of the linear effect of x on y.
 
@@ -836,7 +836,8 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     restricted to A = {x} ∪ Z ∪ {y}, whose posterior is IW(R_AA, d), d = α_w + m − n + |A|:
     with P = R_AA⁻¹, location −P_xy / P_yy and squared scale (P_xx − P_xy² / P_yy) / (P_yy d)
     (the regression of y on the rest of A, from the precision matrix), d degrees of freedom. The quantiles bisect the
-    mixture CDF (scipy.stats.t) 200 times.
+    mixture CDF (scipy.stats.t) 200 times. parents: [(Pa(x), p)] of another model (a 2-TBN:
+    `dbn_by_orders`) in place of the sum over the DAGs of beta.
     """
     from scipy import stats
 
@@ -846,7 +847,7 @@ def bge_effects_by_dags(data, beta, k, x, y, alpha_mu, alpha_w, level):
     xbar = data.mean(axis=0)
     R = t0 * np.eye(n) + (data - xbar).T @ (data - xbar)  # ν = x̄: the mean term vanishes
     atom, comps = 0.0, []
-    for Z, p in _dag_parent_posterior(beta, k, x):
+    for Z, p in _dag_parent_posterior(beta, k, x) if parents is None else parents:
         if y in Z:
             atom += p
             continue
@@ -1461,7 +1462,8 @@ def transition_cells(rows, lag, series=None):
     return out
 
 
-def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None):
+def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, tiers=None,
+                  forbid=(), require=(), edge_prob=None, max_parents=None):
     """Exact posteriors of a 2-TBN by brute force over the n! orders of slice t.
 
     local: float64 (N, F) raw log p(x_i | x_G) (no prior) of the N = n(lag + 1) columns of
@@ -1472,17 +1474,26 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
     tiers: lists of nodes of slice t, earliest first: only the orders that list every
     earlier tier first. Returns (P (N, N): P[u, v] = p(u → v), columns of slice t only;
     {(v, parent tuple): posterior} of every parent set of every node of slice t;
-    log Σ_orders Π_i α_i)."""
+    log Σ_orders Π_i α_i). forbid, require: (u, v) column pairs; edge_prob: {(u, v): p}, the
+    factor p if G holds u, else 1 − p (also for a u after i in the order); max_parents:
+    {v: limit}: a family breaking one of them has weight 0."""
     N = n * (lag + 1)
     masks = family_masks(N - 1, k)
     col = {int(m): f for f, m in enumerate(masks)}
     lagged = list(range(n, N))
+    limits = dict(max_parents or {})
 
     def weight(i, G):
+        if (any((u, i) in forbid for u in G) or any(v == i and u not in G for u, v in require)
+                or len(G) > limits.get(i, k)):
+            return -math.inf
         sq = 0
         for u in G:
             sq |= 1 << (u if u < i else u - 1)
         rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+        for (u, v), p in (edge_prob or {}).items():
+            if v == i:
+                rho += math.log(p) if u in G else math.log1p(-p)
         return float(local[i, col[sq]]) + rho
 
     def families(cands):
@@ -1496,10 +1507,12 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
         logs, alpha = {}, []
         for pos, i in enumerate(perm):
             cands = lagged + (list(perm[:pos]) if contemporaneous else [])
-            logs[i] = {G: weight(i, G) for G in families(cands)}
+            logs[i] = {G: w for G in families(cands) if (w := weight(i, G)) > -math.inf}
             alpha.append(logsumexp(list(logs[i].values())))
         total = sum(alpha)
         orders.append(total)
+        if total == -math.inf:  # a required edge against this order
+            continue
         for pos, i in enumerate(perm):
             rest = total - alpha[pos]
             for G, w in logs[i].items():
@@ -1514,12 +1527,14 @@ def dbn_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True,
     return P, sets, log_px
 
 
-def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True):
-    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ): (its score
-    max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
+def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=True, forbid=(), require=(),
+                      edge_prob=None, max_parents=None):
+    """The MAP 2-TBN by brute force (as `dbn_by_orders`, with max for Σ, and its knowledge):
+    (its score max_≺ Σ_i max_G w_i(G), and {node: parent tuple} of one maximiser)."""
     N = n * (lag + 1)
     masks = family_masks(N - 1, k)
     col = {int(m): f for f, m in enumerate(masks)}
+    limits = dict(max_parents or {})
     best, arg = -math.inf, None
     for perm in itertools.permutations(range(n)):
         total, parents = 0.0, {}
@@ -1528,8 +1543,14 @@ def dbn_map_by_orders(local, n, lag, k, prior="koivisto-sood", contemporaneous=T
             top = (-math.inf, None)
             for s in range(min(k, len(cands)) + 1):
                 for G in itertools.combinations(cands, s):
+                    if (any((u, i) in forbid for u in G) or any(v == i and u not in G for u, v in require)
+                            or len(G) > limits.get(i, k)):
+                        continue
                     sq = sum(1 << (u if u < i else u - 1) for u in G)
                     rho = 0.0 if prior == "uniform" else -math.log(math.comb(N - 1, len(G)))
+                    for (u, v), p in (edge_prob or {}).items():
+                        if v == i:
+                            rho += math.log(p) if u in G else math.log1p(-p)
                     top = max(top, (float(local[i, col[sq]]) + rho, G), key=lambda x: x[0])
             total += top[0]
             parents[i] = top[1]

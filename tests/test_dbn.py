@@ -222,6 +222,44 @@ def test_knowledge_names_lagged_variables(tmp_path):
         bigbn.learn(df, lag=2, series="id", forbidden=[("A[t-3]", "B")])
 
 
+
+KNOWLEDGE = [  # lag, contemporaneous, k, prior, score, knowledge (by name)
+    (1, True, 2, "koivisto-sood", "bdeu", dict(forbidden=[("A[t-1]", "A"), ("B", "C")])),
+    (1, True, 2, "koivisto-sood", "bdeu", dict(required=[("A", "B")])),
+    (2, True, 2, "koivisto-sood", "bdeu", dict(edge_prob={("A[t-2]", "B"): 0.8, ("C", "A"): 0.3})),
+    (2, False, 2, "uniform", "k2", dict(edge_prob={("A[t-2]", "B"): 0.8}, required=[("C[t-1]", "B")])),
+    (1, False, 3, "koivisto-sood", "bdeu", dict(forbidden=[("C[t-1]", "A")], max_parents={"A": 1, "B": 0})),
+    (1, True, 3, "uniform", "bge", dict(forbidden=[("B[t-1]", "C")], max_parents={"C": 1})),
+]
+
+
+@pytest.mark.parametrize("lag,contemporaneous,k,prior,score,given", KNOWLEDGE)
+def test_knowledge_with_lags_is_the_brute_force(lag, contemporaneous, k, prior, score, given):
+    """Forbidden, required, per-edge prior probabilities and per-variable limits, on lagged
+    and within-slice edges: every edge posterior, log p(x) and the MAP network are the brute
+    force's over the orders of slice t with those families ruled out or reweighted."""
+    continuous = score == "bge"
+    rows = _series(np.random.default_rng(5), (14, 9, 11), continuous)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    res = bigbn.learn(df, lag=lag, series="id", time_column="t", score=score, structure_prior=prior,
+                      max_parents=k, contemporaneous=contemporaneous, knowledge=bigbn.Knowledge(**given),
+                      map_dag=True)
+    ds = _naive_dataset(rows, lag, continuous)
+    ix = {x: j for j, x in enumerate(ds.names)}
+    local = score_families(ds, score, k, structure_prior="uniform")
+    known = dict(forbid={(ix[u], ix[v]) for u, v in given.get("forbidden", ())},
+                 require={(ix[u], ix[v]) for u, v in given.get("required", ())},
+                 edge_prob={(ix[u], ix[v]): p for (u, v), p in given.get("edge_prob", {}).items()},
+                 max_parents={ix[x]: m for x, m in given.get("max_parents", {}).items()})
+    P, _, log_px = naive.dbn_by_orders(local, len(NAMES), lag, k, prior, contemporaneous, **known)
+    n = len(NAMES)
+    np.testing.assert_allclose(res.posterior[:, :n], P[:, :n], atol=1e-9, rtol=0)
+    assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12, abs_tol=1e-9)
+    best, parents = naive.dbn_map_by_orders(local, len(NAMES), lag, k, prior, contemporaneous, **known)
+    assert math.isclose(res.map_log_score, best, rel_tol=1e-12, abs_tol=1e-9)
+    assert sorted(res.map_arcs()) == sorted((ds.names[u], ds.names[v]) for v, G in parents.items() for u in G)
+    assert np.sum((P[:, :n] > 0.02) & (P[:, :n] < 0.98)) >= 3  # not all 0 or 1
+
 def test_tiers_of_slice_t_against_the_brute_force(tmp_path):
     """A tiers file of slice t (as for a static run) restricts the orders of slice t; the
     lagged variables come before every tier. Edges and parent sets are the brute force's
@@ -307,6 +345,21 @@ def test_a_lag_that_makes_too_many_columns_names_the_variables_and_the_lag(tmp_p
         bigbn.learn(path, lag=170)
 
 
+
+def test_transition_rows_beyond_memory_are_one_line(tmp_path, monkeypatch):
+    """A lag that multiplies a table past the memory budget is refused before it is
+    allocated (numpy's MemoryError was a traceback), naming the lag and the rows."""
+    import bigbn.options
+
+    path = _write(tmp_path, "A,B\n" + "0,1\n1,0\n1,1\n" * 100)
+    assert dbn.load(path, lag=5).dataset.m == 295
+    monkeypatch.setattr(bigbn.options, "default_memory", lambda: 8 * 295 * 6 * 3 - 1)
+    with pytest.raises(OptionError, match=r"^.*bad\.csv: lag 5 makes 295 transition rows of 12 columns, about "
+                                          r"41\.5 KiB in memory, more than 41\.5 KiB .*lower the lag"):
+        dbn.load(path, lag=5)
+    monkeypatch.setattr(bigbn.options, "default_memory", lambda: 8 * 295 * 6 * 3)
+    assert dbn.load(path, lag=5).dataset.m == 295
+
 def test_a_lag_that_leaves_no_transition_row(tmp_path):
     path = _write(tmp_path, "A,B\n0,1\n1,0\n1,1\n")
     with pytest.raises(DataError, match=r"bad\.csv: 3 rows, but lag 3 needs at least 4 .* no transition row"):
@@ -341,6 +394,54 @@ def test_effects_of_a_dynamic_run_are_within_slice_t(tmp_path):
     with pytest.raises(OptionError, match="lagged variable"):
         bigbn.effects(tmp_path / "w", pairs=[("A[t-1]", "B")])
 
+
+
+@pytest.mark.parametrize("lag", [1, 2])
+def test_discrete_effects_of_a_dynamic_run_are_the_brute_force(tmp_path, lag):
+    """p(y | do(x)) within slice t, adjusted for x's parents (lagged ones among them) on the
+    transition rows, averaged over the brute force's parent-set posterior of x."""
+    rows = _series(np.random.default_rng(11), (14, 9, 11))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    bigbn.learn(df, lag=lag, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w")
+    eff = bigbn.effects(tmp_path / "w", df)
+    ds = _naive_dataset(rows, lag, False)
+    local = score_families(ds, "bdeu", 2, structure_prior="uniform")
+    _, sets, _ = naive.dbn_by_orders(local, len(NAMES), lag, 2)
+    assert sorted(eff.pairs) == [(x, y) for x in range(3) for y in range(3) if x != y]
+    for i, (x, y) in enumerate(eff.pairs):
+        want, p_zero, ry = np.zeros((ds.arities[x], ds.arities[y])), 0.0, int(ds.arities[y])
+        for (v, Z), p in sets.items():
+            if v != x:
+                continue
+            if y in Z:  # y is a parent of x: do(x) leaves y's marginal (BDeu, ess 1)
+                p_zero += p
+                want += p * np.array([(np.sum(ds.data[:, y] == b) + 1 / ry) / (ds.m + 1) for b in range(ry)])
+                continue
+            want += p * naive.adjusted_table(ds.data, ds.arities, x, y, list(Z), "bdeu", 1.0)
+        np.testing.assert_allclose(eff.table[i], want, atol=1e-12, rtol=0)
+        assert eff.p_zero[i] == pytest.approx(p_zero, abs=1e-12)
+    assert any(0.02 < p < 0.98 for p in eff.p_zero)  # not all 0 or 1
+
+
+@pytest.mark.parametrize("lag,contemporaneous", [(1, True), (2, False)])
+def test_linear_effects_of_a_dynamic_run_are_the_brute_force(tmp_path, lag, contemporaneous):
+    """BGe: the effect's posterior mean, P(zero) and interval within slice t, adjusted for
+    x's parents on the transition rows, are the brute force's (naive.bge_effects_by_dags
+    over the 2-TBN parent-set posterior of x, α_w = N + 2 for the N columns)."""
+    rows = _series(np.random.default_rng(11), (14, 9, 11), continuous=True)
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    bigbn.learn(df, lag=lag, series="id", time_column="t", max_parents=2, workdir=tmp_path / "w",
+                contemporaneous=contemporaneous)
+    eff = bigbn.effects(tmp_path / "w", df)
+    ds = _naive_dataset(rows, lag, True)
+    local = score_families(ds, "bge", 2, structure_prior="uniform")
+    _, sets, _ = naive.dbn_by_orders(local, len(NAMES), lag, 2, contemporaneous=contemporaneous)
+    for i, (x, y) in enumerate(eff.pairs):
+        parents = [(G, p) for (v, G), p in sets.items() if v == x]
+        want = naive.bge_effects_by_dags(ds.data, None, 2, x, y, 1.0, ds.n + 2.0, eff.level, parents=parents)
+        got = (eff.mean[i], eff.p_zero[i], eff.lower[i], eff.upper[i])
+        np.testing.assert_allclose(got, want, atol=1e-9, rtol=0)
+    assert np.all(np.abs(eff.mean) > 0.01)
 
 def test_plan_of_a_dynamic_network():
     """`bigbn plan --n N --lag L`: one lattice of the N nodes of slice t (the static run's
@@ -407,6 +508,75 @@ def test_plot_draws_the_slices(tmp_path):
     with pytest.raises(DataError, match="expected all n\\(n-1\\)"):
         read_edges(tmp_path / "short.csv")
 
+
+
+def test_roc_of_a_dynamic_run_counts_only_the_pairs_of_the_model(tmp_path):
+    """`bigbn roc` and `bigbn report --truth` of a dynamic run: the pairs of two lagged
+    variables (never an edge, posterior 0) were counted as true negatives ranked last,
+    which raised the AUC; only pairs with a node of slice t count now. A true arc between
+    two lagged variables is refused."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.tools.roc import roc_curve
+
+    rows = _series(np.random.default_rng(9), (12, 12))
+    res = bigbn.learn(pd.DataFrame(rows, columns=["id", "t", *NAMES]), lag=2, series="id", time_column="t",
+                      max_parents=2, workdir=tmp_path / "w")
+    truth = tmp_path / "truth.csv"
+    arcs = [("A[t-1]", "A"), ("A[t-1]", "B"), ("C", "B"), ("B[t-1]", "C")]
+    truth.write_text("parent,child\n" + "".join(f"{u},{v}\n" for u, v in arcs))
+    names, P = list(res.names), res.posterior
+    pairs = [(u, v) for u in range(9) for v in range(u + 1, 9) if u < 3 or v < 3]  # one of slice t
+    assert len(pairs) == 9 * 8 // 2 - 6 * 5 // 2  # not the 15 pairs of two lagged variables
+    scores = [P[u, v] + P[v, u] for u, v in pairs]
+    labels = [(names[u], names[v]) in arcs or (names[v], names[u]) in arcs for u, v in pairs]
+    want = roc_curve(scores, labels).auc
+    assert 0.5 < want < 1
+    out = CliRunner().invoke(main, ["roc", str(tmp_path / "w"), str(truth)])
+    assert out.exit_code == 0 and out.output.strip() == f"AUC {want:.6f}", (out.output, want)
+    out = CliRunner().invoke(main, ["report", str(tmp_path / "w"), "--truth", str(truth), "--out",
+                                    str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert f"AUC {want:.3f}" in (tmp_path / "r.html").read_text()
+    out = CliRunner().invoke(main, ["sample", "-w", str(tmp_path / "w"), "--samples", "300", "--seed", "1"])
+    assert out.exit_code == 0, out.output  # the sampler's edges.csv lists all n(n-1) pairs
+    sampled = pd.read_csv(tmp_path / "w" / "samples-order-modular" / "edges.csv")
+    freq = {(u, v): p for u, v, p in zip(sampled.parent, sampled.child, sampled.probability)}
+    scores = [freq[names[u], names[v]] + freq[names[v], names[u]] for u, v in pairs]
+    out = CliRunner().invoke(main, ["roc", str(tmp_path / "w" / "samples-order-modular" / "edges.csv"), str(truth)])
+    assert out.exit_code == 0 and out.output.strip() == f"AUC {roc_curve(scores, labels).auc:.6f}", out.output
+    truth.write_text("parent,child\nA[t-1],B[t-2]\nA,B\n")
+    for cmd in (["roc", str(tmp_path / "w"), str(truth)],
+                ["report", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "r2.html")]):
+        out = CliRunner().invoke(main, cmd)
+        assert out.exit_code == 1 and "arc A[t-1] -> B[t-2] joins two lagged variables" in out.output, out.output
+
+
+def test_export_of_a_dynamic_run_as_bif_names_lagged_copies_as_simulate_reads_them(tmp_path):
+    """`bigbn export --format bif` of a time series refused its names A[t-1] ('rename the
+    column', which the user cannot); it writes them A.t-1, as `bigbn simulate --network FILE
+    --lag` reads a 2-TBN, with the fitted tables."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+    from bigbn.outputs import model
+    from bigbn.tools.series import read_dbn
+
+    rows = _series(np.random.default_rng(4), (40, 40))
+    path = tmp_path / "s.csv"
+    pd.DataFrame(rows, columns=["id", "t", *NAMES]).to_csv(path, index=False)
+    res = bigbn.learn(str(path), lag=2, series="id", time_column="t", max_parents=2, map_dag=True,
+                      workdir=tmp_path / "w")
+    assert res.map_arcs()
+    out = CliRunner().invoke(main, ["export", str(tmp_path / "w"), "-o", str(tmp_path / "n.bif")])
+    assert out.exit_code == 0, out.output
+    net, fitted = read_dbn(tmp_path / "n.bif"), model.fit_result(bigbn.open(tmp_path / "w"), "map", None, None)
+    assert net.names == res.names == fitted.names and net.parents == fitted.parents
+    for a, b in zip(net.cpts, fitted.cpts):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert sorted((net.names[u], net.names[v]) for v, ps in enumerate(net.parents) for u in ps) == sorted(res.map_arcs())
+    out = CliRunner().invoke(main, ["simulate", "--network", str(tmp_path / "n.bif"), "--lag", "2", "--rows", "5",
+                                    str(tmp_path / "again.csv")])
+    assert out.exit_code == 0, out.output
 
 def test_scores_beyond_the_safe_range_stay_exact():
     """Scores of about −1.5e6 nats (240,000 rows of 100-level variables) are shifted per node
@@ -530,6 +700,30 @@ def test_times_float64_cannot_tell_apart_are_ordered_exactly(tmp_path):
         dbn.load(tie, series="s", time="t")
 
 
+def test_times_of_huge_negative_exponents_are_ordered_at_once(tmp_path):
+    """1e-99999999999 is 0 in float64 and > 0 exactly: it is ordered after 0 (the exact
+    comparison expanded it into a fraction of 10^(10^11) digits: a hang), and ties
+    0e-99999999999."""
+    path = _write(tmp_path, "s,t,A,B\n1,1e-99999999999,x,u\n1,0,y,v\n1,1,x,v\n1,2e-99999999999,y,u\n")
+    got = dbn.load(path, series="s", time="t")
+    want = dbn.load(_write(tmp_path, "s,t,A,B\n1,0,y,v\n1,1,x,u\n1,2,y,u\n1,3,x,v\n"), series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    with pytest.raises(DataError, match=r"line 3, column 't': time '0e-99999999999' ties line 2"):
+        dbn.load(_write(tmp_path, "s,t,A,B\n1,0,x,u\n1,0e-99999999999,y,v\n1,1,x,v\n"), series="s", time="t")
+
+
+
+def test_times_past_float64_are_ordered_not_refused(tmp_path):
+    """1e400 and -1e999 are finite times, though float64 reads them as ±inf: they were
+    refused as 'not a finite number'; now ordered exactly. inf and nan still are refused."""
+    got = dbn.load(_write(tmp_path, "s,t,A,B\n1,2e400,x,u\n1,0,y,v\n1,1e400,x,v\n1,-1e999,y,u\n"),
+                   series="s", time="t")
+    want = dbn.load(_write(tmp_path, "s,t,A,B\n1,0,y,u\n1,1,y,v\n1,2,x,v\n1,3,x,u\n"), series="s", time="t")
+    assert np.array_equal(got.dataset.data, want.dataset.data)
+    for bad in ("inf", "-Infinity", "1e400x"):
+        with pytest.raises(DataError, match=rf"line 3, column 't': '{bad}' is not a finite number"):
+            dbn.load(_write(tmp_path, f"s,t,A,B\n1,0,x,u\n1,{bad},y,v\n1,1,x,v\n"), series="s", time="t")
+
 def test_open_gives_a_time_series_runs_edges_into_slice_t_only(tmp_path):
     """bigbn.open of a DBN run lost which nodes are children: its edges() listed every edge
     into a lagged variable with posterior 0, as if the model had ruled it out."""
@@ -546,12 +740,41 @@ def test_a_required_edge_within_slice_t_without_contemporaneous_edges_says_so(tm
     required and forbidden', though the user forbade nothing."""
     path = _write(tmp_path, "s,A,B\n" + "".join(f"{i // 10},{'xy'[i * 7 // 3 % 2]},{'uv'[i * 5 // 2 % 2]}\n"
                                                 for i in range(30)))
-    for kw in ({"required": [("A", "B")]}, {"knowledge": bigbn.Knowledge(edge_prob={("A", "B"): 1.0})}):
-        with pytest.raises(OptionError, match=r"required edge A -> B is within slice t.*contemporaneous=False"):
+    for kw, what in (({"required": [("A", "B")]}, "required edge A -> B"),
+                     ({"knowledge": bigbn.Knowledge(edge_prob={("A", "B"): 1.0})},
+                      "edge A -> B of prior probability 1")):  # named as given, not as 'required'
+        with pytest.raises(OptionError, match=rf"knowledge: {what} is within slice t.*contemporaneous=False"):
             bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, **kw)
     res = bigbn.learn(path, series="s", contemporaneous=False, max_parents=2, required=[("A[t-1]", "B")])
     assert dict(((u, v), p) for u, v, p in res.edges())[("A[t-1]", "B")] == pytest.approx(1.0, abs=1e-12)
 
+
+
+def test_a_series_or_time_column_that_is_not_a_name_is_refused():
+    """series=['id'] looked for a column named "['id']"; a list, a bool or a float is not a
+    column's name (an int is: a DataFrame's columns may be labelled 0, 1, ...)."""
+    rows = _series(np.random.default_rng(2), (10, 10))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    for kw, said in (({"series": ["id"]}, r"series= is one column's name, got list \['id'\]"),
+                     ({"time_column": True}, "time_column= is one column's name, got bool True"),
+                     ({"series": "id", "time_column": 1.0}, "time_column= is one column's name, got float 1.0")):
+        with pytest.raises(OptionError, match=said):
+            bigbn.learn(df, max_parents=2, **kw)
+    by_int = bigbn.learn(df.set_axis(range(5), axis=1), series=0, time_column=1, max_parents=2)
+    assert by_int.names[:3] == ("2", "3", "4")
+
+def test_contemporaneous_1_is_the_default_not_a_time_series():
+    """contemporaneous=1 is True to every flag: a static table stays a static run (it was
+    read as series, a DBN of lag 1, silently); contemporaneous=0 asks for a time series."""
+    rows = _series(np.random.default_rng(2), (30,))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES]).drop(columns=["id", "t"])
+    static = bigbn.learn(df, max_parents=2)
+    res = bigbn.learn(df, max_parents=2, contemporaneous=1)
+    assert res.names == NAMES
+    np.testing.assert_array_equal(res.posterior, static.posterior)
+    assert bigbn.learn(df, max_parents=2, contemporaneous=0).names == dbn.load(df).dataset.names
+    with pytest.raises(OptionError, match="contemporaneous must be True or False, got 2"):
+        bigbn.learn(df, max_parents=2, contemporaneous=2)
 
 def test_a_disk_budget_on_a_time_series_says_why_it_does_not_apply(tmp_path):
     """The refusal said 'a disk budget is for runs without tiers' to a user who gave none."""

@@ -124,3 +124,28 @@ def test_a_static_network_given_as_a_dynamic_one_names_the_file():
     which network."""
     with pytest.raises(DataError, match=r"asia: no lagged copies NAME\[t-1\]"):
         read_dbn("asia")
+
+
+@pytest.mark.parametrize("name", ["t", "series"])
+def test_a_variable_named_like_the_series_files_own_columns_is_refused(tmp_path, name):
+    """A variable named t or series gave a file with two columns of that name, which
+    `bigbn run` refuses (duplicate column name); now nothing is written."""
+    net = _net()
+    net = Network((name,) + net.names[1:3] + (f"{name}[t-1]",) + net.names[4:], net.states, net.parents, net.cpts)
+    codes = sample_series(net, 2, 5, np.random.default_rng(0))
+    path = tmp_path / "s.csv"
+    with pytest.raises(DataError, match=f"a variable is named '{name}', a column the series file .* has already"):
+        write_series(net, codes, path)
+    assert not path.exists()
+
+
+def test_the_first_rows_of_a_series_follow_their_lagged_copies_tables():
+    """Row L − l of a series is drawn from NAME[t-l]'s table (the first transition row's
+    lag-l value); every one of the first L rows came from the lag-1 copy's table, and the
+    tables of the copies at lags 2..L, written to --save-network, were never used."""
+    names = ("A", "B", "A[t-1]", "B[t-1]", "A[t-2]", "B[t-2]", "A[t-3]", "B[t-3]")
+    one, zero, half = np.array([0.0, 1.0]), np.array([1.0, 0.0]), np.full((2, 2), 0.5)
+    net = Network(names, (ST,) * 8, ((2,), (5,), (), (), (), (), (), ()),
+                  (half, half, one, zero, zero, one, one, one))
+    codes = sample_series(net, 50, 6, np.random.default_rng(0))
+    assert np.all(codes[:, 2] == [1, 0]) and np.all(codes[:, 1] == [0, 1]) and np.all(codes[:, 0] == [1, 1])

@@ -940,7 +940,8 @@ def report_cmd(workdir, out, threshold, truth):
         from bigbn.tools.simulate import read_truth
 
         adj = read_truth(truth, list(rf.names))
-        curve = edge_roc(rf.posterior, adj)
+        kids = rf.run.record.children  # a time series: only the pairs with a node of slice t
+        curve = edge_roc(rf.posterior, adj, None if kids == len(rf.names) else range(kids), list(rf.names))
         roc = (curve.fpr, curve.tpr, curve.auc)
     from bigbn.tools import calibrate as cal
 

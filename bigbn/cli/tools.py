@@ -252,6 +252,26 @@ def _run_of(edges):
     return path.parent if (path.parent / "run.json").exists() else None
 
 
+def _children_of_run(edges: str, names) -> tuple[int, ...] | None:
+    """The indices (in ``names``) of the nodes of slice t of the dynamic run an edges file
+    belongs to (a run's edges.csv, or WORKDIR/samples-PRIOR/edges.csv, which lists all
+    n(n-1) pairs), None for a static run or a file of no run."""
+    from bigbn.store.rundir import RunDir
+
+    p = Path(edges).resolve().parent
+    for folder in (p, p.parent) if p.name.startswith("samples-") else (p,):
+        if (folder / "run.json").is_file():
+            try:
+                record = RunDir(folder).record
+            except WorkdirError:
+                return None
+            kids = record.names[: record.children]
+            if record.children < len(record.names) and sorted(record.names) == sorted(names):
+                return tuple(sorted(names.index(x) for x in kids))
+            return None
+    return None
+
+
 def _edges_file(edges: str) -> str:
     """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
     p = Path(edges)
@@ -281,7 +301,7 @@ def roc(edges, truth, plot_path, curve_path):
     Example:
       bigbn roc run/edges.csv data.truth.csv --plot roc.png
     """
-    from bigbn.tools.roc import edge_roc, plot_roc, read_edges
+    from bigbn.tools.roc import edge_roc, plot_roc, read_edge_file
     from bigbn.tools.simulate import read_truth
 
     run = _run_of(edges)
@@ -289,8 +309,10 @@ def roc(edges, truth, plot_path, curve_path):
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
-    names, P = read_edges(edges)
-    curve = edge_roc(P, read_truth(truth, names))
+    names, P, children = read_edge_file(edges)  # a dynamic run's: only the pairs with a node of slice t
+    if children is None:  # the sampler's edges.csv lists all n(n-1) pairs: its run tells slice t
+        children = _children_of_run(edges, names)
+    curve = edge_roc(P, read_truth(truth, names), children, names)
     click.echo(f"AUC {curve.auc:.6f}")
     if plot_path:
         plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
+from decimal import Decimal
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,7 +108,7 @@ def transition_rows(table: Table, lag: int, ids, times, series_column: str | Non
     m = table.m
     at = (lambda r: f"line {table.line(r)}") if labels is None else (lambda r: f"row {labels[r]!r}")
     blocks = _blocks(table, ids, series_column, at)
-    out = []
+    orders = []
     for first, stop in blocks:
         order = np.arange(first, stop, dtype=np.int64)
         if times is not None:
@@ -121,9 +121,30 @@ def transition_rows(table: Table, lag: int, ids, times, series_column: str | Non
             raise DataError(f"{table.path}, {at(first)}, column '{series_column}': series "
                             f"{str(ids[first])!r} has {size} row(s), but lag {lag} needs at least {lag + 1} "
                             "(drop the series or lower the lag)")
-        steps = np.stack([order[lag - l: size - l] for l in range(lag + 1)], axis=1)
-        out.append(steps)
-    return np.concatenate(out, axis=0), len(blocks)
+        orders.append(order)
+    count = sum(order.size - lag for order in orders)
+    _check_memory(table, count, lag)
+    out, at_row = np.empty((count, lag + 1), dtype=np.int64), 0
+    for order in orders:
+        size = order.size - lag
+        for l in range(lag + 1):
+            out[at_row: at_row + size, l] = order[lag - l: order.size - l]
+        at_row += size
+    return out, len(blocks)
+
+
+def _check_memory(table: Table, count: int, lag: int) -> None:
+    """OptionError, naming the lag, if ``count`` transition rows of the table's n(L + 1)
+    columns (and their row numbers) need more than the default memory budget: a file of
+    a few MB with a lag in the hundreds asked for GBs, and numpy's MemoryError was a traceback."""
+    from bigbn.options import default_memory
+    from bigbn.store.rundir import gib
+
+    need, budget = 8 * count * (lag + 1) * (table.n + 1), default_memory()
+    if need > budget:
+        raise OptionError(f"{table.path}: lag {lag} makes {count} transition rows of {table.n * (lag + 1)} "
+                          f"columns, about {gib(need)} in memory, more than {gib(budget)} (a quarter of "
+                          "this machine's memory, at most 8 GiB); lower the lag or give fewer rows")
 
 
 def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
@@ -146,22 +167,25 @@ def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
 
 def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.ndarray:
     """The rows of one series sorted by their time: numbers, no two equal (exactly: times
-    float64 cannot tell apart, as 1e20 and 1e20 + 1, are ordered by their decimal values)."""
+    float64 cannot tell apart, as 1e20 and 1e20 + 1, or 1e400 and 2e400, which it reads as
+    inf, are ordered by their decimal values)."""
     values = np.empty(rows.size)
     for a, r in enumerate(rows.tolist()):
         cell = str(times[r])
-        try:
+        try:  # a finite decimal past float64 (1e400) is ±inf here, ordered exactly below
             x = float(cell)
-        except ValueError:
-            x = math.nan
-        if not math.isfinite(x):
+            finite = math.isfinite(x) or Decimal(cell.strip()).is_finite()
+        except (ValueError, ArithmeticError):
+            finite = False
+        if not finite:
             raise DataError(f"{table.path}, {at(r)}, column '{time_column}': {cell!r} is not "
                             "a finite number (the time column orders the rows of a series)")
         values[a] = x
     order = np.argsort(values, kind="stable")
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
-    if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly
-        exact = [Fraction(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
+    if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly,
+        # as decimals (a Fraction of 1e-99999999999, which float64 reads as 0, took 10^(10^11): a hang)
+        exact = [Decimal(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
         order = np.array(sorted(range(rows.size), key=exact.__getitem__), dtype=np.int64)
         tied = np.flatnonzero([exact[a] == exact[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
     if tied.size:
@@ -183,7 +207,10 @@ def transitions(full: Dataset, rows: np.ndarray, lag: int, n_series: int, series
             raise DataError(f"{full.path or 'data'}, column '{name}': the name of a lagged copy of "
                             f"'{hit.group(1)}'; rename the column")
     all_names = names + [lagged_name(x, l) for l in range(1, lag + 1) for x in names]
-    data = np.concatenate([full.data[rows[:, l]] for l in range(lag + 1)], axis=1)
+    n = full.n
+    data = np.empty((rows.shape[0], n * (lag + 1)), dtype=full.data.dtype)  # filled in place: no
+    for l in range(lag + 1):  # list of L + 1 copies besides (twice the memory at its peak)
+        data[:, l * n: (l + 1) * n] = full.data[rows[:, l]]
     ds = Dataset(tuple(all_names), data, np.tile(full.arities, lag + 1), tuple(full.levels) * (lag + 1),
                  full.kind, full.path)
     return Transitions(ds, lag, full.n, n_series, series_column, time_column)

@@ -249,8 +249,12 @@ def export(workdir, fmt: str = "bif", out=None, dag="map", data=None, sep: str |
     path = Path(out) if out is not None else res.workdir / FORMATS[fmt]
     if path.is_dir():
         raise OptionError(f"{path}: is a folder, not a file; give a file name (e.g. {path / FORMATS[fmt]})")
+    write = write_bif if fmt == "bif" else write_xmlbif
+    if fmt == "bif" and res.children is not None:  # a time series: its lagged copies NAME[t-l] as
+        from bigbn.tools.series import write_dbn  # NAME.t-l (BIF names hold no brackets), which
+        write = write_dbn  # `bigbn simulate --network FILE --lag` reads; they were refused
     try:
-        (write_bif if fmt == "bif" else write_xmlbif)(net, path)
+        write(net, path)
     except OSError as e:
         raise OptionError(f"cannot write {path}: {e.strerror}") from None
     return path

@@ -86,9 +86,29 @@ def undirected_labels(adjacency) -> np.ndarray:
     return a[iu, ju] | a[ju, iu]
 
 
-def edge_roc(posterior, adjacency) -> RocCurve:
-    """The paper's undirected-edge ROC of a posterior matrix against a true DAG."""
-    return roc_curve(undirected_scores(posterior), undirected_labels(adjacency))
+def edge_roc(posterior, adjacency, children=None, names=None) -> RocCurve:
+    """The paper's undirected-edge ROC of a posterior matrix against a true DAG.
+
+    children: a dynamic network's nodes of slice t (indices), None for a static one: only
+    the pairs with one of them count, the pairs of two lagged variables (never an edge, at
+    posterior 0) are no pairs of the model; they were counted as true negatives ranked
+    last, which raised the AUC. A true arc between two lagged variables is a DataError
+    (names: for its message)."""
+    scores, labels = undirected_scores(posterior), undirected_labels(adjacency)
+    if children is not None:
+        iu, ju = np.triu_indices(np.asarray(posterior).shape[0], 1)
+        kids = np.zeros(np.asarray(posterior).shape[0], dtype=bool)
+        kids[list(children)] = True
+        keep = kids[iu] | kids[ju]
+        bad = np.flatnonzero(~keep & labels)
+        if bad.size:
+            a, b = int(iu[bad[0]]), int(ju[bad[0]])
+            u, v = (a, b) if np.asarray(adjacency)[a, b] else (b, a)
+            shown = (names[u], names[v]) if names is not None else (u, v)
+            raise DataError(f"truth: arc {shown[0]} -> {shown[1]} joins two lagged variables, which a dynamic "
+                            "network never does (its edges are those into slice t)")
+        scores, labels = scores[keep], labels[keep]
+    return roc_curve(scores, labels)
 
 
 #: The edge files read: a run's edges.csv, and the one `bigbn sample` writes
@@ -104,6 +124,13 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     Returns (names, P) with names in order of first appearance and P float64 (n, n),
     ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
     """
+    names, P, _ = read_edge_file(path)
+    return names, P
+
+
+def read_edge_file(path) -> tuple[list[str], np.ndarray, tuple[int, ...] | None]:
+    """(names, P, children) as `read_edges`, and children: a dynamic network's (the
+    edges into slice t only, `bigbn run --lag`) nodes of slice t, None for all n(n-1)."""
     names: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
     text = read_text(os.fspath(path))  # once: EDGES may be a pipe
@@ -125,8 +152,9 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     n = len(names)
     if n < 2:
         raise DataError(f"{path}: needs at least 2 nodes, found {n}")
+    children = None
     if _dynamic(names, entries):  # a dynamic network's: every pair into slice t, the lagged never children
-        pass
+        children = tuple(sorted({v for _, v in entries}))
     elif len(entries) != n * (n - 1):
         raise DataError(
             f"{path}: {len(entries)} rows for {n} nodes; expected all n(n-1) = {n * (n - 1)} "
@@ -135,7 +163,7 @@ def read_edges(path) -> tuple[list[str], np.ndarray]:
     P = np.zeros((n, n))
     for (iu, iv), p in entries.items():
         P[iu, iv] = p
-    return list(names), P
+    return list(names), P, children
 
 
 def _edge_header(text: str) -> tuple[str, ...]:

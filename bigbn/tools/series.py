@@ -2,9 +2,10 @@
 
 A DBN here is one discrete `Network` over the n variables of slice t and their lagged
 copies NAME[t-l], l = 1..L (`bigbn.io.series.lagged_name`): every lagged copy is a root,
-and its table is the distribution of the variable in the first L rows of a series
-(drawn independently); each variable of slice t has parents among the lagged copies and
-the variables of slice t, acyclic among the latter. A series of length T is then drawn
+and the table of NAME[t-l] is the distribution of the variable in row L − l of a series
+(the first transition row's lag-l value; the first L rows drawn independently); each
+variable of slice t has parents among the lagged copies and the variables of slice t,
+acyclic among the latter. A series of length T is then drawn
 forwards: rows 0..L−1 from the lagged copies' tables, and each row t ≥ L by ancestral
 sampling of slice t given rows t−1, …, t−L.
 
@@ -113,9 +114,10 @@ def sample_series(net: Network, series: int, length: int, rng: np.random.Generat
     check_shape(series, length, len(current), lag)
     where = {j: a for a, j in enumerate(current)}
     out = np.zeros((series, length, len(current)), dtype=np.int64)
-    for a, i in enumerate(current):  # the first lag rows: each variable from its lag-1 copy's table
-        p = net.cpts[copies[(i, 1)]]
-        out[:, :lag, a] = rng.choice(p.size, size=(series, lag), p=p)
+    for a, i in enumerate(current):  # the first lag rows: row L − l from the lag-l copy's table (the
+        for l in range(1, lag + 1):  # first transition row's lag-l value; all were the lag-1 copy's)
+            p = net.cpts[copies[(i, l)]]
+            out[:, lag - l, a] = rng.choice(p.size, size=series, p=p)
     order = [i for i in net.topological_order() if i in where]
     lag_of = {j: (i, l) for (i, l), j in copies.items()}
     for t in range(lag, length):
@@ -134,10 +136,16 @@ def sample_series(net: Network, series: int, length: int, rng: np.random.Generat
 
 
 def write_series(net: Network, codes: np.ndarray, path, overwrite: bool = False) -> None:
-    """CSV series,t,NAME... (one row per series and time) of `sample_series`'s codes."""
+    """CSV series,t,NAME... (one row per series and time) of `sample_series`'s codes.
+    DataError, before the file is created, for a variable named series or t: the file
+    would have two columns of that name, which no run reads."""
     from bigbn.tools.simulate import _create
 
     current, _, _ = dbn_shape(net)
+    for i in current:
+        if net.names[i] in ("series", "t"):
+            raise DataError(f"network: a variable is named {net.names[i]!r}, a column the series file {path} "
+                            "has already (series, t, then the variables): rename the variable")
     with _create(path, overwrite) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["series", "t", *(net.names[i] for i in current)])
