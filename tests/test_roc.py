@@ -110,11 +110,21 @@ def test_read_edges(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("from,to,p\n", "line 1: expected header"),
-    ("parent,child,posterior\na,b,0.5\nb,a,0.5\na,b,0.1\n", "line 4: pair 'a' -> 'b' listed twice"),
+    ("parent,child,posterior\na,b,0.5\nb,a,0.5\na,b,0.1\n",
+     "line 4, column 2: pair 'a' -> 'b' listed twice \\(first on line 2\\)"),
     ("parent,child,posterior\na,b,0.5\nb,a,x\n", "line 3, column 3: not a number"),
     ("parent,child,posterior\na,b,1.5\nb,a,0\n", r"line 2, column 3: posterior 1.5 is not in \[0, 1\]"),
     ("parent,child,posterior\na,b,0.5\nb,c,0.5\n", "2 rows for 3 nodes"),
-    ("parent,child,posterior\na,a,0.5\n", "line 2: self-loop"),
+    ("parent,child,posterior\na,a,0.5\n", "line 2, column 2: self-loop"),
+    # the two directions of a pair exclude each other: p(u->v) + p(v->u) <= 1
+    ("parent,child,posterior\na,b,0.7\nb,a,0.4\n",
+     r"e.csv, line 3, column 3: p\(b -> a\) \+ p\(a -> b\) = 0.4 \+ 0.7 \(line 2\) is more than 1"),
+    ("parent,child,probability,se\na,b,0.5,0.1\nb,a,0.500000001000001,0.1\n", "line 3, column 3: .* more than 1"),
+    ("parent,child,posterior\na,b,nan\nb,a,0\n", r"line 2, column 3: posterior nan is not in \[0, 1\]"),
+    ("parent,child,posterior\na,b,-1e-12\nb,a,0\n", r"line 2, column 3: posterior -1e-12 is not in \[0, 1\]"),
+    ("parent,child,posterior\na,b,0.5\nb,a,1.0000000001\n", r"line 3, column 3: posterior 1.0000000001 is not"),
+    ("parent,child,posterior\na,b,inf\nb,a,0\n", r"line 2, column 3: posterior inf is not in"),
+    ("parent,child,posterior\n,b,0.5\nb,,0.5\n", "line 2, column 1: empty node name"),
     ("parent,child,posterior\na,b\n", "line 2: expected 3 fields"),
 ])
 def test_read_edges_errors(tmp_path, text, message):
@@ -122,6 +132,33 @@ def test_read_edges_errors(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(DataError, match=message):
         read_edges(path)
+
+
+def test_read_edges_pair_rounding(tmp_path):
+    """Sums above 1 by the engine's round-off (about 1e-14 measured, 1e-9 documented) are
+    read; a file bigbn writes holds its floats exactly (17 digits), so no more is allowed."""
+    path = tmp_path / "e.csv"
+    for q in (1e-14, 1e-9):
+        path.write_text(f"parent,child,posterior\na,b,0.5\nb,a,{0.5 + q!r}\n")
+        names, P = read_edges(path)
+        assert P[0, 1] + P[1, 0] == 1 + q
+    path.write_text("parent,child,posterior\na,b,0.5\nb,a,0.5000000011\n")
+    with pytest.raises(DataError, match="more than 1"):
+        read_edges(path)
+
+
+def test_read_edges_learned_files(tmp_path):
+    """Files bigbn writes are read back exactly, whatever their pairs' round-off."""
+    from bigbn.api import learn
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2, (200, 4))
+    x[:, 1] = x[:, 0]  # a pair of (almost) certain adjacency: p(0->1) + p(1->0) = 1 - tiny
+    x[:, 2] = np.where(rng.random(200) < 0.05, 1 - x[:, 1], x[:, 1])
+    res = learn(x, max_parents=2, workers=1, scheduler="sync")
+    res.to_csv(tmp_path / "edges.csv")
+    names, P = read_edges(tmp_path / "edges.csv")
+    np.testing.assert_array_equal(P, res.posterior)
 
 
 def is_png(path):

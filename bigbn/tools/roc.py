@@ -97,31 +97,56 @@ def edge_roc(posterior, adjacency) -> RocCurve:
 EDGE_HEADERS = (("parent", "child", "posterior"), ("parent", "child", "probability"))
 
 
+#: How far p(u->v) + p(v->u) may lie above 1 in a file bigbn wrote. The two directions of a
+#: pair exclude each other, so their posteriors sum to at most 1. bigbn writes each value with
+#: 17 significant digits (`Result.to_csv`, the study's cells, `bigbn sample`), which reads back
+#: as the very float it computed: the file adds no rounding. What is left is the engine's own:
+#: p(u->v) and p(v->u) are quotients by two nodes' sums over their parent sets (the same L(V)
+#: up to round-off), documented as exact to about 1e-9 (`bigbn.outputs.plot`, the report's
+#: `_ROUNDING`); measured sums reach 1 + 3e-14 at five variables. Each value itself is clipped
+#: to [0, 1] before it is written, so one outside [0, 1] is refused whatever its distance.
+PAIR_ROUNDING = 1e-9
+
+
 def read_edges(path) -> tuple[list[str], np.ndarray]:
     """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows),
     or a sampler's ``parent,child,probability,...`` (its third column is read).
 
     Returns (names, P) with names in order of first appearance and P float64 (n, n),
-    ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
+    ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column: a
+    value that is no probability (NaN, outside [0, 1]), a self-loop, a pair listed twice,
+    an empty name, and a pair whose two directions sum past 1 (+ `PAIR_ROUNDING`).
     """
     names: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
+    lines: dict[tuple[int, int], tuple[int, str]] = {}  # where each pair is, as written
     text = read_text(os.fspath(path))  # once: EDGES may be a pipe
     for line, row in text_records(path, text, _edge_header(text), extra_columns=True):
         u, v = row[0], row[1]
+        for col, name in ((1, u), (2, v)):
+            if not name:
+                raise DataError(f"{path}, line {line}, column {col}: empty node name")
         if u == v:
-            raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+            raise DataError(f"{path}, line {line}, column 2: self-loop {u!r} -> {v!r}")
         try:
             p = float(row[2])
         except ValueError:
             raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
-        if not (math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
-            raise DataError(f"{path}, line {line}, column 3: posterior {p} is not in [0, 1]")
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            raise DataError(f"{path}, line {line}, column 3: posterior {row[2]} is not in [0, 1]")
         iu = names.setdefault(u, len(names))
         iv = names.setdefault(v, len(names))
         if (iu, iv) in entries:
-            raise DataError(f"{path}, line {line}: pair {u!r} -> {v!r} listed twice")
-        entries[(iu, iv)] = min(max(p, 0.0), 1.0)
+            raise DataError(f"{path}, line {line}, column 2: pair {u!r} -> {v!r} listed twice "
+                            f"(first on line {lines[(iu, iv)][0]})")
+        back = entries.get((iv, iu))
+        if back is not None and p + back > 1.0 + PAIR_ROUNDING:
+            raise DataError(f"{path}, line {line}, column 3: p({u} -> {v}) + p({v} -> {u}) = {row[2]} + "
+                            f"{lines[(iv, iu)][1]} (line {lines[(iv, iu)][0]}) is more than 1; the two "
+                            "directions of a "
+                            "pair exclude each other, so these are no posteriors")
+        entries[(iu, iv)] = p
+        lines[(iu, iv)] = (line, row[2])
     n = len(names)
     if n < 2:
         raise DataError(f"{path}: needs at least 2 nodes, found {n}")
