@@ -222,6 +222,7 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
         return
     if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError
         raise OptionError(f"{what} must be a file path, got {type(out).__name__}")
+    parent_folder(out, what)
     path = os.path.abspath(os.fspath(out))
     for source in inputs:
         if source is None:
@@ -259,6 +260,18 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     if theirs:
         raise OptionError(f"{what} {out} is a file of the run in {workdir}: writing it would damage the run; "
                           "give a file outside the work directory (or a new name)")
+
+
+def parent_folder(out, what: str) -> None:
+    """OptionError (one line) if the folder that is to hold ``out`` (a file or a folder a
+    command writes) does not exist or is no folder: bigbn makes no folders above what it
+    is asked to write (`bigbn study a/b/OUT` made a/ and a/b/ for a mistyped path; `bigbn
+    roc --plot a/roc.png` printed the AUC, then failed)."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(out)))
+    if not os.path.isdir(parent):
+        problem = "is not a folder" if os.path.exists(parent) else "does not exist"
+        raise OptionError(f"{what} {os.fspath(out)}: the folder {parent} {problem}; create it first "
+                          "(bigbn makes no folders above what it writes)")
 
 
 def flag(value, what: str) -> bool:

@@ -211,3 +211,16 @@ def test_cli_roc_errors(tmp_path):
     truth.write_text("parent,child\n")
     res = CliRunner().invoke(roc, [str(edges), str(truth)])
     assert isinstance(res.exception, DataError) and "undefined" in str(res.exception)
+
+
+def test_cli_roc_output_in_a_missing_folder(tmp_path):
+    """--plot/--curve in a folder that does not exist: refused before the AUC is computed
+    (it printed the AUC, then failed on the write)."""
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    write_edges(edges, ["a", "b", "c"], np.full((3, 3), 0.2))
+    truth.write_text("parent,child\na,b\n")
+    for flag in ("--plot", "--curve"):
+        res = CliRunner().invoke(roc, [str(edges), str(truth), flag, str(tmp_path / "nodir" / "x.png")])
+        assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
+        assert "AUC" not in res.output
+    assert not (tmp_path / "nodir").exists()

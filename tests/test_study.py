@@ -53,7 +53,7 @@ class FakeLearn:
                     outer = joint.sum(1, keepdims=True) @ joint.sum(0, keepdims=True)
                     nz = joint > 0
                     mi[u, v] = (joint[nz] * np.log(joint[nz] / outer[nz])).sum()
-        P = mi / (2 * mi.max() + 1e-12)
+        P = np.clip(mi / (2 * mi.max() + 1e-12), 0.0, 1.0)  # an MI of -3e-16 is no posterior
         return types.SimpleNamespace(posterior=P, names=list(names), log_marginal=-float(data.m))
 
 
@@ -290,3 +290,18 @@ def test_a_grid_the_engine_cannot_run_is_refused_before_anything_is_made(tmp_pat
         StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(5,), replicates=99_999_999_999)
     res = CliRunner().invoke(study, ["--n", "41", "--replicates", "1", "--rows", "5", str(tmp_path / "s")])
     assert isinstance(res.exception, OptionError) and not (tmp_path / "s").exists()
+
+
+def test_study_refuses_a_missing_parent_folder(tmp_path):
+    """`bigbn study a/b/OUT` made a/ and a/b/ (mkdir -p) for a mistyped path; like every
+    other output it needs the folder that holds it."""
+    out = tmp_path / "missing" / "deeper" / "study"
+    res = CliRunner().invoke(main, ["study", "--n", "4", "-k", "1", "--states", "2", "--rows", "20",
+                                    "--replicates", "1", "--no-figures", str(out)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+    assert f"the folder {tmp_path / 'missing' / 'deeper'} does not exist" in res.output
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OptionError, match="is not a folder"):
+        run_study(StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), replicates=1), tmp_path / "file" / "study")
+    assert (tmp_path / "file").read_text() == "x"

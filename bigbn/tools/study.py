@@ -41,7 +41,7 @@ import numpy as np
 from bigbn.io.bif import write_bif
 from bigbn.errors import DataError, OptionError
 from bigbn.plan.lattice import MAX_NODES
-from bigbn.tools.roc import RocCurve, draw_roc_panel, edge_roc, read_edges
+from bigbn.tools.roc import PAIR_ROUNDING, RocCurve, draw_roc_panel, edge_roc, read_edges
 from bigbn.store.workdir import Workdir
 from bigbn.tools.simulate import random_network, read_truth, sample, write_truth
 
@@ -169,6 +169,9 @@ def _check_study_json(out: Path, plan: StudyPlan) -> None:
     meta = {"format": STUDY_FORMAT, "seed": plan.seed, "score": plan.score,
             "structure_prior": plan.structure_prior}
     path = out / "study.json"
+    from bigbn.options import parent_folder
+
+    parent_folder(out, "study folder")  # a mistyped a/b/OUT made a/ and a/b/ (mkdir -p)
     if out.exists() and not out.is_dir():
         raise OptionError(f"{out} is a file, not a folder; give the study a folder")
     if path.exists():
@@ -191,7 +194,7 @@ def _check_study_json(out: Path, plan: StudyPlan) -> None:
             shown = ", ".join(others[:3])
             raise OptionError(f"{out} is not empty and not a study folder (it holds {shown}, but no "
                               "study.json); bigbn leaves it untouched: give a new or empty folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
         _atomic_write(path, json.dumps(meta, indent=2) + "\n")
 
 
@@ -243,7 +246,8 @@ def _run_cells(plan: StudyPlan, out: Path, learn, emit, figures: bool) -> list[d
                         structure_prior=plan.structure_prior, workdir=None)
             seconds = time.perf_counter() - t0
             P = np.asarray(res.posterior, dtype=np.float64)
-            if P.shape != (c.n, c.n) or not np.all(np.isfinite(P)):
+            if P.shape != (c.n, c.n) or not np.all(np.isfinite(P)) or not np.all((P >= 0) & (P <= 1)) \
+                    or np.any(P + P.T > 1 + PAIR_ROUNDING):  # no cell file that `read_edges` refuses
                 raise DataError(f"study: learn returned a bad posterior for cell {c.key}")
             auc = _auc_or_nan(P, net.adjacency())
             _atomic_write(out / "cells" / f"{c.key}.edges.csv", _edges_csv(net.names, P))
