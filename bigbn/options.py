@@ -160,9 +160,18 @@ def scheduler(value):
         if value in ("threads", "dask", "sync", "processes") or value.startswith("inproc://"):
             return value
         raise OptionError(f"unknown scheduler {value!r}: use threads, dask, sync, processes or tcp://HOST:PORT")
-    if value is None:
-        raise OptionError("scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a Client")
-    return value
+    try:  # lazily: dask.distributed is needed only for a cluster
+        from distributed import Client
+    except ImportError:
+        Client = None
+    if Client is not None and isinstance(value, Client):
+        return value
+    # any other object was taken as a Client until the engine met it, after the scores, the
+    # plan and the work directory's tables were made
+    shown = " ".join(repr(value).split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise OptionError(f"scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a dask.distributed "
+                      f"Client, got {shown} ({type(value).__name__})")
 
 
 def _check_address(value: str) -> None:

@@ -568,6 +568,10 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"memory": "lots"}, "cannot read size"),
     ({"chunk_bits": 2.5}, "chunk bits must be an integer"),
     ({"scheduler": None}, "scheduler"),
+    # any non-text was taken as a dask Client until the engine met it, past the workdir's tables
+    ({"scheduler": 5}, "or a dask.distributed Client, got 5 (int)"),
+    ({"scheduler": ["sync"]}, "Client, got ['sync'] (list)"),
+    ({"scheduler": True}, "Client, got True (bool)"),
     ({"parent_set_mass": "all"}, "parent-set mass must be a number"),
     ({"workdir": 3}, "workdir must be a path"),
     ({"map_dag": "yes"}, "map_dag must be True or False"),
@@ -583,12 +587,13 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"ess": 10**5000}, "ess (equivalent sample size) must be finite, got a number of 5001 digits"),
     ({"memory": "9" * 5000}, "cannot read size"),
 ])
-def test_wrong_argument_types_are_option_errors(kwargs, needle):
+def test_wrong_argument_types_are_option_errors(kwargs, needle, tmp_path):
     """Review finding: learn(max_parents=None), ess="big" and the like raised TypeError or
     ValueError from deep inside; every argument goes through bigbn/options.py."""
     X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
     with pytest.raises(OptionError, match=re.escape(needle)):
-        bigbn.learn(X, **kwargs)
+        bigbn.learn(X, **{"workdir": tmp_path / "w", **kwargs})
+    assert not (tmp_path / "w").exists()  # refused before any work
 
 
 @pytest.mark.parametrize("frame", ["empty", "no rows", "one column"])
