@@ -55,9 +55,12 @@ def _edges(value, what: str) -> tuple[Edge, ...]:
         raise OptionError(f"{what} must be a list of (parent, child) name pairs, got {value!r}")
     out = set()
     for pair in value:
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__iter__") or len(tuple(pair)) != 2:
+        if isinstance(pair, (str, bytes, dict)) or not hasattr(pair, "__iter__"):
             raise OptionError(f"{what} edge {pair!r} is not a (parent, child) pair of names")
-        u, v = (_name(x, f"{what} edge {tuple(pair)!r}") for x in pair)
+        pair = tuple(pair)  # once: a generator's second reading was empty (a ValueError traceback)
+        if len(pair) != 2:
+            raise OptionError(f"{what} edge {pair!r} is not a (parent, child) pair of names")
+        u, v = (_name(x, f"{what} edge {pair!r}") for x in pair)
         if u == v:
             raise OptionError(f"{what} edge {u} -> {v} is a self-loop")
         out.add((u, v))

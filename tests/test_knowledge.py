@@ -73,6 +73,10 @@ CONTRADICTIONS = {
     "self-loop": (dict(forbidden=[("a", "a")]), "forbidden edge a -> a is a self-loop"),
     "not a name": (dict(required=[(0, 1)]), "a variable is named by a non-empty string, got 0"),
     "bad prob": (dict(edge_prob={("a", "b"): 1.5}), "edge_prob of a -> b must be a probability in [0, 1]"),
+    # a generator was read twice: its second reading empty, a ValueError traceback
+    "generator pair": (dict(forbidden=[(x for x in ("a", "b", "c"))]),
+                       "forbidden edge ('a', 'b', 'c') is not a (parent, child) pair of names"),
+    "dict pair": (dict(required=[{"a": 1, "b": 2}]), "is not a (parent, child) pair of names"),
 }
 
 
@@ -82,6 +86,10 @@ def test_each_contradiction_is_one_line_naming_the_culprit(case):
     with pytest.raises(OptionError) as e:
         Knowledge(**kw)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_pair_given_as_a_generator_is_read_once():
+    assert Knowledge(forbidden=[(x for x in ("a", "b"))]).forbidden == (("a", "b"),)
 
 
 def test_contradictions_between_the_cli_files_are_refused_the_same_way(tmp_path):
