@@ -224,3 +224,27 @@ def test_cli_roc_output_in_a_missing_folder(tmp_path):
         assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
         assert "AUC" not in res.output
     assert not (tmp_path / "nodir").exists()
+
+
+def test_cli_roc_of_a_dynamic_network_leaves_out_the_pairs_of_two_lagged_variables(tmp_path):
+    """A dynamic run's edges have no pair into a lagged variable: two lagged variables are
+    never joined, and counting their pair as a sure non-edge at score 0 raised the AUC."""
+    names = ["A", "B", "A[t-1]", "B[t-1]"]
+    score = {("A", "B"): 0.5, ("A[t-1]", "A"): 0.3, ("B[t-1]", "A"): 0.1, ("A[t-1]", "B"): 0.1,
+             ("B[t-1]", "B"): 0.1}
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    with open(edges, "w") as fh:
+        fh.write("parent,child,posterior\n")
+        for v in ("A", "B"):
+            for u in names:
+                if u != v:
+                    fh.write(f"{u},{v},{score.get((u, v), 0.0)!r}\n")
+    truth.write_text("parent,child\nA[t-1],A\n")
+    res = CliRunner().invoke(roc, [str(edges), str(truth)])
+    # five pairs the model can join, one true: ranked below 0.5, above the three 0.1s
+    ref = mann_whitney_auc([0.5, 0.3, 0.1, 0.1, 0.1], [0, 1, 0, 0, 0])
+    assert ref == 0.75 and res.exit_code == 0 and res.output == f"AUC {ref:.6f}\n", res.output
+    truth.write_text("parent,child\nA,B[t-1]\n")
+    res = CliRunner().invoke(roc, [str(edges), str(truth)])
+    assert isinstance(res.exception, DataError)
+    assert "line 2, column 2: arc 'A' -> 'B[t-1]' into a lagged variable" in str(res.exception)

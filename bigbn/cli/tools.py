@@ -281,7 +281,7 @@ def roc(edges, truth, plot_path, curve_path):
     Example:
       bigbn roc run/edges.csv data.truth.csv --plot roc.png
     """
-    from bigbn.tools.roc import edge_roc, plot_roc, read_edges
+    from bigbn.tools.roc import edge_roc, plot_roc, read_edges_and_children
     from bigbn.tools.simulate import read_truth
 
     run = _run_of(edges)
@@ -289,8 +289,8 @@ def roc(edges, truth, plot_path, curve_path):
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
-    names, P = read_edges(edges)
-    curve = edge_roc(P, read_truth(truth, names))
+    names, P, children = read_edges_and_children(edges)  # a dynamic run's: pairs of two lagged variables left out
+    curve = edge_roc(P, read_truth(truth, names, children), children)
     click.echo(f"AUC {curve.auc:.6f}")
     if plot_path:
         plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],

@@ -206,11 +206,13 @@ def write_truth(network: Network, path, overwrite: bool = False) -> None:
             w.writerow([network.names[p], network.names[c]])
 
 
-def read_truth(path, names) -> np.ndarray:
+def read_truth(path, names, children=None) -> np.ndarray:
     """Read a ``parent,child`` CSV into a boolean (n, n) adjacency over ``names``.
 
     ``[u, v]`` is true iff the file lists u -> v. Unknown names, self-loops, and
-    duplicate rows are DataErrors naming the file and line.
+    duplicate rows are DataErrors naming the file and line, and so is an arc into a
+    variable that ``children`` (bool (n,), a dynamic network's slice t) does not mark:
+    a lagged variable has no parents in a 2-TBN.
     """
     index = {v: i for i, v in enumerate(names)}
     adj = np.zeros((len(names), len(names)), dtype=bool)
@@ -221,6 +223,9 @@ def read_truth(path, names) -> np.ndarray:
                 raise DataError(f"{path}, line {line}, column {col}: unknown node {name!r}")
         if u == v:
             raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+        if children is not None and not children[index[v]]:
+            raise DataError(f"{path}, line {line}, column 2: arc {u!r} -> {v!r} into a lagged variable; a dynamic "
+                            "network's lagged variables have no parents (its edges are those into slice t)")
         if adj[index[u], index[v]]:
             raise DataError(f"{path}, line {line}: arc {u!r} -> {v!r} listed twice")
         adj[index[u], index[v]] = True
