@@ -248,3 +248,21 @@ def test_cli_roc_of_a_dynamic_network_leaves_out_the_pairs_of_two_lagged_variabl
     res = CliRunner().invoke(roc, [str(edges), str(truth)])
     assert isinstance(res.exception, DataError)
     assert "line 2, column 2: arc 'A' -> 'B[t-1]' into a lagged variable" in str(res.exception)
+
+
+def test_a_picture_name_of_another_format_is_refused_before_the_work(tmp_path):
+    """`roc --plot roc.txt` printed the AUC, then failed; `plot --out h.png --graph g.txt`
+    wrote the heatmap, then failed on the graph's name."""
+    from bigbn.cli.tools import plot
+
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    write_edges(edges, ["a", "b", "c"], np.full((3, 3), 0.2))
+    truth.write_text("parent,child\na,b\n")
+    res = CliRunner().invoke(roc, [str(edges), str(truth), "--plot", str(tmp_path / "roc.txt")])
+    assert isinstance(res.exception, OptionError) and "picture format must be png, svg or pdf" in str(res.exception)
+    assert "AUC" not in res.output
+    res = CliRunner().invoke(plot, [str(edges), "--out", str(tmp_path / "h.png"), "--graph", str(tmp_path / "g.txt")])
+    assert isinstance(res.exception, OptionError) and "unknown graph format 'txt'" in str(res.exception)
+    res = CliRunner().invoke(plot, [str(edges), "--out", str(tmp_path / "h.txt"), "--graph", str(tmp_path / "g.dot")])
+    assert isinstance(res.exception, OptionError) and "picture format" in str(res.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "truth.csv"]

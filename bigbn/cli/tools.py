@@ -289,6 +289,10 @@ def roc(edges, truth, plot_path, curve_path):
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
+    if plot_path:
+        from bigbn.outputs.plot import picture_format
+
+        picture_format(plot_path)  # before the AUC: --plot roc.txt printed it, then failed
     names, P, children = read_edges_and_children(edges)  # a dynamic run's: pairs of two lagged variables left out
     curve = edge_roc(P, read_truth(truth, names, children), children)
     click.echo(f"AUC {curve.auc:.6f}")
@@ -344,6 +348,12 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((heatmap_path, "--out"), (graph_path, "--graph"))
+    from bigbn.outputs.plot import graph_format, picture_format
+
+    if heatmap_path:  # both names before either file: --graph g.txt failed after the heatmap was written
+        picture_format(heatmap_path)
+    if graph_path:
+        graph_format(graph_path, fmt)
     names, P = read_edges(edges)
     adj = read_truth(truth, names) if truth else None
     from bigbn.io.series import lag_of

@@ -50,15 +50,22 @@ def printable(text: str) -> str:
     return NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def picture_format(path, fmt=None) -> str:
+    """png, svg or pdf: ``fmt``, else the suffix of ``path``; OptionError for another (a
+    command checks its pictures' names with this before its work)."""
+    fmt = fmt or Path(path).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg", "pdf"):
+        raise OptionError(f"{path}: picture format must be png, svg or pdf (by suffix or --format)")
+    return fmt
+
+
 def save_figure(fig, path, fmt=None) -> None:
     """Save a Figure as png, svg or pdf (``fmt``, else from the file suffix); every text
     of the figure (names, titles) is `printable` first."""
     from matplotlib.text import Text
 
     path = Path(path)
-    fmt = fmt or path.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg", "pdf"):
-        raise OptionError(f"{path}: picture format must be png, svg or pdf (by suffix or --format)")
+    fmt = picture_format(path, fmt)
     for t in fig.findobj(Text):
         text = t.get_text()
         if printable(text) != text:
