@@ -100,6 +100,17 @@ def test_a_cell_holding_no_one_value_is_refused(cell, shown):
         bigbn.learn(df)
 
 
+@pytest.mark.parametrize("cell", [{"k": 1}, (1, 2), {3}, b"x", object()])
+def test_an_object_array_cell_holding_no_one_value_is_refused(cell):
+    """As for a DataFrame: an object array's dict, tuple, set, bytes or object cell was read
+    as a level through its str() (only a list, which numpy cannot cast, was refused)."""
+    a = np.empty((4, 2), dtype=object)
+    a[:] = [[0, "x"], [1, "y"], [0, "x"], [1, "y"]]
+    a[2, 1] = cell
+    with pytest.raises(DataError, match=r"^data array, row index 2, column 'X2': the cell holds .* not one value"):
+        load_dataset(a)
+
+
 def test_cells_of_one_value_of_any_kind_are_read():
     import datetime
     import decimal

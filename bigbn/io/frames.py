@@ -53,7 +53,7 @@ def _row(df, r: int) -> str:
     return " ".join(repr(label).split())
 
 
-def _is_value(v) -> bool:
+def is_value(v) -> bool:
     """A cell a CSV file could hold: text, a (non-complex) number, a bool, a date or time
     (datetime, pandas Timestamp, Timedelta, Period), or a numpy scalar of one of those."""
     import datetime
@@ -78,14 +78,14 @@ def _check_scalars(df, j: int, name: str) -> None:
     col = df.iloc[:, j]
     if isinstance(col.dtype, pd.CategoricalDtype):
         values = col.cat.categories.tolist()
-        bad = next((v for v in values if not _is_value(v)), None)
+        bad = next((v for v in values if not is_value(v)), None)
         if bad is not None:
             r = int(np.flatnonzero(col.cat.codes.to_numpy() == values.index(bad))[0])
         else:
             return
     elif col.dtype == object:
         values = col.tolist()
-        r = next((i for i, v in enumerate(values) if not _is_value(v)), None)
+        r = next((i for i, v in enumerate(values) if not is_value(v)), None)
         if r is None:
             return
         bad = values[r]
