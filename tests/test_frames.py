@@ -119,7 +119,7 @@ def test_cells_of_one_value_of_any_kind_are_read():
     df = pd.DataFrame({"a": [0, 1] * 4, "z": values * 2})
     assert set(load_dataset(df)[0].levels[1]) == {"1", "2.5", "True", "2020-01-02"}
     tuples = np.empty(4, dtype=object)
-    tuples[:] = [(1, 2), "x", "x", (1, 2)]
+    tuples[:] = [(1, 2), (3, 4), (3, 4), (1, 2)]
     cat = pd.DataFrame({"a": [0, 1, 0, 1]})
     cat["z"] = pd.Categorical(tuples)
     with pytest.raises(DataError, match=r"row 0, column 'z': the cell holds \(1, 2\)"):
