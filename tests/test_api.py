@@ -741,3 +741,10 @@ def test_an_array_whose_cells_are_not_values_is_a_data_error(cells):
         X = np.zeros((6, 2), dtype="V4")
     with pytest.raises(DataError, match="cells that are not values"):
         bigbn.learn(X, max_parents=1)
+
+
+def test_open_of_an_empty_name_is_refused_not_the_current_folder():
+    """bigbn.open("") opened the current folder (an unset variable's value), as learn's
+    workdir="" is refused."""
+    with pytest.raises(OptionError, match="empty work directory name"):
+        bigbn.open("")
