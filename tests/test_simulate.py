@@ -303,3 +303,16 @@ def test_a_max_parents_beyond_int64_draws_every_predecessor():
         n_i = min(int(rng.integers(0, 4)), pos)
         chosen = rng.choice(order[:pos], size=n_i, replace=False) if n_i else []
         assert a[i] == tuple(sorted(int(p) for p in chosen))
+
+
+@pytest.mark.parametrize("extra", [["--lag", "1"], []])
+def test_cli_save_network_in_a_missing_folder_writes_nothing(tmp_path, extra):
+    """--save-network in a folder that does not exist failed after OUT and its truth were
+    written; every output's folder is checked before anything is drawn."""
+    out = tmp_path / "d.csv"
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", *extra, "--save-network",
+                                        str(tmp_path / "no" / "n.bif"), str(out)])
+    assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", *extra, str(tmp_path / "no" / "d.csv")])
+    assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
+    assert list(tmp_path.iterdir()) == []

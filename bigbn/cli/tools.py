@@ -111,6 +111,9 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         raise OptionError("--continuous draws from a random CG network: not with --network, --tier-sizes "
                           "or --save-network")
     refuse_overwrite(outputs, force)  # before anything is drawn or written
+    opt.parent_folder(out, "OUT")  # --save-network in a missing folder failed after OUT was written
+    if save_network is not None:
+        opt.parent_folder(save_network, "--save-network")
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
     if n_continuous is not None and (lag is not None or series is not None or no_contemporaneous):
         raise OptionError("--continuous (a CG network) and --lag (a dynamic one) cannot be combined")
