@@ -271,6 +271,24 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
                           "give a file outside the work directory (or a new name)")
 
 
+def open_output(path, mode: str = "w", **kwargs):
+    """``open(path, mode)`` ("w" or "wb") for a file a command writes where the user says.
+    A named pipe that no process reads is an OptionError (one line): open() waited for a
+    reader, forever (`roc --curve FIFO`, `simulate --force FIFO`). A pipe that is read is
+    written as any file (`--curve /dev/stdout | ...`)."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise OptionError(f"{os.fspath(path)}: a named pipe that nothing reads (start the reader first, "
+                              "or give a file)") from None
+        raise
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode, **kwargs)
+
+
 def parent_folder(out, what: str) -> None:
     """OptionError (one line) if the folder that is to hold ``out`` (a file or a folder a
     command writes) does not exist or is no folder: bigbn makes no folders above what it

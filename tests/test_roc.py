@@ -266,3 +266,17 @@ def test_a_picture_name_of_another_format_is_refused_before_the_work(tmp_path):
     res = CliRunner().invoke(plot, [str(edges), "--out", str(tmp_path / "h.txt"), "--graph", str(tmp_path / "g.dot")])
     assert isinstance(res.exception, OptionError) and "picture format" in str(res.exception)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "truth.csv"]
+
+
+def test_an_output_that_is_a_pipe_nothing_reads_is_refused_not_waited_on(tmp_path):
+    """`roc --curve FIFO` and `--plot FIFO.png` waited forever for a reader."""
+    import os
+
+    edges, truth = tmp_path / "edges.csv", tmp_path / "truth.csv"
+    write_edges(edges, ["a", "b", "c"], np.full((3, 3), 0.2))
+    truth.write_text("parent,child\na,b\n")
+    for flag, name in (("--curve", "c.csv"), ("--plot", "p.png")):
+        os.mkfifo(tmp_path / name)
+        res = CliRunner().invoke(roc, [str(edges), str(truth), flag, str(tmp_path / name)])
+        assert isinstance(res.exception, OptionError), res.output
+        assert "a named pipe that nothing reads" in str(res.exception)

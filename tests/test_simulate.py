@@ -316,3 +316,11 @@ def test_cli_save_network_in_a_missing_folder_writes_nothing(tmp_path, extra):
     res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", *extra, str(tmp_path / "no" / "d.csv")])
     assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_force_over_a_pipe_nothing_reads_is_refused_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "d.csv")
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", "--force", str(tmp_path / "d.csv")])
+    assert isinstance(res.exception, OptionError) and "a named pipe that nothing reads" in str(res.exception)

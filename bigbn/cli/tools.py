@@ -304,7 +304,7 @@ def roc(edges, truth, plot_path, curve_path):
                  title=f"Undirected-edge ROC: {edges} against {truth}")
         click.echo(f"wrote {plot_path}")
     if curve_path:
-        with open(curve_path, "w", encoding="utf-8") as fh:
+        with opt.open_output(curve_path, "w", encoding="utf-8") as fh:  # a FIFO nothing reads: not a wait
             fh.write("fpr,tpr,threshold\n")
             for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
                 fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")

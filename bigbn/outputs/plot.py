@@ -70,7 +70,10 @@ def save_figure(fig, path, fmt=None) -> None:
         text = t.get_text()
         if printable(text) != text:
             t.set_text(printable(text))
-    fig.savefig(path, format=fmt, dpi=150)
+    from bigbn.options import open_output
+
+    with open_output(path, "wb") as fh:  # a FIFO nothing reads: one line, not a wait
+        fig.savefig(fh, format=fmt, dpi=150)
 
 
 def _tier_order(names, tiers):
@@ -325,7 +328,10 @@ def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, tit
     if fmt in ("dot", "graphml"):
         edges = thresholded_edges(names, posterior, threshold)
         text = to_dot(names, edges) if fmt == "dot" else to_graphml(names, edges)
-        Path(path).write_text(text, encoding="utf-8")
+        from bigbn.options import open_output
+
+        with open_output(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     else:
         draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title, tiers=tiers,
                    slices=slices)

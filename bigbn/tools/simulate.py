@@ -154,8 +154,12 @@ def refuse_overwrite(paths, overwrite: bool = False) -> None:
 def _create(path, overwrite: bool):
     """``path`` opened for writing text; an existing file is an OptionError unless ``overwrite``."""
     refuse_overwrite([path], overwrite)
+    if overwrite:  # a FIFO nothing reads: one line, not a wait
+        from bigbn.options import open_output
+
+        return open_output(path, "w", newline="", encoding="utf-8")
     try:
-        return open(path, "w" if overwrite else "x", newline="", encoding="utf-8")
+        return open(path, "x", newline="", encoding="utf-8")
     except FileExistsError:  # created since the check
         raise OptionError(f"{path} already exists; give --force to replace it") from None
 
