@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import struct
 import types
 
@@ -20,7 +21,7 @@ from click.testing import CliRunner
 
 from bigbn.cli.main import main
 from bigbn.cli.tools import plot, roc, simulate, study
-from bigbn.errors import OptionError
+from bigbn.errors import DataError, OptionError
 from bigbn.tools.roc import edge_roc, read_edges
 from bigbn.tools.simulate import read_truth
 from bigbn.tools.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
@@ -305,3 +306,22 @@ def test_study_refuses_a_missing_parent_folder(tmp_path):
     with pytest.raises(OptionError, match="is not a folder"):
         run_study(StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), replicates=1), tmp_path / "file" / "study")
     assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{}", "no 'n'"), ("[1]", "a JSON list, not an object"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": "x", "auc": 0.5, "log_marginal": 1, "seconds": 1}',
+     "m is 'x', not a whole number"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": 20, "auc": "0.5", "log_marginal": 1, "seconds": 1}',
+     "auc is '0.5', not a number"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": 30, "auc": 0.5, "log_marginal": 1, "seconds": 1}',
+     "it holds cell n3_k1_r2_rep00_m00030"),
+])
+def test_a_damaged_cell_record_is_named_not_a_traceback(tmp_path, text, message):
+    """A cell's .json of {} or a list was a KeyError or TypeError traceback from the table;
+    a record of another cell went into auc.csv under its own values."""
+    plan = StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), replicates=1)
+    run_study(plan, tmp_path / "s", learn=FakeLearn(), figures=False)
+    (tmp_path / "s" / "cells" / "n3_k1_r2_rep00_m00020.json").write_text(text)
+    with pytest.raises(DataError, match=re.escape(message)):
+        run_study(plan, tmp_path / "s", learn=FakeLearn(), figures=False)

@@ -282,11 +282,36 @@ def collect(plan: StudyPlan, out) -> list[dict]:
     rows = []
     for path in sorted((Path(out) / "cells").glob("*.json")):
         try:
-            rows.append(json.loads(path.read_text(encoding="utf-8")))
-        except ValueError as exc:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as exc:
             raise DataError(f"{path}: corrupt result file ({exc}); delete it to redo the cell") from None
+        rows.append(_check_row(row, path))
     rows.sort(key=lambda r: tuple(r[c] for c in ("n", "k", "r", "replicate", "m")))
     return rows
+
+
+def _check_row(row, path: Path) -> dict:
+    """A cell's result record as `_run_cells` writes it, else DataError naming the file ({}
+    or a list was a KeyError or TypeError traceback, m as text one from sorting, and a
+    record of another cell under this one's name went into auc.csv as that cell)."""
+    def bad(why: str):
+        raise DataError(f"{path}: corrupt result file ({why}); delete it to redo the cell")
+
+    if not isinstance(row, dict):
+        bad(f"a JSON {type(row).__name__}, not an object")
+    for c in TABLE_COLUMNS:
+        if c not in row:
+            bad(f"no {c!r}")
+        v = row[c]
+        if c in ("n", "k", "r", "replicate", "m"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                bad(f"{c} is {v!r}, not a whole number")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            bad(f"{c} is {v!r}, not a number")
+    key = Cell(*(row[c] for c in ("n", "k", "r", "replicate", "m"))).key
+    if path.stem != key:
+        bad(f"it holds cell {key}")
+    return row
 
 
 def write_table(rows, path) -> None:
@@ -306,9 +331,10 @@ def cell_roc(out, cell: Cell) -> RocCurve | None:
     if not (edges.exists() and truth.exists()):
         return None
     names, P = read_edges(edges)
+    adjacency = read_truth(truth, names)  # a damaged file is an error, not a curve left out
     try:
-        return edge_roc(P, read_truth(truth, names))
-    except DataError:
+        return edge_roc(P, adjacency)
+    except DataError:  # the truth has no edge or no non-edge: no curve
         return None
 
 
