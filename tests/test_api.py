@@ -739,7 +739,9 @@ def test_an_array_whose_cells_are_not_values_is_a_data_error(cells):
         X[0, 0] = [1]
     else:
         X = np.zeros((6, 2), dtype="V4")
-    with pytest.raises(DataError, match="cells that are not values"):
+    message = r"row index 0, column 'X1': the cell holds \[1\] \(type list\), not one value" if cells == "list" \
+        else "cells that are not values"
+    with pytest.raises(DataError, match=message):
         bigbn.learn(X, max_parents=1)
 
 
