@@ -634,6 +634,15 @@ def test_a_separator_that_is_not_text_is_an_option_error():
         bigbn.learn(h.ROOT / "examples" / "asia.csv", sep=1, max_parents=1)
 
 
+def test_a_separator_for_data_that_are_no_file_is_refused_not_ignored():
+    """learn(array or DataFrame, sep=";") ignored sep=, silently."""
+    pd = pytest.importorskip("pandas")
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    for data, what in ((X, "ndarray"), (pd.DataFrame(X, columns=["a", "b"]), "DataFrame")):
+        with pytest.raises(OptionError, match=f"sep= is the separator of a CSV data file; the data here are a {what}"):
+            bigbn.learn(data, sep=";", max_parents=1)
+
+
 @pytest.mark.parametrize("scores", [123, ["a.jkl"], b"a.jkl"])
 def test_scores_must_be_a_path_or_a_score_file(scores):
     """learn(scores=123) raised TypeError from the .jkl reader."""
