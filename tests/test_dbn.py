@@ -591,6 +591,7 @@ def test_roc_and_report_of_a_dynamic_run_score_the_pairs_the_model_can_join(tmp_
     assert f"{ref:.3f}" in (tmp_path / "r.html").read_text()
     truth.write_text("parent,child\nA,B[t-1]\n")
     for cmd in (["roc", str(tmp_path / "w"), str(truth)],
-                ["report", str(tmp_path / "w"), "--truth", str(truth), "-o", str(tmp_path / "r2.html")]):
+                ["report", str(tmp_path / "w"), "--truth", str(truth), "-o", str(tmp_path / "r2.html")],
+                ["plot", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "h.png")]):
         out = CliRunner().invoke(main, cmd)
         assert out.exit_code == 1 and "line 2, column 2: arc 'A' -> 'B[t-1]' into a lagged variable" in out.output

@@ -343,7 +343,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
       bigbn plot run/edges.csv --graph graph.xml --format graphml
     """
     from bigbn.outputs.plot import heatmap, thresholded_edges, write_graph
-    from bigbn.tools.roc import read_edges
+    from bigbn.tools.roc import read_edges_and_children
     from bigbn.tools.simulate import read_truth
 
     run = _run_of(edges)
@@ -357,8 +357,8 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
         picture_format(heatmap_path)
     if graph_path:
         graph_format(graph_path, fmt)
-    names, P = read_edges(edges)
-    adj = read_truth(truth, names) if truth else None
+    names, P, children = read_edges_and_children(edges)
+    adj = read_truth(truth, names, children) if truth else None  # no true arc into a lagged variable
     from bigbn.io.series import lag_of
 
     tiers = _run_tiers(edges, names)
