@@ -462,7 +462,7 @@ def _load_scores(data, scores, score) -> tuple:
     if not isinstance(scores, (str, os.PathLike, ScoreFile)):
         raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.scores.jkl.ScoreFile, got "
                           f"{type(scores).__name__}")
-    sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
+    sf = scores if isinstance(scores, ScoreFile) else read_jkl(opt.path_text(scores, "scores file"))
     return sf, FileScore(), sf.digest()
 
 

@@ -68,7 +68,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes, kinds), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
-        path = os.fspath(data)
+        path = opt.path_text(data, "data file")
         table = read_table(path, sep, may_be_empty=intervention_column)
         if intervention_column is not None:
             table, cells = interventions_.split_column(table, intervention_column)

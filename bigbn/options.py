@@ -197,6 +197,15 @@ def parent_set_mass(value) -> float:
     return x
 
 
+def path_text(value, what: str) -> str:
+    """``os.fspath(value)`` of a path a caller gives; OptionError (one line) for one holding
+    a NUL character, which every file function refuses with a ValueError traceback."""
+    text = os.fspath(value)
+    if "\0" in str(text):
+        raise OptionError(f"{what} {str(text)!r}: a path cannot hold a NUL character")
+    return text
+
+
 def workdir(value) -> str | None:
     """A work directory name (None: a temporary one)."""
     if value is None:
@@ -205,7 +214,7 @@ def workdir(value) -> str | None:
         raise OptionError(f"workdir must be a path, got {type(value).__name__}")
     if not str(os.fspath(value)).strip():
         raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    return os.fspath(value)
+    return path_text(value, "work directory")
 
 
 def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
@@ -231,6 +240,7 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
         return
     if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError
         raise OptionError(f"{what} must be a file path, got {type(out).__name__}")
+    path_text(out, what)
     parent_folder(out, what)
     path = os.path.abspath(os.fspath(out))
     for source in inputs:

@@ -759,3 +759,14 @@ def test_open_of_an_empty_name_is_refused_not_the_current_folder():
     workdir="" is refused."""
     with pytest.raises(OptionError, match="empty work directory name"):
         bigbn.open("")
+
+
+@pytest.mark.parametrize("kwargs", [{"workdir": "w\0x"}, {"data": "d\0.csv"}, {"data": None, "scores": "s\0.jkl"}])
+def test_a_path_with_a_nul_character_is_an_option_error(kwargs):
+    """A NUL in a path was os's "embedded null byte" ValueError traceback."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    kwargs = {"data": X, **kwargs}
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):
+        bigbn.learn(kwargs.pop("data"), max_parents=1, **kwargs)
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):
+        bigbn.open("w\0x")
