@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import numbers
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -347,7 +348,11 @@ class Knowledge:
         forbid.csv, require.csv, edge_prob.csv, max_parents.csv, those that have content.
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
-        folder = Path(folder)
+        from bigbn.options import path_text
+
+        if not isinstance(folder, (str, os.PathLike)):  # write(5): Path's TypeError
+            raise OptionError(f"write() takes a folder (a path), got {type(folder).__name__}")
+        folder = Path(path_text(folder, "knowledge folder"))
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file of that name, no permission, ...

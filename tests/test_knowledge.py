@@ -168,6 +168,10 @@ def test_writing_knowledge_where_no_folder_can_be_is_one_error(tmp_path):
     with pytest.raises(OptionError, match="cannot write the knowledge files into .*: Not a directory"):
         k.write(afile / "sub")
     assert afile.read_text() == "x"
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):  # was a ValueError
+        k.write(str(tmp_path / "k\0"))
+    with pytest.raises(OptionError, match="write\\(\\) takes a folder \\(a path\\), got int"):  # was a TypeError
+        k.write(5)
 
 
 def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
