@@ -324,3 +324,16 @@ def test_cli_force_over_a_pipe_nothing_reads_is_refused_not_waited_on(tmp_path):
     os.mkfifo(tmp_path / "d.csv")
     res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", "--force", str(tmp_path / "d.csv")])
     assert isinstance(res.exception, OptionError) and "a named pipe that nothing reads" in str(res.exception)
+
+
+def test_cli_force_never_writes_over_the_network_it_reads(tmp_path):
+    """`simulate --network net.bif --force net.bif` replaced the network with the data."""
+    from bigbn.io.bif import write_bif
+
+    bif = tmp_path / "net.bif"
+    write_bif(read_bif("asia"), bif)
+    before = bif.read_text()
+    for args in ([str(bif)], [str(tmp_path / "d.csv"), "--save-network", str(bif)]):
+        res = CliRunner().invoke(simulate, ["--network", str(bif), "--rows", "5", "--force", *args])
+        assert isinstance(res.exception, OptionError) and "is a file this command reads" in str(res.exception)
+    assert bif.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["net.bif"]

@@ -110,6 +110,9 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     if n_continuous is not None and (network is not None or tier_sizes is not None or save_network is not None):
         raise OptionError("--continuous draws from a random CG network: not with --network, --tier-sizes "
                           "or --save-network")
+    if network is not None and os.path.exists(network):  # --force replaced the network it read with the data
+        for path, flag in zip(outputs, ("OUT", "OUT's truth", "OUT's tiers", "--save-network")):
+            opt.output_file(path, flag, inputs=(network,))
     refuse_overwrite(outputs, force)  # before anything is drawn or written
     opt.parent_folder(out, "OUT")  # --save-network in a missing folder failed after OUT was written
     if save_network is not None:
