@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import struct
+import tempfile
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from bigbn.cli.tools import roc
 from bigbn.errors import DataError, OptionError
-from bigbn.tools.roc import (edge_roc, read_edges, roc_curve, undirected_labels,
+from bigbn.tools.roc import (edge_roc, read_edges, read_edges_and_children, roc_curve, undirected_labels,
                        undirected_scores)
 
 
@@ -280,3 +282,50 @@ def test_an_output_that_is_a_pipe_nothing_reads_is_refused_not_waited_on(tmp_pat
         res = CliRunner().invoke(roc, [str(edges), str(truth), flag, str(tmp_path / name)])
         assert isinstance(res.exception, OptionError), res.output
         assert "a named pipe that nothing reads" in str(res.exception)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 7), st.integers(0, 2**32 - 1), st.integers(0, 3), st.booleans())
+def test_edge_roc_of_a_matrix_matches_the_slow_pair_count(n, seed, lagged, quantize):
+    """edge_roc (matrix -> pairs -> ranking), and `bigbn roc` of the files, against
+    `naive.undirected_auc_by_pairs`; scores on a coarse grid give many ties. With lagged
+    variables (a dynamic network: none of them a child), their pairs are left out."""
+    import naive
+
+    rng = np.random.default_rng(seed)
+    lagged = min(lagged, n - 1)
+    kids = n - lagged
+    P = rng.random((n, n)) / 2
+    if quantize:
+        P = np.round(P * 4) / 8
+    np.fill_diagonal(P, 0)
+    P[:, kids:] = 0  # nothing into a lagged variable
+    A = np.zeros((n, n), bool)
+    order = rng.permutation(kids)
+    for j, v in enumerate(order):  # a DAG: parents earlier in the order, or lagged ones
+        for u in list(order[:j]) + list(range(kids, n)):
+            A[u, v] = rng.random() < 0.3
+    children = np.arange(n) < kids if lagged else None
+    lab = A[np.triu_indices(n, 1)] | A.T[np.triu_indices(n, 1)]
+    if children is not None:
+        iu, ju = np.triu_indices(n, 1)
+        lab = lab[children[iu] | children[ju]]
+    if lab.all() or not lab.any():
+        return  # ROC undefined (test_matches_slow_references covers the refusal)
+    ref = naive.undirected_auc_by_pairs(P, A, lagged=range(kids, n))
+    assert edge_roc(P, A, children).auc == pytest.approx(float(ref), abs=1e-12)
+    # the same through the files `bigbn roc` reads (a dynamic run's: rows into slice t only)
+    names = [f"V{i}" for i in range(kids)] + [f"V{i % kids}[t-{i // kids + 1}]" for i in range(lagged)]
+    with tempfile.TemporaryDirectory() as tmp:
+        edges, truth = os.path.join(tmp, "e.csv"), os.path.join(tmp, "t.csv")
+        with open(edges, "w") as fh:
+            fh.write("parent,child,posterior\n" + "".join(f"{names[u]},{names[v]},{float(P[u, v])!r}\n"
+                                                         for u in range(n) for v in range(kids) if u != v))
+        with open(truth, "w") as fh:
+            fh.write("parent,child\n" + "".join(f"{names[u]},{names[v]}\n" for u, v in zip(*np.nonzero(A))))
+        got, Q, ch = read_edges_and_children(edges)
+        idx = [got.index(x) for x in names]
+        assert (ch is None) == (lagged == 0) and (ch is None or ch[idx].tolist() == children.tolist())
+        np.testing.assert_array_equal(Q[np.ix_(idx, idx)], P)
+        res = CliRunner().invoke(roc, [edges, truth])
+        assert res.exit_code == 0 and res.output == f"AUC {float(ref):.6f}\n", res.output
