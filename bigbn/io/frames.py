@@ -85,7 +85,7 @@ def _check_scalars(df, j: int, name: str) -> None:
             return
     elif col.dtype == object:
         values = col.tolist()
-        r = next((i for i, v in enumerate(values) if not is_value(v)), None)
+        r = next((i for i, v in enumerate(values) if type(v) is not str and not is_value(v)), None)
         if r is None:
             return
         bad = values[r]
