@@ -209,6 +209,8 @@ def test_cli_bundled_network(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--rows", "5"], "give --n"),
     (["--network", "asia", "--n", "5", "--rows", "5"], "cannot be combined"),
+    # was ignored, silently: no tiers file, a network of another shape
+    (["--network", "asia", "--tier-sizes", "4,4", "--rows", "5"], "--tier-sizes cannot be combined with --network"),
     (["--network", "nonesuch", "--rows", "5"], "not a bundled network"),
     (["--n", "4", "--states", "1", "--rows", "5"], "states must be >= 2"),
 ])

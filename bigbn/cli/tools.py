@@ -127,8 +127,9 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
                          not no_contemporaneous)
         return
-    if network is not None:
-        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+    if network is not None:  # --tier-sizes was ignored, silently, and no tiers file written
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r), ("--tier-sizes", tier_sizes))
+                 if v is not None]
         if given:
             raise OptionError(f"{', '.join(given)} cannot be combined with --network")
         net = load_network(network)
