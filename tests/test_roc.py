@@ -267,6 +267,8 @@ def test_a_picture_name_of_another_format_is_refused_before_the_work(tmp_path):
     assert isinstance(res.exception, OptionError) and "unknown graph format 'txt'" in str(res.exception)
     res = CliRunner().invoke(plot, [str(edges), "--out", str(tmp_path / "h.txt"), "--graph", str(tmp_path / "g.dot")])
     assert isinstance(res.exception, OptionError) and "picture format" in str(res.exception)
+    res = CliRunner().invoke(plot, [str(edges), "--out", str(tmp_path / "h.svg"), "--format", "png"])
+    assert isinstance(res.exception, OptionError) and "--format is the format of --graph" in str(res.exception)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "truth.csv"]
 
 

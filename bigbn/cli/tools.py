@@ -357,6 +357,8 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     _distinct_outputs((heatmap_path, "--out"), (graph_path, "--graph"))
     from bigbn.outputs.plot import graph_format, picture_format
 
+    if fmt is not None and graph_path is None:  # it was ignored, silently (the heatmap's format is its suffix)
+        raise OptionError("--format is the format of --graph; give --graph FILE (the heatmap's format is its suffix)")
     if heatmap_path:  # both names before either file: --graph g.txt failed after the heatmap was written
         picture_format(heatmap_path)
     if graph_path:
