@@ -391,9 +391,14 @@ class Knowledge:
         except AttributeError:
             raise OptionError(f"from_pgmpy takes a pgmpy ExpertKnowledge, got {type(expert).__name__}") from None
         # pgmpy's "no temporal order" is [[]]: its empty tiers say nothing, so they are dropped
-        tiers = [[str(x) for x in t] for t in order or () if len(t)] or None
-        return cls(tiers=tiers, forbidden=[tuple(map(str, e)) for e in forbidden or ()],
-                   required=[tuple(map(str, e)) for e in required or ()])
+        try:
+            tiers = [[str(x) for x in t] for t in order or () if len(t)] or None
+            forbidden = [tuple(map(str, e)) for e in forbidden or ()]
+            required = [tuple(map(str, e)) for e in required or ()]
+        except TypeError:  # an attribute of another shape: a TypeError traceback
+            raise OptionError("from_pgmpy: forbidden_edges, required_edges and temporal_order must be lists of "
+                              "edges and of tiers of node names") from None
+        return cls(tiers=tiers, forbidden=forbidden, required=required)
 
     @classmethod
     def from_indices(cls, names, k: int, prior_kwargs: dict, tiers=None, no_edges_within=()) -> "Knowledge":
@@ -437,7 +442,15 @@ class Knowledge:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Knowledge":
-        return cls(tiers=d.get("tiers") or None, forbidden=[tuple(e) for e in d.get("forbidden", ())],
-                   required=[tuple(e) for e in d.get("required", ())],
-                   edge_prob={(u, v): p for u, v, p in d.get("edge_prob", ())},
+        """The Knowledge of `to_dict`'s values; OptionError (one line) for anything else (a
+        non-dict, an edge or edge_prob entry of another shape were TypeError or ValueError
+        tracebacks)."""
+        if not isinstance(d, dict):
+            raise OptionError(f"Knowledge.from_dict takes a dict (as to_dict gives), got {type(d).__name__}")
+        probs = d.get("edge_prob", ())
+        if isinstance(probs, (str, bytes)) or not hasattr(probs, "__iter__") or \
+                any(isinstance(t, (str, bytes)) or not hasattr(t, "__len__") or len(t) != 3 for t in probs):
+            raise OptionError(f"edge_prob must be a list of [parent, child, probability], got {probs!r}")
+        return cls(tiers=d.get("tiers") or None, forbidden=d.get("forbidden"), required=d.get("required"),
+                   edge_prob={(u, v): p for u, v, p in probs},
                    max_parents=d.get("max_parents") or None, no_edges_within=d.get("no_edges_within", ()))

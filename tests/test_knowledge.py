@@ -179,3 +179,23 @@ def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
         Knowledge(no_edges_within=True)
     assert Knowledge(tiers=[["A"], ["B", "C"]], no_edges_within=True).no_edges_within == (0, 1)
     assert Knowledge(no_edges_within=()).no_edges_within == ()
+
+
+@pytest.mark.parametrize("d, message", [
+    (5, "from_dict takes a dict (as to_dict gives), got int"),
+    ({"edge_prob": [["a", "b"]]}, "edge_prob must be a list of [parent, child, probability]"),
+    ({"edge_prob": 5}, "edge_prob must be a list of [parent, child, probability]"),
+    ({"forbidden": 5}, "forbidden must be a list of (parent, child) name pairs, got 5"),
+    ({"required": [5]}, "required edge 5 is not a (parent, child) pair of names"),
+])
+def test_from_dict_of_another_shape_is_one_line(d, message):
+    """Were AttributeError, TypeError and ValueError tracebacks."""
+    with pytest.raises(OptionError) as e:
+        Knowledge.from_dict(d)
+    assert message in str(e.value)
+
+
+def test_from_pgmpy_of_another_shape_is_one_line():
+    expert = type("E", (), {"forbidden_edges": 5, "required_edges": None, "temporal_order": [["a"], 5]})()
+    with pytest.raises(OptionError, match="from_pgmpy: forbidden_edges, required_edges and temporal_order"):
+        Knowledge.from_pgmpy(expert)
