@@ -156,6 +156,8 @@ def read_edges_and_children(path) -> tuple[list[str], np.ndarray, np.ndarray | N
         if u == v:
             raise DataError(f"{path}, line {line}, column 2: self-loop {u!r} -> {v!r}")
         try:
+            if "_" in row[2]:  # float() reads "0.1_2" as 0.12
+                raise ValueError
             p = float(row[2])
         except ValueError:
             raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
