@@ -325,3 +325,16 @@ def test_a_damaged_cell_record_is_named_not_a_traceback(tmp_path, text, message)
     (tmp_path / "s" / "cells" / "n3_k1_r2_rep00_m00020.json").write_text(text)
     with pytest.raises(DataError, match=re.escape(message)):
         run_study(plan, tmp_path / "s", learn=FakeLearn(), figures=False)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(ns=(3, 2.7)), "study: a value of ns must be an integer, got 2.7"),
+    (dict(ms=("x",)), "study: a value of ms must be an integer, got 'x'"),
+    (dict(ks=3), "study: ks must be a list of integers, got 3"),
+    (dict(replicates=1.5), "study: replicates must be an integer, got 1.5"),
+    (dict(seed="0"), "study: seed must be an integer, got '0'"),
+])
+def test_a_plan_of_values_that_are_no_integers_is_refused(kw, message):
+    """int() took 2.7 as 2 nodes; 'x' was a ValueError traceback, ks=3 a TypeError one."""
+    with pytest.raises(OptionError, match=re.escape(message)):
+        StudyPlan(**kw)

@@ -92,13 +92,21 @@ class StudyPlan:
     structure_prior: str = "koivisto-sood"
 
     def __post_init__(self):
+        from bigbn.options import _integer
+
         for name, lo in (("ns", 2), ("ks", 0), ("rs", 2), ("ms", 1)):
-            vals = tuple(sorted({int(v) for v in getattr(self, name)}))
+            given = getattr(self, name)
+            if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+                raise OptionError(f"study: {name} must be a list of integers, got {given!r}")
+            # int() took 2.7 as 2 and "x" was a ValueError traceback
+            vals = tuple(sorted({_integer(v, f"study: a value of {name}") for v in given}))
             if not vals:
                 raise OptionError(f"study: the list of {name[:-1]} values is empty")
             if vals[0] < lo:
                 raise OptionError(f"study: {name[:-1]} values must be >= {lo}, got {vals[0]}")
             object.__setattr__(self, name, vals)
+        object.__setattr__(self, "replicates", _integer(self.replicates, "study: replicates"))
+        object.__setattr__(self, "seed", _integer(self.seed, "study: seed"))
         if self.replicates < 1:
             raise OptionError(f"study: replicates must be >= 1, got {self.replicates}")
         if self.seed < 0:
