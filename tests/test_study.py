@@ -333,6 +333,8 @@ def test_a_damaged_cell_record_is_named_not_a_traceback(tmp_path, text, message)
     (dict(ks=3), "study: ks must be a list of integers, got 3"),
     (dict(replicates=1.5), "study: replicates must be an integer, got 1.5"),
     (dict(seed="0"), "study: seed must be an integer, got '0'"),
+    (dict(score="bge"), "study: score must be k2 or bdeu, got 'bge'"),
+    (dict(structure_prior="flat"), "study: structure prior must be koivisto-sood or uniform, got 'flat'"),
 ])
 def test_a_plan_of_values_that_are_no_integers_is_refused(kw, message):
     """int() took 2.7 as 2 nodes; 'x' was a ValueError traceback, ks=3 a TypeError one."""

@@ -105,6 +105,10 @@ class StudyPlan:
             if vals[0] < lo:
                 raise OptionError(f"study: {name[:-1]} values must be >= {lo}, got {vals[0]}")
             object.__setattr__(self, name, vals)
+        if self.score not in ("k2", "bdeu"):  # before any folder is made (learn refused it after the networks)
+            raise OptionError(f"study: score must be k2 or bdeu, got {self.score!r}")
+        if self.structure_prior not in ("koivisto-sood", "uniform"):
+            raise OptionError(f"study: structure prior must be koivisto-sood or uniform, got {self.structure_prior!r}")
         object.__setattr__(self, "replicates", _integer(self.replicates, "study: replicates"))
         object.__setattr__(self, "seed", _integer(self.seed, "study: seed"))
         if self.replicates < 1:
