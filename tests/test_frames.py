@@ -118,6 +118,9 @@ def test_cells_of_one_value_of_any_kind_are_read():
     values = [np.int64(1), decimal.Decimal("2.5"), True, datetime.date(2020, 1, 2)]
     df = pd.DataFrame({"a": [0, 1] * 4, "z": values * 2})
     assert set(load_dataset(df)[0].levels[1]) == {"1", "2.5", "True", "2020-01-02"}
+    # pd.cut's levels are intervals: a discretised column is data
+    cut = pd.DataFrame({"a": [0, 1] * 4, "z": pd.cut(np.arange(8.0), [-1, 3, 8])})
+    assert load_dataset(cut)[0].levels[1] == ("(-1, 3]", "(3, 8]")
     tuples = np.empty(4, dtype=object)
     tuples[:] = [(1, 2), (3, 4), (3, 4), (1, 2)]
     cat = pd.DataFrame({"a": [0, 1, 0, 1]})

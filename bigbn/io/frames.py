@@ -11,6 +11,7 @@ and the same methods of `Samples`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -55,17 +56,28 @@ def _row(df, r: int) -> str:
 
 def is_value(v) -> bool:
     """A cell a CSV file could hold: text, a (non-complex) number, a bool, a date or time
-    (datetime, pandas Timestamp, Timedelta, Period), or a numpy scalar of one of those."""
-    import datetime
-    import decimal
-    import numbers
-
-    import pandas as pd
-
+    (datetime, pandas Timestamp, Timedelta, Period), an interval (`pd.cut`'s levels), an
+    enum member or a UUID, or a numpy scalar of one of those."""
     if isinstance(v, np.generic):
         return v.ndim == 0 and not isinstance(v, (np.complexfloating, np.void)) and v.dtype != object
-    return isinstance(v, (str, bool, numbers.Real, decimal.Decimal, datetime.date, datetime.time,
-                          datetime.timedelta, pd.Period)) and not isinstance(v, (bytes, bytearray))
+    return isinstance(v, _value_types()) and not isinstance(v, (bytes, bytearray))
+
+
+@functools.lru_cache(maxsize=1)
+def _value_types() -> tuple:
+    import datetime
+    import decimal
+    import enum
+    import numbers
+    import uuid
+
+    types = (str, bool, numbers.Real, decimal.Decimal, datetime.date, datetime.time, datetime.timedelta,
+             enum.Enum, uuid.UUID)
+    try:  # pandas is optional (an object array needs none)
+        import pandas as pd
+    except ImportError:
+        return types
+    return types + (pd.Period, pd.Interval)
 
 
 def _check_scalars(df, j: int, name: str) -> None:
