@@ -184,9 +184,11 @@ def read_edges_and_children(path) -> tuple[list[str], np.ndarray, np.ndarray | N
         kids = {v for _, v in entries}
         children = np.array([i in kids for i in range(n)])
     elif len(entries) != n * (n - 1):
+        shown = list(names)
+        u, v = next((u, v) for u in range(n) for v in range(n) if u != v and (u, v) not in entries)
         raise DataError(
             f"{path}: {len(entries)} rows for {n} nodes; expected all n(n-1) = {n * (n - 1)} "
-            "directed pairs"
+            f"directed pairs (no row for {shown[u]} -> {shown[v]})"
         )
     P = np.zeros((n, n))
     for (iu, iv), p in entries.items():
