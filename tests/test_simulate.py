@@ -331,3 +331,11 @@ def test_cli_force_never_writes_over_the_network_it_reads(tmp_path):
         res = CliRunner().invoke(simulate, ["--network", str(bif), "--rows", "5", "--force", *args])
         assert isinstance(res.exception, OptionError) and "is a file this command reads" in str(res.exception)
     assert bif.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["net.bif"]
+
+
+def test_a_true_network_with_a_cycle_is_read():
+    """The bundled Sachs consensus network holds PIP2 -> PIP3 -> Plcg -> PIP2: a published
+    truth need not be a DAG, and the undirected-edge ROC needs none."""
+    names = ["Raf", "Mek", "Plcg", "PIP2", "PIP3", "Erk", "Akt", "PKA", "PKC", "P38", "Jnk"]
+    adj = read_truth(h.ROOT / "examples" / "sachs.truth.csv", names)
+    assert adj[names.index("PIP2"), names.index("PIP3")] and adj[names.index("PIP3"), names.index("Plcg")]
