@@ -341,7 +341,13 @@ class Knowledge:
         if max_parents is not None:
             limits = read_max_parents(max_parents, names, k)
             kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(limits) if m != k}
-        return cls(**kw)
+        try:
+            return cls(**kw)
+        except OptionError as e:  # a contradiction between the files: say which files were read
+            given = [f"--{flag} {path}" for flag, path in (("tiers", tiers), ("forbid", forbid), ("require", require),
+                                                          ("edge-prob", edge_prob),
+                                                          ("max-parents-file", max_parents)) if path is not None]
+            raise OptionError(f"{e} (in {', '.join(given)})") from None
 
     def write(self, folder) -> dict[str, Path]:
         """Write the knowledge as the CLI's files into ``folder`` (created): tiers.csv,

@@ -97,7 +97,8 @@ def test_contradictions_between_the_cli_files_are_refused_the_same_way(tmp_path)
     req = _write(tmp_path / "r.csv", "parent,child", [("dysp", "asia")])
     r = CliRunner().invoke(main, ["run", ASIA, "-k", "2", "-w", str(tmp_path / "w"), "-q",
                                   "--tiers", tiers, "--require", req])
-    assert_one_line_error(r, "required edge dysp -> asia points from tier 2 back to tier 1")
+    assert_one_line_error(r, "required edge dysp -> asia points from tier 2 back to tier 1",
+                          f"(in --tiers {tiers}, --require {req})")  # which files contradict each other
     assert not (tmp_path / "w").exists()
 
 
