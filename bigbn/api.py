@@ -176,6 +176,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                           "(map_dag=True), or keep the posterior")
     prior_kwargs = opt.prior_kwargs(prior_kwargs)
     progress = listener(progress)
+    if opt.sep(sep) is not None and not isinstance(data, (str, os.PathLike)):  # it was ignored, silently
+        what = "scores from a .jkl file" if data is None else f"a {type(data).__name__}"
+        raise OptionError(f"sep= is the separator of a CSV data file; the data here are {what}, which has none: "
+                          "drop sep=")
     knowledge = _knowledge(knowledge, tiers, forbidden, required, prior_kwargs)
     dynamic = None  # a DBN's transition rows (bigbn.dbn)
     if dbn_.is_dynamic(data, lag, series, time_column, contemporaneous):
@@ -458,7 +462,7 @@ def _load_scores(data, scores, score) -> tuple:
     if not isinstance(scores, (str, os.PathLike, ScoreFile)):
         raise OptionError(f"scores must be a .jkl file (a path) or a bigbn.scores.jkl.ScoreFile, got "
                           f"{type(scores).__name__}")
-    sf = scores if isinstance(scores, ScoreFile) else read_jkl(scores)
+    sf = scores if isinstance(scores, ScoreFile) else read_jkl(opt.path_text(scores, "scores file"))
     return sf, FileScore(), sf.digest()
 
 

@@ -68,7 +68,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         ds = frames.declared_order(_dataset_from_table(table, wanted, max_nodes, kinds), categories)
         digest = _hash_dataset(ds)
     elif isinstance(data, (str, os.PathLike)):
-        path = os.fspath(data)
+        path = opt.path_text(data, "data file")
         table = read_table(path, sep, may_be_empty=intervention_column)
         if intervention_column is not None:
             table, cells = interventions_.split_column(table, intervention_column)
@@ -103,6 +103,15 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
             if any(v is None for v in arr.ravel().tolist()):
                 raise DataError("data array: missing value (None); bigbn needs complete data")
+            if arr.dtype == object:  # a dict, set, tuple, bytes or any object was read as a level by its str()
+                bad = next(((r, j) for (r, j), v in np.ndenumerate(arr) if not frames.is_value(v)), None)
+                if bad is not None:
+                    v = arr[bad]
+                    shown = " ".join(repr(v).split())
+                    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                    raise DataError(f"data array, row index {bad[0]}, column '{nm[bad[1]]}': the cell holds {shown} "
+                                    f"(type {type(v).__name__}), not one value; give numbers or text, one value "
+                                    "per cell")
             try:
                 cells = np.char.strip(arr.astype(str))
             except (ValueError, TypeError):  # an object cell holding a list, a void dtype, ...

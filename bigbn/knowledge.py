@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import numbers
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,9 +56,12 @@ def _edges(value, what: str) -> tuple[Edge, ...]:
         raise OptionError(f"{what} must be a list of (parent, child) name pairs, got {value!r}")
     out = set()
     for pair in value:
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__iter__") or len(tuple(pair)) != 2:
+        if isinstance(pair, (str, bytes, dict)) or not hasattr(pair, "__iter__"):
             raise OptionError(f"{what} edge {pair!r} is not a (parent, child) pair of names")
-        u, v = (_name(x, f"{what} edge {tuple(pair)!r}") for x in pair)
+        pair = tuple(pair)  # once: a generator's second reading was empty (a ValueError traceback)
+        if len(pair) != 2:
+            raise OptionError(f"{what} edge {pair!r} is not a (parent, child) pair of names")
+        u, v = (_name(x, f"{what} edge {pair!r}") for x in pair)
         if u == v:
             raise OptionError(f"{what} edge {u} -> {v} is a self-loop")
         out.add((u, v))
@@ -337,14 +341,24 @@ class Knowledge:
         if max_parents is not None:
             limits = read_max_parents(max_parents, names, k)
             kw["max_parents"] = {names[i]: int(m) for i, m in enumerate(limits) if m != k}
-        return cls(**kw)
+        try:
+            return cls(**kw)
+        except OptionError as e:  # a contradiction between the files: say which files were read
+            given = [f"--{flag} {path}" for flag, path in (("tiers", tiers), ("forbid", forbid), ("require", require),
+                                                          ("edge-prob", edge_prob),
+                                                          ("max-parents-file", max_parents)) if path is not None]
+            raise OptionError(f"{e} (in {', '.join(given)})") from None
 
     def write(self, folder) -> dict[str, Path]:
         """Write the knowledge as the CLI's files into ``folder`` (created): tiers.csv,
         forbid.csv, require.csv, edge_prob.csv, max_parents.csv, those that have content.
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
-        folder = Path(folder)
+        from bigbn.options import path_text
+
+        if not isinstance(folder, (str, os.PathLike)):  # write(5): Path's TypeError
+            raise OptionError(f"write() takes a folder (a path), got {type(folder).__name__}")
+        folder = Path(path_text(folder, "knowledge folder"))
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file of that name, no permission, ...
@@ -383,9 +397,14 @@ class Knowledge:
         except AttributeError:
             raise OptionError(f"from_pgmpy takes a pgmpy ExpertKnowledge, got {type(expert).__name__}") from None
         # pgmpy's "no temporal order" is [[]]: its empty tiers say nothing, so they are dropped
-        tiers = [[str(x) for x in t] for t in order or () if len(t)] or None
-        return cls(tiers=tiers, forbidden=[tuple(map(str, e)) for e in forbidden or ()],
-                   required=[tuple(map(str, e)) for e in required or ()])
+        try:
+            tiers = [[str(x) for x in t] for t in order or () if len(t)] or None
+            forbidden = [tuple(map(str, e)) for e in forbidden or ()]
+            required = [tuple(map(str, e)) for e in required or ()]
+        except TypeError:  # an attribute of another shape: a TypeError traceback
+            raise OptionError("from_pgmpy: forbidden_edges, required_edges and temporal_order must be lists of "
+                              "edges and of tiers of node names") from None
+        return cls(tiers=tiers, forbidden=forbidden, required=required)
 
     @classmethod
     def from_indices(cls, names, k: int, prior_kwargs: dict, tiers=None, no_edges_within=()) -> "Knowledge":
@@ -429,7 +448,15 @@ class Knowledge:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Knowledge":
-        return cls(tiers=d.get("tiers") or None, forbidden=[tuple(e) for e in d.get("forbidden", ())],
-                   required=[tuple(e) for e in d.get("required", ())],
-                   edge_prob={(u, v): p for u, v, p in d.get("edge_prob", ())},
+        """The Knowledge of `to_dict`'s values; OptionError (one line) for anything else (a
+        non-dict, an edge or edge_prob entry of another shape were TypeError or ValueError
+        tracebacks)."""
+        if not isinstance(d, dict):
+            raise OptionError(f"Knowledge.from_dict takes a dict (as to_dict gives), got {type(d).__name__}")
+        probs = d.get("edge_prob", ())
+        if isinstance(probs, (str, bytes)) or not hasattr(probs, "__iter__") or \
+                any(isinstance(t, (str, bytes)) or not hasattr(t, "__len__") or len(t) != 3 for t in probs):
+            raise OptionError(f"edge_prob must be a list of [parent, child, probability], got {probs!r}")
+        return cls(tiers=d.get("tiers") or None, forbidden=d.get("forbidden"), required=d.get("required"),
+                   edge_prob={(u, v): p for u, v, p in probs},
                    max_parents=d.get("max_parents") or None, no_edges_within=d.get("no_edges_within", ()))

@@ -160,9 +160,18 @@ def scheduler(value):
         if value in ("threads", "dask", "sync", "processes") or value.startswith("inproc://"):
             return value
         raise OptionError(f"unknown scheduler {value!r}: use threads, dask, sync, processes or tcp://HOST:PORT")
-    if value is None:
-        raise OptionError("scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a Client")
-    return value
+    try:  # lazily: dask.distributed is needed only for a cluster
+        from distributed import Client
+    except ImportError:
+        Client = None
+    if Client is not None and isinstance(value, Client):
+        return value
+    # any other object was taken as a Client until the engine met it, after the scores, the
+    # plan and the work directory's tables were made
+    shown = " ".join(repr(value).split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise OptionError(f"scheduler must be threads, dask, sync, processes, tcp://HOST:PORT or a dask.distributed "
+                      f"Client, got {shown} ({type(value).__name__})")
 
 
 def _check_address(value: str) -> None:
@@ -188,6 +197,15 @@ def parent_set_mass(value) -> float:
     return x
 
 
+def path_text(value, what: str) -> str:
+    """``os.fspath(value)`` of a path a caller gives; OptionError (one line) for one holding
+    a NUL character, which every file function refuses with a ValueError traceback."""
+    text = os.fspath(value)
+    if "\0" in str(text):
+        raise OptionError(f"{what} {str(text)!r}: a path cannot hold a NUL character")
+    return text
+
+
 def workdir(value) -> str | None:
     """A work directory name (None: a temporary one)."""
     if value is None:
@@ -196,7 +214,7 @@ def workdir(value) -> str | None:
         raise OptionError(f"workdir must be a path, got {type(value).__name__}")
     if not str(os.fspath(value)).strip():
         raise OptionError("empty work directory name (an unset variable?); give --workdir DIR")
-    return os.fspath(value)
+    return path_text(value, "work directory")
 
 
 def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
@@ -222,6 +240,8 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
         return
     if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError
         raise OptionError(f"{what} must be a file path, got {type(out).__name__}")
+    path_text(out, what)
+    parent_folder(out, what)
     path = os.path.abspath(os.fspath(out))
     for source in inputs:
         if source is None:
@@ -259,6 +279,36 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     if theirs:
         raise OptionError(f"{what} {out} is a file of the run in {workdir}: writing it would damage the run; "
                           "give a file outside the work directory (or a new name)")
+
+
+def open_output(path, mode: str = "w", **kwargs):
+    """``open(path, mode)`` ("w" or "wb") for a file a command writes where the user says.
+    A named pipe that no process reads is an OptionError (one line): open() waited for a
+    reader, forever (`roc --curve FIFO`, `simulate --force FIFO`). A pipe that is read is
+    written as any file (`--curve /dev/stdout | ...`)."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o666)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise OptionError(f"{os.fspath(path)}: a named pipe that nothing reads (start the reader first, "
+                              "or give a file)") from None
+        raise
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode, **kwargs)
+
+
+def parent_folder(out, what: str) -> None:
+    """OptionError (one line) if the folder that is to hold ``out`` (a file or a folder a
+    command writes) does not exist or is no folder: bigbn makes no folders above what it
+    is asked to write (`bigbn study a/b/OUT` made a/ and a/b/ for a mistyped path; `bigbn
+    roc --plot a/roc.png` printed the AUC, then failed)."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(out)))
+    if not os.path.isdir(parent):
+        problem = "is not a folder" if os.path.exists(parent) else "does not exist"
+        raise OptionError(f"{what} {os.fspath(out)}: the folder {parent} {problem}; create it first "
+                          "(bigbn makes no folders above what it writes)")
 
 
 def flag(value, what: str) -> bool:

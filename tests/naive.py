@@ -1968,3 +1968,21 @@ def exact_cg_scores(data, arities, k, ess=1.0, alpha_mu=1.0, alpha_w=None, dps=N
 
     with _precision(dps)():
         return _exact_local_scores(n, k, log_p, lambda i, ps: arities[i] > 0 and any(arities[p] == 0 for p in ps))
+
+
+def undirected_auc_by_pairs(P, adjacency, lagged=()):
+    """The paper's undirected-edge AUC (section 5.1) the slow way: over every true pair
+    {u, v} (an arc either way) and every other pair, the chance that the true one scores
+    more than the other, P(u->v) + P(v->u), ties counting one half. ``lagged``: nodes of a
+    dynamic network that are never children; a pair of two of them is no question and is
+    left out. Returns the AUC as an exact Fraction of the pair counts."""
+    from fractions import Fraction
+
+    n = len(P)
+    lagged = set(lagged)
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if not (u in lagged and v in lagged)]
+    score = {e: float(P[e[0]][e[1]]) + float(P[e[1]][e[0]]) for e in pairs}
+    true = [e for e in pairs if adjacency[e[0]][e[1]] or adjacency[e[1]][e[0]]]
+    false = [e for e in pairs if e not in true]
+    wins = sum(2 if score[a] > score[b] else 1 if score[a] == score[b] else 0 for a in true for b in false)
+    return Fraction(wins, 2 * len(true) * len(false))

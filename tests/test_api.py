@@ -568,6 +568,10 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"memory": "lots"}, "cannot read size"),
     ({"chunk_bits": 2.5}, "chunk bits must be an integer"),
     ({"scheduler": None}, "scheduler"),
+    # any non-text was taken as a dask Client until the engine met it, past the workdir's tables
+    ({"scheduler": 5}, "or a dask.distributed Client, got 5 (int)"),
+    ({"scheduler": ["sync"]}, "Client, got ['sync'] (list)"),
+    ({"scheduler": True}, "Client, got True (bool)"),
     ({"parent_set_mass": "all"}, "parent-set mass must be a number"),
     ({"workdir": 3}, "workdir must be a path"),
     ({"map_dag": "yes"}, "map_dag must be True or False"),
@@ -583,12 +587,13 @@ def test_progress_reports_a_stage_when_its_first_task_starts(tmp_path):
     ({"ess": 10**5000}, "ess (equivalent sample size) must be finite, got a number of 5001 digits"),
     ({"memory": "9" * 5000}, "cannot read size"),
 ])
-def test_wrong_argument_types_are_option_errors(kwargs, needle):
+def test_wrong_argument_types_are_option_errors(kwargs, needle, tmp_path):
     """Review finding: learn(max_parents=None), ess="big" and the like raised TypeError or
     ValueError from deep inside; every argument goes through bigbn/options.py."""
     X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
     with pytest.raises(OptionError, match=re.escape(needle)):
-        bigbn.learn(X, **kwargs)
+        bigbn.learn(X, **{"workdir": tmp_path / "w", **kwargs})
+    assert not (tmp_path / "w").exists()  # refused before any work
 
 
 @pytest.mark.parametrize("frame", ["empty", "no rows", "one column"])
@@ -627,6 +632,15 @@ def test_a_separator_that_is_not_text_is_an_option_error():
     """learn(path, sep=1) raised TypeError (the length of an int)."""
     with pytest.raises(OptionError, match=re.escape("separator 1: give one character (',', ';', tab)")):
         bigbn.learn(h.ROOT / "examples" / "asia.csv", sep=1, max_parents=1)
+
+
+def test_a_separator_for_data_that_are_no_file_is_refused_not_ignored():
+    """learn(array or DataFrame, sep=";") ignored sep=, silently."""
+    pd = pytest.importorskip("pandas")
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    for data, what in ((X, "ndarray"), (pd.DataFrame(X, columns=["a", "b"]), "DataFrame")):
+        with pytest.raises(OptionError, match=f"sep= is the separator of a CSV data file; the data here are a {what}"):
+            bigbn.learn(data, sep=";", max_parents=1)
 
 
 @pytest.mark.parametrize("scores", [123, ["a.jkl"], b"a.jkl"])
@@ -734,5 +748,25 @@ def test_an_array_whose_cells_are_not_values_is_a_data_error(cells):
         X[0, 0] = [1]
     else:
         X = np.zeros((6, 2), dtype="V4")
-    with pytest.raises(DataError, match="cells that are not values"):
+    message = r"row index 0, column 'X1': the cell holds \[1\] \(type list\), not one value" if cells == "list" \
+        else "cells that are not values"
+    with pytest.raises(DataError, match=message):
         bigbn.learn(X, max_parents=1)
+
+
+def test_open_of_an_empty_name_is_refused_not_the_current_folder():
+    """bigbn.open("") opened the current folder (an unset variable's value), as learn's
+    workdir="" is refused."""
+    with pytest.raises(OptionError, match="empty work directory name"):
+        bigbn.open("")
+
+
+@pytest.mark.parametrize("kwargs", [{"workdir": "w\0x"}, {"data": "d\0.csv"}, {"data": None, "scores": "s\0.jkl"}])
+def test_a_path_with_a_nul_character_is_an_option_error(kwargs):
+    """A NUL in a path was os's "embedded null byte" ValueError traceback."""
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]] * 3)
+    kwargs = {"data": X, **kwargs}
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):
+        bigbn.learn(kwargs.pop("data"), max_parents=1, **kwargs)
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):
+        bigbn.open("w\0x")

@@ -43,6 +43,7 @@ def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
                 record(factors={"forward": 2.0}),
                 record(factors={"forward": -1.0, "backward": 3.0}),
                 record(factors={"forward": "fast", "backward": 3.0}),
+                record(factors={"forward": True, "backward": 3.0}),  # was a factor of 1
                 {k: v for k, v in record().items() if k != "when"},  # was a KeyError in `clock`
                 record(when=5)):
         cal.save(bad, path)
@@ -98,3 +99,12 @@ def test_the_report_prices_the_plan_on_the_calibrated_clock(tmp_path, monkeypatc
     cal.save(record(), str(path))
     h.cli("report", tmp_path / "w", "--out", tmp_path / "b.html")
     assert "cores of this machine (calibrated 2026-11-26 10:00)" in (tmp_path / "b.html").read_text()
+
+
+def test_a_calibration_file_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_path):
+    """BIGBN_CALIBRATION naming a folder: os.replace's IsADirectoryError, and the temporary
+    file was left beside it."""
+    (tmp_path / "c.json").mkdir()
+    with pytest.raises(cal.OptionError, match=r"cannot keep the calibration in .*c\.json: Is a directory"):
+        cal.save(record(), str(tmp_path / "c.json"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]

@@ -98,3 +98,16 @@ def test_cli_simulate_continuous(tmp_path):
     r = CliRunner().invoke(main, ["simulate", "--network", "asia", "--continuous", "2", "--rows", "10",
                                   str(tmp_path / "x.csv")])
     assert r.exit_code == 1 and "--continuous draws from a random CG network" in r.stderr
+
+
+def test_tables_or_rows_beyond_memory_are_refused_before_drawing():
+    """-k 25 --states 10 overflowed the configurations' count in int64 (a wait without end),
+    30 states and 11 parents were a MemoryError traceback, as 10^11 rows."""
+    from bigbn.errors import OptionError
+
+    for n, c, k, r in ((30, 10, 25, 10), (12, 2, 11, 30)):
+        with pytest.raises(OptionError, match="tables of a random CG network .* need .* of memory"):
+            random_cg_network(n, c, k, r, np.random.default_rng(1))
+    net = random_cg_network(3, 1, 2, 2, np.random.default_rng(1))
+    with pytest.raises(OptionError, match="99999999999 rows of 3 variables need about"):
+        sample_cg(net, 99_999_999_999, np.random.default_rng(1))

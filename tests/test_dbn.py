@@ -782,3 +782,39 @@ def test_a_disk_budget_on_a_time_series_says_why_it_does_not_apply(tmp_path):
                                                 for i in range(30)))
     with pytest.raises(OptionError, match="a time series run is one of tiers"):
         bigbn.learn(path, series="s", disk_budget="1G")
+
+
+def test_roc_and_report_of_a_dynamic_run_score_the_pairs_the_model_can_join(tmp_path):
+    """`bigbn roc` and `bigbn report --truth` of a time series run: the pairs of two lagged
+    variables (never joined) are left out of the ROC, as the slow count over the others
+    says; a true arc into a lagged variable is refused naming its line."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    rows = _series(np.random.default_rng(3), (12, 12))
+    res = bigbn.learn(pd.DataFrame(rows, columns=["id", "t", *NAMES]), lag=1, series="id", time_column="t",
+                      max_parents=2, workdir=tmp_path / "w")
+    truth = tmp_path / "truth.csv"
+    truth.write_text("parent,child\nA[t-1],A\nA[t-1],B\nC,B\nB[t-1],C\n")
+    names, P = list(res.names), res.posterior
+    arcs = {("A[t-1]", "A"), ("A[t-1]", "B"), ("C", "B"), ("B[t-1]", "C")}
+    pos, neg = [], []
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            if "[" in names[i] and "[" in names[j]:
+                continue  # two lagged variables
+            s = P[i, j] + P[j, i]
+            (pos if (names[i], names[j]) in arcs or (names[j], names[i]) in arcs else neg).append(s)
+    ref = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in pos for b in neg) / (len(pos) * len(neg))
+    out = CliRunner().invoke(main, ["roc", str(tmp_path / "w"), str(truth)])
+    assert out.exit_code == 0 and out.output == f"AUC {ref:.6f}\n", out.output
+    out = CliRunner().invoke(main, ["report", str(tmp_path / "w"), "--truth", str(truth), "-o",
+                                    str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert f"{ref:.3f}" in (tmp_path / "r.html").read_text()
+    truth.write_text("parent,child\nA,B[t-1]\n")
+    for cmd in (["roc", str(tmp_path / "w"), str(truth)],
+                ["report", str(tmp_path / "w"), "--truth", str(truth), "-o", str(tmp_path / "r2.html")],
+                ["plot", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "h.png")]):
+        out = CliRunner().invoke(main, cmd)
+        assert out.exit_code == 1 and "line 2, column 2: arc 'A' -> 'B[t-1]' into a lagged variable" in out.output

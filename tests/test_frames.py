@@ -84,6 +84,51 @@ def test_a_complex_valued_column_is_named_as_such(column):
         load_dataset(df)
 
 
+@pytest.mark.parametrize("cell, shown", [([1, 2], "[1, 2]"), ({"k": 1}, "{'k': 1}"), ({3}, "{3}"),
+                                         ((1, 2), "(1, 2)"), (b"x", "b'x'"), (np.eye(2), "array([[1., 0.], [0., 1.]])"),
+                                         (frozenset([1]), "frozenset({1})"), (object(), "<object object at ")])
+def test_a_cell_holding_no_one_value_is_refused(cell, shown):
+    """A list, dict, set, tuple, bytes, array or other object in a cell was read as a level
+    through its str() (an object's changing from run to run), silently."""
+    df = pd.DataFrame({"a": [0, 1, 0, 1], "z": ["x", "y", "x", "y"]}, index=[10, 11, 12, 13])
+    df["z"] = df["z"].astype(object)
+    df.at[12, "z"] = cell
+    with pytest.raises(DataError, match=r"^DataFrame, row 12, column 'z': the cell holds ") as got:
+        load_dataset(df)
+    assert shown in str(got.value) and "\n" not in str(got.value)
+    with pytest.raises(DataError, match=r"row 12, column 'z'"):
+        bigbn.learn(df)
+
+
+@pytest.mark.parametrize("cell", [{"k": 1}, (1, 2), {3}, b"x", object()])
+def test_an_object_array_cell_holding_no_one_value_is_refused(cell):
+    """As for a DataFrame: an object array's dict, tuple, set, bytes or object cell was read
+    as a level through its str() (only a list, which numpy cannot cast, was refused)."""
+    a = np.empty((4, 2), dtype=object)
+    a[:] = [[0, "x"], [1, "y"], [0, "x"], [1, "y"]]
+    a[2, 1] = cell
+    with pytest.raises(DataError, match=r"^data array, row index 2, column 'X2': the cell holds .* not one value"):
+        load_dataset(a)
+
+
+def test_cells_of_one_value_of_any_kind_are_read():
+    import datetime
+    import decimal
+
+    values = [np.int64(1), decimal.Decimal("2.5"), True, datetime.date(2020, 1, 2)]
+    df = pd.DataFrame({"a": [0, 1] * 4, "z": values * 2})
+    assert set(load_dataset(df)[0].levels[1]) == {"1", "2.5", "True", "2020-01-02"}
+    # pd.cut's levels are intervals: a discretised column is data
+    cut = pd.DataFrame({"a": [0, 1] * 4, "z": pd.cut(np.arange(8.0), [-1, 3, 8])})
+    assert load_dataset(cut)[0].levels[1] == ("(-1, 3]", "(3, 8]")
+    tuples = np.empty(4, dtype=object)
+    tuples[:] = [(1, 2), (3, 4), (3, 4), (1, 2)]
+    cat = pd.DataFrame({"a": [0, 1, 0, 1]})
+    cat["z"] = pd.Categorical(tuples)
+    with pytest.raises(DataError, match=r"row 0, column 'z': the cell holds \(1, 2\)"):
+        load_dataset(cat)
+
+
 def test_bool_and_integer_valued_arrays_are_discrete():
     rng = np.random.default_rng(1)
     B = rng.random((100, 3)) < 0.5

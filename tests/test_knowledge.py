@@ -73,6 +73,10 @@ CONTRADICTIONS = {
     "self-loop": (dict(forbidden=[("a", "a")]), "forbidden edge a -> a is a self-loop"),
     "not a name": (dict(required=[(0, 1)]), "a variable is named by a non-empty string, got 0"),
     "bad prob": (dict(edge_prob={("a", "b"): 1.5}), "edge_prob of a -> b must be a probability in [0, 1]"),
+    # a generator was read twice: its second reading empty, a ValueError traceback
+    "generator pair": (dict(forbidden=[(x for x in ("a", "b", "c"))]),
+                       "forbidden edge ('a', 'b', 'c') is not a (parent, child) pair of names"),
+    "dict pair": (dict(required=[{"a": 1, "b": 2}]), "is not a (parent, child) pair of names"),
 }
 
 
@@ -84,12 +88,17 @@ def test_each_contradiction_is_one_line_naming_the_culprit(case):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_pair_given_as_a_generator_is_read_once():
+    assert Knowledge(forbidden=[(x for x in ("a", "b"))]).forbidden == (("a", "b"),)
+
+
 def test_contradictions_between_the_cli_files_are_refused_the_same_way(tmp_path):
     tiers = _write(tmp_path / "t.csv", "node,tier", [(x, 0 if x in ("asia", "smoke") else 1) for x in NAMES])
     req = _write(tmp_path / "r.csv", "parent,child", [("dysp", "asia")])
     r = CliRunner().invoke(main, ["run", ASIA, "-k", "2", "-w", str(tmp_path / "w"), "-q",
                                   "--tiers", tiers, "--require", req])
-    assert_one_line_error(r, "required edge dysp -> asia points from tier 2 back to tier 1")
+    assert_one_line_error(r, "required edge dysp -> asia points from tier 2 back to tier 1",
+                          f"(in --tiers {tiers}, --require {req})")  # which files contradict each other
     assert not (tmp_path / "w").exists()
 
 
@@ -160,6 +169,10 @@ def test_writing_knowledge_where_no_folder_can_be_is_one_error(tmp_path):
     with pytest.raises(OptionError, match="cannot write the knowledge files into .*: Not a directory"):
         k.write(afile / "sub")
     assert afile.read_text() == "x"
+    with pytest.raises(OptionError, match="a path cannot hold a NUL character"):  # was a ValueError
+        k.write(str(tmp_path / "k\0"))
+    with pytest.raises(OptionError, match="write\\(\\) takes a folder \\(a path\\), got int"):  # was a TypeError
+        k.write(5)
 
 
 def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
@@ -167,3 +180,23 @@ def test_no_edges_within_every_tier_without_tiers_is_refused_not_ignored():
         Knowledge(no_edges_within=True)
     assert Knowledge(tiers=[["A"], ["B", "C"]], no_edges_within=True).no_edges_within == (0, 1)
     assert Knowledge(no_edges_within=()).no_edges_within == ()
+
+
+@pytest.mark.parametrize("d, message", [
+    (5, "from_dict takes a dict (as to_dict gives), got int"),
+    ({"edge_prob": [["a", "b"]]}, "edge_prob must be a list of [parent, child, probability]"),
+    ({"edge_prob": 5}, "edge_prob must be a list of [parent, child, probability]"),
+    ({"forbidden": 5}, "forbidden must be a list of (parent, child) name pairs, got 5"),
+    ({"required": [5]}, "required edge 5 is not a (parent, child) pair of names"),
+])
+def test_from_dict_of_another_shape_is_one_line(d, message):
+    """Were AttributeError, TypeError and ValueError tracebacks."""
+    with pytest.raises(OptionError) as e:
+        Knowledge.from_dict(d)
+    assert message in str(e.value)
+
+
+def test_from_pgmpy_of_another_shape_is_one_line():
+    expert = type("E", (), {"forbidden_edges": 5, "required_edges": None, "temporal_order": [["a"], 5]})()
+    with pytest.raises(OptionError, match="from_pgmpy: forbidden_edges, required_edges and temporal_order"):
+        Knowledge.from_pgmpy(expert)

@@ -201,6 +201,8 @@ def test_cli_bundled_network(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--rows", "5"], "give --n"),
     (["--network", "asia", "--n", "5", "--rows", "5"], "cannot be combined"),
+    # was ignored, silently: no tiers file, a network of another shape
+    (["--network", "asia", "--tier-sizes", "4,4", "--rows", "5"], "--tier-sizes cannot be combined with --network"),
     (["--network", "nonesuch", "--rows", "5"], "not a bundled network"),
     (["--n", "4", "--states", "1", "--rows", "5"], "states must be >= 2"),
 ])
@@ -295,3 +297,45 @@ def test_a_max_parents_beyond_int64_draws_every_predecessor():
         n_i = min(int(rng.integers(0, 4)), pos)
         chosen = rng.choice(order[:pos], size=n_i, replace=False) if n_i else []
         assert a[i] == tuple(sorted(int(p) for p in chosen))
+
+
+@pytest.mark.parametrize("extra", [["--lag", "1"], []])
+def test_cli_save_network_in_a_missing_folder_writes_nothing(tmp_path, extra):
+    """--save-network in a folder that does not exist failed after OUT and its truth were
+    written; every output's folder is checked before anything is drawn."""
+    out = tmp_path / "d.csv"
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", *extra, "--save-network",
+                                        str(tmp_path / "no" / "n.bif"), str(out)])
+    assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", *extra, str(tmp_path / "no" / "d.csv")])
+    assert isinstance(res.exception, OptionError) and "does not exist" in str(res.exception)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_force_over_a_pipe_nothing_reads_is_refused_not_waited_on(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "d.csv")
+    res = CliRunner().invoke(simulate, ["--n", "3", "--rows", "5", "--force", str(tmp_path / "d.csv")])
+    assert isinstance(res.exception, OptionError) and "a named pipe that nothing reads" in str(res.exception)
+
+
+def test_cli_force_never_writes_over_the_network_it_reads(tmp_path):
+    """`simulate --network net.bif --force net.bif` replaced the network with the data."""
+    from bigbn.io.bif import write_bif
+
+    bif = tmp_path / "net.bif"
+    write_bif(read_bif("asia"), bif)
+    before = bif.read_text()
+    for args in ([str(bif)], [str(tmp_path / "d.csv"), "--save-network", str(bif)]):
+        res = CliRunner().invoke(simulate, ["--network", str(bif), "--rows", "5", "--force", *args])
+        assert isinstance(res.exception, OptionError) and "is a file this command reads" in str(res.exception)
+    assert bif.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["net.bif"]
+
+
+def test_a_true_network_with_a_cycle_is_read():
+    """The bundled Sachs consensus network holds PIP2 -> PIP3 -> Plcg -> PIP2: a published
+    truth need not be a DAG, and the undirected-edge ROC needs none."""
+    names = ["Raf", "Mek", "Plcg", "PIP2", "PIP3", "Erk", "Akt", "PKA", "PKC", "P38", "Jnk"]
+    adj = read_truth(h.ROOT / "examples" / "sachs.truth.csv", names)
+    assert adj[names.index("PIP2"), names.index("PIP3")] and adj[names.index("PIP3"), names.index("Plcg")]

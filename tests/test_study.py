@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import struct
 import types
 
@@ -20,7 +21,7 @@ from click.testing import CliRunner
 
 from bigbn.cli.main import main
 from bigbn.cli.tools import plot, roc, simulate, study
-from bigbn.errors import OptionError
+from bigbn.errors import DataError, OptionError
 from bigbn.tools.roc import edge_roc, read_edges
 from bigbn.tools.simulate import read_truth
 from bigbn.tools.study import Cell, StudyPlan, cell_done, replicate_network_and_data, run_study
@@ -53,7 +54,7 @@ class FakeLearn:
                     outer = joint.sum(1, keepdims=True) @ joint.sum(0, keepdims=True)
                     nz = joint > 0
                     mi[u, v] = (joint[nz] * np.log(joint[nz] / outer[nz])).sum()
-        P = mi / (2 * mi.max() + 1e-12)
+        P = np.clip(mi / (2 * mi.max() + 1e-12), 0.0, 1.0)  # an MI of -3e-16 is no posterior
         return types.SimpleNamespace(posterior=P, names=list(names), log_marginal=-float(data.m))
 
 
@@ -290,3 +291,52 @@ def test_a_grid_the_engine_cannot_run_is_refused_before_anything_is_made(tmp_pat
         StudyPlan(ns=(4,), ks=(1,), rs=(2,), ms=(5,), replicates=99_999_999_999)
     res = CliRunner().invoke(study, ["--n", "41", "--replicates", "1", "--rows", "5", str(tmp_path / "s")])
     assert isinstance(res.exception, OptionError) and not (tmp_path / "s").exists()
+
+
+def test_study_refuses_a_missing_parent_folder(tmp_path):
+    """`bigbn study a/b/OUT` made a/ and a/b/ (mkdir -p) for a mistyped path; like every
+    other output it needs the folder that holds it."""
+    out = tmp_path / "missing" / "deeper" / "study"
+    res = CliRunner().invoke(main, ["study", "--n", "4", "-k", "1", "--states", "2", "--rows", "20",
+                                    "--replicates", "1", "--no-figures", str(out)])
+    assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+    assert f"the folder {tmp_path / 'missing' / 'deeper'} does not exist" in res.output
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OptionError, match="is not a folder"):
+        run_study(StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), replicates=1), tmp_path / "file" / "study")
+    assert (tmp_path / "file").read_text() == "x"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{}", "no 'n'"), ("[1]", "a JSON list, not an object"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": "x", "auc": 0.5, "log_marginal": 1, "seconds": 1}',
+     "m is 'x', not a whole number"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": 20, "auc": "0.5", "log_marginal": 1, "seconds": 1}',
+     "auc is '0.5', not a number"),
+    ('{"n": 3, "k": 1, "r": 2, "replicate": 0, "m": 30, "auc": 0.5, "log_marginal": 1, "seconds": 1}',
+     "it holds cell n3_k1_r2_rep00_m00030"),
+])
+def test_a_damaged_cell_record_is_named_not_a_traceback(tmp_path, text, message):
+    """A cell's .json of {} or a list was a KeyError or TypeError traceback from the table;
+    a record of another cell went into auc.csv under its own values."""
+    plan = StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), replicates=1)
+    run_study(plan, tmp_path / "s", learn=FakeLearn(), figures=False)
+    (tmp_path / "s" / "cells" / "n3_k1_r2_rep00_m00020.json").write_text(text)
+    with pytest.raises(DataError, match=re.escape(message)):
+        run_study(plan, tmp_path / "s", learn=FakeLearn(), figures=False)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(ns=(3, 2.7)), "study: a value of ns must be an integer, got 2.7"),
+    (dict(ms=("x",)), "study: a value of ms must be an integer, got 'x'"),
+    (dict(ks=3), "study: ks must be a list of integers, got 3"),
+    (dict(replicates=1.5), "study: replicates must be an integer, got 1.5"),
+    (dict(seed="0"), "study: seed must be an integer, got '0'"),
+    (dict(score="bge"), "study: score must be k2 or bdeu, got 'bge'"),
+    (dict(structure_prior="flat"), "study: structure prior must be koivisto-sood or uniform, got 'flat'"),
+])
+def test_a_plan_of_values_that_are_no_integers_is_refused(kw, message):
+    """int() took 2.7 as 2 nodes; 'x' was a ValueError traceback, ks=3 a TypeError one."""
+    with pytest.raises(OptionError, match=re.escape(message)):
+        StudyPlan(**kw)

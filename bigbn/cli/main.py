@@ -936,12 +936,15 @@ def report_cmd(workdir, out, threshold, truth):
     rf = read_run(workdir)
     adj = roc = None
     if truth is not None:
+        import numpy as np
+
         from bigbn.tools.roc import edge_roc
         from bigbn.tools.simulate import read_truth
 
-        adj = read_truth(truth, list(rf.names))
-        kids = rf.run.record.children  # a time series: only the pairs with a node of slice t
-        curve = edge_roc(rf.posterior, adj, None if kids == len(rf.names) else range(kids), list(rf.names))
+        n, kids = len(rf.names), rf.run.record.children
+        children = None if kids >= n else np.arange(n) < kids  # a time series': pairs of lagged ones left out
+        adj = read_truth(truth, list(rf.names), children)
+        curve = edge_roc(rf.posterior, adj, children)
         roc = (curve.fpr, curve.tpr, curve.auc)
     from bigbn.tools import calibrate as cal
 

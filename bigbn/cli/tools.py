@@ -110,7 +110,13 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     if n_continuous is not None and (network is not None or tier_sizes is not None or save_network is not None):
         raise OptionError("--continuous draws from a random CG network: not with --network, --tier-sizes "
                           "or --save-network")
+    if network is not None and os.path.exists(network):  # --force replaced the network it read with the data
+        for path, flag in zip(outputs, ("OUT", "OUT's truth", "OUT's tiers", "--save-network")):
+            opt.output_file(path, flag, inputs=(network,))
     refuse_overwrite(outputs, force)  # before anything is drawn or written
+    opt.parent_folder(out, "OUT")  # --save-network in a missing folder failed after OUT was written
+    if save_network is not None:
+        opt.parent_folder(save_network, "--save-network")
     rng = np.random.default_rng(opt.seed(seed, "--seed"))
     if n_continuous is not None and (lag is not None or series is not None or no_contemporaneous):
         raise OptionError("--continuous (a CG network) and --lag (a dynamic one) cannot be combined")
@@ -121,8 +127,9 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
         _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_sizes, force, lag, series,
                          not no_contemporaneous)
         return
-    if network is not None:
-        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r)) if v is not None]
+    if network is not None:  # --tier-sizes was ignored, silently, and no tiers file written
+        given = [name for name, v in (("--n", n), ("--max-parents", k), ("--states", r), ("--tier-sizes", tier_sizes))
+                 if v is not None]
         if given:
             raise OptionError(f"{', '.join(given)} cannot be combined with --network")
         net = load_network(network)
@@ -252,8 +259,8 @@ def _run_of(edges):
     return path.parent if (path.parent / "run.json").exists() else None
 
 
-def _children_of_run(edges: str, names) -> tuple[int, ...] | None:
-    """The indices (in ``names``) of the nodes of slice t of the dynamic run an edges file
+def _children_of_run(edges: str, names) -> np.ndarray | None:
+    """The nodes of slice t (bool, in ``names``' order) of the dynamic run an edges file
     belongs to (a run's edges.csv, or WORKDIR/samples-PRIOR/edges.csv, which lists all
     n(n-1) pairs), None for a static run or a file of no run."""
     from bigbn.store.rundir import RunDir
@@ -265,9 +272,9 @@ def _children_of_run(edges: str, names) -> tuple[int, ...] | None:
                 record = RunDir(folder).record
             except WorkdirError:
                 return None
-            kids = record.names[: record.children]
+            kids = set(record.names[: record.children])
             if record.children < len(record.names) and sorted(record.names) == sorted(names):
-                return tuple(sorted(names.index(x) for x in kids))
+                return np.array([x in kids for x in names])
             return None
     return None
 
@@ -301,7 +308,7 @@ def roc(edges, truth, plot_path, curve_path):
     Example:
       bigbn roc run/edges.csv data.truth.csv --plot roc.png
     """
-    from bigbn.tools.roc import edge_roc, plot_roc, read_edge_file
+    from bigbn.tools.roc import edge_roc, plot_roc, read_edges_and_children
     from bigbn.tools.simulate import read_truth
 
     run = _run_of(edges)
@@ -309,17 +316,21 @@ def roc(edges, truth, plot_path, curve_path):
     for path, flag in ((plot_path, "--plot"), (curve_path, "--curve")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((plot_path, "--plot"), (curve_path, "--curve"))
-    names, P, children = read_edge_file(edges)  # a dynamic run's: only the pairs with a node of slice t
+    if plot_path:
+        from bigbn.outputs.plot import picture_format
+
+        picture_format(plot_path)  # before the AUC: --plot roc.txt printed it, then failed
+    names, P, children = read_edges_and_children(edges)  # a dynamic run's: pairs of two lagged variables left out
     if children is None:  # the sampler's edges.csv lists all n(n-1) pairs: its run tells slice t
         children = _children_of_run(edges, names)
-    curve = edge_roc(P, read_truth(truth, names), children, names)
+    curve = edge_roc(P, read_truth(truth, names, children), children)
     click.echo(f"AUC {curve.auc:.6f}")
     if plot_path:
         plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],
                  title=f"Undirected-edge ROC: {edges} against {truth}")
         click.echo(f"wrote {plot_path}")
     if curve_path:
-        with open(curve_path, "w", encoding="utf-8") as fh:
+        with opt.open_output(curve_path, "w", encoding="utf-8") as fh:  # a FIFO nothing reads: not a wait
             fh.write("fpr,tpr,threshold\n")
             for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
                 fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")
@@ -358,7 +369,7 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
       bigbn plot run/edges.csv --graph graph.xml --format graphml
     """
     from bigbn.outputs.plot import heatmap, thresholded_edges, write_graph
-    from bigbn.tools.roc import read_edges
+    from bigbn.tools.roc import read_edges_and_children
     from bigbn.tools.simulate import read_truth
 
     run = _run_of(edges)
@@ -366,8 +377,16 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
     for path, flag in ((heatmap_path, "--out"), (graph_path, "--graph")):
         opt.output_file(path, flag, inputs=(edges, truth), workdir=run)  # not over what it reads
     _distinct_outputs((heatmap_path, "--out"), (graph_path, "--graph"))
-    names, P = read_edges(edges)
-    adj = read_truth(truth, names) if truth else None
+    from bigbn.outputs.plot import graph_format, picture_format
+
+    if fmt is not None and graph_path is None:  # it was ignored, silently (the heatmap's format is its suffix)
+        raise OptionError("--format is the format of --graph; give --graph FILE (the heatmap's format is its suffix)")
+    if heatmap_path:  # both names before either file: --graph g.txt failed after the heatmap was written
+        picture_format(heatmap_path)
+    if graph_path:
+        graph_format(graph_path, fmt)
+    names, P, children = read_edges_and_children(edges)
+    adj = read_truth(truth, names, children) if truth else None  # no true arc into a lagged variable
     from bigbn.io.series import lag_of
 
     tiers = _run_tiers(edges, names)

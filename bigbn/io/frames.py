@@ -11,6 +11,7 @@ and the same methods of `Samples`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -46,6 +47,69 @@ def check_complete(cells: np.ndarray, names, where: str) -> None:
                         "(bigbn needs complete data)")
 
 
+def _row(df, r: int) -> str:
+    """The index label of row r as a message names it: 12, 'b' (np.int64(12) was numpy's repr)."""
+    label = df.index[r]
+    label = label.item() if isinstance(label, np.generic) else label
+    return " ".join(repr(label).split())
+
+
+def is_value(v) -> bool:
+    """A cell a CSV file could hold: text, a (non-complex) number, a bool, a date or time
+    (datetime, pandas Timestamp, Timedelta, Period), an interval (`pd.cut`'s levels), an
+    enum member or a UUID, or a numpy scalar of one of those."""
+    if isinstance(v, np.generic):
+        return v.ndim == 0 and not isinstance(v, (np.complexfloating, np.void)) and v.dtype != object
+    return isinstance(v, _value_types()) and not isinstance(v, (bytes, bytearray))
+
+
+@functools.lru_cache(maxsize=1)
+def _value_types() -> tuple:
+    import datetime
+    import decimal
+    import enum
+    import numbers
+    import uuid
+
+    types = (str, bool, numbers.Real, decimal.Decimal, datetime.date, datetime.time, datetime.timedelta,
+             enum.Enum, uuid.UUID)
+    try:  # pandas is optional (an object array needs none)
+        import pandas as pd
+    except ImportError:
+        return types
+    return types + (pd.Period, pd.Interval)
+
+
+def _check_scalars(df, j: int, name: str) -> None:
+    """Refuse a cell of column j (an object or category column) that is no one value: a
+    list, dict, set, tuple, array, bytes or any other object was read as a level through
+    its str() ("[1, 2]", "<object object at 0x...>", which differs run to run), silently;
+    the message names the row (the frame's index label) and the column."""
+    import pandas as pd
+
+    col = df.iloc[:, j]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        values = col.cat.categories.tolist()
+        bad = next((v for v in values if not is_value(v)), None)
+        if bad is not None:
+            r = int(np.flatnonzero(col.cat.codes.to_numpy() == values.index(bad))[0])
+        else:
+            return
+    elif col.dtype == object:
+        values = col.tolist()
+        r = next((i for i, v in enumerate(values) if type(v) is not str and not is_value(v)), None)
+        if r is None:
+            return
+        bad = values[r]
+    else:
+        return
+    shown = " ".join(repr(bad).split())  # one line, also for an array's repr
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise DataError(f"{SOURCE}, row {_row(df, r)}, column '{name}': the cell holds {shown} (type "
+                    f"{type(bad).__name__}), not one value; each cell must hold one level or number (text, "
+                    "a number or a bool)")
+
+
 def _cell_text(col) -> np.ndarray:
     import pandas as pd
 
@@ -79,7 +143,7 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
     na = df.isna().to_numpy()
     if na.any():
         r, j = map(int, np.argwhere(na)[0])
-        raise DataError(f"{SOURCE}, row {df.index[r]!r}, column '{names[j]}': missing value "
+        raise DataError(f"{SOURCE}, row {_row(df, r)}, column '{names[j]}': missing value "
                         "(bigbn needs complete data)" + _na_hint(df.iloc[:, j]))
     cells = np.empty((len(df), len(names)), dtype=object)
     categories = {}
@@ -88,6 +152,7 @@ def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
         if pd.api.types.is_complex_dtype(col.dtype) or (
                 col.dtype == object and any(isinstance(v, (complex, np.complexfloating)) for v in col.tolist())):
             raise DataError(f"{SOURCE}, column '{names[j]}': complex numbers are not data bigbn can score")
+        _check_scalars(df, j, names[j])
         cells[:, j] = _cell_text(col)
         if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text
             categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))

@@ -50,20 +50,30 @@ def printable(text: str) -> str:
     return NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def picture_format(path, fmt=None) -> str:
+    """png, svg or pdf: ``fmt``, else the suffix of ``path``; OptionError for another (a
+    command checks its pictures' names with this before its work)."""
+    fmt = fmt or Path(path).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg", "pdf"):
+        raise OptionError(f"{path}: picture format must be png, svg or pdf (by suffix or --format)")
+    return fmt
+
+
 def save_figure(fig, path, fmt=None) -> None:
     """Save a Figure as png, svg or pdf (``fmt``, else from the file suffix); every text
     of the figure (names, titles) is `printable` first."""
     from matplotlib.text import Text
 
     path = Path(path)
-    fmt = fmt or path.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg", "pdf"):
-        raise OptionError(f"{path}: picture format must be png, svg or pdf (by suffix or --format)")
+    fmt = picture_format(path, fmt)
     for t in fig.findobj(Text):
         text = t.get_text()
         if printable(text) != text:
             t.set_text(printable(text))
-    fig.savefig(path, format=fmt, dpi=150)
+    from bigbn.options import open_output
+
+    with open_output(path, "wb") as fh:  # a FIFO nothing reads: one line, not a wait
+        fig.savefig(fh, format=fmt, dpi=150)
 
 
 def _tier_order(names, tiers):
@@ -318,7 +328,10 @@ def write_graph(names, posterior, path, threshold=0.5, fmt=None, truth=None, tit
     if fmt in ("dot", "graphml"):
         edges = thresholded_edges(names, posterior, threshold)
         text = to_dot(names, edges) if fmt == "dot" else to_graphml(names, edges)
-        Path(path).write_text(text, encoding="utf-8")
+        from bigbn.options import open_output
+
+        with open_output(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     else:
         draw_graph(names, posterior, path, threshold, truth=truth, fmt=fmt, title=title, tiers=tiers,
                    slices=slices)

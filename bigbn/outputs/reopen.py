@@ -48,6 +48,7 @@ def open_run(workdir, then: str = THEN) -> Result:
     caller does next, for the messages ("open it (bigbn.open)")."""
     if not isinstance(workdir, (str, Path)) and not hasattr(workdir, "__fspath__"):
         raise OptionError(f"open() takes a work directory (a path), got {type(workdir).__name__}")
+    opt.workdir(workdir)  # "" (an unset variable?) opened the current folder, as learn(workdir="") refuses
     rd = RunDir(workdir, then=then)
     map_only = not rd.plan.posterior
     if map_only and rd.plan.tiered:  # its MAP network is map_dag.csv alone (a tier's MAP lattice

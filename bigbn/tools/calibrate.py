@@ -134,9 +134,15 @@ def save(record: dict, path: str | None = None) -> str:
     path = path or cache_file()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+        os.replace(tmp, path)
+    except OSError as e:  # a folder of its name, no permission: one line, and no temporary file left
+        if os.path.isfile(tmp):
+            os.unlink(tmp)
+        raise OptionError(f"cannot keep the calibration in {path}: {e.strerror} (BIGBN_CALIBRATION names "
+                          "another file)") from None
     return path
 
 
@@ -157,7 +163,7 @@ def load(path: str | None = None) -> dict | None:
         return None
     f = rec.get("factors")
     if not isinstance(f, dict) or set(f) != set(TIMED) or \
-            not all(isinstance(v, (int, float)) and 0 < v < 1e6 for v in f.values()):
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e6 for v in f.values()):
         return None
     return rec
 

@@ -81,10 +81,22 @@ def random_cg_network(n: int, n_continuous: int, k: int, r: int, rng: np.random.
         size = parent_count(rng, k, len(pool))
         parents[i] = sorted(rng.choice(pool, size=size, replace=False).tolist()) if size else []
     arities = np.array([r if kd == "discrete" else 0 for kd in kinds], dtype=np.int64)
+    # the tables' size before any is drawn, in Python ints: r^(discrete parents) configurations
+    # overflowed int64 (-k 25 --states 10: a wait without end) or were a MemoryError traceback
+    need = 0
+    for i in range(n):
+        q = r ** sum(kinds[p] == "discrete" for p in parents[i])
+        need += 8 * q * (r if kinds[i] == "discrete" else 2 + sum(kinds[p] == "continuous" for p in parents[i]))
+    from bigbn.options import default_memory
+    from bigbn.store.rundir import gib
+
+    if need > default_memory():
+        raise OptionError(f"the tables of a random CG network with {r} states and up to {k} parents need "
+                          f"{gib(need)} of memory; give fewer --states or --max-parents")
     net = CGNetwork(tuple(f"X{j + 1}" for j in range(n)), tuple(kinds), arities, parents, order, {}, {})
     var = np.zeros(n)  # each continuous column's variance, for the scaling
     for i in order:
-        q = int(np.prod([r for p in parents[i] if kinds[p] == "discrete"], dtype=np.int64))
+        q = r ** sum(kinds[p] == "discrete" for p in parents[i])
         if kinds[i] == "discrete":
             net.tables[i] = rng.dirichlet(np.ones(r), size=q)
             continue
@@ -105,6 +117,12 @@ def sample_cg(net: CGNetwork, m: int, rng: np.random.Generator) -> np.ndarray:
     """m records by ancestral sampling: float64 (m, n), codes for discrete nodes."""
     if m < 1:
         raise OptionError(f"rows must be at least 1, got {m}")
+    from bigbn.options import default_memory
+    from bigbn.store.rundir import gib
+
+    need = 4 * 8 * m * net.n  # the data, and a column's uniforms, configurations and probabilities
+    if need > default_memory():
+        raise OptionError(f"{m} rows of {net.n} variables need about {gib(need)} of memory; draw fewer --rows")
     data = np.zeros((m, net.n))
     for i in net.order:
         cfg = net._config(i, data)

@@ -66,49 +66,47 @@ def roc_curve(scores, labels) -> RocCurve:
     return RocCurve(fpr, tpr, thresholds, float(np.trapezoid(tpr, fpr)))
 
 
-def undirected_scores(posterior) -> np.ndarray:
+def _pairs(n: int, children=None) -> tuple[np.ndarray, np.ndarray]:
+    """The unordered pairs u < v (``np.triu_indices(n, 1)`` order) the model can join: all
+    of them, or with ``children`` (bool (n,), a dynamic network's slice t) those with at
+    least one child; two lagged variables are never joined, so their pair is no question."""
+    iu, ju = np.triu_indices(n, 1)
+    if children is None:
+        return iu, ju
+    c = np.asarray(children, dtype=bool)
+    keep = c[iu] | c[ju]
+    return iu[keep], ju[keep]
+
+
+def undirected_scores(posterior, children=None) -> np.ndarray:
     """Scores of the n(n-1)/2 unordered pairs u < v: P[u, v] + P[v, u].
 
     posterior : float (n, n), ``[u, v]`` = p(u -> v | x). Returns float64 (n(n-1)/2,)
-    in the order of ``np.triu_indices(n, 1)``.
+    in the order of ``np.triu_indices(n, 1)`` (with ``children``: only the pairs with a
+    child, see `_pairs`).
     """
     p = np.asarray(posterior, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] != p.shape[1]:
         raise DataError(f"posterior must be a square matrix, got shape {p.shape}")
-    iu, ju = np.triu_indices(p.shape[0], 1)
+    iu, ju = _pairs(p.shape[0], children)
     return p[iu, ju] + p[ju, iu]
 
 
-def undirected_labels(adjacency) -> np.ndarray:
+def undirected_labels(adjacency, children=None) -> np.ndarray:
     """True edges of the unordered pairs u < v (either direction), bool (n(n-1)/2,)."""
     a = np.asarray(adjacency, dtype=bool)
-    iu, ju = np.triu_indices(a.shape[0], 1)
+    iu, ju = _pairs(a.shape[0], children)
     return a[iu, ju] | a[ju, iu]
 
 
-def edge_roc(posterior, adjacency, children=None, names=None) -> RocCurve:
+def edge_roc(posterior, adjacency, children=None) -> RocCurve:
     """The paper's undirected-edge ROC of a posterior matrix against a true DAG.
 
-    children: a dynamic network's nodes of slice t (indices), None for a static one: only
-    the pairs with one of them count, the pairs of two lagged variables (never an edge, at
-    posterior 0) are no pairs of the model; they were counted as true negatives ranked
-    last, which raised the AUC. A true arc between two lagged variables is a DataError
-    (names: for its message)."""
-    scores, labels = undirected_scores(posterior), undirected_labels(adjacency)
-    if children is not None:
-        iu, ju = np.triu_indices(np.asarray(posterior).shape[0], 1)
-        kids = np.zeros(np.asarray(posterior).shape[0], dtype=bool)
-        kids[list(children)] = True
-        keep = kids[iu] | kids[ju]
-        bad = np.flatnonzero(~keep & labels)
-        if bad.size:
-            a, b = int(iu[bad[0]]), int(ju[bad[0]])
-            u, v = (a, b) if np.asarray(adjacency)[a, b] else (b, a)
-            shown = (names[u], names[v]) if names is not None else (u, v)
-            raise DataError(f"truth: arc {shown[0]} -> {shown[1]} joins two lagged variables, which a dynamic "
-                            "network never does (its edges are those into slice t)")
-        scores, labels = scores[keep], labels[keep]
-    return roc_curve(scores, labels)
+    children : None, or bool (n,) marking a dynamic network's variables of slice t (the
+        others, lagged copies, are never children): pairs of two lagged variables are left
+        out. They were counted as sure non-edges at score 0 and raised the AUC (3/4 became
+        4/5 with one such pair)."""
+    return roc_curve(undirected_scores(posterior, children), undirected_labels(adjacency, children))
 
 
 #: The edge files read: a run's edges.csv, and the one `bigbn sample` writes
@@ -117,48 +115,80 @@ def edge_roc(posterior, adjacency, children=None, names=None) -> RocCurve:
 EDGE_HEADERS = (("parent", "child", "posterior"), ("parent", "child", "probability"))
 
 
-def read_edges(path) -> tuple[list[str], np.ndarray]:
-    """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows),
-    or a sampler's ``parent,child,probability,...`` (its third column is read).
+#: How far p(u->v) + p(v->u) may lie above 1 in a file bigbn wrote. The two directions of a
+#: pair exclude each other, so their posteriors sum to at most 1. bigbn writes each value with
+#: 17 significant digits (`Result.to_csv`, the study's cells, `bigbn sample`), which reads back
+#: as the very float it computed: the file adds no rounding. What is left is the engine's own:
+#: p(u->v) and p(v->u) are quotients by two nodes' sums over their parent sets (the same L(V)
+#: up to round-off), documented as exact to about 1e-9 (`bigbn.outputs.plot`, the report's
+#: `_ROUNDING`). Measured: sums reach 1 + 3e-14 at five variables and 300 rows, 1 + 5e-12 at
+#: twelve and 5000 rows (log p(x) ≈ -5e4 nats); the excess grows about with |log p(x)| · 1e-16,
+#: so 1e-9 holds to runs of some 1e7 nats. Each value itself is clipped to [0, 1] before it
+#: is written, so one outside [0, 1] is refused whatever its distance.
+PAIR_ROUNDING = 1e-9
 
-    Returns (names, P) with names in order of first appearance and P float64 (n, n),
-    ``P[u, v]`` = p(u -> v), zero diagonal. Errors name the file, line and column.
-    """
-    names, P, _ = read_edge_file(path)
+
+def read_edges(path) -> tuple[list[str], np.ndarray]:
+    """(names, P) of `read_edges_and_children`."""
+    names, P, _ = read_edges_and_children(path)
     return names, P
 
 
-def read_edge_file(path) -> tuple[list[str], np.ndarray, tuple[int, ...] | None]:
-    """(names, P, children) as `read_edges`, and children: a dynamic network's (the
-    edges into slice t only, `bigbn run --lag`) nodes of slice t, None for all n(n-1)."""
+def read_edges_and_children(path) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """Read an edge-posterior CSV ``parent,child,posterior`` (all n(n-1) directed rows),
+    or a sampler's ``parent,child,probability,...`` (its third column is read).
+
+    Returns (names, P, children) with names in order of first appearance, P float64 (n, n),
+    ``P[u, v]`` = p(u -> v), zero diagonal, and children None, or for a dynamic network's
+    edges (`bigbn run --lag`: no pair into a lagged variable) bool (n,) marking slice t. Errors name the file, line and column: a
+    value that is no probability (NaN, outside [0, 1]), a self-loop, a pair listed twice,
+    an empty name, and a pair whose two directions sum past 1 (+ `PAIR_ROUNDING`).
+    """
     names: dict[str, int] = {}
     entries: dict[tuple[int, int], float] = {}
+    lines: dict[tuple[int, int], tuple[int, str]] = {}  # where each pair is, as written
     text = read_text(os.fspath(path))  # once: EDGES may be a pipe
     for line, row in text_records(path, text, _edge_header(text), extra_columns=True):
         u, v = row[0], row[1]
+        for col, name in ((1, u), (2, v)):
+            if not name:
+                raise DataError(f"{path}, line {line}, column {col}: empty node name")
         if u == v:
-            raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+            raise DataError(f"{path}, line {line}, column 2: self-loop {u!r} -> {v!r}")
         try:
+            if "_" in row[2]:  # float() reads "0.1_2" as 0.12
+                raise ValueError
             p = float(row[2])
         except ValueError:
             raise DataError(f"{path}, line {line}, column 3: not a number: {row[2]!r}") from None
-        if not (math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
-            raise DataError(f"{path}, line {line}, column 3: posterior {p} is not in [0, 1]")
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            raise DataError(f"{path}, line {line}, column 3: posterior {row[2]} is not in [0, 1]")
         iu = names.setdefault(u, len(names))
         iv = names.setdefault(v, len(names))
         if (iu, iv) in entries:
-            raise DataError(f"{path}, line {line}: pair {u!r} -> {v!r} listed twice")
-        entries[(iu, iv)] = min(max(p, 0.0), 1.0)
+            raise DataError(f"{path}, line {line}, column 2: pair {u!r} -> {v!r} listed twice "
+                            f"(first on line {lines[(iu, iv)][0]})")
+        back = entries.get((iv, iu))
+        if back is not None and p + back > 1.0 + PAIR_ROUNDING:
+            raise DataError(f"{path}, line {line}, column 3: p({u} -> {v}) + p({v} -> {u}) = {row[2]} + "
+                            f"{lines[(iv, iu)][1]} (line {lines[(iv, iu)][0]}) is more than 1; the two "
+                            "directions of a "
+                            "pair exclude each other, so these are no posteriors")
+        entries[(iu, iv)] = p
+        lines[(iu, iv)] = (line, row[2])
     n = len(names)
     if n < 2:
         raise DataError(f"{path}: needs at least 2 nodes, found {n}")
     children = None
     if _dynamic(names, entries):  # a dynamic network's: every pair into slice t, the lagged never children
-        children = tuple(sorted({v for _, v in entries}))
+        kids = {v for _, v in entries}
+        children = np.array([i in kids for i in range(n)])
     elif len(entries) != n * (n - 1):
+        shown = list(names)
+        u, v = next((u, v) for u in range(n) for v in range(n) if u != v and (u, v) not in entries)
         raise DataError(
             f"{path}: {len(entries)} rows for {n} nodes; expected all n(n-1) = {n * (n - 1)} "
-            "directed pairs"
+            f"directed pairs (no row for {shown[u]} -> {shown[v]})"
         )
     P = np.zeros((n, n))
     for (iu, iv), p in entries.items():

@@ -154,8 +154,12 @@ def refuse_overwrite(paths, overwrite: bool = False) -> None:
 def _create(path, overwrite: bool):
     """``path`` opened for writing text; an existing file is an OptionError unless ``overwrite``."""
     refuse_overwrite([path], overwrite)
+    if overwrite:  # a FIFO nothing reads: one line, not a wait
+        from bigbn.options import open_output
+
+        return open_output(path, "w", newline="", encoding="utf-8")
     try:
-        return open(path, "w" if overwrite else "x", newline="", encoding="utf-8")
+        return open(path, "x", newline="", encoding="utf-8")
     except FileExistsError:  # created since the check
         raise OptionError(f"{path} already exists; give --force to replace it") from None
 
@@ -206,11 +210,13 @@ def write_truth(network: Network, path, overwrite: bool = False) -> None:
             w.writerow([network.names[p], network.names[c]])
 
 
-def read_truth(path, names) -> np.ndarray:
+def read_truth(path, names, children=None) -> np.ndarray:
     """Read a ``parent,child`` CSV into a boolean (n, n) adjacency over ``names``.
 
     ``[u, v]`` is true iff the file lists u -> v. Unknown names, self-loops, and
-    duplicate rows are DataErrors naming the file and line.
+    duplicate rows are DataErrors naming the file and line, and so is an arc into a
+    variable that ``children`` (bool (n,), a dynamic network's slice t) does not mark:
+    a lagged variable has no parents in a 2-TBN.
     """
     index = {v: i for i, v in enumerate(names)}
     adj = np.zeros((len(names), len(names)), dtype=bool)
@@ -221,6 +227,9 @@ def read_truth(path, names) -> np.ndarray:
                 raise DataError(f"{path}, line {line}, column {col}: unknown node {name!r}")
         if u == v:
             raise DataError(f"{path}, line {line}: self-loop {u!r} -> {v!r}")
+        if children is not None and not children[index[v]]:
+            raise DataError(f"{path}, line {line}, column 2: arc {u!r} -> {v!r} into a lagged variable; a dynamic "
+                            "network's lagged variables have no parents (its edges are those into slice t)")
         if adj[index[u], index[v]]:
             raise DataError(f"{path}, line {line}: arc {u!r} -> {v!r} listed twice")
         adj[index[u], index[v]] = True

@@ -41,7 +41,7 @@ import numpy as np
 from bigbn.io.bif import write_bif
 from bigbn.errors import DataError, OptionError
 from bigbn.plan.lattice import MAX_NODES
-from bigbn.tools.roc import RocCurve, draw_roc_panel, edge_roc, read_edges
+from bigbn.tools.roc import PAIR_ROUNDING, RocCurve, draw_roc_panel, edge_roc, read_edges
 from bigbn.store.workdir import Workdir
 from bigbn.tools.simulate import random_network, read_truth, sample, write_truth
 
@@ -92,13 +92,25 @@ class StudyPlan:
     structure_prior: str = "koivisto-sood"
 
     def __post_init__(self):
+        from bigbn.options import _integer
+
         for name, lo in (("ns", 2), ("ks", 0), ("rs", 2), ("ms", 1)):
-            vals = tuple(sorted({int(v) for v in getattr(self, name)}))
+            given = getattr(self, name)
+            if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+                raise OptionError(f"study: {name} must be a list of integers, got {given!r}")
+            # int() took 2.7 as 2 and "x" was a ValueError traceback
+            vals = tuple(sorted({_integer(v, f"study: a value of {name}") for v in given}))
             if not vals:
                 raise OptionError(f"study: the list of {name[:-1]} values is empty")
             if vals[0] < lo:
                 raise OptionError(f"study: {name[:-1]} values must be >= {lo}, got {vals[0]}")
             object.__setattr__(self, name, vals)
+        if self.score not in ("k2", "bdeu"):  # before any folder is made (learn refused it after the networks)
+            raise OptionError(f"study: score must be k2 or bdeu, got {self.score!r}")
+        if self.structure_prior not in ("koivisto-sood", "uniform"):
+            raise OptionError(f"study: structure prior must be koivisto-sood or uniform, got {self.structure_prior!r}")
+        object.__setattr__(self, "replicates", _integer(self.replicates, "study: replicates"))
+        object.__setattr__(self, "seed", _integer(self.seed, "study: seed"))
         if self.replicates < 1:
             raise OptionError(f"study: replicates must be >= 1, got {self.replicates}")
         if self.seed < 0:
@@ -169,6 +181,9 @@ def _check_study_json(out: Path, plan: StudyPlan) -> None:
     meta = {"format": STUDY_FORMAT, "seed": plan.seed, "score": plan.score,
             "structure_prior": plan.structure_prior}
     path = out / "study.json"
+    from bigbn.options import parent_folder
+
+    parent_folder(out, "study folder")  # a mistyped a/b/OUT made a/ and a/b/ (mkdir -p)
     if out.exists() and not out.is_dir():
         raise OptionError(f"{out} is a file, not a folder; give the study a folder")
     if path.exists():
@@ -191,7 +206,7 @@ def _check_study_json(out: Path, plan: StudyPlan) -> None:
             shown = ", ".join(others[:3])
             raise OptionError(f"{out} is not empty and not a study folder (it holds {shown}, but no "
                               "study.json); bigbn leaves it untouched: give a new or empty folder")
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
         _atomic_write(path, json.dumps(meta, indent=2) + "\n")
 
 
@@ -243,7 +258,8 @@ def _run_cells(plan: StudyPlan, out: Path, learn, emit, figures: bool) -> list[d
                         structure_prior=plan.structure_prior, workdir=None)
             seconds = time.perf_counter() - t0
             P = np.asarray(res.posterior, dtype=np.float64)
-            if P.shape != (c.n, c.n) or not np.all(np.isfinite(P)):
+            if P.shape != (c.n, c.n) or not np.all(np.isfinite(P)) or not np.all((P >= 0) & (P <= 1)) \
+                    or np.any(P + P.T > 1 + PAIR_ROUNDING):  # no cell file that `read_edges` refuses
                 raise DataError(f"study: learn returned a bad posterior for cell {c.key}")
             auc = _auc_or_nan(P, net.adjacency())
             _atomic_write(out / "cells" / f"{c.key}.edges.csv", _edges_csv(net.names, P))
@@ -278,11 +294,36 @@ def collect(plan: StudyPlan, out) -> list[dict]:
     rows = []
     for path in sorted((Path(out) / "cells").glob("*.json")):
         try:
-            rows.append(json.loads(path.read_text(encoding="utf-8")))
-        except ValueError as exc:
+            row = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as exc:
             raise DataError(f"{path}: corrupt result file ({exc}); delete it to redo the cell") from None
+        rows.append(_check_row(row, path))
     rows.sort(key=lambda r: tuple(r[c] for c in ("n", "k", "r", "replicate", "m")))
     return rows
+
+
+def _check_row(row, path: Path) -> dict:
+    """A cell's result record as `_run_cells` writes it, else DataError naming the file ({}
+    or a list was a KeyError or TypeError traceback, m as text one from sorting, and a
+    record of another cell under this one's name went into auc.csv as that cell)."""
+    def bad(why: str):
+        raise DataError(f"{path}: corrupt result file ({why}); delete it to redo the cell")
+
+    if not isinstance(row, dict):
+        bad(f"a JSON {type(row).__name__}, not an object")
+    for c in TABLE_COLUMNS:
+        if c not in row:
+            bad(f"no {c!r}")
+        v = row[c]
+        if c in ("n", "k", "r", "replicate", "m"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                bad(f"{c} is {v!r}, not a whole number")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            bad(f"{c} is {v!r}, not a number")
+    key = Cell(*(row[c] for c in ("n", "k", "r", "replicate", "m"))).key
+    if path.stem != key:
+        bad(f"it holds cell {key}")
+    return row
 
 
 def write_table(rows, path) -> None:
@@ -302,9 +343,10 @@ def cell_roc(out, cell: Cell) -> RocCurve | None:
     if not (edges.exists() and truth.exists()):
         return None
     names, P = read_edges(edges)
+    adjacency = read_truth(truth, names)  # a damaged file is an error, not a curve left out
     try:
-        return edge_roc(P, read_truth(truth, names))
-    except DataError:
+        return edge_roc(P, adjacency)
+    except DataError:  # the truth has no edge or no non-edge: no curve
         return None
 
 
