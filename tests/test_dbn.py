@@ -549,7 +549,8 @@ def test_roc_of_a_dynamic_run_counts_only_the_pairs_of_the_model(tmp_path):
     for cmd in (["roc", str(tmp_path / "w"), str(truth)],
                 ["report", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "r2.html")]):
         out = CliRunner().invoke(main, cmd)
-        assert out.exit_code == 1 and "arc A[t-1] -> B[t-2] joins two lagged variables" in out.output, out.output
+        assert out.exit_code == 1 and "line 2, column 2: arc 'A[t-1]' -> 'B[t-2]' into a lagged variable" in out.output, \
+            out.output
 
 
 def test_export_of_a_dynamic_run_as_bif_names_lagged_copies_as_simulate_reads_them(tmp_path):
