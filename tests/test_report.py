@@ -303,3 +303,29 @@ def test_a_time_series_runs_page(tmp_path):
     assert "A[t-1]" in Page(out.read_text()).words
     rf = read_run(wd)
     assert np.array_equal(rf.posterior, bigbn.open(wd).posterior)
+
+
+@pytest.mark.filterwarnings("ignore:Glyph")  # the pictures draw \x85 as a box
+def test_control_characters_in_names_are_shown_escaped_and_markup_is_text(tmp_path):
+    """A bell, an ESC, a DEL, a C1 control or U+202E (right-to-left override) in a column
+    name, or in the run's folder name, went into the page as it was: invisible, a box, a
+    character HTML forbids, or the rest of a cell turned around. Now each is its escape
+    (\\x07, \\u202e), as the pictures show control characters; markup in a name is text."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 200)
+    b = np.where(rng.random(200) < 0.9, a, 1 - a)
+    names = ["a\x07b\x1b[31m", "<i>\"q\"&'x'</i>", "r\u202el\x85\x7f"]
+    df = pd.DataFrame({names[0]: a.astype(str), names[1]: b.astype(str),
+                       names[2]: rng.integers(0, 2, 200).astype(str)})
+    wd = tmp_path / "run\x07"
+    res = bigbn.learn(df, workdir=wd, max_parents=1, map_dag=True)
+    for text in (report_html(read_run(wd), threshold=0.2), res._repr_html_()):
+        bad = re.findall("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2028\u2029]", text)
+        assert bad == []
+        page = Page(text)
+        assert "<i>" not in text and not {"i", "script"} & set(page.tags)
+        words = page.words
+        assert "a\\x07b\\x1b[31m" in words and "r\\u202el\\x85\\x7f" in words and "<i>\"q\"&'x'</i>" in words
+    assert "bigbn report: run\\x07" in Page(report_html(read_run(wd))).words

@@ -23,6 +23,7 @@ import html
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,8 +315,23 @@ def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None, fact
             f"<body>{head}{body}</body></html>\n")
 
 
+#: what the page shows as its escape (\x07, \u202e), never as it is: the C0 and C1 controls
+#: and DEL (a bell or an ESC of a column name went into the page as it was: invisible, or
+#: a box, or a character HTML forbids), the bidirectional marks, embeddings, overrides and
+#: isolates (U+202E turned the rest of a cell around), the line and paragraph separators,
+#: lone surrogates and the noncharacters U+FFFE and U+FFFF
+INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                       "\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07)."""
+    return INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _e(x) -> str:
-    return html.escape(str(x), quote=True)
+    """``x`` as page text or an attribute's value: `visible`, then HTML-escaped (quotes too)."""
+    return html.escape(visible(str(x)), quote=True)
 
 
 def _finite(x) -> bool:
