@@ -208,6 +208,13 @@ def _first_row_field(path, column, value):
     (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
      "ancestors.csv, line 2, column probability"),
     (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
+    # were tracebacks: parents that are not names, and run.json's knowledge of another type
+    (lambda w: _first_row_field(w / "parent_sets.csv", "parents", "[1, 2]"), "parent_sets.csv: a damaged row"),
+    (lambda w: _first_row_field(w / "parent_sets.csv", "parents", '["nope"]'), "parent_sets.csv: a damaged row"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": 5'), "run.json: its knowledge"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": {"require": [[0, 99]]}'),
+     "run.json: its knowledge"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": {}, "tiers": 5'), "run.json: its knowledge"),
 ])
 def test_a_damaged_file_of_the_run_is_one_line_naming_it(run, tmp_path, damage, where):
     """The page reads the run's CSV and JSON files: a damaged one (an edit, another

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bigbn.errors import OptionError, WorkdirError
+from bigbn.errors import BigBNError, OptionError, WorkdirError
 from bigbn.knowledge import Knowledge
 from bigbn.store.rundir import RunDir, gib
 from bigbn.store.workdir import open_file, read_file
@@ -199,7 +199,10 @@ def _read_parent_sets(root: Path, names) -> dict:
     out: dict[str, list] = {x: [] for x in names}
     for row in _read_rows(root / "parent_sets.csv") or []:
         try:
-            out[row["child"]].append((tuple(json.loads(row["parents"])), float(row["posterior"])))
+            parents = json.loads(row["parents"])
+            if not isinstance(parents, list) or not all(isinstance(x, str) and x in out for x in parents):
+                raise ValueError("not a list of the run's names")  # [1, 2] was a traceback on the page
+            out[row["child"]].append((tuple(parents), float(row["posterior"])))
         except (KeyError, TypeError, ValueError):
             raise WorkdirError(f"{root / 'parent_sets.csv'}: a damaged row ({row}); run the same "
                                "`bigbn run` command again to rewrite it") from None
@@ -357,7 +360,13 @@ def _asked(rf: RunFiles) -> str:
             ("rows", "scores from a .jkl file" if fp.get("m") is None else f"m = {fp['m']}"),
             ("data sha256", fp["data_sha256"][:16] + "…"),
             *((k.replace("_", " "), v) for k, v in options)]
-    know = Knowledge.from_record(rec.names, fp).lines()
+    try:
+        know = Knowledge.from_record(rec.names, fp).lines()
+    except (BigBNError, TypeError, ValueError, KeyError, IndexError, AttributeError):
+        # constraints or tiers of another type (an edit): a traceback, or the knowledge's
+        # own message naming no file
+        raise WorkdirError(f"{rf.run.root / 'run.json'}: its knowledge (\"constraints\", \"tiers\") is damaged; "
+                           "use --fresh to start over (this removes the run's files)") from None
     rows.append(("knowledge", "; ".join(know) if know else "none (every order and edge allowed)"))
     rows.append(("bigbn", f"{rec.version}, run created {rec.created}"))
     return table(None, rows)
