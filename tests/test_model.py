@@ -472,3 +472,24 @@ def test_open_and_export_a_map_only_run_with_tiers(tmp_path):
     (tmp_path / "m" / "map_dag.csv").unlink()
     with pytest.raises(WorkdirError, match="MAP network is not finished"):
         bigbn.open(tmp_path / "m")
+
+
+@pytest.mark.parametrize("options", ['"x"', '{"score": 5}', '{"score": "bdeu", "dbn": 3}',
+                                     '{"score": "bdeu", "dbn": {"lag": 1}}', '{"intervention_column": ["do"]}'])
+def test_export_of_a_run_whose_summary_options_are_damaged_is_one_line(asia, tmp_path, options):
+    """An edited summary.json whose "options" were a string, or whose "dbn" was a number,
+    was a traceback out of export and to_pgmpy (ValueError, TypeError); now one line
+    naming the file."""
+    import shutil
+
+    wd = tmp_path / "w"
+    shutil.copytree(asia[1], wd)
+    summary = json.loads((wd / "summary.json").read_text())
+    summary["options"] = json.loads(options)
+    (wd / "summary.json").write_text(json.dumps(summary))
+    r = cli("export", wd, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert f"{wd.resolve() / 'summary.json'}: its \"options\" are damaged" in r.output
+    with pytest.raises(WorkdirError, match="summary.json: its \"options\" are damaged"):
+        bigbn.open(wd).to_pgmpy()
+    assert not (tmp_path / "n.bif").exists()
