@@ -445,17 +445,18 @@ _BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"]+")
 def check_bif_names(network: Network) -> None:
     """DataError (one line) for a variable or state name that BIF text cannot hold: a
     name is letters, digits, '_', '.', '-' (not starting with '.' or '-'); a state has no
-    space, quote or any of {}()[];,|, and does not start with // or /* (a reader takes
-    that for a comment: a level "//note" was written, and the file could not be read
-    back). XMLBIF holds any name."""
+    space, quote or any of {}()[];,|, and holds no // or /* (a reader takes that for a
+    comment: a level "//note" was written, and the file could not be read back; pgmpy's
+    reader strips comments anywhere in a line, so a level "a//b" was refused by it, and two
+    levels "a/*b", "c*/d" of a line lost what lay between). XMLBIF holds any name."""
     for v, sts in zip(network.names, network.states):
         if not _BIF_NAME.fullmatch(v) or v.startswith(("-", ".")):
             raise DataError(f"variable {v!r}: BIF names are letters, digits, '_', '.' and '-'; "
                             "rename the column or write XMLBIF (--format xmlbif)")
         for st in sts:
-            if not _BIF_STATE.fullmatch(st) or st.startswith(("//", "/*")):
+            if not _BIF_STATE.fullmatch(st) or "//" in st or "/*" in st:
                 raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes or "
-                                "any of {}()[];,|, nor starts with // or /*; recode the level or write "
+                                "any of {}()[];,|, nor // or /*; recode the level or write "
                                 "XMLBIF (--format xmlbif)")
 
 
