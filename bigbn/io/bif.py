@@ -518,9 +518,13 @@ def format_xmlbif(network: Network, name: str = "unknown") -> str:
     """XMLBIF 0.3 text of a network (what pgmpy's XMLBIFReader and Weka read): a
     VARIABLE per node with its OUTCOMEs, a DEFINITION per node with its parents as GIVEN
     and its TABLE: for each configuration of the parents (the last parent fastest) the
-    child's distribution, floats written exactly. Names and states are XML-escaped; one
-    XML cannot hold at all is refused (`check_xml_names`)."""
-    from xml.sax.saxutils import escape
+    child's distribution, floats written exactly. Names and states are XML-escaped (a
+    carriage return as &#13;: written as it is, a parser reads it as a line feed, so a
+    name "a\rb" came back "a\nb"); one XML cannot hold at all is refused (`check_xml_names`)."""
+    from xml.sax.saxutils import escape as xml_escape
+
+    def escape(text: str) -> str:
+        return xml_escape(text, {"\r": "&#13;"})
 
     check_xml_names(network, name)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<BIF VERSION="0.3">', "<NETWORK>",
