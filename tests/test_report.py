@@ -336,3 +336,21 @@ def test_control_characters_in_names_are_shown_escaped_and_markup_is_text(tmp_pa
         words = page.words
         assert "a\\x07b\\x1b[31m" in words and "r\\u202el\\x85\\x7f" in words and "<i>\"q\"&'x'</i>" in words
     assert "bigbn report: run\\x07" in Page(report_html(read_run(wd))).words
+
+
+def test_a_journal_record_with_a_pid_of_another_type_is_not_counted(run, tmp_path):
+    """The journal's reader checks a record's task, stage, CRC and times, not its pid: an
+    edited pid (a list) was a TypeError traceback out of the plan's section; such a record
+    counts for no invocation."""
+    import shutil
+
+    _, done = run
+    wd = tmp_path / "w"
+    shutil.copytree(done, wd)
+    lines = (wd / "journal.jsonl").read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    recs[0]["pid"] = [1, 2]
+    (wd / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert f"journal: {len(recs)} tasks in 1 invocation" in Page((tmp_path / "r.html").read_text()).words

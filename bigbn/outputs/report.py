@@ -396,7 +396,8 @@ def _plan(rf: RunFiles, factors=None, clock: str = "the reference machine") -> s
         rows.append((s, f"{len(rs)} / {planned[s]}" if planned[s] else str(len(rs)),
                      _secs(predicted[s]) if s in predicted else "–",
                      _secs(sum(r.get("seconds", 0.0) for r in rs)), _secs(wall)))
-    invocations = len({r.get("pid") for r in recs if "pid" in r})
+    # (a pid is no part of what the journal's reader checks: an edited one, a list, was a traceback)
+    invocations = len({r["pid"] for r in recs if isinstance(r.get("pid"), (int, str))})
     lines = [f"{len(lattices)} lattice{'s' * (len(lattices) != 1)}"
              + (f" ({len(pl.tiers)} tiers)" if pl.tiered else "")
              + ", chunk bits " + ", ".join(str(p.chunk_bits) for p in lattices[:8])
