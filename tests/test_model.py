@@ -493,3 +493,26 @@ def test_export_of_a_run_whose_summary_options_are_damaged_is_one_line(asia, tmp
     with pytest.raises(WorkdirError, match="summary.json: its \"options\" are damaged"):
         bigbn.open(wd).to_pgmpy()
     assert not (tmp_path / "n.bif").exists()
+
+
+@pytest.mark.parametrize("text", ["asia,tub\n", "parent,child\nasia,asia\n", "parent,child\nasia,tub\ntub,asia\n",
+                                  "parent,child\nsmoke,lung\nsmoke,lung\n", "parent,child\nsmoke,lung\n",
+                                  "parent,child\nsmoke,lung,x\n", "parent,child\nsmoke,nope\n"])
+def test_open_refuses_a_damaged_map_dag_csv_of_a_map_only_run_with_tiers(tmp_path, text):
+    """A --map-only run with tiers reads its MAP network from map_dag.csv: a file without
+    its header lost its first arc, and a loop or a cycle was opened as the MAP "DAG" (to
+    fail later, in to_pgmpy, as a network's error); now the file is checked as the run wrote
+    it (header, arcs of the run's variables, once each, those summary.json lists, a DAG)."""
+    import shutil
+
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    base = tmp_path / "m"
+    only = bigbn.learn(ASIA, workdir=base, tiers=tiers, map_dag=True, posterior=False, max_parents=1)
+    assert bigbn.open(base).map_arcs() == only.map_arcs()
+    wd = tmp_path / "w"
+    shutil.copytree(base, wd)
+    (wd / "map_dag.csv").write_text(text)
+    with pytest.raises(WorkdirError, match="map_dag.csv is damaged"):
+        bigbn.open(wd)
+    r = cli("export", wd, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "map_dag.csv is damaged" in r.output, r.output

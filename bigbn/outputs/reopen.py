@@ -104,19 +104,44 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
     try:
         with open_file(path, "r", newline="") as fh:
             rows = list(csv.reader(fh))
+        # checked as the run wrote it: its header, arcs between two of its variables, each
+        # once, the arcs summary.json lists (a file without its header lost its first arc; a
+        # loop, a cycle or an arc of another run made a "MAP network" that is no DAG)
+        if not rows or rows[0] != ["parent", "child"]:
+            raise ValueError("header")
         index = {s: j for j, s in enumerate(res.names)}
+        arcs = [(index[u], index[v]) for u, v in rows[1:]]
+        listed = res.summary["map_dag"].get("arcs")
+        if len(set(arcs)) != len(arcs) or any(u == v for u, v in arcs) \
+                or (listed is not None and sorted(map(tuple, listed)) != sorted(tuple(r) for r in rows[1:])):
+            raise ValueError("arcs")
         masks = np.zeros(len(res.names), dtype=object)
-        for u, v in rows[1:]:
-            masks[index[v]] |= 1 << index[u]
+        for u, v in arcs:
+            masks[v] |= 1 << u
+        if not _acyclic(masks):
+            raise ValueError("cycle")
         score = float(res.summary["map_dag"]["log_score"])
     except FileNotFoundError:
         return  # the MAP stage did not finish: the posterior alone
     except WorkdirError:
         raise
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise WorkdirError(f"{path} is damaged: run the same `bigbn run --map` command again to rewrite it, "
                            f"then {THEN}") from None
     res.map_parents, res.map_log_score = masks, score
+
+
+def _acyclic(masks) -> bool:
+    """Whether the parent sets ``masks`` (Python int bit masks, one per node) form a DAG."""
+    left, placed = set(range(len(masks))), 0
+    while left:
+        ready = [v for v in left if int(masks[v]) & ~placed == 0]
+        if not ready:
+            return False
+        for v in ready:
+            placed |= 1 << v
+        left -= set(ready)
+    return True
 
 
 def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Samples | None:
