@@ -128,6 +128,15 @@ def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
     (wd / "effects.csv").write_text("cause,effect\nfoo,bar\n")
     with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
         bigbn.open(wd)
+    # cut at a line's end, or a cell edited: a table with a cell of 0 (a row not adding up
+    # to 1) was taken as it was
+    e.to_csv(wd / "effects.csv")
+    lines = (wd / "effects.csv").read_text().splitlines(keepends=True)
+    for text in ("".join(lines[:-1]), "".join(lines[:2] + lines[3:]), "".join(lines + lines[-1:]),
+                 "".join(lines[:-1]) + lines[-1].replace(",0.", ",0.5", 1)):
+        (wd / "effects.csv").write_text(text)
+        with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
+            bigbn.open(wd)
 
 
 def _truncate_npz(folder):

@@ -238,9 +238,14 @@ def read_effects(path: Path, names) -> Effects | None:
             cells.setdefault((x, y), []).append((r[1], r[3], float(r[4]), float(r[5])))
         pairs, tables, p_zero = list(cells), [], []
         for (x, y), rs in cells.items():
-            tab = np.zeros((len(levels[x]), len(levels[y])))
+            tab = np.full((len(levels[x]), len(levels[y])), np.nan)
             for a, b, prob, _ in rs:
                 tab[levels[x].index(a), levels[y].index(b)] = prob
+            # every cell once, each row a distribution, one P(zero) per pair: a file cut at a
+            # line's end read as tables with cells of 0 (rows that did not add up to 1)
+            if len(rs) != tab.size or np.isnan(tab).any() or len({r[3] for r in rs}) != 1 \
+                    or not np.allclose(tab.sum(axis=1), 1.0, rtol=0, atol=1e-6):
+                raise ValueError("a pair's table")
             tables.append(tab)
             p_zero.append(rs[0][3])
         return Effects(tuple(names), "discrete", pairs, float("nan"), np.array(p_zero), table=tables,
