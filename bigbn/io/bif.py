@@ -444,13 +444,14 @@ def read_bif(path_or_name) -> Network:
 
 #: what BIF (as bigbn and pgmpy read it) holds as a variable name and as a state name
 _BIF_NAME = re.compile(r"[^\W][\w.\-]*")
-_BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"]+")
+_BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"\x00-\x1f\x7f]+")
 
 
 def check_bif_names(network: Network) -> None:
     """DataError (one line) for a variable or state name that BIF text cannot hold: a
     name is letters, digits, '_', '.', '-' (not starting with '.' or '-'); a state has no
-    space, quote or any of {}()[];,|, and holds no // or /* (a reader takes that for a
+    space, quote, control character (pgmpy's reader failed on a level "\\x00") or any of
+    {}()[];,|, and holds no // or /* (a reader takes that for a
     comment: a level "//note" was written, and the file could not be read back; pgmpy's
     reader strips comments anywhere in a line, so a level "a//b" was refused by it, and two
     levels "a/*b", "c*/d" of a line lost what lay between). XMLBIF holds any name."""
@@ -460,8 +461,8 @@ def check_bif_names(network: Network) -> None:
                             "rename the column or write XMLBIF (--format xmlbif)")
         for st in sts:
             if not _BIF_STATE.fullmatch(st) or "//" in st or "/*" in st:
-                raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes or "
-                                "any of {}()[];,|, nor // or /*; recode the level or write "
+                raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes, control "
+                                "characters or any of {}()[];,|, nor // or /*; recode the level or write "
                                 "XMLBIF (--format xmlbif)")
 
 
