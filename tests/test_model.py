@@ -525,3 +525,10 @@ def test_open_refuses_a_damaged_map_dag_csv_of_a_map_only_run_with_tiers(tmp_pat
         bigbn.open(wd)
     r = cli("export", wd, "--out", tmp_path / "n.bif")
     assert r.exit_code == 1 and r.output.count("\n") == 1 and "map_dag.csv is damaged" in r.output, r.output
+    # summary.json's "map_dag" (its arcs and log score) damaged: that file is named (it was map_dag.csv)
+    shutil.copy(base / "map_dag.csv", wd / "map_dag.csv")
+    summary = json.loads((base / "summary.json").read_text())
+    for info in ([], {"arcs": [["asia"]], "log_score": 1.0}, {"arcs": only.map_arcs(), "log_score": "x"}):
+        (wd / "summary.json").write_text(json.dumps({**summary, "map_dag": info}))
+        with pytest.raises(WorkdirError, match="summary.json: its \"map_dag\" is damaged"):
+            bigbn.open(wd)

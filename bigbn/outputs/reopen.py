@@ -101,6 +101,15 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
             res.map_parents, res.map_log_score = lat.map_parents(), lat.log_map_score
         return
     path = run.root / "map_dag.csv"
+    info = res.summary.get("map_dag")
+    listed, score = (info.get("arcs"), info.get("log_score")) if isinstance(info, dict) else (None, None)
+    if not (isinstance(score, (int, float)) and not isinstance(score, bool)) or not (
+            listed is None or isinstance(listed, list)
+            and all(isinstance(a, list) and len(a) == 2 and all(isinstance(x, str) for x in a) for a in listed)):
+        if not path.exists():
+            return  # the MAP stage did not finish: the posterior alone
+        raise WorkdirError(f"{run.root / 'summary.json'}: its \"map_dag\" is damaged: run the same `bigbn run --map` "
+                           f"command again to rewrite it, then {THEN}")
     try:
         with open_file(path, "r", newline="") as fh:
             rows = list(csv.reader(fh))
@@ -111,7 +120,6 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
             raise ValueError("header")
         index = {s: j for j, s in enumerate(res.names)}
         arcs = [(index[u], index[v]) for u, v in rows[1:]]
-        listed = res.summary["map_dag"].get("arcs")
         if len(set(arcs)) != len(arcs) or any(u == v for u, v in arcs) \
                 or (listed is not None and sorted(map(tuple, listed)) != sorted(tuple(r) for r in rows[1:])):
             raise ValueError("arcs")
@@ -120,15 +128,14 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
             masks[v] |= 1 << u
         if not _acyclic(masks):
             raise ValueError("cycle")
-        score = float(res.summary["map_dag"]["log_score"])
     except FileNotFoundError:
         return  # the MAP stage did not finish: the posterior alone
     except WorkdirError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError):
         raise WorkdirError(f"{path} is damaged: run the same `bigbn run --map` command again to rewrite it, "
                            f"then {THEN}") from None
-    res.map_parents, res.map_log_score = masks, score
+    res.map_parents, res.map_log_score = masks, float(score)
 
 
 def _acyclic(masks) -> bool:
