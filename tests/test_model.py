@@ -532,3 +532,21 @@ def test_open_refuses_a_damaged_map_dag_csv_of_a_map_only_run_with_tiers(tmp_pat
         (wd / "summary.json").write_text(json.dumps({**summary, "map_dag": info}))
         with pytest.raises(WorkdirError, match="summary.json: its \"map_dag\" is damaged"):
             bigbn.open(wd)
+
+
+def test_data_of_another_run_are_refused_when_summary_json_lacks_the_hash(asia, tmp_path):
+    """The data given to export / to_pgmpy are checked against the run's content hash; a
+    summary.json without "data_sha256" (an edit) took any data with the run's columns,
+    and fitted the CPDs on them. run.json's fingerprint holds the hash too."""
+    import shutil
+
+    wd = tmp_path / "w"
+    shutil.copytree(asia[1], wd)
+    summary = json.loads((wd / "summary.json").read_text())
+    del summary["data_sha256"]
+    (wd / "summary.json").write_text(json.dumps(summary))
+    other = tmp_path / "other.csv"
+    other.write_text("".join(ASIA.read_text().splitlines(keepends=True)[:1001]))
+    r = cli("export", wd, "--data", other, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and "not the data of this run" in r.output, r.output
+    assert cli("export", wd, "--out", tmp_path / "n.bif").exit_code == 0

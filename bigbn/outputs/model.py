@@ -140,6 +140,9 @@ def run_data(res, data=None, sep: str | None = None):
     ds, score, digest = load_dataset(data, names=tuple(res.names), score=used, sep=sep,
                                      intervention_column=options.get("intervention_column"))
     run_digest = res.summary.get("data_sha256")
+    if run_digest is None and res.workdir is not None:  # a summary.json without it took any data
+        record = read_record(res.workdir)
+        run_digest = record.fingerprint.get("data_sha256") if record is not None else None
     if run_digest is not None and digest != run_digest:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run (content hash "
                           f"{digest[:12]} vs the run's {str(run_digest)[:12]})")
