@@ -191,6 +191,10 @@ def _edit(path, old, new):
     path.write_text(path.read_text().replace(old, new, 1))
 
 
+def _cut_last_line(path):
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+
+
 def _first_row_field(path, column, value):
     rows = list(csv.reader(path.open(newline="")))
     rows[1][rows[0].index(column)] = value
@@ -208,6 +212,8 @@ def _first_row_field(path, column, value):
     (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
      "ancestors.csv, line 2, column probability"),
     (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
+    (lambda w: _cut_last_line(w / "effects.csv"), "effects.csv: the rows of"),  # was a change from a cell of 0
+    (lambda w: _first_row_field(w / "effects.csv", "probability", "0.5"), "effects.csv: the rows of"),
     # were tracebacks: parents that are not names, and run.json's knowledge of another type
     (lambda w: _first_row_field(w / "parent_sets.csv", "parents", "[1, 2]"), "parent_sets.csv: a damaged row"),
     (lambda w: _first_row_field(w / "parent_sets.csv", "parents", '["nope"]'), "parent_sets.csv: a damaged row"),

@@ -218,8 +218,23 @@ def _read_effects(path: Path) -> list[dict] | None:
     if "mean" in rows[0]:
         return _checked(path, rows, need=("cause", "effect"), numbers=("mean", "lower", "upper"),
                         probabilities=("p_zero",))
-    return _checked(path, rows, need=("cause", "effect", "cause_level", "effect_level"),
+    rows = _checked(path, rows, need=("cause", "effect", "cause_level", "effect_level"),
                     probabilities=("probability", "p_zero"))
+    # each pair's table whole, as `bigbn.open` reads it: every cell once, p(effect | do(cause
+    # = a)) adding up to 1 (a file cut at a line's end gave a pair's change from a cell of 0)
+    cells: dict[tuple[str, str], dict] = {}
+    levels: dict[str, set] = {}  # each variable's levels, as a cause or an effect anywhere in the file
+    for r in rows:
+        cells.setdefault((r["cause"], r["effect"]), {}).setdefault(r["cause_level"], []).append(
+            (r["effect_level"], float(r["probability"])))
+        levels.setdefault(r["cause"], set()).add(r["cause_level"])
+        levels.setdefault(r["effect"], set()).add(r["effect_level"])
+    for (x, y), table in cells.items():
+        if set(table) != levels[x] or any(sorted(b for b, _ in t) != sorted(levels[y]) for t in table.values()) \
+                or any(abs(sum(p for _, p in t) - 1.0) > 1e-6 for t in table.values()):
+            raise WorkdirError(f"{path}: the rows of {x} → {y} are not a table p({y} | do({x})) (damaged, "
+                               f"or cut short); {_AGAIN}")
+    return rows
 
 
 def _read_arcs(path: Path, names) -> list | None:
