@@ -80,17 +80,30 @@ def test_plain_and_gz_paths_and_names(tmp_path):
 
 
 def test_round_trip_random_networks(tmp_path):
+    """Written and read back, a network is the same bit for bit: the floats are written
+    exactly, and a row summing to 1 up to its rounding is not divided by its sum (which
+    moved a third of the rows of a random network by an ulp)."""
     rng = np.random.default_rng(7)
-    for r in (2, 3):
+    for r in (2, 3, 5):
         net = random_network(7, 3, r, rng)
+        rows = rng.random((200, r))
+        rows /= rows.sum(axis=1, keepdims=True)
+        net = Network(net.names + ("many",), net.states + (net.states[0],), net.parents + ((),),
+                      net.cpts + (rows[0],))
         path = tmp_path / f"net{r}.bif.gz"
         write_bif(net, path)
         back = read_bif(path)
         assert back.names == net.names and back.states == net.states
         assert back.parents == net.parents
         for x, y in zip(back.cpts, net.cpts):
-            np.testing.assert_allclose(x, y, rtol=1e-15, atol=0)
+            assert np.array_equal(x, y)
+        for row in rows:
+            one = Network(("a",), (net.states[0],), ((),), (row,))
+            assert np.array_equal(parse_bif(format_bif(one)).cpts[0], row)
     assert parse_bif(format_bif(net)).arcs() == net.arcs()
+    # a row written with few digits is still made a distribution
+    back = parse_bif("variable a { type discrete [ 3 ] { x, y, z }; }\nprobability ( a ) { table 0.3333, 0.3333, 0.3333; }")
+    assert np.allclose(back.cpts[0], 1 / 3, rtol=1e-15, atol=0)
 
 
 
@@ -212,16 +225,19 @@ def test_a_default_row_cannot_ask_for_a_huge_table():
         parse_bif(text)
 
 
-@pytest.mark.parametrize("level", ["//note", "/*x", "/**/"])
+@pytest.mark.parametrize("level", ["//note", "/*x", "/**/", "http://x", "a/*b", "a\x00b", "\x07", "x\x7f"])
 def test_a_level_a_reader_takes_for_a_comment_is_refused(level):
     """A level starting with // or /* was written into the states list and the rows,
     where every reader (this one, pgmpy's) takes it for a comment: the file could not be
-    read back. ("http://x" or "a/b" are one word, and fine.)"""
+    read back. pgmpy strips comments anywhere in a line: "http://x" made a file it could not
+    read (AttributeError), and levels "a/*b" ... "c*/d" lost what lay between; so a level
+    holds neither // nor /* ("a/b", "x*/" are fine), nor a control character (pgmpy failed
+    on "a\\x00b": "cannot convert float NaN to integer")."""
     net = random_network(2, 1, 2, np.random.default_rng(3))
-    for states in [((level, "1"), net.states[1]), ((net.states[0]), ("http://x", "a/b"))]:
+    for states in [((level, "1"), net.states[1]), ((net.states[0]), ("x*/", "a/b"))]:
         named = Network(net.names, states, net.parents, net.cpts)
         if states[0][0] == level:
-            with pytest.raises(DataError, match="nor starts with // or /"):
+            with pytest.raises(DataError, match="nor // or /"):
                 format_bif(named)
         else:
             assert parse_bif(format_bif(named)).states == states
@@ -244,6 +260,28 @@ def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
         assert not path.exists()
     write_xmlbif(Network(("a\tb", "ünï"), (("x y", "<&>"), net.states[1]), net.parents, net.cpts), path)
     assert [e.text for e in ET.parse(path).iter("NAME")] == ["unknown", "a\tb", "ünï"]
+
+
+def test_xmlbif_names_read_back_as_they_were(tmp_path):
+    """A carriage return in a name or a level was written as it is, and every XML parser
+    reads it as a line feed ("a\rb" came back "a\nb", in ElementTree and pgmpy alike): it
+    is written &#13;. Spaces at the ends, tabs, line feeds, markup and any letter are kept."""
+    import xml.etree.ElementTree as ET
+
+    from bigbn.io.bif import write_xmlbif
+
+    net = random_network(2, 1, 2, np.random.default_rng(3))
+    names, states = (" a\rb\r\n", "c\n\td <&>\"'"), ((" x\r", "y "), ("]]>", "é😀"))
+    path = tmp_path / "n.xml"
+    write_xmlbif(Network(names, states, net.parents, net.cpts), path)
+    tree = ET.parse(path)
+    assert [e.text for e in tree.iter("NAME")][1:] == list(names)
+    assert [e.text for e in tree.iter("OUTCOME")] == [*states[0], *states[1]]
+    assert [e.text for e in tree.iter("FOR")] == list(names)
+    pgmpy = pytest.importorskip("pgmpy.readwrite")
+    model = pgmpy.XMLBIFReader(str(path)).get_model()
+    assert sorted(model.nodes()) == sorted(names)
+    assert model.get_cpds(names[0]).state_names[names[0]] == list(states[0])
 
 
 def test_a_parent_of_many_states_is_read_in_linear_time():

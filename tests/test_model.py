@@ -128,6 +128,15 @@ def test_open_brings_the_samples_and_effects_left_in_the_workdir(tmp_path):
     (wd / "effects.csv").write_text("cause,effect\nfoo,bar\n")
     with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
         bigbn.open(wd)
+    # cut at a line's end, or a cell edited: a table with a cell of 0 (a row not adding up
+    # to 1) was taken as it was
+    e.to_csv(wd / "effects.csv")
+    lines = (wd / "effects.csv").read_text().splitlines(keepends=True)
+    for text in ("".join(lines[:-1]), "".join(lines[:2] + lines[3:]), "".join(lines + lines[-1:]),
+                 "".join(lines[:-1]) + lines[-1].replace(",0.", ",0.5", 1)):
+        (wd / "effects.csv").write_text(text)
+        with pytest.raises(WorkdirError, match="effects.csv is damaged.*bigbn effects --workdir"):
+            bigbn.open(wd)
 
 
 def _truncate_npz(folder):
@@ -472,3 +481,72 @@ def test_open_and_export_a_map_only_run_with_tiers(tmp_path):
     (tmp_path / "m" / "map_dag.csv").unlink()
     with pytest.raises(WorkdirError, match="MAP network is not finished"):
         bigbn.open(tmp_path / "m")
+
+
+@pytest.mark.parametrize("options", ['"x"', '{"score": 5}', '{"score": "bdeu", "dbn": 3}',
+                                     '{"score": "bdeu", "dbn": {"lag": 1}}', '{"intervention_column": ["do"]}'])
+def test_export_of_a_run_whose_summary_options_are_damaged_is_one_line(asia, tmp_path, options):
+    """An edited summary.json whose "options" were a string, or whose "dbn" was a number,
+    was a traceback out of export and to_pgmpy (ValueError, TypeError); now one line
+    naming the file."""
+    import shutil
+
+    wd = tmp_path / "w"
+    shutil.copytree(asia[1], wd)
+    summary = json.loads((wd / "summary.json").read_text())
+    summary["options"] = json.loads(options)
+    (wd / "summary.json").write_text(json.dumps(summary))
+    r = cli("export", wd, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert f"{wd.resolve() / 'summary.json'}: its \"options\" are damaged" in r.output
+    with pytest.raises(WorkdirError, match="summary.json: its \"options\" are damaged"):
+        bigbn.open(wd).to_pgmpy()
+    assert not (tmp_path / "n.bif").exists()
+
+
+@pytest.mark.parametrize("text", ["asia,tub\n", "parent,child\nasia,asia\n", "parent,child\nasia,tub\ntub,asia\n",
+                                  "parent,child\nsmoke,lung\nsmoke,lung\n", "parent,child\nsmoke,lung\n",
+                                  "parent,child\nsmoke,lung,x\n", "parent,child\nsmoke,nope\n"])
+def test_open_refuses_a_damaged_map_dag_csv_of_a_map_only_run_with_tiers(tmp_path, text):
+    """A --map-only run with tiers reads its MAP network from map_dag.csv: a file without
+    its header lost its first arc, and a loop or a cycle was opened as the MAP "DAG" (to
+    fail later, in to_pgmpy, as a network's error); now the file is checked as the run wrote
+    it (header, arcs of the run's variables, once each, those summary.json lists, a DAG)."""
+    import shutil
+
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]]
+    base = tmp_path / "m"
+    only = bigbn.learn(ASIA, workdir=base, tiers=tiers, map_dag=True, posterior=False, max_parents=1)
+    assert bigbn.open(base).map_arcs() == only.map_arcs()
+    wd = tmp_path / "w"
+    shutil.copytree(base, wd)
+    (wd / "map_dag.csv").write_text(text)
+    with pytest.raises(WorkdirError, match="map_dag.csv is damaged"):
+        bigbn.open(wd)
+    r = cli("export", wd, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "map_dag.csv is damaged" in r.output, r.output
+    # summary.json's "map_dag" (its arcs and log score) damaged: that file is named (it was map_dag.csv)
+    shutil.copy(base / "map_dag.csv", wd / "map_dag.csv")
+    summary = json.loads((base / "summary.json").read_text())
+    for info in ([], {"arcs": [["asia"]], "log_score": 1.0}, {"arcs": only.map_arcs(), "log_score": "x"}):
+        (wd / "summary.json").write_text(json.dumps({**summary, "map_dag": info}))
+        with pytest.raises(WorkdirError, match="summary.json: its \"map_dag\" is damaged"):
+            bigbn.open(wd)
+
+
+def test_data_of_another_run_are_refused_when_summary_json_lacks_the_hash(asia, tmp_path):
+    """The data given to export / to_pgmpy are checked against the run's content hash; a
+    summary.json without "data_sha256" (an edit) took any data with the run's columns,
+    and fitted the CPDs on them. run.json's fingerprint holds the hash too."""
+    import shutil
+
+    wd = tmp_path / "w"
+    shutil.copytree(asia[1], wd)
+    summary = json.loads((wd / "summary.json").read_text())
+    del summary["data_sha256"]
+    (wd / "summary.json").write_text(json.dumps(summary))
+    other = tmp_path / "other.csv"
+    other.write_text("".join(ASIA.read_text().splitlines(keepends=True)[:1001]))
+    r = cli("export", wd, "--data", other, "--out", tmp_path / "n.bif")
+    assert r.exit_code == 1 and "not the data of this run" in r.output, r.output
+    assert cli("export", wd, "--out", tmp_path / "n.bif").exit_code == 0

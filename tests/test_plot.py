@@ -240,3 +240,26 @@ def test_two_outputs_of_one_name_are_refused(tmp_path):
     r = CliRunner().invoke(roc, [str(edges), str(truth), "--plot", str(out), "--curve", str(out)])
     assert isinstance(r.exception, OptionError) and "--plot and --curve name one file" in str(r.exception)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["plot", "roc"])
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_workdir_whose_edges_csv_is_not_a_file_is_one_line_naming_it(tmp_path, command, kind):
+    """`bigbn plot WORKDIR` (and `roc`) with a FIFO or a folder in place of edges.csv said
+    "a folder without edges.csv (not a finished bigbn run)": a run that is finished, whose
+    file is something else. Now the line names the file and what is in its place."""
+    import os
+
+    wd = tmp_path / "w"
+    (wd / "samples-order-modular").mkdir(parents=True)
+    (wd / "run.json").write_text("{}")
+    truth = tmp_path / "t.csv"
+    truth.write_text("parent,child\na,b\n")
+    for folder in (wd, wd / "samples-order-modular"):
+        os.mkfifo(folder / "edges.csv") if kind == "fifo" else (folder / "edges.csv").mkdir()
+        res = h.cli(command, folder, *([truth] if command == "roc" else ["--out", tmp_path / "h.png"]))
+        what = "a FIFO" if kind == "fifo" else "a folder"
+        assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
+        assert f"{folder / 'edges.csv'} is {what}, not a file as bigbn writes it" in res.output, res.output
+    res = h.cli(command, tmp_path, *([truth] if command == "roc" else []))
+    assert res.exit_code == 1 and "a folder without edges.csv" in res.output

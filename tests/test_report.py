@@ -191,6 +191,10 @@ def _edit(path, old, new):
     path.write_text(path.read_text().replace(old, new, 1))
 
 
+def _cut_last_line(path):
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+
+
 def _first_row_field(path, column, value):
     rows = list(csv.reader(path.open(newline="")))
     rows[1][rows[0].index(column)] = value
@@ -208,6 +212,15 @@ def _first_row_field(path, column, value):
     (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
      "ancestors.csv, line 2, column probability"),
     (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
+    (lambda w: _cut_last_line(w / "effects.csv"), "effects.csv: the rows of"),  # was a change from a cell of 0
+    (lambda w: _first_row_field(w / "effects.csv", "probability", "0.5"), "effects.csv: the rows of"),
+    # were tracebacks: parents that are not names, and run.json's knowledge of another type
+    (lambda w: _first_row_field(w / "parent_sets.csv", "parents", "[1, 2]"), "parent_sets.csv: a damaged row"),
+    (lambda w: _first_row_field(w / "parent_sets.csv", "parents", '["nope"]'), "parent_sets.csv: a damaged row"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": 5'), "run.json: its knowledge"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": {"require": [[0, 99]]}'),
+     "run.json: its knowledge"),
+    (lambda w: _edit(w / "run.json", '"constraints": {}', '"constraints": {}, "tiers": 5'), "run.json: its knowledge"),
 ])
 def test_a_damaged_file_of_the_run_is_one_line_naming_it(run, tmp_path, damage, where):
     """The page reads the run's CSV and JSON files: a damaged one (an edit, another
@@ -303,3 +316,47 @@ def test_a_time_series_runs_page(tmp_path):
     assert "A[t-1]" in Page(out.read_text()).words
     rf = read_run(wd)
     assert np.array_equal(rf.posterior, bigbn.open(wd).posterior)
+
+
+@pytest.mark.filterwarnings("ignore:Glyph")  # the pictures draw \x85 as a box
+def test_control_characters_in_names_are_shown_escaped_and_markup_is_text(tmp_path):
+    """A bell, an ESC, a DEL, a C1 control or U+202E (right-to-left override) in a column
+    name, or in the run's folder name, went into the page as it was: invisible, a box, a
+    character HTML forbids, or the rest of a cell turned around. Now each is its escape
+    (\\x07, \\u202e), as the pictures show control characters; markup in a name is text."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 200)
+    b = np.where(rng.random(200) < 0.9, a, 1 - a)
+    names = ["a\x07b\x1b[31m", "<i>\"q\"&'x'</i>", "r\u202el\x85\x7f"]
+    df = pd.DataFrame({names[0]: a.astype(str), names[1]: b.astype(str),
+                       names[2]: rng.integers(0, 2, 200).astype(str)})
+    wd = tmp_path / "run\x07"
+    res = bigbn.learn(df, workdir=wd, max_parents=1, map_dag=True)
+    for text in (report_html(read_run(wd), threshold=0.2), res._repr_html_()):
+        bad = re.findall("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2028\u2029]", text)
+        assert bad == []
+        page = Page(text)
+        assert "<i>" not in text and not {"i", "script"} & set(page.tags)
+        words = page.words
+        assert "a\\x07b\\x1b[31m" in words and "r\\u202el\\x85\\x7f" in words and "<i>\"q\"&'x'</i>" in words
+    assert "bigbn report: run\\x07" in Page(report_html(read_run(wd))).words
+
+
+def test_a_journal_record_with_a_pid_of_another_type_is_not_counted(run, tmp_path):
+    """The journal's reader checks a record's task, stage, CRC and times, not its pid: an
+    edited pid (a list) was a TypeError traceback out of the plan's section; such a record
+    counts for no invocation."""
+    import shutil
+
+    _, done = run
+    wd = tmp_path / "w"
+    shutil.copytree(done, wd)
+    lines = (wd / "journal.jsonl").read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    recs[0]["pid"] = [1, 2]
+    (wd / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = h.cli("report", wd, "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    assert f"journal: {len(recs)} tasks in 1 invocation" in Page((tmp_path / "r.html").read_text()).words

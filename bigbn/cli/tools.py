@@ -280,11 +280,19 @@ def _children_of_run(edges: str, names) -> np.ndarray | None:
 
 
 def _edges_file(edges: str) -> str:
-    """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given."""
+    """EDGES as given, or WORKDIR/edges.csv when a run's work directory is given. That file
+    is the run's own: opened as `open_file` opens it, so that a FIFO or a folder in its place
+    is one line naming it (it was "a folder without edges.csv (not a finished bigbn run)")."""
+    from bigbn.store.workdir import open_file
+
     p = Path(edges)
     if p.is_dir():
-        if not (p / "edges.csv").is_file():
-            raise OptionError(f"{edges}: a folder without edges.csv (not a finished bigbn run)")
+        try:
+            open_file(p / "edges.csv").close()
+        except FileNotFoundError:
+            raise OptionError(f"{edges}: a folder without edges.csv (not a finished bigbn run)") from None
+        except OSError as e:
+            raise OptionError(f"cannot read {p / 'edges.csv'}: {e.strerror}") from None
         return str(p / "edges.csv")
     return edges
 

@@ -414,6 +414,11 @@ def _check_row(row, r, child, key, source, line) -> np.ndarray:
     total = a.sum()
     if abs(total - 1.0) > ROW_SUM_TOLERANCE:
         raise DataError(f"{where} sums to {total:.6g}, not 1")
+    if abs(total - 1.0) <= a.size * 2.0**-52:
+        # a distribution up to the rounding of its sum (as `format_bif` writes one, every
+        # float exactly) is kept as written: divided by a total of 1 ± an ulp, a third of
+        # the rows of a network written and read back came back an ulp off
+        return a
     return a / total
 
 
@@ -439,23 +444,25 @@ def read_bif(path_or_name) -> Network:
 
 #: what BIF (as bigbn and pgmpy read it) holds as a variable name and as a state name
 _BIF_NAME = re.compile(r"[^\W][\w.\-]*")
-_BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"]+")
+_BIF_STATE = re.compile(r"[^\s{}()\[\];,|\"\x00-\x1f\x7f]+")
 
 
 def check_bif_names(network: Network) -> None:
     """DataError (one line) for a variable or state name that BIF text cannot hold: a
     name is letters, digits, '_', '.', '-' (not starting with '.' or '-'); a state has no
-    space, quote or any of {}()[];,|, and does not start with // or /* (a reader takes
-    that for a comment: a level "//note" was written, and the file could not be read
-    back). XMLBIF holds any name."""
+    space, quote, control character (pgmpy's reader failed on a level "\\x00") or any of
+    {}()[];,|, and holds no // or /* (a reader takes that for a
+    comment: a level "//note" was written, and the file could not be read back; pgmpy's
+    reader strips comments anywhere in a line, so a level "a//b" was refused by it, and two
+    levels "a/*b", "c*/d" of a line lost what lay between). XMLBIF holds any name."""
     for v, sts in zip(network.names, network.states):
         if not _BIF_NAME.fullmatch(v) or v.startswith(("-", ".")):
             raise DataError(f"variable {v!r}: BIF names are letters, digits, '_', '.' and '-'; "
                             "rename the column or write XMLBIF (--format xmlbif)")
         for st in sts:
-            if not _BIF_STATE.fullmatch(st) or st.startswith(("//", "/*")):
-                raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes or "
-                                "any of {}()[];,|, nor starts with // or /*; recode the level or write "
+            if not _BIF_STATE.fullmatch(st) or "//" in st or "/*" in st:
+                raise DataError(f"variable {v!r}, level {st!r}: a BIF state has no spaces, quotes, control "
+                                "characters or any of {}()[];,|, nor // or /*; recode the level or write "
                                 "XMLBIF (--format xmlbif)")
 
 
@@ -517,9 +524,13 @@ def format_xmlbif(network: Network, name: str = "unknown") -> str:
     """XMLBIF 0.3 text of a network (what pgmpy's XMLBIFReader and Weka read): a
     VARIABLE per node with its OUTCOMEs, a DEFINITION per node with its parents as GIVEN
     and its TABLE: for each configuration of the parents (the last parent fastest) the
-    child's distribution, floats written exactly. Names and states are XML-escaped; one
-    XML cannot hold at all is refused (`check_xml_names`)."""
-    from xml.sax.saxutils import escape
+    child's distribution, floats written exactly. Names and states are XML-escaped (a
+    carriage return as &#13;: written as it is, a parser reads it as a line feed, so a
+    name "a\rb" came back "a\nb"); one XML cannot hold at all is refused (`check_xml_names`)."""
+    from xml.sax.saxutils import escape as xml_escape
+
+    def escape(text: str) -> str:
+        return xml_escape(text, {"\r": "&#13;"})
 
     check_xml_names(network, name)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<BIF VERSION="0.3">', "<NETWORK>",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bigbn.errors import OptionError
+from bigbn.errors import OptionError, WorkdirError
 from bigbn.inputs import load_dataset
 from bigbn.io import frames
 from bigbn.io.bif import Network
@@ -111,7 +111,7 @@ def run_data(res, data=None, sep: str | None = None):
     """(the run's data as its score reads them, the score's parameter prior) for a `Result`:
     ``data`` (a path, DataFrame, array or Dataset) or, when None, the file the run read
     (its work directory's run.json names it); checked against the run's content hash."""
-    options = dict(res.summary.get("options") or {})
+    options = _options(res)
     used = options.get("score") or "auto"
     if used == "jkl":
         raise OptionError("this run's local scores came from a .jkl file: there is no parameter model to "
@@ -140,6 +140,9 @@ def run_data(res, data=None, sep: str | None = None):
     ds, score, digest = load_dataset(data, names=tuple(res.names), score=used, sep=sep,
                                      intervention_column=options.get("intervention_column"))
     run_digest = res.summary.get("data_sha256")
+    if run_digest is None and res.workdir is not None:  # a summary.json without it took any data
+        record = read_record(res.workdir)
+        run_digest = record.fingerprint.get("data_sha256") if record is not None else None
     if run_digest is not None and digest != run_digest:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run (content hash "
                           f"{digest[:12]} vs the run's {str(run_digest)[:12]})")
@@ -149,6 +152,22 @@ def run_data(res, data=None, sep: str | None = None):
     if prior is None:
         raise OptionError(f"the {score.name} score has no parameter model, so bigbn cannot fit a network under it")
     return ds, prior
+
+
+def _options(res) -> dict:
+    """The options of the run a `Result` holds (summary.json's "options"), checked for the
+    types `run_data` reads: an edited summary.json with "options" a string or "dbn" a
+    number was a traceback (ValueError, TypeError); now one line naming the file."""
+    options = res.summary.get("options") if isinstance(res.summary, dict) else None
+    options = {} if options is None else options
+    dynamic = options.get("dbn") if isinstance(options, dict) else None
+    if not isinstance(options, dict) \
+            or any(not isinstance(options.get(k), (str, type(None))) for k in ("score", "intervention_column")) \
+            or not (dynamic is None or isinstance(dynamic, dict) and {"lag", "series_column", "time_column"} <= set(dynamic)):
+        where = res.workdir / "summary.json" if res.workdir is not None else "the result's summary"
+        raise WorkdirError(f"{where}: its \"options\" are damaged; run the same `bigbn run` command again to "
+                           "rewrite it")
+    return dict(options)
 
 
 def _row_groups(ds):

@@ -102,14 +102,33 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
             res.map_parents, res.map_log_score = lat.map_parents(), lat.log_map_score
         return
     path = run.root / "map_dag.csv"
+    info = res.summary.get("map_dag")
+    listed, score = (info.get("arcs"), info.get("log_score")) if isinstance(info, dict) else (None, None)
+    if not (isinstance(score, (int, float)) and not isinstance(score, bool)) or not (
+            listed is None or isinstance(listed, list)
+            and all(isinstance(a, list) and len(a) == 2 and all(isinstance(x, str) for x in a) for a in listed)):
+        if not path.exists():
+            return  # the MAP stage did not finish: the posterior alone
+        raise WorkdirError(f"{run.root / 'summary.json'}: its \"map_dag\" is damaged: run the same `bigbn run --map` "
+                           f"command again to rewrite it, then {THEN}")
     try:
         with open_file(path, "r", newline="") as fh:
             rows = list(csv.reader(fh))
+        # checked as the run wrote it: its header, arcs between two of its variables, each
+        # once, the arcs summary.json lists (a file without its header lost its first arc; a
+        # loop, a cycle or an arc of another run made a "MAP network" that is no DAG)
+        if not rows or rows[0] != ["parent", "child"]:
+            raise ValueError("header")
         index = {s: j for j, s in enumerate(res.names)}
+        arcs = [(index[u], index[v]) for u, v in rows[1:]]
+        if len(set(arcs)) != len(arcs) or any(u == v for u, v in arcs) \
+                or (listed is not None and sorted(map(tuple, listed)) != sorted(tuple(r) for r in rows[1:])):
+            raise ValueError("arcs")
         masks = np.zeros(len(res.names), dtype=object)
-        for u, v in rows[1:]:
-            masks[index[v]] |= 1 << index[u]
-        score = float(res.summary["map_dag"]["log_score"])
+        for u, v in arcs:
+            masks[v] |= 1 << u
+        if not _acyclic(masks):
+            raise ValueError("cycle")
     except FileNotFoundError:
         return  # the MAP stage did not finish: the posterior alone
     except WorkdirError:
@@ -117,7 +136,20 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         raise WorkdirError(f"{path} is damaged: run the same `bigbn run --map` command again to rewrite it, "
                            f"then {THEN}") from None
-    res.map_parents, res.map_log_score = masks, score
+    res.map_parents, res.map_log_score = masks, float(score)
+
+
+def _acyclic(masks) -> bool:
+    """Whether the parent sets ``masks`` (Python int bit masks, one per node) form a DAG."""
+    left, placed = set(range(len(masks))), 0
+    while left:
+        ready = [v for v in left if int(masks[v]) & ~placed == 0]
+        if not ready:
+            return False
+        for v in ready:
+            placed |= 1 << v
+        left -= set(ready)
+    return True
 
 
 def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Samples | None:
@@ -214,9 +246,14 @@ def read_effects(path: Path, names) -> Effects | None:
             cells.setdefault((x, y), []).append((r[1], r[3], float(r[4]), float(r[5])))
         pairs, tables, p_zero = list(cells), [], []
         for (x, y), rs in cells.items():
-            tab = np.zeros((len(levels[x]), len(levels[y])))
+            tab = np.full((len(levels[x]), len(levels[y])), np.nan)
             for a, b, prob, _ in rs:
                 tab[levels[x].index(a), levels[y].index(b)] = prob
+            # every cell once, each row a distribution, one P(zero) per pair: a file cut at a
+            # line's end read as tables with cells of 0 (rows that did not add up to 1)
+            if len(rs) != tab.size or np.isnan(tab).any() or len({r[3] for r in rs}) != 1 \
+                    or not np.allclose(tab.sum(axis=1), 1.0, rtol=0, atol=1e-6):
+                raise ValueError("a pair's table")
             tables.append(tab)
             p_zero.append(rs[0][3])
         return Effects(tuple(names), "discrete", pairs, float("nan"), np.array(p_zero), table=tables,

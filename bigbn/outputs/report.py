@@ -23,13 +23,14 @@ import html
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bigbn.errors import OptionError, WorkdirError
+from bigbn.errors import BigBNError, OptionError, WorkdirError
 from bigbn.knowledge import Knowledge
 from bigbn.store.rundir import RunDir, gib
 from bigbn.store.workdir import open_file, read_file
@@ -198,7 +199,10 @@ def _read_parent_sets(root: Path, names) -> dict:
     out: dict[str, list] = {x: [] for x in names}
     for row in _read_rows(root / "parent_sets.csv") or []:
         try:
-            out[row["child"]].append((tuple(json.loads(row["parents"])), float(row["posterior"])))
+            parents = json.loads(row["parents"])
+            if not isinstance(parents, list) or not all(isinstance(x, str) and x in out for x in parents):
+                raise ValueError("not a list of the run's names")  # [1, 2] was a traceback on the page
+            out[row["child"]].append((tuple(parents), float(row["posterior"])))
         except (KeyError, TypeError, ValueError):
             raise WorkdirError(f"{root / 'parent_sets.csv'}: a damaged row ({row}); run the same "
                                "`bigbn run` command again to rewrite it") from None
@@ -214,8 +218,23 @@ def _read_effects(path: Path) -> list[dict] | None:
     if "mean" in rows[0]:
         return _checked(path, rows, need=("cause", "effect"), numbers=("mean", "lower", "upper"),
                         probabilities=("p_zero",))
-    return _checked(path, rows, need=("cause", "effect", "cause_level", "effect_level"),
+    rows = _checked(path, rows, need=("cause", "effect", "cause_level", "effect_level"),
                     probabilities=("probability", "p_zero"))
+    # each pair's table whole, as `bigbn.open` reads it: every cell once, p(effect | do(cause
+    # = a)) adding up to 1 (a file cut at a line's end gave a pair's change from a cell of 0)
+    cells: dict[tuple[str, str], dict] = {}
+    levels: dict[str, set] = {}  # each variable's levels, as a cause or an effect anywhere in the file
+    for r in rows:
+        cells.setdefault((r["cause"], r["effect"]), {}).setdefault(r["cause_level"], []).append(
+            (r["effect_level"], float(r["probability"])))
+        levels.setdefault(r["cause"], set()).add(r["cause_level"])
+        levels.setdefault(r["effect"], set()).add(r["effect_level"])
+    for (x, y), table in cells.items():
+        if set(table) != levels[x] or any(sorted(b for b, _ in t) != sorted(levels[y]) for t in table.values()) \
+                or any(abs(sum(p for _, p in t) - 1.0) > 1e-6 for t in table.values()):
+            raise WorkdirError(f"{path}: the rows of {x} → {y} are not a table p({y} | do({x})) (damaged, "
+                               f"or cut short); {_AGAIN}")
+    return rows
 
 
 def _read_arcs(path: Path, names) -> list | None:
@@ -314,8 +333,23 @@ def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None, fact
             f"<body>{head}{body}</body></html>\n")
 
 
+#: what the page shows as its escape (\x07, \u202e), never as it is: the C0 and C1 controls
+#: and DEL (a bell or an ESC of a column name went into the page as it was: invisible, or
+#: a box, or a character HTML forbids), the bidirectional marks, embeddings, overrides and
+#: isolates (U+202E turned the rest of a cell around), the line and paragraph separators,
+#: lone surrogates and the noncharacters U+FFFE and U+FFFF
+INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                       "\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07)."""
+    return INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _e(x) -> str:
-    return html.escape(str(x), quote=True)
+    """``x`` as page text or an attribute's value: `visible`, then HTML-escaped (quotes too)."""
+    return html.escape(visible(str(x)), quote=True)
 
 
 def _finite(x) -> bool:
@@ -341,7 +375,13 @@ def _asked(rf: RunFiles) -> str:
             ("rows", "scores from a .jkl file" if fp.get("m") is None else f"m = {fp['m']}"),
             ("data sha256", fp["data_sha256"][:16] + "…"),
             *((k.replace("_", " "), v) for k, v in options)]
-    know = Knowledge.from_record(rec.names, fp).lines()
+    try:
+        know = Knowledge.from_record(rec.names, fp).lines()
+    except (BigBNError, TypeError, ValueError, KeyError, IndexError, AttributeError):
+        # constraints or tiers of another type (an edit): a traceback, or the knowledge's
+        # own message naming no file
+        raise WorkdirError(f"{rf.run.root / 'run.json'}: its knowledge (\"constraints\", \"tiers\") is damaged; "
+                           "use --fresh to start over (this removes the run's files)") from None
     rows.append(("knowledge", "; ".join(know) if know else "none (every order and edge allowed)"))
     rows.append(("bigbn", f"{rec.version}, run created {rec.created}"))
     return table(None, rows)
@@ -371,7 +411,8 @@ def _plan(rf: RunFiles, factors=None, clock: str = "the reference machine") -> s
         rows.append((s, f"{len(rs)} / {planned[s]}" if planned[s] else str(len(rs)),
                      _secs(predicted[s]) if s in predicted else "–",
                      _secs(sum(r.get("seconds", 0.0) for r in rs)), _secs(wall)))
-    invocations = len({r.get("pid") for r in recs if "pid" in r})
+    # (a pid is no part of what the journal's reader checks: an edited one, a list, was a traceback)
+    invocations = len({r["pid"] for r in recs if isinstance(r.get("pid"), (int, str))})
     lines = [f"{len(lattices)} lattice{'s' * (len(lattices) != 1)}"
              + (f" ({len(pl.tiers)} tiers)" if pl.tiered else "")
              + ", chunk bits " + ", ".join(str(p.chunk_bits) for p in lattices[:8])
