@@ -360,3 +360,28 @@ def test_a_journal_record_with_a_pid_of_another_type_is_not_counted(run, tmp_pat
     res = h.cli("report", wd, "--out", tmp_path / "r.html")
     assert res.exit_code == 0, res.output
     assert f"journal: {len(recs)} tasks in 1 invocation" in Page((tmp_path / "r.html").read_text()).words
+
+
+@pytest.mark.parametrize("cmd, name", [("report", "r.html"), ("export", "m.bif"), ("export", "m.bif.gz"),
+                                       ("export", "m.xml")])
+def test_an_output_that_is_a_pipe_nothing_reads_is_refused_not_waited_on(run, tmp_path, cmd, name):
+    """`report -o FIFO` and `export -o FIFO` (BIF, gzipped BIF, XMLBIF) waited forever for a
+    reader of the pipe once the page or the network was formed. The command runs on a
+    thread: one still waiting after 20 s fails the test, and a reader opened then lets it end."""
+    import os
+    import threading
+
+    _, wd = run
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    args = [cmd, wd, "-o", fifo] + (["--format", "xmlbif"] if name.endswith(".xml") else [])
+    got = []
+    th = threading.Thread(target=lambda: got.append(h.cli(*args)), daemon=True)
+    th.start()
+    th.join(20)
+    if th.is_alive():
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        th.join(20)
+        os.close(fd)
+        pytest.fail(f"bigbn {cmd} -o FIFO waited for a reader")
+    assert got[0].exit_code == 1 and "a named pipe that nothing reads" in got[0].output, got[0].output

@@ -493,10 +493,19 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
     """Write a network as BIF; gzipped if the path ends in ``.gz``. The text is formed
     first, so a network BIF cannot hold (`check_bif_names`) leaves no file behind (nor an
     older one emptied)."""
-    path = Path(path)
-    text = format_bif(network, name)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "wt", encoding="utf-8") as fh:
+    _write_text(Path(path), format_bif(network, name))
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write a network file (gzipped if the name ends in ``.gz``) through
+    `options.open_output`: a named pipe that nothing reads is one line, not a wait."""
+    from bigbn.options import open_output
+
+    if path.name.endswith(".gz"):
+        with open_output(path, "wb") as raw, gzip.GzipFile(str(path), "wb", fileobj=raw) as fh:
+            fh.write(text.encode("utf-8"))
+        return
+    with open_output(path, "w", encoding="utf-8") as fh:
         fh.write(text)
 
 
@@ -549,6 +558,4 @@ def format_xmlbif(network: Network, name: str = "unknown") -> str:
 
 def write_xmlbif(network: Network, path, name: str = "unknown") -> None:
     """Write a network as XMLBIF 0.3 (`format_xmlbif`; the text formed first, as `write_bif`)."""
-    text = format_xmlbif(network, name)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    _write_text(Path(path), format_xmlbif(network, name))

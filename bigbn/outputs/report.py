@@ -289,14 +289,15 @@ def write_report(workdir, out, threshold: float = 0.5, truth=None, roc=None, fac
     out = Path(out)
     if out.is_dir():
         raise OptionError(f"{out}: is a folder; give a file name (e.g. {out / 'report.html'})")
-    from bigbn.options import output_file
+    from bigbn.options import open_output, output_file
 
     # not over a file of the run (-o WORKDIR/edges.csv broke it: the next command called it damaged)
     output_file(out, "--out", workdir=workdir.root if isinstance(workdir, RunFiles) else workdir)
     page = report_html(workdir if isinstance(workdir, RunFiles) else read_run(workdir), threshold, truth, roc,
                        factors, clock)
     try:
-        out.write_text(page, encoding="utf-8")
+        with open_output(out, "w", encoding="utf-8") as fh:  # a FIFO nothing reads: one line, not a wait
+            fh.write(page)
     except OSError as e:
         raise OptionError(f"cannot write {out}: {e.strerror}") from None
     return out
