@@ -487,8 +487,8 @@ def test_open_and_export_a_map_only_run_with_tiers(tmp_path):
                                      '{"score": "bdeu", "dbn": {"lag": 1}}', '{"intervention_column": ["do"]}'])
 def test_export_of_a_run_whose_summary_options_are_damaged_is_one_line(asia, tmp_path, options):
     """An edited summary.json whose "options" were a string, or whose "dbn" was a number,
-    was a traceback out of export and to_pgmpy (ValueError, TypeError); now one line
-    naming the file."""
+    was a traceback out of export, to_pgmpy and effects of the opened result (ValueError,
+    TypeError); now one line naming the file."""
     import shutil
 
     wd = tmp_path / "w"
@@ -501,6 +501,8 @@ def test_export_of_a_run_whose_summary_options_are_damaged_is_one_line(asia, tmp
     assert f"{wd.resolve() / 'summary.json'}: its \"options\" are damaged" in r.output
     with pytest.raises(WorkdirError, match="summary.json: its \"options\" are damaged"):
         bigbn.open(wd).to_pgmpy()
+    with pytest.raises(WorkdirError, match="summary.json: its \"options\" are damaged"):
+        bigbn.effects(bigbn.open(wd), ASIA, pairs=[("smoke", "lung")])  # read them as unchecked
     assert not (tmp_path / "n.bif").exists()
 
 

@@ -445,7 +445,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
             parent_sets = table_parent_sets(source.parent_set_posterior, source.families)
         else:
             raise OptionError("this result has no parent-set posteriors")
-        options = dict(source.summary.get("options", {}))
+        from bigbn.outputs.model import _options
+
+        options = _options(source)  # an edited summary.json's: one line naming it, not a traceback
         digest_run = source.summary.get("data_sha256")
         if data is None:
             raise OptionError("give the run's data: effects(result, data)")
