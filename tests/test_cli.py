@@ -576,3 +576,26 @@ def test_an_output_that_is_no_path_is_one_line(tmp_path):
 
     with pytest.raises(OptionError, match="--out must be a file path, got int"):
         output_file(5, "--out", inputs=(tmp_path / "d.csv",))
+
+
+def test_control_characters_of_names_and_paths_are_printed_as_escapes(tmp_path):
+    """A column name is the data's header text: `bigbn run` printed an ESC in it as it was
+    (\\x1b[2J cleared the user's terminal; U+202E turned the line around), in its edges and
+    parent sets, and in an error naming the file. They are printed as escapes now; the
+    files keep the names as they are."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 2, 200)
+    b = (a ^ (rng.random(200) < 0.1)).astype(int)
+    data = tmp_path / "d.csv"
+    data.write_text("a\x1b[2J,b\u202ex\x07\n" + "".join(f"{x},{y}\n" for x, y in zip(a, b)), encoding="utf-8")
+    r = invoke("run", data, "-w", tmp_path / "w", "-q", "--top", 2)
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out, repr(out)
+    assert "a\\x1b[2J -> b\\u202ex\\x07" in out or "b\\u202ex\\x07 -> a\\x1b[2J" in out, out
+    assert "a\x1b[2J" in (tmp_path / "w" / "edges.csv").read_text(encoding="utf-8")
+    bad = tmp_path / "e\x1b[2J.csv"
+    bad.write_text("a,b\n0,1\n1\n")  # row 3: one field of two
+    r = invoke("run", bad, "-w", tmp_path / "w2", "-q")
+    assert_one_line_error(r, "e\\x1b[2J.csv", "row 3")
+    assert "\x1b" not in r.stderr.replace("\x1b[K", ""), repr(r.stderr)

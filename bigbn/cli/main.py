@@ -15,7 +15,7 @@ import click
 
 from bigbn.scores import base as scoring
 from bigbn._version import __version__
-from bigbn.cli.tools import CONTEXT
+from bigbn.cli.tools import CONTEXT, echo, terminal_text
 from bigbn import options as opt
 from bigbn.errors import BigBNError, OptionError
 from bigbn.engine.progress import Listener, ProgressEvent
@@ -43,25 +43,25 @@ class BigBNGroup(click.Group):
             previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return super().invoke(ctx)
-        except BigBNError as e:
-            raise click.ClickException(str(e)) from None
+        except BigBNError as e:  # names and paths in the message as the output shows them
+            raise click.ClickException(terminal_text(e)) from None
         except _Terminated:
-            click.echo("terminated (SIGTERM): finished tasks are kept; run the same command again "
+            echo("terminated (SIGTERM): finished tasks are kept; run the same command again "
                        "to resume", err=True)
             sys.exit(143)
         except KeyboardInterrupt:
-            click.echo("interrupted: finished tasks are kept; run the same command again to resume",
+            echo("interrupted: finished tasks are kept; run the same command again to resume",
                        err=True)
             sys.exit(130)
         except OSError as e:
             if e.errno == errno.EPIPE:  # output piped into `head` and the like: not an error
                 sys.exit(141)
             if e.errno == errno.ENOSPC:
-                raise click.ClickException(
+                raise click.ClickException(terminal_text(
                     f"disk full ({e.filename or 'workdir'}): finished tasks are kept in the journal; "
-                    "free space and run the same command again to resume") from None
+                    "free space and run the same command again to resume")) from None
             where = f": {e.filename}" if e.filename else ""
-            raise click.ClickException(f"{e.strerror or e}{where}") from None
+            raise click.ClickException(terminal_text(f"{e.strerror or e}{where}")) from None
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
@@ -131,7 +131,7 @@ class Progress(Listener):
             return
         if done == total or done == 0 or now - self.last_line > 5:
             self.last_line = now
-            click.echo(f"[bigbn] {stage}: {done}/{total} tasks", err=True)
+            echo(f"[bigbn] {stage}: {done}/{total} tasks", err=True)
 
     def _stage_text(self, stage: str, now: float) -> str:
         done, total = self.state[stage]
@@ -329,9 +329,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     knowledge = Knowledge.from_files(ds.names, min(max_parents, ds.n - 1), tiers=tiers_file, forbid=forbid,
                                      require=require, edge_prob=edge_prob, max_parents=max_parents_file)
     for line in data_warnings(ds):
-        click.echo(f"Warning: {line}", err=True)
+        echo(f"Warning: {line}", err=True)
     if not quiet and not kernels_compiled():
-        click.echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
+        echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
                    err=True)
     progress = Progress(quiet)
     try:
@@ -347,41 +347,41 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         progress.close()
     s = res.summary
     if s.get("already_finished"):
-        click.echo(f"{workdir}: this run was already finished; its results are read back, "
+        echo(f"{workdir}: this run was already finished; its results are read back, "
                    "nothing was recomputed")
     if "kept_levels" in s["plan"]:
-        click.echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
+        echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
                    f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
                    + ("" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
-    click.echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
+    echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
     for line in _kind_lines(s):
-        click.echo(line)
+        echo(line)
     if "dbn" in s:
         d = s["dbn"]
-        click.echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
+        echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
                    f"series, {s['m']} transition rows" + ("" if d["contemporaneous"] else
                                                           ", no edges within slice t"))
     elif "tiers" in s:
-        click.echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
+        echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
     if map_only:
         _echo_map(res, workdir)
-        click.echo(f"summary: {Path(workdir) / 'summary.json'}")
+        echo(f"summary: {Path(workdir) / 'summary.json'}")
         return
-    click.echo(f"log p(data) = {_nats(res.log_marginal)}")
+    echo(f"log p(data) = {_nats(res.log_marginal)}")
     edges = res.edges()
-    click.echo(f"top edges (of {len(edges)}):")
+    echo(f"top edges (of {len(edges)}):")
     for parent, child, p in edges[:top]:
-        click.echo(f"  {p:8.4f}  {parent} -> {child}")
-    click.echo("most probable parent set of each node:")
+        echo(f"  {p:8.4f}  {parent} -> {child}")
+    echo("most probable parent set of each node:")
     for name in res.names if res.children is None else [res.names[v] for v in res.children]:
         [(parents, p)] = res.parent_sets(name, top=1)
-        click.echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
+        echo(f"  {p:8.4f}  {name} <- {_set_text(parents)}")
     if map_dag:
         _echo_map(res, workdir)
-    click.echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
+    echo(f"all edges: {Path(workdir) / 'edges.csv'}   parent sets: "
                f"{Path(workdir) / 'parent_sets.csv'}   summary: {Path(workdir) / 'summary.json'}")
 
 
@@ -431,17 +431,17 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
         from bigbn.api import column_kinds
 
         for line in _kind_lines({"column_kinds": column_kinds(ds)}):
-            click.echo(line)
+            echo(line)
     write_jkl(out, ds.names, beta, k)
-    click.echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
+    echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
                f"score {resolved.name}, structure prior {structure_prior}")
 
 
 def _echo_map(res, workdir) -> None:
     arcs = ", ".join(f"{a}->{b}" for a, b in res.map_arcs()) or "(no arcs)"
-    click.echo(f"MAP network (log score {_nats(res.map_log_score)}, {len(res.map_arcs())} arcs; "
+    echo(f"MAP network (log score {_nats(res.map_log_score)}, {len(res.map_arcs())} arcs; "
                f"{Path(workdir) / 'map_dag.csv'}):")
-    click.echo(f"  {arcs}")
+    echo(f"  {arcs}")
 
 
 @contextlib.contextmanager
@@ -452,7 +452,7 @@ def warnings_as_lines():
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, BigBNWarning):
-            click.echo(f"Warning: {message}", err=True)
+            echo(f"Warning: {message}", err=True)
         else:
             shown(message, category, filename, lineno, file, line)
 
@@ -594,10 +594,10 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
     if calibrate:
-        click.echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
+        echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
         rec = cal.measure(opt.workers(workers, "--workers") if workers is not None else None)
         path = cal.save(rec)
-        click.echo(f"calibrated: this machine takes {_factor_text(rec['factors'])} of the reference machine's "
+        echo(f"calibrated: this machine takes {_factor_text(rec['factors'])} of the reference machine's "
                    f"time (load {rec['load_before']:.1f} before the run); kept in {path}")
         if n is None and tiers_file is None and tier_sizes is None:
             return
@@ -622,7 +622,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
                                    opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
                                    map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
                                    clock, rows):
-            click.echo(line)
+            echo(line)
         return
     if tiers_file is not None or tier_sizes is not None:
         from bigbn.plan.tiers import plan_lines, tier_sizes_from_file, tier_sizes_option
@@ -635,7 +635,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
                                alpha_mode, map_dag or map_only, not map_only, c, workdir,
                                cal.stage_factors(record), clock, rows):
-            click.echo(line)
+            echo(line)
         return
     if n is None:
         raise OptionError("give --n (number of variables), or --tiers / --tier-sizes")
@@ -649,7 +649,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         from bigbn.plan.lattice import disk_trade, fit_disk
 
         p = fit_disk(p, disk_budget, workers)
-        click.echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
+        echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
         rows = disk_trade(p, workers)
         rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))
         for q in rows:
@@ -657,39 +657,39 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             what = ("L kept whole (can be sampled)" if q.kept is None else
                     "L deleted after its last reader" if not again else
                     f"levels {_levels(q.dropped)} computed again: {again} chunks ({again / q.n_chunks:.2f})")
-            click.echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers).values())):>9}  {what}; "
+            echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers).values())):>9}  {what}; "
                        f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}"
                        + ("   ← chosen" if q == p else ""))
-        click.echo(f"disk budget {_fmt_bytes(disk_budget)}: "
+        echo(f"disk budget {_fmt_bytes(disk_budget)}: "
                    + ("L kept whole" if p.kept is None else f"L kept at levels {_levels(p.kept)} of 0–{p.h}"))
     disk = p.disk_bytes(workers)
     total_disk = sum(disk.values())
     anyhow = sum(p.disk_bytes().values())
     t = time_estimate(p, workers)
-    click.echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
+    echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
                f"({p.n_chunks} chunks of {_fmt_bytes(8 * p.chunk_size)}), alpha {alpha_mode}")
-    click.echo(f"disk:   {_fmt_bytes(total_disk)}  (" + ", ".join(
+    echo(f"disk:   {_fmt_bytes(total_disk)}  (" + ", ".join(
         f"{name} {_fmt_bytes(b)}" for name, b in disk.items()) + ")"
         + (f"; up to {_fmt_bytes(anyhow)} on a dask cluster" if anyhow > total_disk else ""))
-    click.echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
+    echo(f"memory: {_fmt_bytes(p.task_memory_bytes())} per task × {workers} workers "
                f"≈ {_fmt_bytes(p.task_memory_bytes() * workers + 300 * 2**20)} peak "
                f"(budget {_fmt_bytes(budget)})")
-    click.echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of {clock} ("
+    echo(f"time:   ≈ {_fmt_seconds(sum(t.values()))} on {workers} cores of {clock} ("
                + ", ".join(f"{s} {_fmt_seconds(v)}" for s, v in t.items()) + ")")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
         from bigbn.plan.lattice import fit_disk, fits_free_disk, free_disk_budget
 
         fits = fits_free_disk(total_disk, free)
-        click.echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {'enough' if fits else 'NOT enough'}")
+        echo(f"workdir {workdir}: {_fmt_bytes(free)} free — {'enough' if fits else 'NOT enough'}")
         if not fits and disk_budget is None:
 
             try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
                 q = fit_disk(p, free_disk_budget(free), workers)
             except OptionError as e:
-                click.echo(f"  and no plan fits it: {e}")
+                echo(f"  and no plan fits it: {e}")
             else:
-                click.echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
+                echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
                            f"{_fmt_bytes(sum(q.disk_bytes(workers).values()))}, "
                            f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}")
 
@@ -706,7 +706,7 @@ def status(workdir):
     from bigbn.api import workdir_status
 
     for line in workdir_status(workdir):
-        click.echo(line)
+        echo(line)
 
 
 @main.command("sample", short_help="Exact i.i.d. DAG samples from the posterior of a finished run.")
@@ -765,37 +765,37 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     write_outputs(s, workdir)
     out = Path(workdir) / f"samples-{prior}"  # as the user wrote it
     check = s.info["edge_check"]
-    click.echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
+    echo(f"{len(s)} DAGs drawn from the exact posterior ({s.info['distinct_dags']} distinct), "
                f"prior {prior}, seed {seed}, effective sample size {s.ess:.0f}")
     from bigbn.io.series import lag_of
 
     every = [x for t in s.info.get("tiers", ()) for x in t]
     if any(lag_of(x, every) for x in every):  # a dynamic run (its lagged variables are its first tiers)
-        click.echo("whole two-slice networks: the lagged variables NAME[t-l] are parents only")
+        echo("whole two-slice networks: the lagged variables NAME[t-l] are parents only")
     elif "tiers" in s.info:
-        click.echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
+        echo(f"under the run's {len(s.info['tiers'])} tiers: only tier-consistent orders, no edge "
                    "into an earlier tier")
-    click.echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
+    echo(f"self-check: sampled edge frequencies vs exact edge posteriors, worst |z| = "
                f"{check['max_abs_z']:.2f} ({check['edge'][0]} -> {check['edge'][1]})")
     if prior == "order-modular":
-        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): exact posterior, "
+        echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): exact posterior, "
                    "sampled frequency ± se, arcs")
     else:
         rel = s.info["log_z_dag_modular_rel_se"]
         spread = f"± {100 * rel:.1f} %" if rel is not None else "unknown spread"
-        click.echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): posterior "
+        echo(f"most probable DAGs (of {s.info['distinct_dags']} sampled): posterior "
                    f"({spread} from the estimated normaliser), weighted frequency ± se, arcs")
     exact = "exact_order_modular" if prior == "order-modular" else "estimated_dag_modular"
     for d in s.dags(top):
         arcs = ", ".join(f"{a}->{b}" for a, b in s.arcs(d["parents"])) or "(no arcs)"
-        click.echo(f"  {d[exact]:.4f}  {d['probability']:.4f} ± {d['se']:.4f}  {arcs}")
+        echo(f"  {d[exact]:.4f}  {d['probability']:.4f} ± {d['se']:.4f}  {arcs}")
     anc, se = s.ancestor_probabilities(with_se=True)
     pairs = sorted(((anc[u, v], u, v) for u in range(s.n) for v in range(s.n) if u != v),
                    key=lambda x: -x[0])[:top]
-    click.echo("most probable ancestor relations (u ⇝ v: a directed path from u to v):")
+    echo("most probable ancestor relations (u ⇝ v: a directed path from u to v):")
     for p, u, v in pairs:
-        click.echo(f"  {p:8.4f} ± {se[u, v]:.4f}  {s.names[u]} ⇝ {s.names[v]}")
-    click.echo(f"all results: {out}")
+        echo(f"  {p:8.4f} ± {se[u, v]:.4f}  {s.names[u]} ⇝ {s.names[v]}")
+    echo(f"all results: {out}")
 
 
 @main.command("effects")
@@ -845,25 +845,25 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
     out = Path(workdir) / "effects.csv"
     e.to_csv(out)
     if e.kind == "continuous":
-        click.echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
+        echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
                    "parent-set posterior of each cause;")
-        click.echo("largest |mean| first (P(zero): the effect is a parent of the cause):")
-        click.echo(f"  {'mean':>9}  {'P(zero)':>7}  {f'{100 * level:g}% interval':>21}")
+        echo("largest |mean| first (P(zero): the effect is a parent of the cause):")
+        echo(f"  {'mean':>9}  {'P(zero)':>7}  {f'{100 * level:g}% interval':>21}")
         for i in sorted(range(len(e.pairs)), key=lambda i: -abs(e.mean[i]))[:top]:
             x, y = e.pairs[i]
-            click.echo(f"  {e.mean[i]:9.4f}  {e.p_zero[i]:7.4f}  [{e.lower[i]:9.4f}, {e.upper[i]:9.4f}]  "
+            echo(f"  {e.mean[i]:9.4f}  {e.p_zero[i]:7.4f}  [{e.lower[i]:9.4f}, {e.upper[i]:9.4f}]  "
                        f"{e.names[x]} -> {e.names[y]}")
     else:
         import numpy as np
 
-        click.echo(f"p(effect | do(cause)) for {len(e.pairs)} ordered pairs, averaged over the exact "
+        echo(f"p(effect | do(cause)) for {len(e.pairs)} ordered pairs, averaged over the exact "
                    "parent-set posterior of each cause;")
-        click.echo("largest change first (total variation distance between two levels of the cause):")
+        echo("largest change first (total variation distance between two levels of the cause):")
         tv = [0.5 * float(np.max(np.abs(t[:, None, :] - t[None, :, :]).sum(axis=2))) for t in e.table]
         for i in sorted(range(len(e.pairs)), key=lambda i: -tv[i])[:top]:
             x, y = e.pairs[i]
-            click.echo(f"  {tv[i]:7.4f}  P(zero) {e.p_zero[i]:.4f}  {e.names[x]} -> {e.names[y]}")
-    click.echo(f"all pairs: {out}")
+            echo(f"  {tv[i]:7.4f}  P(zero) {e.p_zero[i]:.4f}  {e.names[x]} -> {e.names[y]}")
+    echo(f"all pairs: {out}")
 
 
 @main.command("export", short_help="Write the learned network with its parameters (BIF, XMLBIF).")
@@ -902,7 +902,7 @@ def export_cmd(workdir, fmt, dag, out, data, sep):
             raise OptionError(f"--dag is map or a threshold in (0, 1], got {dag!r}") from None
     export(workdir, fmt, out, dag, data, sep)
     path = out if out is not None else Path(workdir) / FORMATS[fmt]  # as the user wrote it
-    click.echo(f"wrote {path}: the {'MAP' if dag == 'map' else f'averaged (threshold {dag:g})'} network "
+    echo(f"wrote {path}: the {'MAP' if dag == 'map' else f'averaged (threshold {dag:g})'} network "
                "with posterior-mean CPDs")
 
 
@@ -951,7 +951,7 @@ def report_cmd(workdir, out, threshold, truth):
     record = cal.load()  # the plan's time on this machine's clock once `bigbn plan --calibrate` set it
     write_report(rf, out, threshold=threshold, truth=adj, roc=roc, factors=cal.stage_factors(record),
                  clock=cal.clock(record))
-    click.echo(f"wrote {out}")
+    echo(f"wrote {out}")
 
 
 def _register_tools() -> None:

@@ -8,6 +8,7 @@ main group (`bigbn.cli.main`) registers them with ``main.add_command(...)`` and 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import click
@@ -20,6 +21,23 @@ from bigbn.errors import OptionError, WorkdirError
 # The same help options as the `bigbn` group, also when a command is invoked on its own
 # (click caches a command's help option at its first invocation).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+#: what the commands print as its escape (\x1b), never as it is: the C0 controls but tab and
+#: newline, DEL, the C1 controls, the line and paragraph separators and the bidirectional
+#: embeddings, overrides and isolates. A variable's name is the data's header text: an ESC
+#: in it (\x1b[2J, \x1b]0;...) was a terminal's escape sequence when `bigbn run` printed
+#: its edges, and U+202E turned the rest of the line around.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text) -> str:
+    """``text`` with each `CONTROL` character written as its Python escape."""
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def echo(message="", **kwargs) -> None:
+    """``click.echo`` of a command's output line(s), `terminal_text`."""
+    click.echo(terminal_text(message), **kwargs)
 
 def _alias(new, old, new_name: str, old_name: str):
     """The value of an option given under its current name or its old (hidden) spelling."""
@@ -151,10 +169,10 @@ def simulate(out, n, k, k_old, r, m, seed, network, save_network, tier_sizes, fo
     write_truth(net, truth, overwrite=force)
     if save_network:
         write_bif(net, save_network)
-    click.echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
+    echo(f"wrote {out} ({m} rows x {net.n} variables) and {truth} ({len(net.arcs())} arcs)")
     if network is None and sizes is not None:
         write_tiers(sizes, net.names, tiers_path(out), overwrite=force)
-        click.echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
+        echo(f"wrote {tiers_path(out)} ({len(sizes)} tiers)")
 
 
 def _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force) -> None:
@@ -170,7 +188,7 @@ def _simulate_cg(out, truth, n, k, r, m, rng, n_continuous, force) -> None:
         write_cg_data(net, data, fh)
     with _create(truth, force) as fh:
         write_cg_truth(net, fh)
-    click.echo(f"wrote {out} ({m} rows x {net.n} variables, {n_continuous} continuous) and {truth} "
+    echo(f"wrote {out} ({m} rows x {net.n} variables, {n_continuous} continuous) and {truth} "
                f"({len(net.arcs())} arcs)")
 
 
@@ -204,7 +222,7 @@ def _simulate_series(out, truth, n, k, r, m, rng, network, save_network, tier_si
     write_truth(net, truth, overwrite=force)
     if save_network:
         write_dbn(net, save_network)
-    click.echo(f"wrote {out} ({series} series x {m} rows x {codes.shape[2]} variables) and {truth} "
+    echo(f"wrote {out} ({series} series x {m} rows x {codes.shape[2]} variables) and {truth} "
                f"({len(net.arcs())} arcs)")
 
 
@@ -332,17 +350,17 @@ def roc(edges, truth, plot_path, curve_path):
     if children is None:  # the sampler's edges.csv lists all n(n-1) pairs: its run tells slice t
         children = _children_of_run(edges, names)
     curve = edge_roc(P, read_truth(truth, names, children), children)
-    click.echo(f"AUC {curve.auc:.6f}")
+    echo(f"AUC {curve.auc:.6f}")
     if plot_path:
         plot_roc([curve], plot_path, labels=[f"AUC {curve.auc:.3f}"],
                  title=f"Undirected-edge ROC: {edges} against {truth}")
-        click.echo(f"wrote {plot_path}")
+        echo(f"wrote {plot_path}")
     if curve_path:
         with opt.open_output(curve_path, "w", encoding="utf-8") as fh:  # a FIFO nothing reads: not a wait
             fh.write("fpr,tpr,threshold\n")
             for x, y, t in zip(curve.fpr, curve.tpr, curve.thresholds):
                 fh.write(f"{float(x)!r},{float(y)!r},{float(t)!r}\n")
-        click.echo(f"wrote {curve_path}")
+        echo(f"wrote {curve_path}")
 
 
 @click.command("plot", context_settings=CONTEXT)
@@ -409,14 +427,14 @@ def plot(edges, heatmap_path, graph_path, threshold, fmt, truth):
         thresholded_edges(names, P, threshold)  # validates the threshold first
     if heatmap_path:
         heatmap(names, P, heatmap_path, title=f"p(parent → child | data), {edges}", tiers=tiers, slices=slices)
-        click.echo(f"wrote {heatmap_path}")
+        echo(f"wrote {heatmap_path}")
     if graph_path:
         used = write_graph(names, P, graph_path, threshold=threshold, fmt=fmt, truth=adj,
                            title=f"{edges}: arcs with posterior ≥ {threshold:g}"
                                  + (f" against {Path(truth).name}" if truth else ""), tiers=tiers,
                            slices=slices)
         count = len(thresholded_edges(names, P, threshold))
-        click.echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
+        echo(f"wrote {graph_path} ({used}, {count} edges with posterior ≥ {threshold:g})")
 
 
 @click.command("study", context_settings=CONTEXT)
@@ -475,15 +493,15 @@ def study(out, ns, ks, ks_old, rs, ms, replicates, seed, score, structure_prior,
             return
         counter["i"] += 1  # one "skip" or "done" per cell
         if event == "done":
-            click.echo(f"[{counter['i']}/{total}] {cell.key}  AUC {info['auc']:.4f}  "
+            echo(f"[{counter['i']}/{total}] {cell.key}  AUC {info['auc']:.4f}  "
                        f"({info['seconds']:.1f} s)")
 
     rows = run_study(plan, out, progress=progress, figures=False)
     if figures:
         for path in write_figures(plan, out, replicate=figure_replicate):
-            click.echo(f"wrote {path}")
+            echo(f"wrote {path}")
     # auc.csv holds every finished cell in OUT, of earlier grids too: "3 of 1 cells done"
     # counted those; this grid's count is of its own cells, the others said apart
     mine = sum(cell_done(out, c) for c in plan.cells())
     others = f" (and {len(rows) - mine} of other grids run into {out})" if len(rows) > mine else ""
-    click.echo(f"{mine} of {total} cells done{others}; table in {Path(out) / 'auc.csv'}")
+    echo(f"{mine} of {total} cells done{others}; table in {Path(out) / 'auc.csv'}")
