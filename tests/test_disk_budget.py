@@ -153,6 +153,24 @@ def test_plan_prints_the_trade(tmp_path):
     assert r.exit_code == 1 and "the least any plan needs is 15.1G" in r.output
 
 
+def test_plan_of_tiers_takes_a_budget_as_the_run_does(tmp_path):
+    """`bigbn plan --tier-sizes 5,5 --disk-budget X` printed the tiers' plan and exit 0 for
+    any X, "banana" included, where `bigbn run --tiers` refuses a budget; one tier of every
+    variable is the run without tiers, planned under the budget as `--n` is."""
+    for bad, said in (("banana", "--disk-budget: cannot read size 'banana'"), ("1G", "runs without tiers")):
+        r = h.cli("plan", "--tier-sizes", "5,5", "--disk-budget", bad)
+        assert r.exit_code == 1 and r.output.count("\n") == 1 and said in r.output, r.output
+    (tmp_path / "t.csv").write_text("".join(f"X{j},1\n" for j in range(10)))
+    least = least_disk(Plan(10, 3, 4), 2)
+    for tiers in (["--tier-sizes", "10"], ["--tiers", tmp_path / "t.csv"]):
+        one = h.cli("plan", *tiers, "--chunk-bits", 4, "--workers", 2, "--disk-budget", least - 1)
+        plain = h.cli("plan", "--n", 10, "--chunk-bits", 4, "--workers", 2, "--disk-budget", least - 1)
+        assert one.exit_code == 1 and one.output == plain.output and "too small" in one.output
+        one = h.cli("plan", *tiers, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
+        plain = h.cli("plan", "--n", 10, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
+        assert one.exit_code == 0 and one.output == plain.output and "← chosen" in one.output
+
+
 def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monkeypatch):
     """No --disk-budget: the free disk is the budget when the fastest plan does not fit
     it (same numbers, the levels fit_disk picks for it, said on the command line); a run

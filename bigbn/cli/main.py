@@ -632,6 +632,13 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         sizes = tier_sizes_from_file(tiers_file) if tiers_file else tier_sizes_option(tier_sizes)
         if n is not None and n != sum(sizes):
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
+        if disk_budget is not None:  # as `bigbn run` takes it (it was ignored here, unread)
+            opt.disk_budget(disk_budget, "--disk-budget")
+            if len(sizes) > 1:
+                raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far "
+                                  "smaller)")
+            n, tiers_file, tier_sizes = sizes[0], None, None  # one tier of every variable: the plain run
+    if tiers_file is not None or tier_sizes is not None:
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
                                alpha_mode, map_dag or map_only, not map_only, c, workdir,
                                cal.stage_factors(record), clock, rows):
