@@ -594,6 +594,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
     if calibrate:
+        cal.check_writable()  # before the minute of timing, not after it
         click.echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
         rec = cal.measure(opt.workers(workers, "--workers") if workers is not None else None)
         path = cal.save(rec)
