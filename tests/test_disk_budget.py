@@ -114,6 +114,34 @@ def test_a_run_killed_in_a_recomputed_level_resumes_to_the_same_bits(tmp_path, w
         assert set(Workdir(wd).journal()) == ids
 
 
+def test_a_resume_under_a_budget_its_recorded_plan_exceeds_is_refused(tmp_path):
+    """A run started without a budget (out of disk, say) and resumed with --disk-budget
+    to fit kept its recorded plan, L whole, and its peak, without a word; now refused in
+    one line, run.json untouched; a budget the recorded plan fits resumes it."""
+    from bigbn.errors import WorkdirError
+
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(9, 2, 3)
+    whole = sum(plan.disk_bytes(1).values())
+    least = least_disk(plan, 1)
+    assert least < whole
+    wd = tmp_path / "w"
+    with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(40)):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
+    before = (wd / "run.json").read_bytes()
+    with pytest.raises(WorkdirError, match=r"was started with a plan of peak disk .* \(L kept whole\), above the "
+                                           r"disk budget of .*; a resumed run keeps its plan"):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=least)
+    assert (wd / "run.json").read_bytes() == before
+    r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync",
+              "--disk-budget", whole - 1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and f"{whole:,} bytes" in r.output, r.output
+    res = learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=whole)
+    assert crcs(wd) == crcs(tmp_path / "ref") and np.array_equal(res.posterior, ref.posterior)
+    assert "kept" not in json.loads((wd / "run.json").read_text())["plan"]
+
+
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)
