@@ -72,6 +72,12 @@ def test_a_finished_budget_run_is_finished_and_cannot_be_sampled(tmp_path):
     # L's chunks deleted by the plan are no damage to `bigbn status`
     status = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
     assert "finished: results in" in status and "damaged" not in status
+    # and it says the plan is a budget's (it read as one with L kept whole)
+    kept = fit_disk(plan, budget, 1).kept
+    assert f"under a disk budget: L kept at levels {', '.join(map(str, kept))} of 0–{plan.h}, " \
+           f"{plan.h + 1 - len(kept)} levels computed again (the run cannot be sampled)" in status
+    assert "disk budget" not in "\n".join(bigbn.api.workdir_status(learn(
+        data, workdir=tmp_path / "plain", chunk_bits=3, max_parents=2, scheduler="sync").workdir))
     r = h.cli("sample", "-w", tmp_path / "w", "--samples", 10)
     error = [line for line in r.output.splitlines() if not line.startswith("[bigbn]")]
     assert r.exit_code == 1 and len(error) == 1 and error[0].startswith("Error: ") and "--disk-budget" in error[0]

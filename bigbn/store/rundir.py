@@ -706,8 +706,13 @@ def status_lines(workdir) -> list[str]:
                      f"orders; {computes}")
     else:
         lattice = pl.distinct()[0]
+        again = len(pl.kept or ()) and lattice.h + 1 - len(pl.kept)
+        budget = "" if pl.kept is None else (  # a disk budget's plan was shown as one without
+            f", under a disk budget: L kept at levels {', '.join(map(str, pl.kept))} of 0–{lattice.h}, "
+            + (f"{again} level{'s' * (again != 1)} computed again" if again else "each deleted after its last reader")
+            + " (the run cannot be sampled)")
         lines.append(f"plan: chunk bits {lattice.chunk_bits}, {lattice.n_chunks} chunks, alpha {pl.alpha_mode}, "
-                     f"{computes}")
+                     f"{computes}{budget}")
     finished = {"posterior": True, "map": True}
     bound = 0
     for j, m, plans in _lattice_plans(rd):
