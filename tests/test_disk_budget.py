@@ -148,6 +148,30 @@ def test_a_resume_under_a_budget_its_recorded_plan_exceeds_is_refused(tmp_path):
     assert "kept" not in json.loads((wd / "run.json").read_text())["plan"]
 
 
+def test_a_map_only_run_under_a_budget_below_its_tables_is_refused(tmp_path):
+    """`--map-only --disk-budget 1K` ran and took its 9·2^n bytes: the budget was ignored
+    without a word (fit_disk returned any plan without the posterior as it was), and `bigbn
+    plan` showed it the posterior's trade, "L kept whole (can be sampled)". Now one line
+    naming what the MAP network needs; a budget it fits runs as without one."""
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    plan = Plan(9, 2, 3, map_dag=True, posterior=False)
+    need = sum(plan.disk_bytes(1).values())
+    with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 9 \(chunk bits 3\): a MAP-only "
+                                          r"run needs "):
+        learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+              scheduler="sync", disk_budget=need - 1)
+    assert not (tmp_path / "w" / "run.json").exists()
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+                scheduler="sync")
+    res = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+                scheduler="sync", disk_budget=need)
+    assert crcs(tmp_path / "w") == crcs(tmp_path / "ref") and res.map_parents.tolist() == ref.map_parents.tolist()
+    r = h.cli("plan", "--n", 9, "-k", 2, "--chunk-bits", 3, "--workers", 1, "--map-only", "--disk-budget", need - 1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "a MAP-only run needs" in r.output, r.output
+    r = h.cli("plan", "--n", 9, "-k", 2, "--chunk-bits", 3, "--workers", 1, "--map-only", "--disk-budget", need)
+    assert r.exit_code == 0 and "the MAP network's tables fit it" in r.output and "L kept" not in r.output, r.output
+
+
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)

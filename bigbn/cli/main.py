@@ -657,6 +657,9 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         from bigbn.plan.lattice import disk_trade, fit_disk
 
         p = fit_disk(p, disk_budget, workers)
+    if disk_budget is not None and not p.posterior:  # no L to trade (it showed "L kept whole (can be sampled)")
+        click.echo(f"disk budget {_fmt_bytes(disk_budget)}: the MAP network's tables fit it")
+    elif disk_budget is not None:
         click.echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
         rows = disk_trade(p, workers)
         rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))

@@ -145,9 +145,11 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             if run.tiered:
                 raise OptionError("--disk-budget applies to runs without tiers (each tier's disk is "
                                   "already bounded by its own lattice: see bigbn plan --tier-sizes)")
-            post, _ = run.lattices(0)
+            post, map_only = run.lattices(0)
             if post is not None:
                 run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
+            else:  # a MAP-only run: refused where its tables exceed the budget
+                fit_disk(map_only, disk_budget, disk_workers)
     if fresh:
         wd.clear()
     if old is None and plain and disk_budget is None and check_disk:
@@ -181,13 +183,15 @@ def _refuse_a_budget_the_recorded_plan_exceeds(wd: Workdir, run: "tiering.RunPla
     WorkdirError, as another --chunk-bits is. A budget the recorded plan fits is taken."""
     if disk_budget is None or run.tiered:
         return
-    post, _ = run.lattices(0)
+    post, map_only = run.lattices(0)
+    post = post or map_only
     if post is None:
         return
     peak = sum(post.disk_bytes(disk_workers).values())
     if peak <= disk_budget:
         return
-    how = "L kept whole" if post.kept is None else f"L kept at levels {', '.join(map(str, post.kept))}"
+    how = ("a MAP-only run" if not post.posterior else "L kept whole" if post.kept is None else
+           f"L kept at levels {', '.join(map(str, post.kept))}")
     said = (gib(peak), gib(disk_budget))
     if said[0] == said[1]:  # in bytes where the rounded sizes read the same
         said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")

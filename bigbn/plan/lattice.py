@@ -726,12 +726,17 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     """The fastest plan whose disk fits ``budget`` bytes (None: no budget, ``plan`` as it
     is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least
     recomputation (`choose_kept`). A budget no plan fits is an OptionError naming the
-    least that does (`least_disk`)."""
-    if budget is None or not plan.posterior:
+    least that does (`least_disk`); so is one below a MAP-only plan's disk, which no
+    budget changes (it was ignored, the run taking its 9·2^n bytes)."""
+    if budget is None:
         return plan
     whole = dataclasses.replace(plan, kept=None)
     if sum(whole.disk_bytes(workers).values()) <= budget:
         return whole
+    if not plan.posterior:
+        raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits {plan.c}): "
+                          f"a MAP-only run needs {_size(least_disk(whole, workers), up=True)} (a budget trades "
+                          "the posterior's tables for time, not the MAP network's)")
     if workers is None:
         raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
                           f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
