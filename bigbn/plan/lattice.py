@@ -856,7 +856,9 @@ def _size(b: float, up: bool = False) -> str:
     """Bytes as --memory would take them: '512K', '3M', '1.5G' (rounded up if ``up``)."""
     import math
 
-    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+    # T too: 1.2 million G were "1.21242e+06G" (`bigbn plan --n 40 -k 39`), which --memory
+    # reads as no size
+    for unit, size in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
         if b >= size:
             x = b / size
             return f"{(math.ceil(x * 10) / 10 if up else round(x, 1)):g}{unit}"
