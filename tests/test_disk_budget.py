@@ -172,6 +172,21 @@ def test_a_map_only_run_under_a_budget_below_its_tables_is_refused(tmp_path):
     assert r.exit_code == 0 and "the MAP network's tables fit it" in r.output and "L kept" not in r.output, r.output
 
 
+@pytest.mark.parametrize("text,size", [("5", 5), ("5b", 5), ("5k", 5 << 10), ("5KiB", 5 << 10), ("5 kb", 5 << 10),
+                                       ("2.5GiB", 5 << 29), ("10 TiB", 10 << 40), (".5g", 1 << 29),
+                                       ("5i", None), ("5ib", None), ("1 iB", None), ("5 GB GB", None),
+                                       ("1e400", None), ("-5GB", None), ("nan", None), ("١٠G", None)])
+def test_a_size_is_read_with_its_unit_or_refused(text, size):
+    """"5i" and "5ib" were read as 5 bytes: an "i" is now read only after a unit."""
+    from bigbn.options import disk_budget
+
+    if size is None:
+        with pytest.raises(OptionError, match="cannot read size"):
+            disk_budget(text)
+    else:
+        assert disk_budget(text) == size
+
+
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)
