@@ -242,6 +242,9 @@ def test_plan_of_tiers_takes_a_budget_as_the_run_does(tmp_path):
         one = h.cli("plan", *tiers, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
         plain = h.cli("plan", "--n", 10, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
         assert one.exit_code == 0 and one.output == plain.output and "← chosen" in one.output
+    for more in ([], ["--disk-budget", "1G"]):  # one variable: `bigbn run` refuses such data
+        r = h.cli("plan", "--tier-sizes", "1", *more)
+        assert r.exit_code == 1 and r.output == "Error: 1 variable: a run needs at least 2\n", r.output
 
 
 def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monkeypatch):

@@ -635,6 +635,8 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
         if disk_budget is not None:  # as `bigbn run` takes it (it was ignored here, unread)
             opt.disk_budget(disk_budget, "--disk-budget")
+            if sum(sizes) < 2:
+                raise OptionError("1 variable: a run needs at least 2")
             if len(sizes) > 1:
                 raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far "
                                   "smaller)")
