@@ -136,8 +136,8 @@ def test_a_resume_under_a_budget_its_recorded_plan_exceeds_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(40)):
         learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
     before = (wd / "run.json").read_bytes()
-    with pytest.raises(WorkdirError, match=r"was started with a plan of peak disk .* \(L kept whole\), above the "
-                                           r"disk budget of .*; a resumed run keeps its plan"):
+    with pytest.raises(WorkdirError, match=r"was started with a plan of peak disk .* \(L kept whole; one task at "
+                                           r"a time\), above the disk budget of .*; a resumed run keeps its plan"):
         learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=least)
     assert (wd / "run.json").read_bytes() == before
     r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync",

@@ -195,6 +195,8 @@ def _refuse_a_budget_the_recorded_plan_exceeds(wd: Workdir, run: "tiering.RunPla
     said = (gib(peak), gib(disk_budget))
     if said[0] == said[1]:  # in bytes where the rounded sizes read the same
         said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
+    if disk_workers is not None:
+        how += "; one task at a time" if disk_workers == 1 else f"; {disk_workers} tasks at a time"
     raise WorkdirError(f"{wd.root} was started with a plan of peak disk {said[0]} ({how}), above the disk "
                        f"budget of {said[1]}; a resumed run keeps its plan: resume without --disk-budget "
                        "or use --fresh to plan within it")
