@@ -424,6 +424,40 @@ def test_a_folder_of_a_file_named_like_bigbns_temporary_is_still_refused(tmp_pat
     assert tree(folder) == before
 
 
+@pytest.mark.parametrize("output", ["edges.csv", "parent_sets.csv"])
+def test_a_run_killed_while_it_writes_its_results_leaves_them_whole(copy, monkeypatch, output):
+    """A run (here a rerun of a finished one, which writes its results again) killed in
+    the middle of edges.csv left it cut short, and `bigbn status` called the run finished,
+    `bigbn report` read it; now the file is the old one, whole, until the new one is."""
+    from bigbn.outputs import parentsets, result as result_mod
+
+    class Killed(BaseException):
+        pass
+
+    before = (copy / output).read_bytes()
+    if output == "edges.csv":
+        real = result_mod.csv_field
+        calls = []
+
+        def field(s):
+            calls.append(s)
+            if len(calls) > 7:
+                raise Killed
+            return real(s)
+        monkeypatch.setattr(result_mod, "csv_field", field)
+    else:
+        def ranked(*a, **k):
+            raise Killed
+        monkeypatch.setattr(bigbn.api, "ranked", ranked)
+    with pytest.raises(Killed):
+        bigbn.learn(ASIA, max_parents=2, chunk_bits=6, workdir=copy)
+    monkeypatch.undo()
+    assert (copy / output).read_bytes() == before
+    assert "finished: results in" in "\n".join(status_lines(copy))
+    assert invoke(*RUN, "-w", copy).exit_code == 0
+    assert (copy / output).read_bytes() == before and not (copy / f"{output}.tmp").exists()
+
+
 def test_bigbn_folders_stay_usable(tmp_path):
     w = tmp_path / "w"
     w.mkdir()  # empty: fine

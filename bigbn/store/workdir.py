@@ -807,6 +807,7 @@ class Workdir:
         self.task_journal.clear()
         for name in OUTPUTS:
             (self.root / name).unlink(missing_ok=True)
+            (self.root / (name + ".tmp")).unlink(missing_ok=True)  # a write's, killed (`api._write_whole`)
         for glob in (SAMPLES_GLOB, EFFECTS_GLOB):
             for path in self.root.glob(glob):
                 shutil.rmtree(path, ignore_errors=True)
