@@ -365,7 +365,7 @@ def test_a_fresh_killed_at_any_step_of_its_clearing_leaves_a_folder_fresh_takes(
         pass
 
     unlink, rmtree = Path.unlink, shutil.rmtree
-    for step in range(20):
+    for step in range(60):
         wd = tmp_path / f"wd{step}"
         shutil.copytree(finished, wd)
         calls = []
