@@ -247,6 +247,25 @@ def test_plan_of_tiers_takes_a_budget_as_the_run_does(tmp_path):
         assert r.exit_code == 1 and r.output == "Error: 1 variable: a run needs at least 2\n", r.output
 
 
+def test_the_trade_of_a_lattice_of_2_to_the_16_chunks_is_planned_in_seconds():
+    """`bigbn plan --n 36 --disk-budget ...` walked every plan of the frontier (a
+    choose_kept each): 30 s at h = 16. Past h = 14 the rows come from limits spread evenly
+    from L kept whole to the least peak: the same kind of rows, fastest first."""
+    import time
+
+    from bigbn.plan.lattice import disk_trade
+
+    plan = Plan(36, 3, 20)
+    t = time.time()
+    rows = disk_trade(plan, 2)
+    assert time.time() - t < 10
+    peaks = [sum(q.disk_bytes(2).values()) for q in rows]
+    work = [q.refwd_chunks() for q in rows]
+    assert rows[0].kept is None and len(rows[1].kept) == plan.h + 1 and 5 <= len(rows) <= 8
+    assert peaks == sorted(peaks, reverse=True) and len(set(peaks)) == len(peaks)
+    assert work == sorted(work) and peaks[-1] == least_disk(plan, 2)
+
+
 def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monkeypatch):
     """No --disk-budget: the free disk is the budget when the fastest plan does not fit
     it (same numbers, the levels fit_disk picks for it, said on the command line); a run
