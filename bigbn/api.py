@@ -389,15 +389,16 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 result.map_parents, result.map_log_score = map_parents, map_score
                 result.summary["map_dag"] = {"log_score": map_score,
                                              "arcs": [list(a) for a in result.map_arcs()]}
-                write_arcs(root / "map_dag.csv", result.map_arcs())
+                _write_whole(root / "map_dag.csv", lambda p: write_arcs(p, result.map_arcs()))
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if posterior:
-                result.to_csv(root / "edges.csv")
-                write_strength(root / "strength.csv", ds.names, result.posterior)
-                write_parent_sets(root / "parent_sets.csv", ds.names, parent_set_mass,
-                                  result.tiered.ranked if not plain else
-                                  lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass),
-                                  nodes=result.children)
+                _write_whole(root / "edges.csv", result.to_csv)
+                _write_whole(root / "strength.csv", lambda p: write_strength(p, ds.names, result.posterior))
+                _write_whole(root / "parent_sets.csv", lambda p: write_parent_sets(
+                    p, ds.names, parent_set_mass,
+                    result.tiered.ranked if not plain else
+                    lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass),
+                    nodes=result.children))
             write_json_atomic(root / "summary.json", result.summary)
             return result
     finally:
@@ -464,6 +465,16 @@ def _load_scores(data, scores, score) -> tuple:
                           f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(opt.path_text(scores, "scores file"))
     return sf, FileScore(), sf.digest()
+
+
+def _write_whole(path: Path, write) -> None:
+    """``write(tmp)`` then the temporary file renamed to ``path``: a run killed while it
+    wrote edges.csv (or the other results) left it cut short, which `bigbn status` called
+    finished and `bigbn report` read; now ``path`` is the old file or the new one, whole.
+    (`Workdir.clear` removes a temporary file a kill left.)"""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
 
 
 def _source(data, ds: Dataset) -> str:

@@ -103,7 +103,8 @@ def default_memory() -> int:
     return int(min(psutil.virtual_memory().total // 4, 8 << 30))
 
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*$", re.I)
+# an "i" only after a unit ("5i" and "5ib" were read as 5 bytes)
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(?:([kmgt])i?)?b?\s*$", re.I)
 
 
 def memory(value, what: str = "memory budget") -> int:
@@ -119,7 +120,7 @@ def memory(value, what: str = "memory budget") -> int:
         if not m:
             shown = repr(value) if len(value) <= 40 else f"{value[:20]!r}… ({len(value)} characters)"
             raise OptionError(f"{what}: cannot read size {shown} (examples: 4G, 512M, 2.5GiB)")
-        mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
+        mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[(m.group(2) or "").lower()]
         # exactly, as a fraction: float() made 400 digits inf, and int(inf) an OverflowError
         # traceback (a size as large as an int given from Python is taken the same way)
         size = int(Fraction(m.group(1)) * mult)

@@ -54,6 +54,47 @@ def test_a_record_is_used_only_on_its_machine_and_version(tmp_path):
     assert cal.load(path) is None
 
 
+def test_a_calibration_file_that_is_no_file_is_not_waited_for(tmp_path, monkeypatch):
+    """BIGBN_CALIBRATION naming a FIFO made `bigbn plan` (and `bigbn report`) wait forever
+    for a writer; /dev/zero read until memory ran out; a file past MAX_BYTES is not read
+    whole. Each is no calibration: the plan is on the reference clock."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(record(pad="x" * cal.MAX_BYTES)))
+    for path in (fifo, "/dev/zero", tmp_path, big):
+        assert cal.load(str(path)) is None
+        monkeypatch.setenv("BIGBN_CALIBRATION", str(path))
+        r = h.cli("plan", "--n", 10)
+        assert r.exit_code == 0 and "of the reference machine" in r.output, r.output
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe{")
+    assert cal.load(str(tmp_path / "bad.json")) is None
+
+
+def test_a_calibration_that_cannot_be_kept_is_said_before_the_timing(tmp_path, monkeypatch):
+    """A folder in the cache file's place, or a file where its folder belongs, was an
+    IsADirectoryError / FileExistsError traceback after the minute of timing (and left a
+    temporary file beside it); now one line, before anything is timed, nothing left."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("")
+    measured = []
+    monkeypatch.setattr(cal, "measure", lambda *a, **k: measured.append(1) or record())
+    for path, why in ((tmp_path / "dir", "Is a directory"), (tmp_path / "file" / "c.json", "Not a directory")):
+        monkeypatch.setenv("BIGBN_CALIBRATION", str(path))
+        r = h.cli("plan", "--calibrate")
+        assert r.exit_code == 1 and r.output.count("\n") == 1 and f"cannot keep the calibration in {path}: {why}" \
+            in r.output, r.output
+        with pytest.raises(cal.OptionError, match=why):
+            cal.save(record(), str(path))
+    assert not measured and sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file"]
+    assert list((tmp_path / "dir").iterdir()) == []
+    monkeypatch.setenv("BIGBN_CALIBRATION", str(tmp_path / "new" / "c.json"))
+    r = h.cli("plan", "--calibrate")
+    assert r.exit_code == 0 and measured and cal.load() == record(), r.output
+
+
 def test_plan_calibrate_times_this_machine_and_later_plans_use_it(tmp_path, monkeypatch):
     """A small calibration run (n = 12 in place of 25, so the test is quick): its factors
     are its median stage walls over the reference clock's price of the same stages, kept in

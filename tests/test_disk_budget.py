@@ -72,6 +72,12 @@ def test_a_finished_budget_run_is_finished_and_cannot_be_sampled(tmp_path):
     # L's chunks deleted by the plan are no damage to `bigbn status`
     status = "\n".join(bigbn.api.workdir_status(tmp_path / "w"))
     assert "finished: results in" in status and "damaged" not in status
+    # and it says the plan is a budget's (it read as one with L kept whole)
+    kept = fit_disk(plan, budget, 1).kept
+    assert f"under a disk budget: L kept at levels {', '.join(map(str, kept))} of 0–{plan.h}, " \
+           f"{plan.h + 1 - len(kept)} levels computed again (the run cannot be sampled)" in status
+    assert "disk budget" not in "\n".join(bigbn.api.workdir_status(learn(
+        data, workdir=tmp_path / "plain", chunk_bits=3, max_parents=2, scheduler="sync").workdir))
     r = h.cli("sample", "-w", tmp_path / "w", "--samples", 10)
     error = [line for line in r.output.splitlines() if not line.startswith("[bigbn]")]
     assert r.exit_code == 1 and len(error) == 1 and error[0].startswith("Error: ") and "--disk-budget" in error[0]
@@ -114,6 +120,73 @@ def test_a_run_killed_in_a_recomputed_level_resumes_to_the_same_bits(tmp_path, w
         assert set(Workdir(wd).journal()) == ids
 
 
+def test_a_resume_under_a_budget_its_recorded_plan_exceeds_is_refused(tmp_path):
+    """A run started without a budget (out of disk, say) and resumed with --disk-budget
+    to fit kept its recorded plan, L whole, and its peak, without a word; now refused in
+    one line, run.json untouched; a budget the recorded plan fits resumes it."""
+    from bigbn.errors import WorkdirError
+
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(9, 2, 3)
+    whole = sum(plan.disk_bytes(1).values())
+    least = least_disk(plan, 1)
+    assert least < whole
+    wd = tmp_path / "w"
+    with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(40)):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync")
+    before = (wd / "run.json").read_bytes()
+    with pytest.raises(WorkdirError, match=r"was started with a plan of peak disk .* \(L kept whole; one task at "
+                                           r"a time\), above the disk budget of .*; a resumed run keeps its plan"):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=least)
+    assert (wd / "run.json").read_bytes() == before
+    r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync",
+              "--disk-budget", whole - 1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and f"{whole:,} bytes" in r.output, r.output
+    res = learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=whole)
+    assert crcs(wd) == crcs(tmp_path / "ref") and np.array_equal(res.posterior, ref.posterior)
+    assert "kept" not in json.loads((wd / "run.json").read_text())["plan"]
+
+
+def test_a_map_only_run_under_a_budget_below_its_tables_is_refused(tmp_path):
+    """`--map-only --disk-budget 1K` ran and took its 9·2^n bytes: the budget was ignored
+    without a word (fit_disk returned any plan without the posterior as it was), and `bigbn
+    plan` showed it the posterior's trade, "L kept whole (can be sampled)". Now one line
+    naming what the MAP network needs; a budget it fits runs as without one."""
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    plan = Plan(9, 2, 3, map_dag=True, posterior=False)
+    need = sum(plan.disk_bytes(1).values())
+    with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 9 \(chunk bits 3\): a MAP-only "
+                                          r"run needs "):
+        learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+              scheduler="sync", disk_budget=need - 1)
+    assert not (tmp_path / "w" / "run.json").exists()
+    ref = learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+                scheduler="sync")
+    res = learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, posterior=False, map_dag=True,
+                scheduler="sync", disk_budget=need)
+    assert crcs(tmp_path / "w") == crcs(tmp_path / "ref") and res.map_parents.tolist() == ref.map_parents.tolist()
+    r = h.cli("plan", "--n", 9, "-k", 2, "--chunk-bits", 3, "--workers", 1, "--map-only", "--disk-budget", need - 1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "a MAP-only run needs" in r.output, r.output
+    r = h.cli("plan", "--n", 9, "-k", 2, "--chunk-bits", 3, "--workers", 1, "--map-only", "--disk-budget", need)
+    assert r.exit_code == 0 and "the MAP network's tables fit it" in r.output and "L kept" not in r.output, r.output
+
+
+@pytest.mark.parametrize("text,size", [("5", 5), ("5b", 5), ("5k", 5 << 10), ("5KiB", 5 << 10), ("5 kb", 5 << 10),
+                                       ("2.5GiB", 5 << 29), ("10 TiB", 10 << 40), (".5g", 1 << 29),
+                                       ("5i", None), ("5ib", None), ("1 iB", None), ("5 GB GB", None),
+                                       ("1e400", None), ("-5GB", None), ("nan", None), ("١٠G", None)])
+def test_a_size_is_read_with_its_unit_or_refused(text, size):
+    """"5i" and "5ib" were read as 5 bytes: an "i" is now read only after a unit."""
+    from bigbn.options import disk_budget
+
+    if size is None:
+        with pytest.raises(OptionError, match="cannot read size"):
+            disk_budget(text)
+    else:
+        assert disk_budget(text) == size
+
+
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)
@@ -151,6 +224,46 @@ def test_plan_prints_the_trade(tmp_path):
     assert r.exit_code == 0 and len(chosen) == 1 and "L deleted after its last reader;" in chosen[0], r.output
     r = h.cli("plan", "--n", 32, "-k", 3, "--workers", 2, "--memory", "8G", "--disk-budget", "5G")
     assert r.exit_code == 1 and "the least any plan needs is 15.1G" in r.output
+
+
+def test_plan_of_tiers_takes_a_budget_as_the_run_does(tmp_path):
+    """`bigbn plan --tier-sizes 5,5 --disk-budget X` printed the tiers' plan and exit 0 for
+    any X, "banana" included, where `bigbn run --tiers` refuses a budget; one tier of every
+    variable is the run without tiers, planned under the budget as `--n` is."""
+    for bad, said in (("banana", "--disk-budget: cannot read size 'banana'"), ("1G", "runs without tiers")):
+        r = h.cli("plan", "--tier-sizes", "5,5", "--disk-budget", bad)
+        assert r.exit_code == 1 and r.output.count("\n") == 1 and said in r.output, r.output
+    (tmp_path / "t.csv").write_text("".join(f"X{j},1\n" for j in range(10)))
+    least = least_disk(Plan(10, 3, 4), 2)
+    for tiers in (["--tier-sizes", "10"], ["--tiers", tmp_path / "t.csv"]):
+        one = h.cli("plan", *tiers, "--chunk-bits", 4, "--workers", 2, "--disk-budget", least - 1)
+        plain = h.cli("plan", "--n", 10, "--chunk-bits", 4, "--workers", 2, "--disk-budget", least - 1)
+        assert one.exit_code == 1 and one.output == plain.output and "too small" in one.output
+        one = h.cli("plan", *tiers, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
+        plain = h.cli("plan", "--n", 10, "--chunk-bits", 4, "--workers", 2, "--disk-budget", "1G")
+        assert one.exit_code == 0 and one.output == plain.output and "← chosen" in one.output
+    for more in ([], ["--disk-budget", "1G"]):  # one variable: `bigbn run` refuses such data
+        r = h.cli("plan", "--tier-sizes", "1", *more)
+        assert r.exit_code == 1 and r.output == "Error: 1 variable: a run needs at least 2\n", r.output
+
+
+def test_the_trade_of_a_lattice_of_2_to_the_16_chunks_is_planned_in_seconds():
+    """`bigbn plan --n 36 --disk-budget ...` walked every plan of the frontier (a
+    choose_kept each): 30 s at h = 16. Past h = 14 the rows come from limits spread evenly
+    from L kept whole to the least peak: the same kind of rows, fastest first."""
+    import time
+
+    from bigbn.plan.lattice import disk_trade
+
+    plan = Plan(36, 3, 20)
+    t = time.time()
+    rows = disk_trade(plan, 2)
+    assert time.time() - t < 10
+    peaks = [sum(q.disk_bytes(2).values()) for q in rows]
+    work = [q.refwd_chunks() for q in rows]
+    assert rows[0].kept is None and len(rows[1].kept) == plan.h + 1 and 5 <= len(rows) <= 8
+    assert peaks == sorted(peaks, reverse=True) and len(set(peaks)) == len(peaks)
+    assert work == sorted(work) and peaks[-1] == least_disk(plan, 2)
 
 
 def test_without_a_budget_a_run_too_big_for_the_free_disk_fits_it(tmp_path, monkeypatch):

@@ -284,6 +284,16 @@ def test_tiny_memory_budget_names_a_usable_size(tmp_path):
     assert h.cli("run", h.ASIA, "-w", tmp_path / "w", "-q", "--memory", need).exit_code == 0
 
 
+def test_a_huge_memory_need_is_named_as_a_size_memory_reads():
+    """n = 40, k = 39 needs 1184 TiB a task: said "1.21242e+06G", which --memory refuses."""
+    from bigbn.options import memory
+
+    r = h.cli("plan", "--n", 40, "-k", 39)
+    need = r.output.split("at least ")[1].split()[0]
+    assert r.exit_code == 1 and need == "1184.1T", r.output
+    assert memory(need) >= 1184 * 2**40
+
+
 # 7. silently questionable
 def test_tiny_chunks_get_an_honest_plan():
     r = h.cli("plan", "--n", 14, "-k", 2, "--chunk-bits", 4)

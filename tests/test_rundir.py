@@ -351,6 +351,113 @@ def test_empty_workdir_name_is_refused(tmp_path, monkeypatch):
         bigbn.learn(h.ASIA, workdir="")
 
 
+def test_a_fresh_killed_at_any_step_of_its_clearing_leaves_a_folder_fresh_takes(finished, tmp_path, monkeypatch):
+    """--fresh removed run.json before edges.csv and the other outputs: killed between,
+    it left a folder of bigbn's outputs without run.json, which every command refused as
+    somebody else's, --fresh included. Now run.json goes last; interrupted after each of
+    clear's removals in turn, the folder is bigbn's and --fresh finishes the run."""
+    import shutil
+
+    from bigbn.store import workdir as workdir_mod
+    from bigbn.store.rundir import check_is_ours
+
+    class Killed(BaseException):
+        pass
+
+    unlink, rmtree = Path.unlink, shutil.rmtree
+    for step in range(60):
+        wd = tmp_path / f"wd{step}"
+        shutil.copytree(finished, wd)
+        calls = []
+
+        def counted(real):
+            def fn(*a, **k):
+                calls.append(a[0])
+                if len(calls) > step:
+                    raise Killed
+                return real(*a, **k)
+            return fn
+
+        monkeypatch.setattr(Path, "unlink", counted(unlink))
+        monkeypatch.setattr(workdir_mod.shutil, "rmtree", counted(rmtree))
+        try:
+            Workdir(wd).clear()
+            killed = False
+        except Killed:
+            killed = True
+        monkeypatch.undo()
+        check_is_ours(wd.resolve(), fresh=True)
+        if not killed:
+            assert sorted(p.name for p in wd.iterdir()) == ["lock"]
+            break
+    else:
+        raise AssertionError("clear never finished")
+    assert step > 5  # the tables, the journal, the outputs and run.json were each a step
+    r = invoke(*RUN, "-w", tmp_path / "wd3", "--fresh")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "wd3" / "edges.csv").read_bytes() == (finished / "edges.csv").read_bytes()
+
+
+@pytest.mark.parametrize("tmp_text", ["", "{", '{\n  "created": "2026-11-27'])
+def test_a_new_run_killed_before_its_run_json_was_in_place_runs_again(finished, tmp_path, tmp_text):
+    """A new run killed while it wrote run.json.tmp (before the rename) left the lock and
+    that file: the same command then refused the folder for ever ("not a bigbn work
+    directory"). A run.json.tmp of bigbn's form begun is now taken as nothing written."""
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    (wd / "lock").write_text('{"pid": 1, "host": "h", "since": 0}')
+    (wd / "run.json.tmp").write_text(tmp_text)
+    r = invoke(*RUN, "-w", wd)
+    assert r.exit_code == 0, r.output
+    assert (wd / "edges.csv").read_bytes() == (finished / "edges.csv").read_bytes()
+    assert not (wd / "run.json.tmp").exists()
+
+
+@pytest.mark.parametrize("name,text", [("run.json.tmp", '{"their": "data"}'), ("run.json.tmp", "notes"),
+                                       ("run.json.tmpx", "")])
+def test_a_folder_of_a_file_named_like_bigbns_temporary_is_still_refused(tmp_path, name, text):
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    before = tree(folder)
+    one_line_error(invoke(*RUN, "-w", folder), "not a bigbn work directory")
+    assert tree(folder) == before
+
+
+@pytest.mark.parametrize("output", ["edges.csv", "parent_sets.csv"])
+def test_a_run_killed_while_it_writes_its_results_leaves_them_whole(copy, monkeypatch, output):
+    """A run (here a rerun of a finished one, which writes its results again) killed in
+    the middle of edges.csv left it cut short, and `bigbn status` called the run finished,
+    `bigbn report` read it; now the file is the old one, whole, until the new one is."""
+    from bigbn.outputs import parentsets, result as result_mod
+
+    class Killed(BaseException):
+        pass
+
+    before = (copy / output).read_bytes()
+    if output == "edges.csv":
+        real = result_mod.csv_field
+        calls = []
+
+        def field(s):
+            calls.append(s)
+            if len(calls) > 7:
+                raise Killed
+            return real(s)
+        monkeypatch.setattr(result_mod, "csv_field", field)
+    else:
+        def ranked(*a, **k):
+            raise Killed
+        monkeypatch.setattr(bigbn.api, "ranked", ranked)
+    with pytest.raises(Killed):
+        bigbn.learn(ASIA, max_parents=2, chunk_bits=6, workdir=copy)
+    monkeypatch.undo()
+    assert (copy / output).read_bytes() == before
+    assert "finished: results in" in "\n".join(status_lines(copy))
+    assert invoke(*RUN, "-w", copy).exit_code == 0
+    assert (copy / output).read_bytes() == before and not (copy / f"{output}.tmp").exists()
+
+
 def test_bigbn_folders_stay_usable(tmp_path):
     w = tmp_path / "w"
     w.mkdir()  # empty: fine

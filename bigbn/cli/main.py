@@ -594,6 +594,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if workdir is not None and not os.path.isdir(workdir):
         raise OptionError(f"--workdir {workdir}: no such folder (create it, or leave --workdir out)")
     if calibrate:
+        cal.check_writable()  # before the minute of timing, not after it
         echo(f"timing this machine: a run of n = {cal.CALIBRATION.n} ...", err=True)
         rec = cal.measure(opt.workers(workers, "--workers") if workers is not None else None)
         path = cal.save(rec)
@@ -632,6 +633,15 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         sizes = tier_sizes_from_file(tiers_file) if tiers_file else tier_sizes_option(tier_sizes)
         if n is not None and n != sum(sizes):
             raise OptionError(f"--n {n} but the tiers hold {sum(sizes)} variables")
+        if disk_budget is not None:  # as `bigbn run` takes it (it was ignored here, unread)
+            opt.disk_budget(disk_budget, "--disk-budget")
+            if sum(sizes) < 2:
+                raise OptionError("1 variable: a run needs at least 2")
+            if len(sizes) > 1:
+                raise OptionError("a disk budget is for runs without tiers (a tiered run's tiers are far "
+                                  "smaller)")
+            n, tiers_file, tier_sizes = sizes[0], None, None  # one tier of every variable: the plain run
+    if tiers_file is not None or tier_sizes is not None:
         for line in plan_lines(sizes, opt.max_parents(max_parents, "--max-parents"), budget, workers,
                                alpha_mode, map_dag or map_only, not map_only, c, workdir,
                                cal.stage_factors(record), clock, rows):
@@ -649,6 +659,9 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         from bigbn.plan.lattice import disk_trade, fit_disk
 
         p = fit_disk(p, disk_budget, workers)
+    if disk_budget is not None and not p.posterior:  # no L to trade (it showed "L kept whole (can be sampled)")
+        echo(f"disk budget {_fmt_bytes(disk_budget)}: the MAP network's tables fit it")
+    elif disk_budget is not None:
         echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
         rows = disk_trade(p, workers)
         rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))

@@ -103,7 +103,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     mode come from the workdir on resume (another value is refused), else from
     ``chunk_bits`` / ``alpha_mode`` / the memory budget.
     A new run without tiers fits its plan to ``disk_budget`` (`plan.fit_disk`: the levels
-    of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan.
+    of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan (a budget below its peak is refused).
 
     ``fresh``: the run in the folder is discarded (`Workdir.clear`) once the new plan stands.
 
@@ -137,6 +137,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
                                "or use --fresh")
         run = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior)
+        _refuse_a_budget_the_recorded_plan_exceeds(wd, run, disk_budget, disk_workers)
     else:
         run = tiering.run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
         run.plans()  # every lattice's own checks (chunk bits within its size), before fresh discards
@@ -144,9 +145,11 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             if run.tiered:
                 raise OptionError("--disk-budget applies to runs without tiers (each tier's disk is "
                                   "already bounded by its own lattice: see bigbn plan --tier-sizes)")
-            post, _ = run.lattices(0)
+            post, map_only = run.lattices(0)
             if post is not None:
                 run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
+            else:  # a MAP-only run: refused where its tables exceed the budget
+                fit_disk(map_only, disk_budget, disk_workers)
     if fresh:
         wd.clear()
     if old is None and plain and disk_budget is None and check_disk:
@@ -170,6 +173,33 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     for p in lattices:
         Workdir(wd.root, scope=p.scope).create_tables(p)
     return plans
+
+
+def _refuse_a_budget_the_recorded_plan_exceeds(wd: Workdir, run: "tiering.RunPlan", disk_budget,
+                                               disk_workers: int | None) -> None:
+    """A resumed run keeps the plan its run.json records, whatever budget it is given; a
+    budget below that plan's peak was ignored without a word (a run started without one,
+    out of disk, resumed with --disk-budget to fit, took its old peak again): now a
+    WorkdirError, as another --chunk-bits is. A budget the recorded plan fits is taken."""
+    if disk_budget is None or run.tiered:
+        return
+    post, map_only = run.lattices(0)
+    post = post or map_only
+    if post is None:
+        return
+    peak = sum(post.disk_bytes(disk_workers).values())
+    if peak <= disk_budget:
+        return
+    how = ("a MAP-only run" if not post.posterior else "L kept whole" if post.kept is None else
+           f"L kept at levels {', '.join(map(str, post.kept))}")
+    said = (gib(peak), gib(disk_budget))
+    if said[0] == said[1]:  # in bytes where the rounded sizes read the same
+        said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
+    if disk_workers is not None:
+        how += "; one task at a time" if disk_workers == 1 else f"; {disk_workers} tasks at a time"
+    raise WorkdirError(f"{wd.root} was started with a plan of peak disk {said[0]} ({how}), above the disk "
+                       f"budget of {said[1]}; a resumed run keeps its plan: resume without --disk-budget "
+                       "or use --fresh to plan within it")
 
 
 def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None) -> "tiering.RunPlan":

@@ -726,12 +726,17 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     """The fastest plan whose disk fits ``budget`` bytes (None: no budget, ``plan`` as it
     is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least
     recomputation (`choose_kept`). A budget no plan fits is an OptionError naming the
-    least that does (`least_disk`)."""
-    if budget is None or not plan.posterior:
+    least that does (`least_disk`); so is one below a MAP-only plan's disk, which no
+    budget changes (it was ignored, the run taking its 9·2^n bytes)."""
+    if budget is None:
         return plan
     whole = dataclasses.replace(plan, kept=None)
     if sum(whole.disk_bytes(workers).values()) <= budget:
         return whole
+    if not plan.posterior:
+        raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits {plan.c}): "
+                          f"a MAP-only run needs {_size(least_disk(whole, workers), up=True)} (a budget trades "
+                          "the posterior's tables for time, not the MAP network's)")
     if workers is None:
         raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
                           f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
@@ -760,6 +765,12 @@ def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]
         return out
     least = least_disk(whole, workers)
     frontier = []
+    if plan.h > 14:  # every plan of the frontier, one choose_kept each, took 30 s at h = 16: limits spread evenly
+        for i in range(rows - 1):
+            pick = choose_kept(whole._steps, limit - round(i * (limit - least) / (rows - 2)) - other, workers)
+            if pick is not None and all(q.kept != pick[0] for q in frontier):
+                frontier.append(dataclasses.replace(plan, kept=pick[0]))
+        return out + frontier
     while limit >= least:
         pick = choose_kept(whole._steps, limit - other, workers)
         if pick is None:
@@ -851,7 +862,9 @@ def _size(b: float, up: bool = False) -> str:
     """Bytes as --memory would take them: '512K', '3M', '1.5G' (rounded up if ``up``)."""
     import math
 
-    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+    # T too: 1.2 million G were "1.21242e+06G" (`bigbn plan --n 40 -k 39`), which --memory
+    # reads as no size
+    for unit, size in (("T", 2**40), ("G", 2**30), ("M", 2**20), ("K", 2**10)):
         if b >= size:
             x = b / size
             return f"{(math.ceil(x * 10) / 10 if up else round(x, 1)):g}{unit}"

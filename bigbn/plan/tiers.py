@@ -610,6 +610,8 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     n = sum(sizes)
     if n > MAX_TIERED_NODES:
         raise OptionError(f"{n} variables: a tiered run takes at most {MAX_TIERED_NODES}")
+    if n < 2:  # `bigbn run` refuses data of one variable; its plan was shown
+        raise OptionError("1 variable: a run needs at least 2")
     if max(sizes) > MAX_NODES:
         raise OptionError(f"a tier of {max(sizes)} variables: a tier holds at most {MAX_NODES}")
     if k < 0:

@@ -317,12 +317,27 @@ def check_is_ours(root: Path, fresh: bool = False) -> None:
         elif _marked(root / RUN_JSON) is None:
             raise _not_ours(root / RUN_JSON, "vanished")
         return
-    if all(e == LOCK and (root / e).is_file() for e in entries):
+    # a lock left by a refused run, and the run.json.tmp of a new run killed before its
+    # run.json was in place (`write_json_atomic`; every later command refused that folder)
+    if all(e == LOCK and (root / e).is_file() or e == RUN_JSON + ".tmp" and _half_written(root / e)
+           for e in entries):
         return
     shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
     raise WorkdirError(f"{root} is not empty and not a bigbn work directory (it holds {shown} "
                        "but no run.json that bigbn wrote); bigbn leaves it untouched: give "
                        "--workdir a new or empty folder")
+
+
+def _half_written(path: Path) -> bool:
+    """Whether ``path`` (a run.json.tmp) can be what `write_json_atomic` left when killed:
+    a regular file (no link) of bigbn's JSON form begun or nothing yet, not much of it."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            return False
+        head = read_file(path)[:5]
+    except OSError:
+        return False
+    return b'{\n  "'.startswith(head)
 
 
 # ---------------------------------------------------------------------------------- reading
@@ -691,8 +706,13 @@ def status_lines(workdir) -> list[str]:
                      f"orders; {computes}")
     else:
         lattice = pl.distinct()[0]
+        again = len(pl.kept or ()) and lattice.h + 1 - len(pl.kept)
+        budget = "" if pl.kept is None else (  # a disk budget's plan was shown as one without
+            f", under a disk budget: L kept at levels {', '.join(map(str, pl.kept))} of 0–{lattice.h}, "
+            + (f"{again} level{'s' * (again != 1)} computed again" if again else "each deleted after its last reader")
+            + " (the run cannot be sampled)")
         lines.append(f"plan: chunk bits {lattice.chunk_bits}, {lattice.n_chunks} chunks, alpha {pl.alpha_mode}, "
-                     f"{computes}")
+                     f"{computes}{budget}")
     finished = {"posterior": True, "map": True}
     bound = 0
     for j, m, plans in _lattice_plans(rd):

@@ -804,11 +804,16 @@ class Workdir:
         return self.run_lock.active_holder()
 
     def clear(self) -> None:
-        """Remove tables, journal files and outputs (``--fresh``)."""
+        """Remove tables, journal files and outputs (``--fresh``), run.json last: killed
+        part way, the folder is still bigbn's (`rundir.check_is_ours`) and --fresh goes
+        on. (run.json went before the outputs: a kill between left edges.csv and the rest
+        without it, a folder every later command refused, --fresh included.)"""
         self.store.clear()
         self.task_journal.clear()
-        for name in (RUN_JSON,) + OUTPUTS:
+        for name in OUTPUTS:
             (self.root / name).unlink(missing_ok=True)
+            (self.root / (name + ".tmp")).unlink(missing_ok=True)  # a write's, killed (`api._write_whole`)
         for glob in (SAMPLES_GLOB, EFFECTS_GLOB):
             for path in self.root.glob(glob):
                 shutil.rmtree(path, ignore_errors=True)
+        (self.root / RUN_JSON).unlink(missing_ok=True)

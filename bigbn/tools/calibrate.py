@@ -24,10 +24,12 @@ measures; `bigbn plan` uses the factors when they are there and says which clock
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -130,20 +132,60 @@ def measure(workers: int | None = None, progress=None) -> dict:
 
 
 def save(record: dict, path: str | None = None) -> str:
-    """Write ``record`` (from `measure`) to the cache file; returns its path."""
+    """Write ``record`` (from `measure`) to the cache file; returns its path. A file that
+    cannot be written there (a folder in its place, a parent that is a file, no
+    permission) is an OptionError naming it (`check_writable`); no temporary file is left
+    behind."""
     path = path or cache_file()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     try:
+        _make_room(path)
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
         os.replace(tmp, path)
-    except OSError as e:  # a folder of its name, no permission: one line, and no temporary file left
-        if os.path.isfile(tmp):
-            os.unlink(tmp)
-        raise OptionError(f"cannot keep the calibration in {path}: {e.strerror} (BIGBN_CALIBRATION names "
-                          "another file)") from None
+    except OSError as e:
+        _remove(tmp)
+        raise _unwritable(path, e) from None
     return path
+
+
+def check_writable(path: str | None = None) -> None:
+    """OptionError (as `save` says it) unless the cache file can be written: checked
+    before the calibration runs, which take a minute, so that a folder or a file in the
+    way is said at once (it was a traceback once the timing was done, its record lost).
+    The file itself is left as it is."""
+    path = path or cache_file()
+    probe = f"{path}.tmp{os.getpid()}"
+    try:
+        _make_room(path)
+        with open(probe, "w", encoding="utf-8"):
+            pass
+    except OSError as e:
+        raise _unwritable(path, e) from None
+    finally:
+        _remove(probe)
+
+
+def _make_room(path: str) -> None:
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(parent) and not os.path.isdir(parent):  # makedirs said "File exists"
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+
+def _remove(tmp: str) -> None:
+    try:
+        if os.path.lexists(tmp) and not os.path.isdir(tmp):
+            os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def _unwritable(path: str, e: OSError) -> OptionError:
+    return OptionError(f"cannot keep the calibration in {path}: {e.strerror or e} "
+                       "(set BIGBN_CALIBRATION to a file that can be written)")
 
 
 def load(path: str | None = None) -> dict | None:
@@ -155,17 +197,39 @@ def load(path: str | None = None) -> dict | None:
     RecursionError one."""
     path = path or cache_file()
     try:
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
+        text = _read_small(path)
+        rec = json.loads(text) if text is not None else None
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(rec, dict) or rec.get("machine") != machine() or not isinstance(rec.get("when"), str):
         return None
     f = rec.get("factors")
     if not isinstance(f, dict) or set(f) != set(TIMED) or \
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e6 for v in f.values()):
+            not all(isinstance(v, (int, float)) and 0 < v < 1e6 for v in f.values()):
         return None
     return rec
+
+
+#: The most bytes a calibration file may hold (a record is under 1 KiB): a larger one is
+#: no calibration, and is not read whole.
+MAX_BYTES = 1 << 20
+
+
+def _read_small(path: str) -> str | None:
+    """The text of ``path`` if it is a regular file of at most `MAX_BYTES`, else None.
+    Opened without blocking and checked on its descriptor: BIGBN_CALIBRATION naming a FIFO
+    made every `bigbn plan` and `bigbn report` wait forever for a writer, and /dev/zero
+    read until memory ran out."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    return None if len(data) > MAX_BYTES else data.decode("utf-8")
 
 
 def stage_factors(record: dict | None) -> dict[str, float] | None:
