@@ -205,7 +205,7 @@ def load(path: str | None = None) -> dict | None:
         return None
     f = rec.get("factors")
     if not isinstance(f, dict) or set(f) != set(TIMED) or \
-            not all(isinstance(v, (int, float)) and 0 < v < 1e6 for v in f.values()):
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e6 for v in f.values()):
         return None
     return rec
 
