@@ -473,6 +473,7 @@ def _write_whole(path: Path, write) -> None:
     finished and `bigbn report` read; now ``path`` is the old file or the new one, whole.
     (`Workdir.clear` removes a temporary file a kill left.)"""
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # a killed write's, or anything else of its name (a FIFO: a wait)
     write(tmp)
     os.replace(tmp, path)
 

@@ -458,6 +458,25 @@ def test_a_run_killed_while_it_writes_its_results_leaves_them_whole(copy, monkey
     assert (copy / output).read_bytes() == before and not (copy / f"{output}.tmp").exists()
 
 
+def test_a_fifo_of_a_results_temporary_name_is_replaced_not_waited_on(copy):
+    """edges.csv.tmp, the name the results are written under before their rename: a FIFO
+    of that name in the workdir made the rerun of a finished run wait for a reader. The
+    rerun replaces it; the test holds both ends of the FIFO open so that a write through
+    it fails the test (the results would not be whole) instead of blocking it."""
+    import os
+    import stat
+
+    before = (copy / "edges.csv").read_bytes()
+    os.mkfifo(copy / "edges.csv.tmp")
+    fd = os.open(copy / "edges.csv.tmp", os.O_RDWR | os.O_NONBLOCK)
+    try:
+        assert invoke(*RUN, "-w", copy).exit_code == 0
+    finally:
+        os.close(fd)
+    assert stat.S_ISREG(os.stat(copy / "edges.csv").st_mode), "the FIFO was renamed into place"
+    assert (copy / "edges.csv").read_bytes() == before and not (copy / "edges.csv.tmp").exists()
+
+
 def test_bigbn_folders_stay_usable(tmp_path):
     w = tmp_path / "w"
     w.mkdir()  # empty: fine
