@@ -429,7 +429,7 @@ def test_a_run_killed_while_it_writes_its_results_leaves_them_whole(copy, monkey
     """A run (here a rerun of a finished one, which writes its results again) killed in
     the middle of edges.csv left it cut short, and `bigbn status` called the run finished,
     `bigbn report` read it; now the file is the old one, whole, until the new one is."""
-    from bigbn.outputs import parentsets, result as result_mod
+    from bigbn.outputs import result as result_mod
 
     class Killed(BaseException):
         pass
