@@ -129,6 +129,19 @@ def test_cells_of_one_value_of_any_kind_are_read():
         load_dataset(cat)
 
 
+def test_a_category_no_cell_holds_is_no_cell():
+    """Only the categories of some cell are checked: an unused category of a tuple was an
+    IndexError traceback (the row of a cell holding it), and is no level of the data."""
+    cat = pd.DataFrame({"a": [0, 1, 0, 1]})
+    cat["z"] = pd.Categorical(["x", "y", "y", "x"], categories=["x", "y", ("w", 1)])
+    assert load_dataset(cat)[0].levels[1] == ("x", "y")
+    tuples = np.empty(2, dtype=object)
+    tuples[:] = [(1, 2), (3, 4)]
+    cat["z"] = pd.Categorical.from_codes([1, 0, 1, 1], categories=pd.Index(tuples))
+    with pytest.raises(DataError, match=r"row 1, column 'z': the cell holds \(1, 2\)"):
+        load_dataset(cat)
+
+
 def test_bool_and_integer_valued_arrays_are_discrete():
     rng = np.random.default_rng(1)
     B = rng.random((100, 3)) < 0.5

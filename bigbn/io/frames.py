@@ -89,12 +89,14 @@ def _check_scalars(df, j: int, name: str) -> None:
 
     col = df.iloc[:, j]
     if isinstance(col.dtype, pd.CategoricalDtype):
-        values = col.cat.categories.tolist()
-        bad = next((v for v in values if not is_value(v)), None)
-        if bad is not None:
-            r = int(np.flatnonzero(col.cat.codes.to_numpy() == values.index(bad))[0])
-        else:
+        # the categories of some cell: one no cell holds is no level (its row was an
+        # IndexError traceback, and the data were read as before)
+        values, codes = col.cat.categories.tolist(), col.cat.codes.to_numpy()
+        used = np.unique(codes[codes >= 0]).tolist()
+        c = next((c for c in used if not is_value(values[c])), None)
+        if c is None:
             return
+        bad, r = values[c], int(np.flatnonzero(codes == c)[0])
     elif col.dtype == object:
         values = col.tolist()
         r = next((i for i, v in enumerate(values) if type(v) is not str and not is_value(v)), None)
