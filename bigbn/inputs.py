@@ -106,12 +106,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             if arr.dtype == object:  # a dict, set, tuple, bytes or any object was read as a level by its str()
                 bad = next(((r, j) for (r, j), v in np.ndenumerate(arr) if not frames.is_value(v)), None)
                 if bad is not None:
-                    v = arr[bad]
-                    shown = " ".join(repr(v).split())
-                    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-                    raise DataError(f"data array, row index {bad[0]}, column '{nm[bad[1]]}': the cell holds {shown} "
-                                    f"(type {type(v).__name__}), not one value; give numbers or text, one value "
-                                    "per cell")
+                    raise frames.not_one_value(f"data array, row index {bad[0]}, column '{nm[bad[1]]}'", arr[bad])
             try:
                 cells = np.char.strip(arr.astype(str))
             except (ValueError, TypeError):  # an object cell holding a list, a void dtype, ...

@@ -266,3 +266,20 @@ def test_a_thresholded_graph_with_a_cycle_is_warned_of():
         warnings.simplefilter("error")
         res.to_networkx()  # every arc, no threshold: not a word
         assert set(res.to_networkx(threshold=0.45).edges) == {("lung", "smoke"), ("lung", "x")}
+
+
+def test_an_array_and_a_data_frame_say_a_cell_of_no_one_value_alike():
+    """One message (`frames.not_one_value`) for both: the array's was a second copy of
+    the DataFrame's, in other words."""
+    a = np.empty((2, 2), dtype=object)
+    a[:] = [[0, "x"], [1, "y"]]
+    a[1, 1] = {"k": 1}
+    df = pd.DataFrame({"X1": [0, 1], "X2": ["x", "y"]}).astype(object)
+    df.at[1, "X2"] = {"k": 1}
+    said = []
+    for data in (a, df):
+        with pytest.raises(DataError) as got:
+            load_dataset(data)
+        said.append(str(got.value).split(": the cell holds ", 1))
+    assert said[0][0] == "data array, row index 1, column 'X2'" and said[1][0] == "DataFrame, row 1, column 'X2'"
+    assert said[0][1] == said[1][1]

@@ -105,11 +105,16 @@ def _check_scalars(df, j: int, name: str) -> None:
         bad = values[r]
     else:
         return
-    shown = " ".join(repr(bad).split())  # one line, also for an array's repr
+    raise not_one_value(f"{SOURCE}, row {_row(df, r)}, column '{name}'", bad)
+
+
+def not_one_value(where: str, cell) -> DataError:
+    """The DataError of a cell that `is_value` refuses, at ``where`` (the source, the row
+    and the column): the cell shown on one line, cut at 40 characters, and its type."""
+    shown = " ".join(repr(cell).split())  # one line, also for an array's repr
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    raise DataError(f"{SOURCE}, row {_row(df, r)}, column '{name}': the cell holds {shown} (type "
-                    f"{type(bad).__name__}), not one value; each cell must hold one level or number (text, "
-                    "a number or a bool)")
+    return DataError(f"{where}: the cell holds {shown} (type {type(cell).__name__}), not one value; each cell "
+                     "must hold one level or number (text, a number or a bool)")
 
 
 def _cell_text(col) -> np.ndarray:
