@@ -303,3 +303,19 @@ def test_an_object_array_of_text_is_checked_at_text_speed(monkeypatch):
     a[1, 0] = {1}
     with pytest.raises(DataError, match=r"^data array, row index 1, column 'X1': the cell holds \{1\}"):
         load_dataset(a)
+
+
+def test_plain_python_cells_are_values_at_once(monkeypatch):
+    """An int, float, bool or str cell is a value without the isinstance of numbers.Real
+    (an ABC) and the other types: that made an object column of ints read 2-3 times
+    slower than before the check (5.2 s for 2.7 s at 300 000 × 20 cells)."""
+    from bigbn.io import frames
+
+    def slow():
+        raise AssertionError("a plain cell went through the type tuple")
+
+    monkeypatch.setattr(frames, "_value_types", slow)
+    df = pd.DataFrame({"a": [0, 1] * 4, "z": [1, 2.5, True, "x"] * 2}).astype(object)
+    assert set(load_dataset(df)[0].levels[1]) == {"1", "2.5", "True", "x"}
+    a = np.array([[0, 1.5], [1, False]] * 4, dtype=object)
+    load_dataset(a)

@@ -58,9 +58,14 @@ def is_value(v) -> bool:
     """A cell a CSV file could hold: text, a (non-complex) number, a bool, a date or time
     (datetime, pandas Timestamp, Timedelta, Period), an interval (`pd.cut`'s levels), an
     enum member or a UUID, or a numpy scalar of one of those."""
+    if type(v) in _PLAIN:  # at once: the isinstance of numbers.Real, an ABC, made an object
+        return True  # column of ints read 2-3 times slower
     if isinstance(v, np.generic):
         return v.ndim == 0 and not isinstance(v, (np.complexfloating, np.void)) and v.dtype != object
     return isinstance(v, _value_types()) and not isinstance(v, (bytes, bytearray))
+
+
+_PLAIN = frozenset((str, int, float, bool))
 
 
 @functools.lru_cache(maxsize=1)
