@@ -235,8 +235,10 @@ def output_file(out, what: str, inputs=(), workdir=None, own=()) -> None:
     Each was written over without a word: `bigbn scores DATA -o DATA` replaced the data
     with the score file, `bigbn export RUN -o RUN/summary.json` and `bigbn report RUN -o
     RUN/edges.csv` broke the finished run (the next command called it damaged), `bigbn
-    roc EDGES TRUTH --curve TRUTH` replaced the truth. ``what``: the option's name in the
-    message (e.g. "--out"). A new file of another name in the workdir is allowed."""
+    roc EDGES TRUTH --curve TRUTH` replaced the truth. Also refused: a path holding a NUL
+    (`path_text`) and one in a folder that does not exist (`parent_folder`; bigbn makes no
+    folders above what it writes). ``what``: the option's name in the message (e.g.
+    "--out"). A new file of another name in the workdir is allowed."""
     if out is None:
         return
     if not isinstance(out, (str, os.PathLike)):  # export(out=5): os.fspath's TypeError

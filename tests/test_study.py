@@ -340,3 +340,10 @@ def test_a_plan_of_values_that_are_no_integers_is_refused(kw, message):
     """int() took 2.7 as 2 nodes; 'x' was a ValueError traceback, ks=3 a TypeError one."""
     with pytest.raises(OptionError, match=re.escape(message)):
         StudyPlan(**kw)
+
+
+@pytest.mark.parametrize("score", ["K2", "BDeu", "auto", "bdeu"])
+def test_a_score_learn_takes_for_discrete_data_is_taken(score):
+    """learn takes a score's name in any case, and auto (bdeu for the study's discrete
+    data): StudyPlan refused "K2" and "BDeu", with which studies were run."""
+    assert StudyPlan(ns=(3,), ks=(1,), rs=(2,), ms=(20,), score=score).score == score

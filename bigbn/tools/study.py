@@ -105,7 +105,9 @@ class StudyPlan:
             if vals[0] < lo:
                 raise OptionError(f"study: {name[:-1]} values must be >= {lo}, got {vals[0]}")
             object.__setattr__(self, name, vals)
-        if self.score not in ("k2", "bdeu"):  # before any folder is made (learn refused it after the networks)
+        # before any folder is made (learn refused it after the networks); any case, and auto
+        # (bdeu here), as learn takes a score's name: "K2" is the paper's
+        if not isinstance(self.score, str) or self.score.lower() not in ("k2", "bdeu", "auto"):
             raise OptionError(f"study: score must be k2 or bdeu, got {self.score!r}")
         if self.structure_prior not in ("koivisto-sood", "uniform"):
             raise OptionError(f"study: structure prior must be koivisto-sood or uniform, got {self.structure_prior!r}")
