@@ -8,7 +8,6 @@ main group (`bigbn.cli.main`) registers them with ``main.add_command(...)`` and 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import click
@@ -22,22 +21,25 @@ from bigbn.errors import OptionError, WorkdirError
 # (click caches a command's help option at its first invocation).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
-#: what the commands print as its escape (\x1b), never as it is: the C0 controls but tab and
-#: newline, DEL, the C1 controls, the line and paragraph separators and the bidirectional
-#: embeddings, overrides and isolates. A variable's name is the data's header text: an ESC
-#: in it (\x1b[2J, \x1b]0;...) was a terminal's escape sequence when `bigbn run` printed
-#: its edges, and U+202E turned the rest of the line around.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def terminal_text(text) -> str:
-    """``text`` with each `CONTROL` character written as its Python escape."""
-    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+    """``text`` as a command prints it: control characters, DEL, C1, bidi overrides and the
+    like (`bigbn.outputs.report.INVISIBLE`, the page's set) written as their escapes
+    (\\x1b), tabs and newlines kept. A variable's name is the data's header text: an ESC in
+    it (\\x1b[2J, \\x1b]0;...) was a terminal's escape sequence when `bigbn run` printed
+    its edges, and U+202E turned the rest of the line around."""
+    text = str(text)
+    if text.replace("\n", "").replace("\t", "").isprintable():  # nearly always: no import
+        return text
+    from bigbn.outputs.report import visible
+
+    return visible(text, lines=True)
 
 
 def echo(message="", **kwargs) -> None:
     """``click.echo`` of a command's output line(s), `terminal_text`."""
     click.echo(terminal_text(message), **kwargs)
+
 
 def _alias(new, old, new_name: str, old_name: str):
     """The value of an option given under its current name or its old (hidden) spelling."""

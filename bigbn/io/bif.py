@@ -493,15 +493,16 @@ def write_bif(network: Network, path, name: str = "unknown") -> None:
     """Write a network as BIF; gzipped if the path ends in ``.gz``. The text is formed
     first, so a network BIF cannot hold (`check_bif_names`) leaves no file behind (nor an
     older one emptied)."""
-    _write_text(Path(path), format_bif(network, name))
+    path = Path(path)
+    _write_text(path, format_bif(network, name), gz=path.name.endswith(".gz"))
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write a network file (gzipped if the name ends in ``.gz``) through
-    `options.open_output`: a named pipe that nothing reads is one line, not a wait."""
+def _write_text(path: Path, text: str, gz: bool = False) -> None:
+    """Write a network file (gzipped with ``gz``) through `options.open_output`: a named
+    pipe that nothing reads is one line, not a wait."""
     from bigbn.options import open_output
 
-    if path.name.endswith(".gz"):
+    if gz:
         with open_output(path, "wb") as raw, gzip.GzipFile(str(path), "wb", fileobj=raw) as fh:
             fh.write(text.encode("utf-8"))
         return
@@ -558,4 +559,4 @@ def format_xmlbif(network: Network, name: str = "unknown") -> str:
 
 def write_xmlbif(network: Network, path, name: str = "unknown") -> None:
     """Write a network as XMLBIF 0.3 (`format_xmlbif`; the text formed first, as `write_bif`)."""
-    _write_text(Path(path), format_xmlbif(network, name))
+    _write_text(Path(path), format_xmlbif(network, name))  # plain text whatever the name (pgmpy reads it so)

@@ -343,9 +343,12 @@ INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e
                        "\ud800-\udfff\ufffe\uffff]")
 
 
-def visible(text: str) -> str:
-    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07)."""
-    return INVISIBLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+def visible(text: str, lines: bool = False) -> str:
+    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07); with
+    ``lines``, tabs and newlines kept as they are (a terminal's lines: `bigbn.cli.tools.echo`)."""
+    def escape(m):
+        return m.group() if lines and m.group() in "\t\n" else m.group().encode("unicode_escape").decode("ascii")
+    return INVISIBLE.sub(escape, text)
 
 
 def _e(x) -> str:
