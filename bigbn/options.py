@@ -96,11 +96,16 @@ def workers(value, what: str = "workers") -> int:
     return w
 
 
-def default_memory() -> int:
-    """Memory budget when none is given: a quarter of the machine's RAM, at most 8 GiB."""
+def machine_memory() -> int:
+    """The machine's RAM, bytes."""
     import psutil
 
-    return int(min(psutil.virtual_memory().total // 4, 8 << 30))
+    return int(psutil.virtual_memory().total)
+
+
+def default_memory() -> int:
+    """Memory budget when none is given: a quarter of the machine's RAM, at most 8 GiB."""
+    return int(min(machine_memory() // 4, 8 << 30))
 
 
 # an "i" only after a unit ("5i" and "5ib" were read as 5 bytes)

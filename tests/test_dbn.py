@@ -347,17 +347,19 @@ def test_a_lag_that_makes_too_many_columns_names_the_variables_and_the_lag(tmp_p
 
 
 def test_transition_rows_beyond_memory_are_one_line(tmp_path, monkeypatch):
-    """A lag that multiplies a table past the memory budget is refused before it is
-    allocated (numpy's MemoryError was a traceback), naming the lag and the rows."""
+    """A lag that multiplies a table past the machine's memory is refused before it is
+    allocated (numpy's MemoryError was a traceback), naming the lag and the rows; the
+    default task budget (a quarter of the memory) refused tables that fit."""
     import bigbn.options
 
     path = _write(tmp_path, "A,B\n" + "0,1\n1,0\n1,1\n" * 100)
     assert dbn.load(path, lag=5).dataset.m == 295
-    monkeypatch.setattr(bigbn.options, "default_memory", lambda: 8 * 295 * 6 * 3 - 1)
+    monkeypatch.setattr(bigbn.options, "machine_memory", lambda: 8 * 295 * 6 * 3 - 1)
     with pytest.raises(OptionError, match=r"^.*bad\.csv: lag 5 makes 295 transition rows of 12 columns, about "
-                                          r"41\.5 KiB in memory, more than 41\.5 KiB .*lower the lag"):
+                                          r"41\.5 KiB in memory, more than this machine's 41\.5 KiB; lower the lag"):
         dbn.load(path, lag=5)
-    monkeypatch.setattr(bigbn.options, "default_memory", lambda: 8 * 295 * 6 * 3)
+    monkeypatch.setattr(bigbn.options, "machine_memory", lambda: 8 * 295 * 6 * 3)
+    monkeypatch.setattr(bigbn.options, "default_memory", lambda: 1000)  # not the task budget's
     assert dbn.load(path, lag=5).dataset.m == 295
 
 def test_a_lag_that_leaves_no_transition_row(tmp_path):

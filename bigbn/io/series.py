@@ -135,16 +135,18 @@ def transition_rows(table: Table, lag: int, ids, times, series_column: str | Non
 
 def _check_memory(table: Table, count: int, lag: int) -> None:
     """OptionError, naming the lag, if ``count`` transition rows of the table's n(L + 1)
-    columns (and their row numbers) need more than the default memory budget: a file of
-    a few MB with a lag in the hundreds asked for GBs, and numpy's MemoryError was a traceback."""
-    from bigbn.options import default_memory
+    columns (8 bytes a cell, as continuous data take; and their row numbers) need more
+    than the machine's memory: a file of a few MB with a lag in the hundreds asked for
+    GBs, and numpy's MemoryError was a traceback. The machine's memory, not the default
+    task budget (a quarter of it, at most 8 GiB), which refused tables that fit."""
+    from bigbn.options import machine_memory
     from bigbn.store.rundir import gib
 
-    need, budget = 8 * count * (lag + 1) * (table.n + 1), default_memory()
+    need, budget = 8 * count * (lag + 1) * (table.n + 1), machine_memory()
     if need > budget:
         raise OptionError(f"{table.path}: lag {lag} makes {count} transition rows of {table.n * (lag + 1)} "
-                          f"columns, about {gib(need)} in memory, more than {gib(budget)} (a quarter of "
-                          "this machine's memory, at most 8 GiB); lower the lag or give fewer rows")
+                          f"columns, about {gib(need)} in memory, more than this machine's {gib(budget)}; "
+                          "lower the lag or give fewer rows")
 
 
 def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
