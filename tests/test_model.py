@@ -165,6 +165,20 @@ def _edit_summary(folder, change):
     lambda f: _edit_summary(f, lambda s: {**s, "seed": "x"}),
     lambda f: _edit_summary(f, lambda s: {**s, "samples": s["samples"] + 1}),
     lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": "x"}),
+    # orders that are no orders, DAGs against their orders (a cycle, a loop), weights or
+    # counts that are not the samples': ancestors of a negative order were a segfault, of an
+    # order out of range or not a permutation other ancestors without a word
+    lambda f: _edit_npz(f, orders=lambda o: o - 100),
+    lambda f: _edit_npz(f, orders=lambda o: o + 100),
+    lambda f: _edit_npz(f, orders=lambda o: np.zeros_like(o)),
+    lambda f: _edit_npz(f, orders=lambda o: o[:, ::-1]),
+    lambda f: _edit_npz(f, parents=lambda p: p | (1 << np.arange(p.shape[1]))),
+    lambda f: _edit_npz(f, weights=lambda w: 7 * w),
+    lambda f: _edit_npz(f, weights=lambda w: np.where(np.arange(w.size) == 0, 2 * w, w * (1 - 2 / w.size) / (1 - 1 / w.size))),
+    lambda f: _edit_npz(f, log_linear_extensions=lambda a: a * np.nan),
+    lambda f: _edit_npz(f, log_score=lambda a: np.where(np.arange(a.size) == 0, np.inf, a)),
+    lambda f: _edit_summary(f, lambda s: {**s, "seed": 10 ** 30}),
+    lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": float("nan")}),
 ])
 def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
     """The samples bigbn.open brings (samples.npz, summary.json) are checked for what
