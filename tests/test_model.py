@@ -566,3 +566,34 @@ def test_data_of_another_run_are_refused_when_summary_json_lacks_the_hash(asia, 
     r = cli("export", wd, "--data", other, "--out", tmp_path / "n.bif")
     assert r.exit_code == 1 and "not the data of this run" in r.output, r.output
     assert cli("export", wd, "--out", tmp_path / "n.bif").exit_code == 0
+
+
+def test_writing_samples_never_writes_through_a_link_to_a_file_outside_the_workdir(asia, tmp_path):
+    """The CSV files of samples-PRIOR/ were opened for writing in place: a symlink (or a
+    hard link, a workdir cloned by ``cp -s`` or ``cp -l``) in their place had the file it
+    points to, outside the workdir, overwritten. Now each is a new file renamed into place."""
+    import os
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    s = bigbn.sample(wd, samples=40, seed=1)
+    write_outputs(s, wd)
+    folder = wd / "samples-order-modular"
+    outside = {}
+    for j, name in enumerate(("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv")):
+        outside[name] = tmp_path / f"precious-{name}"
+        outside[name].write_text("precious\n")
+        (folder / name).unlink()
+        if j % 2:
+            os.link(outside[name], folder / name)
+        else:
+            (folder / name).symlink_to(outside[name])
+    write_outputs(s, wd)
+    for name, path in outside.items():
+        assert path.read_text() == "precious\n", name
+        assert not (folder / name).is_symlink() and (folder / name).stat().st_nlink == 1
+        assert (folder / name).read_text().startswith(("parent,", "ancestor,", "node,", "rank,"))
+    assert sorted(f.name for f in folder.iterdir() if f.name.startswith(".")) == []
+    assert np.array_equal(bigbn.open(wd).samples.parents, s.parents)

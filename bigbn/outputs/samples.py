@@ -800,18 +800,34 @@ def _as_ints(parents_row) -> list[int]:
 
 # ------------------------------------------------------------------------------ outputs
 
+def _replace_whole(path: Path, write) -> None:
+    """``write(fh)`` into a temporary file of this process's own beside ``path``, then
+    renamed to ``path``: a symlink or a hard link in its place (a workdir cloned by ``cp -s``
+    or ``cp -l``) is replaced, never written through (the CSV files were written in place,
+    so the file a link pointed to, outside the workdir, was overwritten), and a reader
+    sees the old file or the new one, whole."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # anything of its name (a link: not written through either)
+    with open(tmp, "w", newline="") as fh:
+        write(fh)
+    os.replace(tmp, path)
+
+
 def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
+    _replace_whole(path, lambda fh: _write_pairs(fh, header, names, p, se, extra))
+
+
+def _write_pairs(fh, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
     n = len(names)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(header)
-        for u in range(n):
-            for v in range(n):
-                if u != v:
-                    row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
-                    if extra is not None:
-                        row.append(f"{extra[u, v]:.17g}")
-                    w.writerow(row)
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(header)
+    for u in range(n):
+        for v in range(n):
+            if u != v:
+                row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
+                if extra is not None:
+                    row.append(f"{extra[u, v]:.17g}")
+                w.writerow(row)
 
 
 def _arcs_fields(names: list[str], rows) -> list[str]:
@@ -844,7 +860,8 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
 #: what `write_outputs` writes into WORKDIR/samples-PRIOR/
 SAMPLE_FILES = ("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv", "summary.json", "samples.npz")
 
-_TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json)\.(\d+)\.tmp")
+_TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json|edges\.csv|ancestors\.csv|markov_blanket\.csv"
+                        r"|dags\.csv)\.(\d+)\.tmp")
 
 
 def _stale_temporaries(out: Path) -> None:
@@ -866,6 +883,8 @@ def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
     [parent, child] names), samples.npz (the samples themselves) and summary.json.
+    Every file is written to a temporary name of this process's own and renamed into place
+    (a link in a file's place is replaced, never written through).
     samples.npz and summary.json go first; summary.json comes back after the CSV files and
     samples.npz last (each renamed into place whole, from a temporary file of this process's
     own), so a write killed half way never leaves either beside files of other samples: the
@@ -888,16 +907,16 @@ def write_outputs(s: Samples, workdir) -> Path:
                *s.ancestor_probabilities(with_se=True))
     _pairs_csv(out / "markov_blanket.csv", ["node", "member", "probability", "se"], names,
                *(m.T for m in s.markov_blanket_probabilities(with_se=True)))
-    with open(out / "dags.csv", "w", newline="") as fh:
-        post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
-        fh.write(f"rank,count,probability,se,{post},log_linear_extensions,log_score,arcs\n")
-        t = s._dag_table()
-        exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
-        rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
-                   t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
-                   _arcs_fields(names, t["parents"]))
-        fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
-                         for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
+    post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
+    t = s._dag_table()
+    exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
+    rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
+               t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
+               _arcs_fields(names, t["parents"]))
+    _replace_whole(out / "dags.csv", lambda fh: fh.write(
+        f"rank,count,probability,se,{post},log_linear_extensions,log_score,arcs\n"
+        + "".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
+                  for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1))))
     own = f".{os.getpid()}.tmp"
     info = dict(s.info)
     if "log_z_dag_modular" in info:
