@@ -597,3 +597,39 @@ def test_writing_samples_never_writes_through_a_link_to_a_file_outside_the_workd
         assert (folder / name).read_text().startswith(("parent,", "ancestor,", "node,", "rank,"))
     assert sorted(f.name for f in folder.iterdir() if f.name.startswith(".")) == []
     assert np.array_equal(bigbn.open(wd).samples.parents, s.parents)
+
+
+def test_two_samplers_never_write_one_samples_folder_at_once_and_a_file_in_its_place_is_refused_first(
+        asia, tmp_path):
+    """write_outputs holds the run's lock: a sampler that finished while another wrote its
+    files (the lock was held only while drawing) wrote into the same files at once. And a
+    file where samples-PRIOR/ belongs is one line before the draws, not "File exists" after."""
+    import shutil
+
+    from bigbn.store.workdir import Workdir
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    first = bigbn.sample(wd, samples=40, seed=1)
+    write_outputs(first, wd)
+    folder = wd / "samples-order-modular"
+    before = {f.name: f.read_bytes() for f in folder.iterdir()}
+    second = bigbn.sample(wd, samples=50, seed=2)
+    with Workdir(wd).lock():  # another bigbn writing its samples
+        with pytest.raises(WorkdirError, match="in use by another bigbn run"):
+            write_outputs(second, wd)
+    assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
+    write_outputs(second, wd)
+    assert bigbn.open(wd).samples.seed == 2
+    shutil.rmtree(folder)
+    folder.write_text("mine")
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "30"])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.count("Error:") == 1 and "samples-order-modular is a file, not the folder" in r.output
+    assert "DAGs drawn" not in r.output and "sample:" not in r.output  # refused before the draws
+    assert folder.read_text() == "mine"

@@ -763,10 +763,9 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
       bigbn run examples/asia.csv --workdir /tmp/asia
       bigbn sample --workdir /tmp/asia --samples 10000 --seed 1
     """
-    from bigbn.outputs.samples import SAMPLE_FILES, sample, write_outputs
-    from bigbn.store.workdir import check_outputs
+    from bigbn.outputs.samples import check_samples_folder, sample, write_outputs
 
-    check_outputs(Path(workdir) / f"samples-{prior}", SAMPLE_FILES)  # before the work (write_outputs: after)
+    check_samples_folder(Path(workdir) / f"samples-{prior}")  # before the work (write_outputs: after)
     progress = Progress()
     try:
         with warnings_as_lines():

@@ -31,6 +31,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,13 +42,13 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.kernels import sampling as SK
 from bigbn.engine.tasks import Job, computed_alpha
-from bigbn.errors import EngineError, OptionError
+from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
 from bigbn.outputs.result import csv_field, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
-from bigbn.store.workdir import check_outputs
+from bigbn.store.workdir import Workdir, check_outputs
 from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
 from bigbn.engine.runner import peak_rss_bytes
 
@@ -889,10 +890,36 @@ def write_outputs(s: Samples, workdir) -> Path:
     samples.npz last (each renamed into place whole, from a temporary file of this process's
     own), so a write killed half way never leaves either beside files of other samples: the
     page (keyed on summary.json) and `bigbn.open` (keyed on samples.npz) then see the new
-    samples or none."""
-    out = Path(workdir).resolve() / f"samples-{s.prior}"
-    out.mkdir(exist_ok=True)
+    samples or none. The run's lock is held while the files are written: two samplers
+    finishing side by side in one workdir (the lock was held only while they drew) wrote
+    into the same files at once, and could leave edges.csv of one beside dags.csv of the
+    other; the second now says that the workdir is in use, and its draws are journaled."""
+    root = Path(workdir).resolve()
+    out = root / f"samples-{s.prior}"
+    check_samples_folder(out)
+    with Workdir(root).lock():
+        return _write_outputs(s, out)
+
+
+def check_samples_folder(out: Path) -> None:
+    """WorkdirError when something other than a folder (a file, a FIFO) holds the name of
+    samples-PRIOR/ or a file of a samples' name in it is not a file: checked before the
+    draws (a file of the folder's name was "File exists" once they were drawn)."""
+    try:
+        mode = os.stat(out).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else "not a folder"
+        raise WorkdirError(f"{out} is {kind}, not the folder bigbn writes the samples in; remove it, then run "
+                           "the same command again")
     check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader
+
+
+def _write_outputs(s: Samples, out: Path) -> Path:
+    """`write_outputs` into folder ``out``, the run's lock held."""
+    out.mkdir(exist_ok=True)
+    check_outputs(out, SAMPLE_FILES)
     _stale_temporaries(out)
     (out / "samples.npz").unlink(missing_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
