@@ -596,6 +596,11 @@ def test_too_many_samples_are_refused_before_their_tasks_are_listed(tmp_path, mo
     monkeypatch.setattr(S, "batch_specs", listed)
     with pytest.raises(OptionError, match="100000000 samples of 4 variables need about"):
         bigbn.sample(wd, 10**8, batch=1, memory="1G")
+    # a budget past the machine's RAM drew every batch, then died gathering them
+    monkeypatch.setattr(bigbn.options, "machine_memory", lambda: 1 << 30)
+    with pytest.raises(OptionError, match=r"100000000 samples of 4 variables need about .* more than this "
+                                          r"machine's 1\.0 GiB; draw fewer"):
+        bigbn.sample(wd, 10**8, batch=1, memory="1T")
 
 
 def test_a_damaged_stored_alpha_never_changes_the_samples(tmp_path):

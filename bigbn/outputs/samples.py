@@ -454,7 +454,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     are independent given the data); #LE counts the tier-consistent orders only, so
     "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
-    T samples must fit in, checked before anything is allocated.
+    T samples must fit in, checked before anything is allocated (as is the machine's RAM,
+    whatever the budget).
     scheduler: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
     distributed.Client); workers: its threads or processes. batch: samples per task. The
     samples are drawn in batches, each a task that writes its draws to
@@ -485,6 +486,10 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
+    machine = opt.machine_memory()
+    if need > machine:  # a --memory past the machine's drew every batch, then died gathering them
+        raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
+                          f"than this machine's {gib(machine)}; draw fewer (--samples)")
     specs = batch_specs(T, batch)
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
