@@ -740,6 +740,24 @@ def test_cli_sample_errors(tmp_path):
     assert r.exit_code == 2 and "Traceback" not in r.output
 
 
+def test_a_self_check_of_no_edge_says_so(tmp_path):
+    """With too few samples for any edge (T p (1 − p) < 10 for all), the CLI printed
+    "worst |z| = 0.00 (asia -> asia)", a check of a loop, and the page "worst |z| = 0.00"."""
+    from bigbn.outputs.report import write_report
+
+    w = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(ASIA), "-w", str(w), "-q"]).exit_code == 0
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "3"])
+    assert r.exit_code == 0, r.output
+    assert "self-check: no edge to compare with its exact posterior" in r.output and "asia -> asia" not in r.output
+    assert json.loads((w / "samples-order-modular" / "summary.json").read_text())["edge_check"]["edges_compared"] == 0
+    page = write_report(w, tmp_path / "r.html").read_text()
+    assert "worst |z|" not in page
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "3000"])
+    assert "worst |z| = " in r.output
+    assert "worst |z| = " in write_report(w, tmp_path / "r.html").read_text()
+
+
 def test_linear_extension_counting_is_bounded():
     """A DAG whose count needs too many memoised sets is refused with an error, not a
     hang or an exhausted memory: 20 sources and 20 sinks, sink j a child of sources j,
