@@ -590,7 +590,10 @@ def test_writing_samples_never_writes_through_a_link_to_a_file_outside_the_workd
             os.link(outside[name], folder / name)
         else:
             (folder / name).symlink_to(outside[name])
+    left = folder / ".dags.csv.999999999.tmp"  # a killed writer's (no such process)
+    left.write_text("half")
     write_outputs(s, wd)
+    assert not left.exists()
     for name, path in outside.items():
         assert path.read_text() == "precious\n", name
         assert not (folder / name).is_symlink() and (folder / name).stat().st_nlink == 1
