@@ -165,6 +165,20 @@ def _edit_summary(folder, change):
     lambda f: _edit_summary(f, lambda s: {**s, "seed": "x"}),
     lambda f: _edit_summary(f, lambda s: {**s, "samples": s["samples"] + 1}),
     lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": "x"}),
+    # orders that are no orders, DAGs against their orders (a cycle, a loop), weights or
+    # counts that are not the samples': ancestors of a negative order were a segfault, of an
+    # order out of range or not a permutation other ancestors without a word
+    lambda f: _edit_npz(f, orders=lambda o: o - 100),
+    lambda f: _edit_npz(f, orders=lambda o: o + 100),
+    lambda f: _edit_npz(f, orders=lambda o: np.zeros_like(o)),
+    lambda f: _edit_npz(f, orders=lambda o: o[:, ::-1]),
+    lambda f: _edit_npz(f, parents=lambda p: p | (1 << np.arange(p.shape[1]))),
+    lambda f: _edit_npz(f, weights=lambda w: 7 * w),
+    lambda f: _edit_npz(f, weights=lambda w: np.where(np.arange(w.size) == 0, 2 * w, w * (1 - 2 / w.size) / (1 - 1 / w.size))),
+    lambda f: _edit_npz(f, log_linear_extensions=lambda a: a * np.nan),
+    lambda f: _edit_npz(f, log_score=lambda a: np.where(np.arange(a.size) == 0, np.inf, a)),
+    lambda f: _edit_summary(f, lambda s: {**s, "seed": 10 ** 30}),
+    lambda f: _edit_summary(f, lambda s: {**s, "log_z_dag_modular": float("nan")}),
 ])
 def test_open_refuses_damaged_samples_in_one_line(asia, tmp_path, damage):
     """The samples bigbn.open brings (samples.npz, summary.json) are checked for what
@@ -552,3 +566,73 @@ def test_data_of_another_run_are_refused_when_summary_json_lacks_the_hash(asia, 
     r = cli("export", wd, "--data", other, "--out", tmp_path / "n.bif")
     assert r.exit_code == 1 and "not the data of this run" in r.output, r.output
     assert cli("export", wd, "--out", tmp_path / "n.bif").exit_code == 0
+
+
+def test_writing_samples_never_writes_through_a_link_to_a_file_outside_the_workdir(asia, tmp_path):
+    """The CSV files of samples-PRIOR/ were opened for writing in place: a symlink (or a
+    hard link, a workdir cloned by ``cp -s`` or ``cp -l``) in their place had the file it
+    points to, outside the workdir, overwritten. Now each is a new file renamed into place."""
+    import os
+    import shutil
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    s = bigbn.sample(wd, samples=40, seed=1)
+    write_outputs(s, wd)
+    folder = wd / "samples-order-modular"
+    outside = {}
+    for j, name in enumerate(("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv")):
+        outside[name] = tmp_path / f"precious-{name}"
+        outside[name].write_text("precious\n")
+        (folder / name).unlink()
+        if j % 2:
+            os.link(outside[name], folder / name)
+        else:
+            (folder / name).symlink_to(outside[name])
+    left = folder / ".dags.csv.999999999.tmp"  # a killed writer's (no such process)
+    left.write_text("half")
+    write_outputs(s, wd)
+    assert not left.exists()
+    for name, path in outside.items():
+        assert path.read_text() == "precious\n", name
+        assert not (folder / name).is_symlink() and (folder / name).stat().st_nlink == 1
+        assert (folder / name).read_text().startswith(("parent,", "ancestor,", "node,", "rank,"))
+    assert sorted(f.name for f in folder.iterdir() if f.name.startswith(".")) == []
+    assert np.array_equal(bigbn.open(wd).samples.parents, s.parents)
+
+
+def test_two_samplers_never_write_one_samples_folder_at_once_and_a_file_in_its_place_is_refused_first(
+        asia, tmp_path):
+    """write_outputs holds the run's lock: a sampler that finished while another wrote its
+    files (the lock was held only while drawing) wrote into the same files at once. And a
+    file where samples-PRIOR/ belongs is one line before the draws, not "File exists" after."""
+    import shutil
+
+    from bigbn.store.workdir import Workdir
+
+    _, done = asia
+    wd = tmp_path / "run"
+    shutil.copytree(done, wd)
+    first = bigbn.sample(wd, samples=40, seed=1)
+    write_outputs(first, wd)
+    folder = wd / "samples-order-modular"
+    before = {f.name: f.read_bytes() for f in folder.iterdir()}
+    second = bigbn.sample(wd, samples=50, seed=2)
+    with Workdir(wd).lock():  # another bigbn writing its samples
+        with pytest.raises(WorkdirError, match="in use by another bigbn run"):
+            write_outputs(second, wd)
+    assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
+    write_outputs(second, wd)
+    assert bigbn.open(wd).samples.seed == 2
+    shutil.rmtree(folder)
+    folder.write_text("mine")
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "30"])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.count("Error:") == 1 and "samples-order-modular is a file, not the folder" in r.output
+    assert "DAGs drawn" not in r.output and "sample:" not in r.output  # refused before the draws
+    assert folder.read_text() == "mine"

@@ -164,6 +164,23 @@ def test_a_folder_in_the_place_of_a_part_is_one_line_naming_it(wd):
         bigbn.sample(wd, 300, seed=2, batch=100)
 
 
+@pytest.mark.parametrize("make", ["fifo", "folder", "dangling"])
+def test_a_journal_of_the_draws_that_is_no_file_is_one_line_without_fresh(wd, make):
+    """A FIFO, a folder or a broken link where the draws' journal belongs said "run the
+    same command with --fresh", an option `bigbn sample` does not have (click's "no such
+    option" next); now: remove it, then run the same command again."""
+    import os
+
+    bigbn.sample(wd, 200, seed=2, batch=100)
+    journal = draws_dir(wd) / "journal.jsonl"
+    journal.unlink()
+    {"fifo": os.mkfifo, "folder": os.mkdir, "dangling": lambda p: p.symlink_to(p.parent / "gone")}[make](journal)
+    r = invoke("sample", "-w", wd, "-T", "200", "--seed", "2", "--batch", "100")
+    assert r.exit_code == 1 and r.output.count("Error:") == 1 and "Traceback" not in r.output, r.output
+    assert "journal.jsonl is " in r.output and "remove it, then run the same command again" in r.output
+    assert "--fresh" not in r.output
+
+
 @pytest.mark.parametrize("edit", [("redrawn", "x"), ("reads", None), ("sweep_seconds", "x"), ("chunks", [1]),
                                   ("redrawn", -5), ("reads", 1e300)])
 def test_a_batch_record_with_damaged_counts_is_not_trusted_but_drawn_again(wd, edit):

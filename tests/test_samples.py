@@ -596,6 +596,11 @@ def test_too_many_samples_are_refused_before_their_tasks_are_listed(tmp_path, mo
     monkeypatch.setattr(S, "batch_specs", listed)
     with pytest.raises(OptionError, match="100000000 samples of 4 variables need about"):
         bigbn.sample(wd, 10**8, batch=1, memory="1G")
+    # a budget past the machine's RAM drew every batch, then died gathering them
+    monkeypatch.setattr(bigbn.options, "machine_memory", lambda: 1 << 30)
+    with pytest.raises(OptionError, match=r"100000000 samples of 4 variables need about .* more than this "
+                                          r"machine's 1\.0 GiB; draw fewer"):
+        bigbn.sample(wd, 10**8, batch=1, memory="1T")
 
 
 def test_a_damaged_stored_alpha_never_changes_the_samples(tmp_path):
@@ -733,6 +738,24 @@ def test_cli_sample_errors(tmp_path):
     assert "Traceback" not in r.output
     r = CliRunner().invoke(main, ["sample", "-w", str(tmp_path), "-T", "0"])
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+def test_a_self_check_of_no_edge_says_so(tmp_path):
+    """With too few samples for any edge (T p (1 − p) < 10 for all), the CLI printed
+    "worst |z| = 0.00 (asia -> asia)", a check of a loop, and the page "worst |z| = 0.00"."""
+    from bigbn.outputs.report import write_report
+
+    w = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(ASIA), "-w", str(w), "-q"]).exit_code == 0
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "3"])
+    assert r.exit_code == 0, r.output
+    assert "self-check: no edge to compare with its exact posterior" in r.output and "asia -> asia" not in r.output
+    assert json.loads((w / "samples-order-modular" / "summary.json").read_text())["edge_check"]["edges_compared"] == 0
+    page = write_report(w, tmp_path / "r.html").read_text()
+    assert "worst |z|" not in page
+    r = CliRunner().invoke(main, ["sample", "-w", str(w), "-T", "3000"])
+    assert "worst |z| = " in r.output
+    assert "worst |z| = " in write_report(w, tmp_path / "r.html").read_text()
 
 
 def test_linear_extension_counting_is_bounded():

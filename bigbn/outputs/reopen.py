@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.io import frames
+from bigbn.kernels import sampling as SK
 from bigbn.io.bif import write_bif, write_xmlbif
 from bigbn.outputs import model
 from bigbn.outputs.effects import Effects
@@ -175,7 +177,7 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
     if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(res.names) \
             or arrays["parents"].ndim not in (2, 3) or arrays["parents"].shape[1] != len(res.names):
         raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
-    wrong = _samples_damage(arrays, info)
+    wrong = _samples_damage(arrays, info, prior)
     if wrong:
         raise WorkdirError(f"{folder} is damaged ({wrong}): {again}")
     lml = info.get("log_marginal_likelihood")
@@ -190,10 +192,14 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
                    arrays["orders"], res.posterior, info, offset)
 
 
-def _samples_damage(arrays: dict, info) -> str | None:
+def _samples_damage(arrays: dict, info, prior: str = "order-modular") -> str | None:
     """What is wrong with the arrays of samples.npz (names and parents' width checked) and
     its summary.json, as `write_outputs` writes them, else None: one length T and the
-    types and shapes `Samples` holds, finite weights, the seed and T of the summary."""
+    types and shapes `Samples` holds; each order a permutation of the variables and each
+    DAG's arcs along its order (`_against_orders`: the ancestors walk the orders, so an
+    order out of range was a segfault, one that is no permutation or a DAG against it
+    other ancestors without a word); finite scores and #LE; the weights ``prior`` gives
+    them (1/T each, or ∝ 1/#LE); the seed, T and normaliser of the summary."""
     if not isinstance(info, dict):
         return "summary.json is not an object"
     T, n = arrays["parents"].shape[:2]
@@ -208,10 +214,41 @@ def _samples_damage(arrays: dict, info) -> str | None:
         return f"parent sets beyond the {n} variables"
     if not (np.isfinite(arrays["weights"]).all() and (arrays["weights"] >= 0).all()):
         return "weights that are not finite and non-negative"
+    wrong = _against_orders(arrays["orders"], arrays["parents"])
+    if wrong:
+        return wrong
+    lle, w = arrays["log_linear_extensions"], arrays["weights"]
+    if not (np.isfinite(lle).all() and (lle >= 0).all() and np.isfinite(arrays["log_score"]).all()):
+        return "log #LE or log scores that are not finite"
+    if T:
+        r = np.exp(np.min(lle) - lle) if prior == "dag-modular" else np.ones(T)
+        if not np.allclose(w, r / np.sum(r), rtol=1e-9, atol=0):
+            return f"weights that are not the {prior} prior's"
     seed, count, z = info.get("seed", 0), info.get("samples", T), info.get("log_z_dag_modular", 0.0)
-    if not (type(seed) is int and seed >= 0 and type(count) is int and count == T
-            and isinstance(z, (int, float)) and not isinstance(z, bool)):
+    if not (type(seed) is int and 0 <= seed < 2**63 and type(count) is int and count == T
+            and isinstance(z, (int, float)) and not isinstance(z, bool) and math.isfinite(z)):
         return f"summary.json's seed {seed!r}, samples {count!r} or log_z_dag_modular {z!r} are not of the {T} samples"
+    return None
+
+
+def _against_orders(orders: np.ndarray, parents: np.ndarray) -> str | None:
+    """What is wrong with samples' orders (T, n) and parent sets (T, n) masks or (T, n, W)
+    words (`sampling.as_words`): an order that is not a permutation of 0..n − 1, or a
+    parent that does not come before its child in the sample's order (a cycle, a loop, a
+    bit beyond the variables). None when each DAG lies along its order."""
+    T, n = orders.shape
+    if T == 0:
+        return None
+    if not np.array_equal(np.sort(orders, axis=1), np.broadcast_to(np.arange(n), (T, n))):
+        return "orders that are not orders of the variables"
+    words = parents if parents.ndim == 3 else parents[:, :, None]
+    before = np.zeros((T, words.shape[2]), dtype=np.int64)
+    rows = np.arange(T)
+    for j in range(n):
+        v = orders[:, j]
+        if np.any(words[rows, v] & ~before):
+            return "DAGs with an arc against their order (a cycle)"
+        before[rows, v // SK.WORD_BITS] |= np.left_shift(1, v % SK.WORD_BITS)
     return None
 
 

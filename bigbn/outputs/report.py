@@ -612,7 +612,8 @@ def _samples(rf: RunFiles) -> str:
                      f"posterior ({_e(info.get('distinct_dags'))} distinct), seed {_e(info.get('seed'))}"
                      + (f", effective sample size {float(info['ess']):.0f}" if _finite(info.get("ess")) else "")
                      + (f"; self-check against the exact edge posteriors: worst |z| = "
-                        f"{float(check['max_abs_z']):.2f}" if _finite(check.get("max_abs_z")) else "")
+                        f"{float(check['max_abs_z']):.2f}" if _finite(check.get("max_abs_z"))
+                        and check.get("edges_compared") != 0 else "")
                      + "</p>")
         post = "exact_posterior" if prior == "order-modular" else "estimated_posterior"
         rows = [(r.get("rank"), f"{float(r.get(post, 'nan')):.4f}",

@@ -31,6 +31,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,13 +42,13 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.kernels import sampling as SK
 from bigbn.engine.tasks import Job, computed_alpha
-from bigbn.errors import EngineError, OptionError
+from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
 from bigbn.outputs.result import csv_field, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
-from bigbn.store.workdir import check_outputs
+from bigbn.store.workdir import Workdir, check_outputs
 from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
 from bigbn.engine.runner import peak_rss_bytes
 
@@ -453,7 +454,8 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
     are independent given the data); #LE counts the tier-consistent orders only, so
     "dag-modular" is the prior uniform over the DAGs with no edge into an earlier tier.
     memory: the budget (bytes or text such as "4G"; default RAM/4, at most 8 GiB) that the
-    T samples must fit in, checked before anything is allocated.
+    T samples must fit in, checked before anything is allocated (as is the machine's RAM,
+    whatever the budget).
     scheduler: as for `learn` (threads, sync, processes, tcp://HOST:PORT or a
     distributed.Client); workers: its threads or processes. batch: samples per task. The
     samples are drawn in batches, each a task that writes its draws to
@@ -484,6 +486,10 @@ def sample(workdir, samples: int = 10_000, *, seed: int = 0, prior: str = "order
         raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
                           f"than the budget of {gib(memory)}; draw fewer (--samples) or give a "
                           "larger --memory")
+    machine = opt.machine_memory()
+    if need > machine:  # a --memory past the machine's drew every batch, then died gathering them
+        raise OptionError(f"{T} samples of {n} variables need about {gib(need)} of memory, more "
+                          f"than this machine's {gib(machine)}; draw fewer (--samples)")
     specs = batch_specs(T, batch)
     with run.workdir.lock() as owner:
         folder = draws_folder(run, seed)
@@ -800,18 +806,34 @@ def _as_ints(parents_row) -> list[int]:
 
 # ------------------------------------------------------------------------------ outputs
 
+def _replace_whole(path: Path, write) -> None:
+    """``write(fh)`` into a temporary file of this process's own beside ``path``, then
+    renamed to ``path``: a symlink or a hard link in its place (a workdir cloned by ``cp -s``
+    or ``cp -l``) is replaced, never written through (the CSV files were written in place,
+    so the file a link pointed to, outside the workdir, was overwritten), and a reader
+    sees the old file or the new one, whole."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # anything of its name (a link: not written through either)
+    with open(tmp, "w", newline="") as fh:
+        write(fh)
+    os.replace(tmp, path)
+
+
 def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
+    _replace_whole(path, lambda fh: _write_pairs(fh, header, names, p, se, extra))
+
+
+def _write_pairs(fh, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
     n = len(names)
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(header)
-        for u in range(n):
-            for v in range(n):
-                if u != v:
-                    row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
-                    if extra is not None:
-                        row.append(f"{extra[u, v]:.17g}")
-                    w.writerow(row)
+    w = csv.writer(fh, lineterminator="\n")
+    w.writerow(header)
+    for u in range(n):
+        for v in range(n):
+            if u != v:
+                row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
+                if extra is not None:
+                    row.append(f"{extra[u, v]:.17g}")
+                w.writerow(row)
 
 
 def _arcs_fields(names: list[str], rows) -> list[str]:
@@ -844,7 +866,8 @@ def _arcs_fields(names: list[str], rows) -> list[str]:
 #: what `write_outputs` writes into WORKDIR/samples-PRIOR/
 SAMPLE_FILES = ("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv", "summary.json", "samples.npz")
 
-_TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json)\.(\d+)\.tmp")
+_TEMPORARY = re.compile(r"\.(?:samples\.npz|summary\.json|edges\.csv|ancestors\.csv|markov_blanket\.csv"
+                        r"|dags\.csv)\.(\d+)\.tmp")
 
 
 def _stale_temporaries(out: Path) -> None:
@@ -866,14 +889,42 @@ def write_outputs(s: Samples, workdir) -> Path:
     """Write WORKDIR/samples-PRIOR/: edges.csv, ancestors.csv, markov_blanket.csv (pairs
     with probability and standard error), dags.csv (distinct DAGs, arcs as a JSON list of
     [parent, child] names), samples.npz (the samples themselves) and summary.json.
+    Every file is written to a temporary name of this process's own and renamed into place
+    (a link in a file's place is replaced, never written through).
     samples.npz and summary.json go first; summary.json comes back after the CSV files and
     samples.npz last (each renamed into place whole, from a temporary file of this process's
     own), so a write killed half way never leaves either beside files of other samples: the
     page (keyed on summary.json) and `bigbn.open` (keyed on samples.npz) then see the new
-    samples or none."""
-    out = Path(workdir).resolve() / f"samples-{s.prior}"
-    out.mkdir(exist_ok=True)
+    samples or none. The run's lock is held while the files are written: two samplers
+    finishing side by side in one workdir (the lock was held only while they drew) wrote
+    into the same files at once, and could leave edges.csv of one beside dags.csv of the
+    other; the second now says that the workdir is in use, and its draws are journaled."""
+    root = Path(workdir).resolve()
+    out = root / f"samples-{s.prior}"
+    check_samples_folder(out)
+    with Workdir(root).lock():
+        return _write_outputs(s, out)
+
+
+def check_samples_folder(out: Path) -> None:
+    """WorkdirError when something other than a folder (a file, a FIFO) holds the name of
+    samples-PRIOR/ or a file of a samples' name in it is not a file: checked before the
+    draws (a file of the folder's name was "File exists" once they were drawn)."""
+    try:
+        mode = os.stat(out).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else "not a folder"
+        raise WorkdirError(f"{out} is {kind}, not the folder bigbn writes the samples in; remove it, then run "
+                           "the same command again")
     check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader
+
+
+def _write_outputs(s: Samples, out: Path) -> Path:
+    """`write_outputs` into folder ``out``, the run's lock held."""
+    out.mkdir(exist_ok=True)
+    check_outputs(out, SAMPLE_FILES)
     _stale_temporaries(out)
     (out / "samples.npz").unlink(missing_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
@@ -888,16 +939,16 @@ def write_outputs(s: Samples, workdir) -> Path:
                *s.ancestor_probabilities(with_se=True))
     _pairs_csv(out / "markov_blanket.csv", ["node", "member", "probability", "se"], names,
                *(m.T for m in s.markov_blanket_probabilities(with_se=True)))
-    with open(out / "dags.csv", "w", newline="") as fh:
-        post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
-        fh.write(f"rank,count,probability,se,{post},log_linear_extensions,log_score,arcs\n")
-        t = s._dag_table()
-        exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
-        rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
-                   t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
-                   _arcs_fields(names, t["parents"]))
-        fh.write("".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
-                         for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1)))
+    post = "exact_posterior" if s.prior == "order-modular" else "estimated_posterior"
+    t = s._dag_table()
+    exact = t["exact_order_modular"] if s.prior == "order-modular" else t["estimated_dag_modular"]
+    rows = zip(t["count"].tolist(), t["probability"].tolist(), t["se"].tolist(), exact,
+               t["log_linear_extensions"].tolist(), t["log_score"].tolist(),
+               _arcs_fields(names, t["parents"]))
+    _replace_whole(out / "dags.csv", lambda fh: fh.write(
+        f"rank,count,probability,se,{post},log_linear_extensions,log_score,arcs\n"
+        + "".join(f"{r},{c},{p:.17g},{e:.6g},{x:.17g},{le:.17g},{ls:.17g},{a}\n"
+                  for r, (c, p, e, x, le, ls, a) in enumerate(rows, 1))))
     own = f".{os.getpid()}.tmp"
     info = dict(s.info)
     if "log_z_dag_modular" in info:

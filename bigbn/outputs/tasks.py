@@ -17,6 +17,7 @@ A task is a `PartSpec` (kind, name, the numbers it needs; no dependencies) and a
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import numpy as np
 from bigbn.errors import WorkdirError
 from bigbn.engine.executors import Callback
 from bigbn.engine.executors.dispatch import run as run_specs
-from bigbn.store.workdir import Journal, checksum, fsync_path
+from bigbn.store.workdir import JOURNAL_GLOB, Journal, _kind, checksum, fsync_path, not_a_file
 
 PARTS = "parts"
 
@@ -153,6 +154,13 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
                            "then run the same command again") from None
     for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
         tmp.unlink(missing_ok=True)
+    for path in sorted(folder.glob(JOURNAL_GLOB)):  # the run's message said "--fresh", which
+        try:                                        # `bigbn sample` and `bigbn effects` do not have
+            kind = None if stat.S_ISREG(mode := os.stat(path).st_mode) else _kind(mode)
+        except OSError:
+            kind = "a broken link"
+        if kind is not None:
+            raise not_a_file(path, kind, "remove it, then run the same command again")
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()
