@@ -410,3 +410,40 @@ def test_a_probability_that_is_exactly_one_is_not_printed_above_it(tmp_path):
     assert e.p_zero[i] == 1.0
     assert all(0.0 <= p <= 1.0 for p in e.p_zero)
     assert all(((t >= 0) & (t <= 1)).all() for t in e.table)
+
+
+def test_effects_csv_quotes_a_name_with_a_carriage_return(tmp_path):
+    """Effects.to_csv wrote through csv.writer with lineterminator "\\n", which leaves a bare
+    carriage return unquoted: csv.reader ends the row there, so `bigbn.open` of a run whose
+    variable name held one called its effects.csv damaged."""
+    X = linear_data(np.random.default_rng(9), 50, {(0, 1): 0.9}, 3)
+    names = ["a\rb", "c,d", 'e"f']
+    bigbn.learn(X, names=names, max_parents=2, workdir=tmp_path / "w")
+    e = effects(tmp_path / "w", X)
+    e.to_csv(tmp_path / "w" / "effects.csv")
+    back = bigbn.open(tmp_path / "w").effects
+    assert back.pairs == e.pairs
+    np.testing.assert_array_equal(back.mean, e.mean)
+    np.testing.assert_array_equal(back.upper, e.upper)
+
+
+def test_cli_effects_never_writes_through_a_symlink(tmp_path):
+    """`bigbn effects` opened WORKDIR/effects.csv for writing in place: a symlink there (a
+    workdir copied by `cp -s`) had it overwrite the file it points to, outside the workdir."""
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    X = linear_data(np.random.default_rng(9), 100, {(0, 1): 0.9}, 3)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, X, delimiter=",", header="x,y,z", comments="", fmt="%.10g")
+    wd = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(data), "-w", str(wd), "-q"]).exit_code == 0
+    outside = tmp_path / "outside.csv"
+    outside.write_text("someone else's\n")
+    (wd / "effects.csv").symlink_to(outside)
+    r = CliRunner().invoke(main, ["effects", "-w", str(wd)])
+    assert r.exit_code == 0, r.output
+    assert outside.read_text() == "someone else's\n"
+    assert not (wd / "effects.csv").is_symlink()
+    assert bigbn.open(wd).effects.pairs == effects(wd).pairs

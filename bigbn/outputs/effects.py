@@ -43,7 +43,6 @@ prior and maximum in-degree, and for BGe linear effects with Gaussian noise.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
 import os
@@ -64,7 +63,7 @@ from bigbn.outputs.tasks import PartSpec, run_parts
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, run_workdir
+from bigbn.outputs.result import Result, csv_field, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 
@@ -138,11 +137,13 @@ class Effects:
         return out
 
     def to_csv(self, path) -> None:
+        """Write effects.csv. Names and levels are quoted as `result.csv_field` quotes them
+        (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
+        takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
         with open(path, "w", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(self.header)
+            fh.write(",".join(self.header) + "\n")
             for r in self.rows():
-                w.writerow([f"{v:.17g}" if isinstance(v, float) else v for v in r])
+                fh.write(",".join(f"{v:.17g}" if isinstance(v, float) else csv_field(str(v)) for v in r) + "\n")
 
     def to_pandas(self):
         """A DataFrame with the columns of effects.csv (pandas is optional)."""
