@@ -20,7 +20,7 @@ import pytest
 import bigbn
 from bigbn.scores.bge import posterior_scatter
 from bigbn.outputs.effects import bge_effect_components, effects
-from bigbn.errors import DataError, OptionError
+from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.store.workdir import Workdir
 
 import naive
@@ -447,3 +447,38 @@ def test_cli_effects_never_writes_through_a_symlink(tmp_path):
     assert outside.read_text() == "someone else's\n"
     assert not (wd / "effects.csv").is_symlink()
     assert bigbn.open(wd).effects.pairs == effects(wd).pairs
+
+
+@pytest.mark.parametrize("damage", ["fifo journal", "folder journal", "file folder"])
+def test_a_damaged_effects_folder_is_one_line_naming_it(small_continuous, tmp_path, damage):
+    """A FIFO or a folder in place of effects-KEY/journal.jsonl was refused with the run's
+    advice, "run the same command with --fresh to start over" (`bigbn effects` has no
+    --fresh; `bigbn run --fresh` would throw the whole run away); a file in place of
+    effects-KEY/ itself was called "effects-KEY/parts is a file", which is not there."""
+    import os
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    effects(wd, X, pairs=[("a", "c")])
+    (folder,) = wd.glob("effects-*")
+    if damage == "file folder":
+        shutil.rmtree(folder)
+        folder.write_text("mine\n")
+        where, what = folder, "is a file where a folder of the tasks' parts belongs; remove it"
+    else:
+        where = folder / "journal.jsonl"
+        where.unlink()
+        if damage == "fifo journal":
+            os.mkfifo(where)
+        else:
+            where.mkdir()
+        kind = "a FIFO" if damage == "fifo journal" else "a folder"
+        what = f"is {kind}, not a file as bigbn writes it; remove it, then run the same command again"
+    with pytest.raises(WorkdirError) as got:
+        effects(wd, X, pairs=[("a", "c")])
+    assert str(got.value).startswith(f"{where} {what}"), str(got.value)
+    assert "--fresh" not in str(got.value)

@@ -17,6 +17,7 @@ A task is a `PartSpec` (kind, name, the numbers it needs; no dependencies) and a
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import numpy as np
 from bigbn.errors import WorkdirError
 from bigbn.engine.executors import Callback
 from bigbn.engine.executors.dispatch import run as run_specs
-from bigbn.store.workdir import Journal, checksum, fsync_path
+from bigbn.store.workdir import JOURNAL_GLOB, Journal, _kind, checksum, fsync_path, not_a_file
 
 PARTS = "parts"
 
@@ -149,10 +150,22 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     try:
         (folder / PARTS).mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as e:  # a file where the folder or its parts/ belongs
-        raise WorkdirError(f"{e.filename} is a file where a folder of the tasks' parts belongs; remove it, "
+        # the first of the two that is not a folder (a file in place of effects-KEY/ itself was
+        # called its parts/, which is not there)
+        where = next((p for p in (folder, folder / PARTS) if os.path.lexists(p) and not p.is_dir()),
+                     e.filename)
+        raise WorkdirError(f"{where} is a file where a folder of the tasks' parts belongs; remove it, "
                            "then run the same command again") from None
     for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
         tmp.unlink(missing_ok=True)
+    for path in sorted(folder.glob(JOURNAL_GLOB)):  # the Journal's own error says "--fresh", which
+        try:  # would start the whole run over: these tasks' journal only needs removing
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = 0
+        if not stat.S_ISREG(mode):
+            raise not_a_file(path, _kind(mode), "remove it, then run the same command again (its tasks "
+                             "run again)")
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()
