@@ -482,3 +482,32 @@ def test_a_damaged_effects_folder_is_one_line_naming_it(small_continuous, tmp_pa
         effects(wd, X, pairs=[("a", "c")])
     assert str(got.value).startswith(f"{where} {what}"), str(got.value)
     assert "--fresh" not in str(got.value)
+
+
+def test_a_pair_twice_in_the_pairs_file_is_one_line(tmp_path):
+    """A pairs file with a pair twice was computed twice and effects.csv held its table
+    twice, which `bigbn.open` (and so `bigbn report`) then called damaged, advising to run
+    `bigbn effects` again, which wrote the same file."""
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+    from test_cli import assert_one_line_error
+
+    rng = np.random.default_rng(11)
+    m = 60
+    a = rng.integers(0, 2, m)
+    b = (a + rng.integers(0, 3, m)) % 3
+    c = (b > 0).astype(int) ^ (rng.random(m) < 0.2)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, np.c_[a, b, c], delimiter=",", header="a,b,c", comments="", fmt="%d")
+    wd = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(data), "-w", str(wd), "-q", "-k", "2"]).exit_code == 0
+    pairs = tmp_path / "p.csv"
+    pairs.write_text("cause,effect\r\na,c\r\nb,c\r\na,c\r\n")
+    assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd), "--pairs", str(pairs)]),
+                          "p.csv, line 4: the pair 'a' -> 'c' again (first on line 2); give each pair once")
+    assert not (wd / "effects.csv").exists()
+    pairs.write_text("cause,effect\na,c\nb,c\nc,a\n")  # the same two the other way round: two pairs
+    r = CliRunner().invoke(main, ["effects", "-w", str(wd), "--pairs", str(pairs)])
+    assert r.exit_code == 0, r.output
+    assert bigbn.open(wd).effects.pairs == [(0, 2), (1, 2), (2, 0)]

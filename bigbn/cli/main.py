@@ -817,7 +817,7 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The run's data (default: the file the run read; checked by content hash).")
 @click.option("--pairs", type=click.Path(dir_okay=False), default=None,
-              help="CSV cause,effect: the pairs to compute (default: every ordered pair).")
+              help="CSV cause,effect: the pairs to compute, each once (default: every ordered pair).")
 @click.option("--level", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
                                                                                  max_open=True),
               help="Credible level of the intervals (continuous data).")

@@ -657,7 +657,7 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         return [(x, y) for x in range(n) for y in range(n) if x != y]
     index = {s: j for j, s in enumerate(names)}
     if isinstance(pairs, (str, os.PathLike)):
-        out = []
+        out, first = [], {}
         for line, (c, e) in csv_records(pairs, ("cause", "effect")):
             for col, nm in (("cause", c), ("effect", e)):
                 if nm not in index:
@@ -665,6 +665,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
                                     "(not a column of the data)")
             if c == e:
                 raise DataError(f"{pairs}, line {line}: cause and effect are both {c!r}")
+            # a pair twice wrote its table twice to effects.csv, which bigbn.open then called
+            # damaged (a discrete pair's cells came twice)
+            if (c, e) in first:
+                raise DataError(f"{pairs}, line {line}: the pair {c!r} -> {e!r} again (first on line "
+                                f"{first[c, e]}); give each pair once")
+            first[c, e] = line
             out.append((index[c], index[e]))
         if not out:
             raise DataError(f"{pairs}: no pairs (expected rows cause,effect after the header)")
