@@ -14,6 +14,7 @@ posterior < 1e−14 left out of F (1e−8).
 from __future__ import annotations
 
 import csv
+import re
 import numpy as np
 import pytest
 
@@ -511,3 +512,14 @@ def test_a_pair_twice_in_the_pairs_file_is_one_line(tmp_path):
     r = CliRunner().invoke(main, ["effects", "-w", str(wd), "--pairs", str(pairs)])
     assert r.exit_code == 0, r.output
     assert bigbn.open(wd).effects.pairs == [(0, 2), (1, 2), (2, 0)]
+
+
+@pytest.mark.parametrize("pairs, what", [(["ab"], "a pair is (cause, effect), got 'ab'"),
+                                         (("ab", "cd"), "a pair is (cause, effect), got 'ab'"),
+                                         ({"a": "b"}, "pairs are a list of (cause, effect) or a CSV path, got dict")])
+def test_a_two_letter_string_is_not_a_pair(small_continuous, pairs, what):
+    """pairs=["ab"] unpacked the string into the pair ('a', 'b') and answered for it; a dict
+    gave the effects of its keys' letters."""
+    X, wd = small_continuous
+    with pytest.raises(OptionError, match=re.escape(what)):
+        effects(wd, X, pairs=pairs)

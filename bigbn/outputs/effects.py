@@ -686,8 +686,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         raise OptionError(f"no variable named {v!r}")
 
     out = []
+    if isinstance(pairs, (bytes, dict)) or (hasattr(pairs, "columns") and hasattr(pairs, "dtypes")):
+        raise OptionError(f"pairs are a list of (cause, effect) or a CSV path, got {type(pairs).__name__}")
     for p in pairs:
         try:
+            if isinstance(p, (str, bytes)):  # "ab" unpacked as the pair ('a', 'b')
+                raise TypeError
             c, e = p
         except (TypeError, ValueError):
             raise OptionError(f"a pair is (cause, effect), got {p!r}") from None
