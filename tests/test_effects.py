@@ -523,3 +523,26 @@ def test_a_two_letter_string_is_not_a_pair(small_continuous, pairs, what):
     X, wd = small_continuous
     with pytest.raises(OptionError, match=re.escape(what)):
         effects(wd, X, pairs=pairs)
+
+
+def test_a_part_copied_from_another_effects_folder_is_computed_again(small_continuous, tmp_path):
+    """A part and its journal line from another effects-KEY/ folder (the same cause, other
+    pairs) pass the CRC check: its one pair's numbers were broadcast to both pairs of the
+    cause, a silent wrong answer. A part that is not what its task writes runs again."""
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    one = effects(wd, X, pairs=[("a", "c")])
+    (a,) = wd.glob("effects-*")
+    both = effects(wd, X, pairs=[("a", "c"), ("a", "d")])
+    (b,) = set(wd.glob("effects-*")) - {a}
+    shutil.copy(a / "parts" / "cause-0.npz", b / "parts" / "cause-0.npz")
+    shutil.copy(a / "journal.jsonl", b / "journal.jsonl")
+    again = effects(wd, X, pairs=[("a", "c"), ("a", "d")])
+    assert again.mean[1] != one.mean[0]
+    for k in ("mean", "p_zero", "lower", "upper"):
+        np.testing.assert_array_equal(getattr(again, k), getattr(both, k))

@@ -569,6 +569,19 @@ class CauseTask:
                     "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
         return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
 
+    def valid(self, spec: PartSpec, arrays: dict) -> bool:
+        """Whether a part read back holds what `__call__` writes for spec's cause: float64
+        arrays of its pairs' numbers (`tasks.run_parts` runs the task again if not)."""
+        (x,) = spec.args
+        ys = [self.pairs[i][1] for i in self.of(x)]
+        if self.ds.kind == "continuous":
+            sizes = dict.fromkeys(("mean", "p_zero", "lower", "upper"), len(ys))
+        else:
+            r = self.ds.arities
+            sizes = {"p_zero": len(ys), "table": sum(int(r[x]) * int(r[y]) for y in ys)}
+        return set(arrays) == set(sizes) and all(
+            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items())
+
     def assemble(self, parts: list[dict]) -> dict:
         """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
         P = len(self.pairs)

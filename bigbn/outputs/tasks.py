@@ -169,11 +169,15 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()
+    # compute.valid(spec, arrays), when it has one: whether a part holds the arrays its task
+    # writes (names, shapes); a part and its journal line copied from another task folder
+    # passed the CRC and were broadcast into the wrong number of pairs
+    valid = getattr(compute, "valid", None) or (lambda spec, arrays: True)
     parts: dict[str, dict] = {}
     for s in specs:
         if s.id in recs:
             arrays = read_part(folder, s, recs[s.id])
-            if arrays is not None:
+            if arrays is not None and valid(s, arrays):
                 parts[s.id] = arrays
     pending = [s for s in specs if s.id not in parts]
     callbacks = []
@@ -190,7 +194,7 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
         arrays = parts.get(s.id)
         if arrays is None and rec is not None:
             arrays = read_part(folder, s, rec)
-        if arrays is None:  # written a moment ago: only a concurrent writer could do this
+        if arrays is None or not valid(s, arrays):  # written a moment ago: only a concurrent writer could do this
             raise WorkdirError(f"{part_path(folder, s)}: missing or damaged right after its task ran; "
                                "run the same command again")
         out[s.id] = arrays
