@@ -546,3 +546,17 @@ def test_a_part_copied_from_another_effects_folder_is_computed_again(small_conti
     assert again.mean[1] != one.mean[0]
     for k in ("mean", "p_zero", "lower", "upper"):
         np.testing.assert_array_equal(getattr(again, k), getattr(both, k))
+
+
+def test_a_level_of_any_real_type_is_taken(small_continuous):
+    """level=np.float32(0.9) was refused: "credible level must be in (0, 1), got
+    np.float32(0.9)"; a bool or a number that rounds to 1.0 is still one line."""
+    from fractions import Fraction
+
+    X, wd = small_continuous
+    ref = effects(wd, X, pairs=[("a", "c")], level=float(np.float32(0.9)))
+    got = effects(wd, X, pairs=[("a", "c")], level=np.float32(0.9))
+    assert got.level == ref.level and got.lower[0] == ref.lower[0] and got.upper[0] == ref.upper[0]
+    for bad in (True, float("nan"), "0.9", Fraction(10**20 - 1, 10**20)):
+        with pytest.raises(OptionError, match="credible level must be"):
+            effects(wd, X, pairs=[("a", "c")], level=bad)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -433,8 +434,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     stopped when made again (KEY: a hash of everything the numbers depend on).
     """
     progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise OptionError(f"credible level must be in (0, 1), got {level!r}")
+    # any real number (a numpy float32 0.9 was refused as "not in (0, 1)"), not a bool
+    if not (isinstance(level, numbers.Real) and not isinstance(level, (bool, np.bool_)) and 0 < level < 1):
+        raise OptionError(f"credible level must be a number in (0, 1), got {level!r}")
+    level = float(level)
+    if not 0 < level < 1:  # a Fraction or Decimal just below 1 rounds to 1.0
+        raise OptionError(f"credible level must be in (0, 1) as a float64, got {level!r}")
     scheduler = opt.scheduler(scheduler)
     workers = opt.workers(workers)
     workdir = None
