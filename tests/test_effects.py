@@ -560,3 +560,45 @@ def test_a_level_of_any_real_type_is_taken(small_continuous):
     for bad in (True, float("nan"), "0.9", Fraction(10**20 - 1, 10**20)):
         with pytest.raises(OptionError, match="credible level must be"):
             effects(wd, X, pairs=[("a", "c")], level=bad)
+
+
+def test_bge_components_of_wide_masks_are_those_of_int64_masks():
+    """A tiered run of n > 62 gives parent sets as Python ints (an object array), which
+    bge_effect_components passed to popcounts: OverflowError past bit 62. With the variables
+    renamed so that the same sets fit an int64, the numbers are the same."""
+    rng = np.random.default_rng(4)
+    n = 66
+    X = rng.normal(size=(90, n))
+    R = posterior_scatter(X, 1.0, 2.0, None)
+    perm = np.arange(n)  # 1 <-> 64, 2 <-> 65: the order within each set is kept
+    perm[[1, 2, 64, 65]] = [64, 65, 1, 2]
+    wide = np.array([0, 1 << 64, (1 << 64) | (1 << 65), (1 << 65) | (1 << 3)], dtype=object)
+    narrow = np.array([0, 1 << 1, (1 << 1) | (1 << 2), (1 << 2) | (1 << 3)], dtype=np.int64)
+    got = bge_effect_components(R, 3.0, 0, wide)
+    want = bge_effect_components(R[np.ix_(perm, perm)], 3.0, 0, narrow)
+    for g, w in zip(got[:2], want[:2]):
+        np.testing.assert_allclose(g[:, perm], w, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(got[2], want[2])
+    assert np.isnan(got[0][1, 64]) and np.isnan(got[0][2, 65]) and np.isfinite(got[0][1, 65])
+
+
+@pytest.mark.parametrize("score", ["bge", "bdeu"])
+def test_effects_of_a_tiered_run_of_more_than_40_variables(score):
+    """effects() read the data again with the engine's limit without tiers (40 variables):
+    a tiered run of 64 was "64 variables, but the engine supports at most 40", and past 62
+    the parent sets (Python ints) overflowed popcounts."""
+    rng = np.random.default_rng(1)
+    n, m = 64, 30
+    X = rng.normal(size=(m, n))
+    X[:, 63] += 2 * X[:, 0]
+    if score == "bdeu":
+        X = (X > 0).astype(int)
+    names = [f"v{i}" for i in range(n)]
+    tiers = [names[i:i + 8] for i in range(0, n, 8)]
+    r = bigbn.learn(X, names=names, max_parents=1, tiers=tiers, score=score)
+    e = effects(r, X, pairs=[("v0", "v63"), ("v63", "v0")])
+    assert e.p_zero[0] == 0.0  # v63 is in a later tier than v0
+    if score == "bge":
+        assert 0 < e.lower[0] < e.mean[0] < e.upper[0]
+    else:
+        assert e.table[0][1, 1] > e.table[0][0, 1] and np.allclose(e.table[0].sum(axis=1), 1)

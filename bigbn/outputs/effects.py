@@ -61,6 +61,7 @@ from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import unsqueeze
 from bigbn.io.frames import SOURCE
 from bigbn.outputs.tasks import PartSpec, run_parts
+from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
@@ -157,7 +158,8 @@ class Effects:
 # ------------------------------------------------------------------------- continuous
 
 def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray):
-    """Per parent set Z of x (full n-bit masks, int64 (P,)) and effect y: the Student t of
+    """Per parent set Z of x (full n-bit masks, int64 (P,), or Python ints past 62 variables)
+    and effect y: the Student t of
     the coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
     scale float64 (P, n), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z| where
     d0 = α_w + m − n + 2."""
@@ -165,12 +167,18 @@ def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndar
     P = parent_sets.size
     loc = np.full((P, n), np.nan)
     scale = np.full((P, n), np.nan)
-    sizes = popcounts(parent_sets)
+    wide = parent_sets.dtype == object  # Python ints: a tiered run of n > 62 (`tiered_parent_sets`)
+    sizes = np.array([int(z).bit_count() for z in parent_sets], dtype=np.int64) if wide \
+        else popcounts(parent_sets)
     df = d0 + sizes.astype(np.float64)
     bits = np.arange(n, dtype=np.int64)
     for s in np.unique(sizes):
         sel = np.flatnonzero(sizes == s)
-        members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
+        if wide:  # (popcounts and int64 shifts of those overflowed)
+            members = np.array([[int(parent_sets[i]) >> j & 1 for j in range(n)] for i in sel],
+                               dtype=bool).reshape(sel.size, n)
+        else:
+            members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
         Z = np.nonzero(members)[1].reshape(sel.size, s)
         X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
         A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
@@ -499,9 +507,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
 
         data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
                         score=score or used, sep=sep).dataset
+    # max_nodes: the run's own size is checked by its names below (a run in tiers of more than
+    # 40 variables was refused: "the engine supports at most 40")
     ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
                                     intervention_column=options.get("intervention_column"),  # an array,
-                                    interventions=interventions)  # the run's
+                                    interventions=interventions,  # the run's
+                                    max_nodes=max(MAX_TIERED_NODES, len(names)))
     score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
     if digest_run is not None and digest != digest_run:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
