@@ -14,13 +14,14 @@ posterior < 1e−14 left out of F (1e−8).
 from __future__ import annotations
 
 import csv
+import re
 import numpy as np
 import pytest
 
 import bigbn
 from bigbn.scores.bge import posterior_scatter
 from bigbn.outputs.effects import bge_effect_components, effects
-from bigbn.errors import DataError, OptionError
+from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.store.workdir import Workdir
 
 import naive
@@ -410,3 +411,194 @@ def test_a_probability_that_is_exactly_one_is_not_printed_above_it(tmp_path):
     assert e.p_zero[i] == 1.0
     assert all(0.0 <= p <= 1.0 for p in e.p_zero)
     assert all(((t >= 0) & (t <= 1)).all() for t in e.table)
+
+
+def test_effects_csv_quotes_a_name_with_a_carriage_return(tmp_path):
+    """Effects.to_csv wrote through csv.writer with lineterminator "\\n", which leaves a bare
+    carriage return unquoted: csv.reader ends the row there, so `bigbn.open` of a run whose
+    variable name held one called its effects.csv damaged."""
+    X = linear_data(np.random.default_rng(9), 50, {(0, 1): 0.9}, 3)
+    names = ["a\rb", "c,d", 'e"f']
+    bigbn.learn(X, names=names, max_parents=2, workdir=tmp_path / "w")
+    e = effects(tmp_path / "w", X)
+    e.to_csv(tmp_path / "w" / "effects.csv")
+    back = bigbn.open(tmp_path / "w").effects
+    assert back.pairs == e.pairs
+    np.testing.assert_array_equal(back.mean, e.mean)
+    np.testing.assert_array_equal(back.upper, e.upper)
+
+
+def test_cli_effects_never_writes_through_a_symlink(tmp_path):
+    """`bigbn effects` opened WORKDIR/effects.csv for writing in place: a symlink there (a
+    workdir copied by `cp -s`) had it overwrite the file it points to, outside the workdir."""
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    X = linear_data(np.random.default_rng(9), 100, {(0, 1): 0.9}, 3)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, X, delimiter=",", header="x,y,z", comments="", fmt="%.10g")
+    wd = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(data), "-w", str(wd), "-q"]).exit_code == 0
+    outside = tmp_path / "outside.csv"
+    outside.write_text("someone else's\n")
+    (wd / "effects.csv").symlink_to(outside)
+    r = CliRunner().invoke(main, ["effects", "-w", str(wd)])
+    assert r.exit_code == 0, r.output
+    assert outside.read_text() == "someone else's\n"
+    assert not (wd / "effects.csv").is_symlink()
+    assert bigbn.open(wd).effects.pairs == effects(wd).pairs
+
+
+@pytest.mark.parametrize("damage", ["fifo journal", "folder journal", "file folder"])
+def test_a_damaged_effects_folder_is_one_line_naming_it(small_continuous, tmp_path, damage):
+    """A FIFO or a folder in place of effects-KEY/journal.jsonl was refused with the run's
+    advice, "run the same command with --fresh to start over" (`bigbn effects` has no
+    --fresh; `bigbn run --fresh` would throw the whole run away); a file in place of
+    effects-KEY/ itself was called "effects-KEY/parts is a file", which is not there."""
+    import os
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    effects(wd, X, pairs=[("a", "c")])
+    (folder,) = wd.glob("effects-*")
+    if damage == "file folder":
+        shutil.rmtree(folder)
+        folder.write_text("mine\n")
+        where, what = folder, "is a file where a folder of the tasks' parts belongs; remove it"
+    else:
+        where = folder / "journal.jsonl"
+        where.unlink()
+        if damage == "fifo journal":
+            os.mkfifo(where)
+        else:
+            where.mkdir()
+        kind = "a FIFO" if damage == "fifo journal" else "a folder"
+        what = f"is {kind}, not a file as bigbn writes it; remove it, then run the same command again"
+    with pytest.raises(WorkdirError) as got:
+        effects(wd, X, pairs=[("a", "c")])
+    assert str(got.value).startswith(f"{where} {what}"), str(got.value)
+    assert "--fresh" not in str(got.value)
+
+
+def test_a_pair_twice_in_the_pairs_file_is_one_line(tmp_path):
+    """A pairs file with a pair twice was computed twice and effects.csv held its table
+    twice, which `bigbn.open` (and so `bigbn report`) then called damaged, advising to run
+    `bigbn effects` again, which wrote the same file."""
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+    from test_cli import assert_one_line_error
+
+    rng = np.random.default_rng(11)
+    m = 60
+    a = rng.integers(0, 2, m)
+    b = (a + rng.integers(0, 3, m)) % 3
+    c = (b > 0).astype(int) ^ (rng.random(m) < 0.2)
+    data = tmp_path / "d.csv"
+    np.savetxt(data, np.c_[a, b, c], delimiter=",", header="a,b,c", comments="", fmt="%d")
+    wd = tmp_path / "w"
+    assert CliRunner().invoke(main, ["run", str(data), "-w", str(wd), "-q", "-k", "2"]).exit_code == 0
+    pairs = tmp_path / "p.csv"
+    pairs.write_text("cause,effect\r\na,c\r\nb,c\r\na,c\r\n")
+    assert_one_line_error(CliRunner().invoke(main, ["effects", "-w", str(wd), "--pairs", str(pairs)]),
+                          "p.csv, line 4: the pair 'a' -> 'c' again (first on line 2); give each pair once")
+    assert not (wd / "effects.csv").exists()
+    pairs.write_text("cause,effect\na,c\nb,c\nc,a\n")  # the same two the other way round: two pairs
+    r = CliRunner().invoke(main, ["effects", "-w", str(wd), "--pairs", str(pairs)])
+    assert r.exit_code == 0, r.output
+    assert bigbn.open(wd).effects.pairs == [(0, 2), (1, 2), (2, 0)]
+
+
+@pytest.mark.parametrize("pairs, what", [(["ab"], "a pair is (cause, effect), got 'ab'"),
+                                         (("ab", "cd"), "a pair is (cause, effect), got 'ab'"),
+                                         ({"a": "b"}, "pairs are a list of (cause, effect) or a CSV path, got dict")])
+def test_a_two_letter_string_is_not_a_pair(small_continuous, pairs, what):
+    """pairs=["ab"] unpacked the string into the pair ('a', 'b') and answered for it; a dict
+    gave the effects of its keys' letters."""
+    X, wd = small_continuous
+    with pytest.raises(OptionError, match=re.escape(what)):
+        effects(wd, X, pairs=pairs)
+
+
+def test_a_part_copied_from_another_effects_folder_is_computed_again(small_continuous, tmp_path):
+    """A part and its journal line from another effects-KEY/ folder (the same cause, other
+    pairs) pass the CRC check: its one pair's numbers were broadcast to both pairs of the
+    cause, a silent wrong answer. A part that is not what its task writes runs again."""
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    one = effects(wd, X, pairs=[("a", "c")])
+    (a,) = wd.glob("effects-*")
+    both = effects(wd, X, pairs=[("a", "c"), ("a", "d")])
+    (b,) = set(wd.glob("effects-*")) - {a}
+    shutil.copy(a / "parts" / "cause-0.npz", b / "parts" / "cause-0.npz")
+    shutil.copy(a / "journal.jsonl", b / "journal.jsonl")
+    again = effects(wd, X, pairs=[("a", "c"), ("a", "d")])
+    assert again.mean[1] != one.mean[0]
+    for k in ("mean", "p_zero", "lower", "upper"):
+        np.testing.assert_array_equal(getattr(again, k), getattr(both, k))
+
+
+def test_a_level_of_any_real_type_is_taken(small_continuous):
+    """level=np.float32(0.9) was refused: "credible level must be in (0, 1), got
+    np.float32(0.9)"; a bool or a number that rounds to 1.0 is still one line."""
+    from fractions import Fraction
+
+    X, wd = small_continuous
+    ref = effects(wd, X, pairs=[("a", "c")], level=float(np.float32(0.9)))
+    got = effects(wd, X, pairs=[("a", "c")], level=np.float32(0.9))
+    assert got.level == ref.level and got.lower[0] == ref.lower[0] and got.upper[0] == ref.upper[0]
+    for bad in (True, float("nan"), "0.9", Fraction(10**20 - 1, 10**20)):
+        with pytest.raises(OptionError, match="credible level must be"):
+            effects(wd, X, pairs=[("a", "c")], level=bad)
+
+
+def test_bge_components_of_wide_masks_are_those_of_int64_masks():
+    """A tiered run of n > 62 gives parent sets as Python ints (an object array), which
+    bge_effect_components passed to popcounts: OverflowError past bit 62. With the variables
+    renamed so that the same sets fit an int64, the numbers are the same."""
+    rng = np.random.default_rng(4)
+    n = 66
+    X = rng.normal(size=(90, n))
+    R = posterior_scatter(X, 1.0, 2.0, None)
+    perm = np.arange(n)  # 1 <-> 64, 2 <-> 65: the order within each set is kept
+    perm[[1, 2, 64, 65]] = [64, 65, 1, 2]
+    wide = np.array([0, 1 << 64, (1 << 64) | (1 << 65), (1 << 65) | (1 << 3)], dtype=object)
+    narrow = np.array([0, 1 << 1, (1 << 1) | (1 << 2), (1 << 2) | (1 << 3)], dtype=np.int64)
+    got = bge_effect_components(R, 3.0, 0, wide)
+    want = bge_effect_components(R[np.ix_(perm, perm)], 3.0, 0, narrow)
+    for g, w in zip(got[:2], want[:2]):
+        np.testing.assert_allclose(g[:, perm], w, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(got[2], want[2])
+    assert np.isnan(got[0][1, 64]) and np.isnan(got[0][2, 65]) and np.isfinite(got[0][1, 65])
+
+
+@pytest.mark.parametrize("score", ["bge", "bdeu"])
+def test_effects_of_a_tiered_run_of_more_than_40_variables(score):
+    """effects() read the data again with the engine's limit without tiers (40 variables):
+    a tiered run of 64 was "64 variables, but the engine supports at most 40", and past 62
+    the parent sets (Python ints) overflowed popcounts."""
+    rng = np.random.default_rng(1)
+    n, m = 64, 30
+    X = rng.normal(size=(m, n))
+    X[:, 63] += 2 * X[:, 0]
+    if score == "bdeu":
+        X = (X > 0).astype(int)
+    names = [f"v{i}" for i in range(n)]
+    tiers = [names[i:i + 8] for i in range(0, n, 8)]
+    r = bigbn.learn(X, names=names, max_parents=1, tiers=tiers, score=score)
+    e = effects(r, X, pairs=[("v0", "v63"), ("v63", "v0")])
+    assert e.p_zero[0] == 0.0  # v63 is in a later tier than v0
+    if score == "bge":
+        assert 0 < e.lower[0] < e.mean[0] < e.upper[0]
+    else:
+        assert e.table[0][1, 1] > e.table[0][0, 1] and np.allclose(e.table[0].sum(axis=1), 1)

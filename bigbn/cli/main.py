@@ -820,7 +820,7 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The run's data (default: the file the run read; checked by content hash).")
 @click.option("--pairs", type=click.Path(dir_okay=False), default=None,
-              help="CSV cause,effect: the pairs to compute (default: every ordered pair).")
+              help="CSV cause,effect: the pairs to compute, each once (default: every ordered pair).")
 @click.option("--level", default=0.95, show_default=True, type=click.FloatRange(0, 1, min_open=True,
                                                                                  max_open=True),
               help="Credible level of the intervals (continuous data).")
@@ -859,7 +859,11 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
     finally:
         progress.close()
     out = Path(workdir) / "effects.csv"
-    e.to_csv(out)
+    from bigbn.api import _write_whole
+
+    # a new file renamed into place: a symlink there is replaced, never written through (to a
+    # file outside the workdir), and a killed write leaves the old file or the new one, whole
+    _write_whole(out, e.to_csv)
     if e.kind == "continuous":
         echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
                    "parent-set posterior of each cause;")

@@ -43,9 +43,9 @@ prior and maximum in-degree, and for BGe linear effects with Gaussian noise.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,10 +61,11 @@ from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import unsqueeze
 from bigbn.io.frames import SOURCE
 from bigbn.outputs.tasks import PartSpec, run_parts
+from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, run_workdir
+from bigbn.outputs.result import Result, csv_field, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 
@@ -138,11 +139,13 @@ class Effects:
         return out
 
     def to_csv(self, path) -> None:
+        """Write effects.csv. Names and levels are quoted as `result.csv_field` quotes them
+        (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
+        takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
         with open(path, "w", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(self.header)
+            fh.write(",".join(self.header) + "\n")
             for r in self.rows():
-                w.writerow([f"{v:.17g}" if isinstance(v, float) else v for v in r])
+                fh.write(",".join(f"{v:.17g}" if isinstance(v, float) else csv_field(str(v)) for v in r) + "\n")
 
     def to_pandas(self):
         """A DataFrame with the columns of effects.csv (pandas is optional)."""
@@ -155,7 +158,8 @@ class Effects:
 # ------------------------------------------------------------------------- continuous
 
 def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray):
-    """Per parent set Z of x (full n-bit masks, int64 (P,)) and effect y: the Student t of
+    """Per parent set Z of x (full n-bit masks, int64 (P,), or Python ints past 62 variables)
+    and effect y: the Student t of
     the coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
     scale float64 (P, n), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z| where
     d0 = α_w + m − n + 2."""
@@ -163,12 +167,18 @@ def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndar
     P = parent_sets.size
     loc = np.full((P, n), np.nan)
     scale = np.full((P, n), np.nan)
-    sizes = popcounts(parent_sets)
+    wide = parent_sets.dtype == object  # Python ints: a tiered run of n > 62 (`tiered_parent_sets`)
+    sizes = np.array([int(z).bit_count() for z in parent_sets], dtype=np.int64) if wide \
+        else popcounts(parent_sets)
     df = d0 + sizes.astype(np.float64)
     bits = np.arange(n, dtype=np.int64)
     for s in np.unique(sizes):
         sel = np.flatnonzero(sizes == s)
-        members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
+        if wide:  # (popcounts and int64 shifts of those overflowed)
+            members = np.array([[int(parent_sets[i]) >> j & 1 for j in range(n)] for i in sel],
+                               dtype=bool).reshape(sel.size, n)
+        else:
+            members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
         Z = np.nonzero(members)[1].reshape(sel.size, s)
         X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
         A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
@@ -432,8 +442,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     stopped when made again (KEY: a hash of everything the numbers depend on).
     """
     progress = reporter(progress)  # tick(stage, done, total): one ProgressEvent
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise OptionError(f"credible level must be in (0, 1), got {level!r}")
+    # any real number (a numpy float32 0.9 was refused as "not in (0, 1)"), not a bool
+    if not (isinstance(level, numbers.Real) and not isinstance(level, (bool, np.bool_)) and 0 < level < 1):
+        raise OptionError(f"credible level must be a number in (0, 1), got {level!r}")
+    level = float(level)
+    if not 0 < level < 1:  # a Fraction or Decimal just below 1 rounds to 1.0
+        raise OptionError(f"credible level must be in (0, 1) as a float64, got {level!r}")
     scheduler = opt.scheduler(scheduler)
     workers = opt.workers(workers)
     workdir = None
@@ -493,9 +507,12 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
 
         data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
                         score=score or used, sep=sep).dataset
+    # max_nodes: the run's own size is checked by its names below (a run in tiers of more than
+    # 40 variables was refused: "the engine supports at most 40")
     ds, score, digest = load_dataset(data, names=names, score=score or used, sep=sep,  # names: for
                                     intervention_column=options.get("intervention_column"),  # an array,
-                                    interventions=interventions)  # the run's
+                                    interventions=interventions,  # the run's
+                                    max_nodes=max(MAX_TIERED_NODES, len(names)))
     score_opts = check_options(score, {o.name: options.get(o.name) for o in score.options})
     if digest_run is not None and digest != digest_run:
         raise OptionError(f"{getattr(ds, 'path', '') or 'data'}: not the data of this run "
@@ -567,6 +584,19 @@ class CauseTask:
             return {"p_zero": np.asarray(out["p_zero"], dtype=np.float64),
                     "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
         return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
+
+    def valid(self, spec: PartSpec, arrays: dict) -> bool:
+        """Whether a part read back holds what `__call__` writes for spec's cause: float64
+        arrays of its pairs' numbers (`tasks.run_parts` runs the task again if not)."""
+        (x,) = spec.args
+        ys = [self.pairs[i][1] for i in self.of(x)]
+        if self.ds.kind == "continuous":
+            sizes = dict.fromkeys(("mean", "p_zero", "lower", "upper"), len(ys))
+        else:
+            r = self.ds.arities
+            sizes = {"p_zero": len(ys), "table": sum(int(r[x]) * int(r[y]) for y in ys)}
+        return set(arrays) == set(sizes) and all(
+            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items())
 
     def assemble(self, parts: list[dict]) -> dict:
         """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
@@ -656,7 +686,7 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         return [(x, y) for x in range(n) for y in range(n) if x != y]
     index = {s: j for j, s in enumerate(names)}
     if isinstance(pairs, (str, os.PathLike)):
-        out = []
+        out, first = [], {}
         for line, (c, e) in csv_records(pairs, ("cause", "effect")):
             for col, nm in (("cause", c), ("effect", e)):
                 if nm not in index:
@@ -664,6 +694,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
                                     "(not a column of the data)")
             if c == e:
                 raise DataError(f"{pairs}, line {line}: cause and effect are both {c!r}")
+            # a pair twice wrote its table twice to effects.csv, which bigbn.open then called
+            # damaged (a discrete pair's cells came twice)
+            if (c, e) in first:
+                raise DataError(f"{pairs}, line {line}: the pair {c!r} -> {e!r} again (first on line "
+                                f"{first[c, e]}); give each pair once")
+            first[c, e] = line
             out.append((index[c], index[e]))
         if not out:
             raise DataError(f"{pairs}: no pairs (expected rows cause,effect after the header)")
@@ -679,8 +715,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         raise OptionError(f"no variable named {v!r}")
 
     out = []
+    if isinstance(pairs, (bytes, dict)) or (hasattr(pairs, "columns") and hasattr(pairs, "dtypes")):
+        raise OptionError(f"pairs are a list of (cause, effect) or a CSV path, got {type(pairs).__name__}")
     for p in pairs:
         try:
+            if isinstance(p, (str, bytes)):  # "ab" unpacked as the pair ('a', 'b')
+                raise TypeError
             c, e = p
         except (TypeError, ValueError):
             raise OptionError(f"a pair is (cause, effect), got {p!r}") from None

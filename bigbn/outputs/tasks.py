@@ -150,7 +150,11 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     try:
         (folder / PARTS).mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as e:  # a file where the folder or its parts/ belongs
-        raise WorkdirError(f"{e.filename} is a file where a folder of the tasks' parts belongs; remove it, "
+        # the first of the two that is not a folder (a file in place of effects-KEY/ itself was
+        # called its parts/, which is not there)
+        where = next((p for p in (folder, folder / PARTS) if os.path.lexists(p) and not p.is_dir()),
+                     e.filename)
+        raise WorkdirError(f"{where} is a file where a folder of the tasks' parts belongs; remove it, "
                            "then run the same command again") from None
     for tmp in (folder / PARTS).glob(".*.tmp"):  # a writer killed before its rename
         tmp.unlink(missing_ok=True)
@@ -164,11 +168,15 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()
+    # compute.valid(spec, arrays), when it has one: whether a part holds the arrays its task
+    # writes (names, shapes); a part and its journal line copied from another task folder
+    # passed the CRC and were broadcast into the wrong number of pairs
+    valid = getattr(compute, "valid", None) or (lambda spec, arrays: True)
     parts: dict[str, dict] = {}
     for s in specs:
         if s.id in recs:
             arrays = read_part(folder, s, recs[s.id])
-            if arrays is not None:
+            if arrays is not None and valid(s, arrays):
                 parts[s.id] = arrays
     pending = [s for s in specs if s.id not in parts]
     callbacks = []
@@ -185,7 +193,7 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
         arrays = parts.get(s.id)
         if arrays is None and rec is not None:
             arrays = read_part(folder, s, rec)
-        if arrays is None:  # written a moment ago: only a concurrent writer could do this
+        if arrays is None or not valid(s, arrays):  # written a moment ago: only a concurrent writer could do this
             raise WorkdirError(f"{part_path(folder, s)}: missing or damaged right after its task ran; "
                                "run the same command again")
         out[s.id] = arrays
