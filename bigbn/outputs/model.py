@@ -29,6 +29,7 @@ from bigbn.io.bif import Network
 from bigbn.io.data import Dataset
 from bigbn.outputs.parameters import bge_posterior, dirichlet_table, gaussian_conditional
 from bigbn.outputs.strength import averaged_arcs
+from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.scores.base import BUILTIN, check_options
 from bigbn.store.rundir import read_record
 
@@ -138,7 +139,8 @@ def run_data(res, data=None, sep: str | None = None):
         data = dbn.load(data, lag=dynamic["lag"], series=dynamic["series_column"], time=dynamic["time_column"],
                         score=used, sep=sep).dataset
     ds, score, digest = load_dataset(data, names=tuple(res.names), score=used, sep=sep,
-                                     intervention_column=options.get("intervention_column"))
+                                     intervention_column=options.get("intervention_column"),
+                                     max_nodes=max(MAX_TIERED_NODES, len(res.names)))  # not 40: a tiered run's
     run_digest = res.summary.get("data_sha256")
     if run_digest is None and res.workdir is not None:  # a summary.json without it took any data
         record = read_record(res.workdir)
