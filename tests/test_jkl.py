@@ -288,6 +288,27 @@ def test_scores_float64_cannot_tell_apart_are_refused(tmp_path):
     assert not (tmp_path / "w" / "run.json").exists()
 
 
+@pytest.mark.parametrize("how", ["above k", "forbidden", "tiers", "max parents 0"])
+def test_a_huge_score_of_a_family_the_run_cannot_use_leaves_the_others_exact(tmp_path, how):
+    """A's largest score (1e20) is of a family the run rules out. The reader shifted A's
+    scores by it, so -10 and -12.5 became the same float64 near -1e20 and the run gave
+    p(A -> B) = 0.711 and log p(data) = -2.56 for 0.780 and -12.65, with no error. The run
+    must be the run on the file without that line."""
+    big = {"above k": "1e20 2 B C", "forbidden": "1e20 1 C", "tiers": "1e20 1 C",
+           "max parents 0": "1e20 1 C"}[how]
+    body = "A {}\n{}-10 0\n-12.5 1 B\nB 2\n-5 0\n-3 1 A\nC 2\n-1 0\n-1.5 1 A\n"
+    f, ref = tmp_path / "big.jkl", tmp_path / "ref.jkl"
+    f.write_text("3\n" + body.format(3, big + "\n"))
+    ref.write_text("3\n" + body.format(2, ""))
+    kw = {"forbidden": {"forbidden": [("C", "A")]}, "tiers": {"tiers": [["A", "B"], ["C"]]},
+          "max parents 0": {"knowledge": bigbn.Knowledge(max_parents={"A": 0})}}.get(how, {})
+    got = bigbn.learn(scores=f, max_parents=1, **kw)
+    want = bigbn.learn(scores=ref, max_parents=1, **kw)
+    np.testing.assert_allclose(got.posterior, want.posterior, rtol=0, atol=1e-14)
+    assert got.log_marginal == pytest.approx(want.log_marginal, rel=1e-15)
+    assert 0.05 < got.posterior[0, 1] < 0.95
+
+
 def test_huge_scores_reach_the_finished_run_and_status(tmp_path):
     """log p(data) and the MAP score are the shifted engine's plus the constants taken off;
     they are journaled, so status and a rerun that finds the run finished say the same."""
