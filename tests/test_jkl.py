@@ -121,6 +121,20 @@ def test_a_hand_written_file_against_enumeration(tmp_path):
     assert read_jkl(f).local(1)[0].tolist() == [-10.5, -7.25, -np.inf]
 
 
+def test_names_with_leading_zeros_are_names_not_indices(tmp_path):
+    """Blocks '00' and '01' were taken for indices 0 and 1 and the variables renamed "0" and
+    "1": a knowledge file naming '00' was then refused, and the results named variables the
+    file does not have. They are names; '0' and '1' are indices as before."""
+    f = tmp_path / "z.jkl"
+    f.write_text("2\n00 1\n-1 0\n01 2\n-2 0\n-1 1 00\n")
+    assert read_jkl(f).names == ("00", "01")
+    res = bigbn.learn(scores=f, max_parents=1, forbidden=[("00", "01")])
+    assert res.names == ("00", "01") and res.posterior[0, 1] == 0.0
+    g = tmp_path / "i.jkl"
+    g.write_text("2\n1 1\n-1 0\n0 2\n-2 0\n-1 1 1\n")
+    assert read_jkl(g).names == ("0", "1")
+
+
 BAD = {
     "empty": ("", ["empty file"]),
     "bad count": ("x\n", ["line 1", "number of variables"]),

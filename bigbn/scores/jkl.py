@@ -209,7 +209,8 @@ def read_jkl(path) -> ScoreFile:
         raise DataError(f"{p}, line {extra[0]}: text after the last of the {n} blocks"
                         + _hint(blocks))
     ids = [b[1] for b in blocks]
-    by_index = all(_count(t) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
+    # indices as written: '00' and '01' are names (read as 0 and 1, they were renamed "0", "1")
+    by_index = all(_count(t) and t == str(int(t)) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
     if by_index:
         names = tuple(str(i) for i in range(n))
         index = {t: int(t) for t in ids}
