@@ -375,3 +375,35 @@ def test_options_for_data_columns_are_refused_with_file_scores_in_python_too(tmp
     for kw in ({"discrete": ["a"]}, {"continuous": ["b"]}):
         with pytest.raises(OptionError, match="type the columns of data; scores from a file have none"):
             bigbn.learn(scores=f, **kw)
+
+
+def test_bigbn_scores_writes_utf8_whatever_the_locale(tmp_path):
+    """In a C (ASCII) locale open() encoded the names in ASCII: a column 'Ωa' was a
+    UnicodeEncodeError traceback, and a half-written s.jkl.tmp was left beside the output.
+    The file is UTF-8, as read_jkl reads it."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "d.csv"
+    data.write_text("Ωa,b\n0,1\n1,1\n0,0\n1,0\n", encoding="utf-8")
+    out = tmp_path / "s.jkl"
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-m", "bigbn.cli", "scores", str(data), "-k", "1", "-o", str(out)],
+                       capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    assert read_jkl(out).names == ("Ωa", "b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.jkl"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OptionError, match="cannot write .*s.jkl: No space left on device"):
+        write_jkl(tmp_path / "s.jkl", ["a", "b"], np.zeros((2, 2)), 1)
+    assert list(tmp_path.iterdir()) == []

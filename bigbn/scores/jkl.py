@@ -302,7 +302,8 @@ def _score_line(p, row, name, head_line, count, j):
 def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
     """Write β (n, F), the layout of `bigbn.kernels.families` with at most k parents, as a jkl
     file: names as given, every family with a finite β (17 significant digits: read back,
-    the same float64). Written to a temporary file first, then moved into place."""
+    the same float64), UTF-8 whatever the locale. Written to a temporary file first, then
+    moved into place (the temporary file removed if that fails)."""
     n = len(names)
     for nm in names:
         if not nm or any(ch.isspace() for ch in nm):
@@ -312,7 +313,7 @@ def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        with open(tmp, "w") as fh:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:  # as read_jkl reads it, whatever the locale
             fh.write(f"{n}\n")
             for i in range(n):
                 keep = np.flatnonzero(np.isfinite(beta[i]))
@@ -323,4 +324,8 @@ def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
                     fh.write(" ".join([repr(float(beta[i, f])), str(len(ps)), *ps]) + "\n")
         os.replace(tmp, out)
     except OSError as e:
+        tmp.unlink(missing_ok=True)  # not a half-written file left beside the output
         raise OptionError(f"cannot write {out}: {e.strerror}") from None
+    except BaseException:  # Ctrl-C while writing
+        tmp.unlink(missing_ok=True)
+        raise
