@@ -407,3 +407,17 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.raises(OptionError, match="cannot write .*s.jkl: No space left on device"):
         write_jkl(tmp_path / "s.jkl", ["a", "b"], np.zeros((2, 2)), 1)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bigbn_scores_refuses_a_table_beyond_memory_at_once(tmp_path):
+    """-k 12 on 30 columns: 5e9 families, a 170 GB table; `bigbn scores` built it until
+    memory ran out, many minutes deaf to Ctrl-C and SIGTERM. One line, at once."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "w.csv"
+    np.savetxt(data, rng.integers(0, 2, (20, 30)), fmt="%d", delimiter=",",
+               header=",".join(f"v{i}" for i in range(30)), comments="")
+    out = tmp_path / "w.jkl"
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "12", "-o", str(out)])
+    assert_one_line_error(r, "--max-parents 12: 30 variables have", "above the memory budget",
+                          "lower --max-parents")
+    assert not out.exists()
