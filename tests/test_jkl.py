@@ -410,7 +410,7 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
 
 
 def test_bigbn_scores_refuses_a_table_beyond_memory_at_once(tmp_path):
-    """-k 12 on 30 columns: 5e9 families, a 170 GB table; `bigbn scores` built it until
+    """-k 12 on 30 columns: 3.7e9 families, a 110 GiB table; `bigbn scores` built it until
     memory ran out, many minutes deaf to Ctrl-C and SIGTERM. One line, at once."""
     rng = np.random.default_rng(0)
     data = tmp_path / "w.csv"

@@ -445,8 +445,8 @@ _SCORE_TABLE_BYTES = 32
 
 def _check_score_table(n: int, k: int) -> None:
     """OptionError when n variables' families of at most k parents do not fit the default
-    memory budget (a quarter of the RAM, at most 8 GiB): -k 12 on 30 columns (5e9 families,
-    170 GB) ran out of memory after many minutes, deaf to Ctrl-C and SIGTERM."""
+    memory budget (a quarter of the RAM, at most 8 GiB): -k 12 on 30 columns (3.7e9 families,
+    110 GiB) ran toward out of memory for many minutes, deaf to Ctrl-C and SIGTERM."""
     from bigbn.kernels.families import n_families
 
     families = n * n_families(n - 1, k)
