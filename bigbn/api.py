@@ -411,6 +411,9 @@ def _scores(ds: Dataset, lays, score: Score, k: int, score_opts: dict, structure
     """β of every tier's families in its layout, shifted (`bigbn.scores.offsets.centre`), and what
     was taken off: per tier, for one tier of every variable (the run without tiers) the
     per-variable shifts (n,), which the engine journals with β, else the tier's total Σ_v c_v."""
+    if ds.kind == "scores" and ds.exact:  # shifted from the largest family the run can use
+        alive = _alive_families(ds, lays, score, k, score_opts, structure_prior, prior_kwargs)
+        ds = ds.rebase(alive)
     read = _read_offsets(ds)
     if len(lays) == 1:
         beta = score_families(ds, score, k, structure_prior=structure_prior,
@@ -425,6 +428,38 @@ def _scores(ds: Dataset, lays, score: Score, k: int, score_opts: dict, structure
     offsets = [total_offset(c + read[list(lay.nodes)], ds.path or "scores") for (_, c), lay in zip(shifted, lays)]
     total_offset(np.array(offsets), ds.path or "scores")
     return [b for b, _ in shifted], offsets
+
+
+def _alive_families(ds, lays, score: Score, k: int, score_opts: dict, structure_prior: str, prior_kwargs):
+    """alive(i, mask) for `bigbn.scores.jkl.ScoreFile.rebase`: whether the run (at most k
+    parents, its tiers' layouts, its constraints) gives variable i the family of full mask
+    ``mask`` a finite β."""
+    from bigbn.kernels.bits import popcount
+    from bigbn.kernels.families import family_masks, family_rank, squeeze
+
+    if len(lays) == 1:
+        beta = score_families(ds, score, k, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                              **score_opts)
+        masks = family_masks(ds.n - 1, min(k, ds.n - 1))
+
+        def alive(i: int, g: int) -> bool:
+            if popcount(g) > min(k, ds.n - 1):
+                return False
+            r = int(family_rank(masks, np.array([squeeze(g, i)], dtype=np.int64))[0])
+            return bool(np.isfinite(beta[i, r]))
+        return alive
+    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
+                                prior_kwargs=prior_kwargs)
+    where = {v: (lay, beta, b) for lay, beta in zip(lays, betas) for b, v in enumerate(lay.nodes)}
+
+    def alive(i: int, g: int) -> bool:
+        parents = [u for u in range(ds.n) if g >> u & 1]
+        if len(parents) > k:
+            return False
+        lay, beta, b = where[i]
+        col = int(lay.column_index(np.array([parents or [-1]], dtype=np.int64))[0, b])
+        return col >= 0 and bool(np.isfinite(beta[b, col]))
+    return alive
 
 
 def _knowledge(knowledge, tiers, forbidden, required, prior_kwargs) -> Knowledge | None:

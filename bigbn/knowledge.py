@@ -216,17 +216,29 @@ class Knowledge:
                 how = "required" if (u, v) in self.required else "given prior probability 1"
                 raise OptionError(f"edge {u} -> {v} is both {how} and {why}")
             if u in tier_of and v in tier_of and tier_of[u] > tier_of[v]:
-                raise OptionError(f"required edge {u} -> {v} points from tier {tier_of[u] + 1} back to "
-                                  f"tier {tier_of[v] + 1}")
+                what = f"required edge {u} -> {v}" if (u, v) in self.required else \
+                    f"edge {u} -> {v} of prior probability 1"
+                raise OptionError(f"{what} points from tier {tier_of[u] + 1} back to tier {tier_of[v] + 1}")
         cycle = _cycle(sorted(require))
         if cycle is not None:
-            raise OptionError("required edges form a cycle: " + " -> ".join(cycle))
+            edges = set(zip(cycle, cycle[1:]))
+            raise OptionError(f"{self._required_words(edges, 'edges')} form a cycle: " + " -> ".join(cycle))
         limits = dict(self.max_parents)
         for v, m in sorted(limits.items()):
             parents = sorted(u for u, w in require if w == v)
             if len(parents) > m:
-                raise OptionError(f"{v} has {len(parents)} required parents ({', '.join(parents)}) "
+                words = self._required_words({(u, v) for u in parents}, "parents")
+                raise OptionError(f"{v} has {len(parents)} {words} ({', '.join(parents)}) "
                                   f"but at most {m} allowed")
+
+    def _required_words(self, edges, noun: str) -> str:
+        """'required edges', 'edges of prior probability 1' or both, as ``edges`` are (an edge
+        of prior probability 1 is named as such, not as required: docs/design.md)."""
+        given = sum(e in self.required for e in edges)
+        if given == len(edges):
+            return f"required {noun}"
+        return f"{noun} of prior probability 1" if not given else \
+            f"required {noun} and {noun} of prior probability 1"
 
     # ------------------------------------------------------------------ to the engine
 

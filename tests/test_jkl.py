@@ -121,6 +121,20 @@ def test_a_hand_written_file_against_enumeration(tmp_path):
     assert read_jkl(f).local(1)[0].tolist() == [-10.5, -7.25, -np.inf]
 
 
+def test_names_with_leading_zeros_are_names_not_indices(tmp_path):
+    """Blocks '00' and '01' were taken for indices 0 and 1 and the variables renamed "0" and
+    "1": a knowledge file naming '00' was then refused, and the results named variables the
+    file does not have. They are names; '0' and '1' are indices as before."""
+    f = tmp_path / "z.jkl"
+    f.write_text("2\n00 1\n-1 0\n01 2\n-2 0\n-1 1 00\n")
+    assert read_jkl(f).names == ("00", "01")
+    res = bigbn.learn(scores=f, max_parents=1, forbidden=[("00", "01")])
+    assert res.names == ("00", "01") and res.posterior[0, 1] == 0.0
+    g = tmp_path / "i.jkl"
+    g.write_text("2\n1 1\n-1 0\n0 2\n-2 0\n-1 1 1\n")
+    assert read_jkl(g).names == ("0", "1")
+
+
 BAD = {
     "empty": ("", ["empty file"]),
     "bad count": ("x\n", ["line 1", "number of variables"]),
@@ -288,6 +302,27 @@ def test_scores_float64_cannot_tell_apart_are_refused(tmp_path):
     assert not (tmp_path / "w" / "run.json").exists()
 
 
+@pytest.mark.parametrize("how", ["above k", "forbidden", "tiers", "max parents 0"])
+def test_a_huge_score_of_a_family_the_run_cannot_use_leaves_the_others_exact(tmp_path, how):
+    """A's largest score (1e20) is of a family the run rules out. The reader shifted A's
+    scores by it, so -10 and -12.5 became the same float64 near -1e20 and the run gave
+    p(A -> B) = 0.711 and log p(data) = -2.56 for 0.780 and -12.65, with no error. The run
+    must be the run on the file without that line."""
+    big = {"above k": "1e20 2 B C", "forbidden": "1e20 1 C", "tiers": "1e20 1 C",
+           "max parents 0": "1e20 1 C"}[how]
+    body = "A {}\n{}-10 0\n-12.5 1 B\nB 2\n-5 0\n-3 1 A\nC 2\n-1 0\n-1.5 1 A\n"
+    f, ref = tmp_path / "big.jkl", tmp_path / "ref.jkl"
+    f.write_text("3\n" + body.format(3, big + "\n"))
+    ref.write_text("3\n" + body.format(2, ""))
+    kw = {"forbidden": {"forbidden": [("C", "A")]}, "tiers": {"tiers": [["A", "B"], ["C"]]},
+          "max parents 0": {"knowledge": bigbn.Knowledge(max_parents={"A": 0})}}.get(how, {})
+    got = bigbn.learn(scores=f, max_parents=1, **kw)
+    want = bigbn.learn(scores=ref, max_parents=1, **kw)
+    np.testing.assert_allclose(got.posterior, want.posterior, rtol=0, atol=1e-14)
+    assert got.log_marginal == pytest.approx(want.log_marginal, rel=1e-15)
+    assert 0.05 < got.posterior[0, 1] < 0.95
+
+
 def test_huge_scores_reach_the_finished_run_and_status(tmp_path):
     """log p(data) and the MAP score are the shifted engine's plus the constants taken off;
     they are journaled, so status and a rerun that finds the run finished say the same."""
@@ -340,3 +375,49 @@ def test_options_for_data_columns_are_refused_with_file_scores_in_python_too(tmp
     for kw in ({"discrete": ["a"]}, {"continuous": ["b"]}):
         with pytest.raises(OptionError, match="type the columns of data; scores from a file have none"):
             bigbn.learn(scores=f, **kw)
+
+
+def test_bigbn_scores_writes_utf8_whatever_the_locale(tmp_path):
+    """In a C (ASCII) locale open() encoded the names in ASCII: a column 'Ωa' was a
+    UnicodeEncodeError traceback, and a half-written s.jkl.tmp was left beside the output.
+    The file is UTF-8, as read_jkl reads it."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "d.csv"
+    data.write_text("Ωa,b\n0,1\n1,1\n0,0\n1,0\n", encoding="utf-8")
+    out = tmp_path / "s.jkl"
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-m", "bigbn.cli", "scores", str(data), "-k", "1", "-o", str(out)],
+                       capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    assert read_jkl(out).names == ("Ωa", "b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.jkl"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import os
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OptionError, match="cannot write .*s.jkl: No space left on device"):
+        write_jkl(tmp_path / "s.jkl", ["a", "b"], np.zeros((2, 2)), 1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bigbn_scores_refuses_a_table_beyond_memory_at_once(tmp_path):
+    """-k 12 on 30 columns: 3.7e9 families, a 110 GiB table; `bigbn scores` built it until
+    memory ran out, many minutes deaf to Ctrl-C and SIGTERM. One line, at once."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "w.csv"
+    np.savetxt(data, rng.integers(0, 2, (20, 30)), fmt="%d", delimiter=",",
+               header=",".join(f"v{i}" for i in range(30)), comments="")
+    out = tmp_path / "w.jkl"
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "12", "-o", str(out)])
+    assert_one_line_error(r, "--max-parents 12: 30 variables have", "above the memory budget",
+                          "lower --max-parents")
+    assert not out.exists()

@@ -321,3 +321,25 @@ def test_edge_probabilities_float64_turns_into_0_or_1_are_refused(tmp_path):
     f.write_text("parent,child,prob\nA,B,1.0\nB,C,0.000\nC,D,1e0\nD,A,0\nB,A,1\nC,B,1e-300\n")
     p = read_edge_prob(f, names)
     assert [p[0, 1], p[1, 2], p[2, 3], p[3, 0], p[1, 0], p[2, 1]] == [1.0, 0.0, 1.0, 0.0, 1.0, 1e-300]
+
+
+@pytest.mark.parametrize("cell", ["0.2_5", "٠.٥", "０.５"])
+def test_an_edge_probability_is_written_in_ascii_decimals(tmp_path, cell):
+    """float() read '0.2_5' as 0.25 and other scripts' digits as digits: a cell the file does
+    not mean as that number was a prior factor with no error (the jkl and tiers readers
+    refuse such cells). One line naming file, line and column."""
+    f = tmp_path / "p.csv"
+    f.write_text(f"parent,child,prob\nA,B,{cell}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"p\.csv, line 2, column prob: '{cell}' is not a probability in \[0, 1\]"):
+        read_edge_prob(f, NAMES)
+
+
+@pytest.mark.parametrize("cell", ["1_0", "２", "٢"])
+def test_a_max_parents_limit_is_written_in_ascii_digits(tmp_path, cell):
+    """int() read '1_0' as 10 and '２' as 2: a limit the file does not say, silently."""
+    f = tmp_path / "m.csv"
+    f.write_text(f"node,max_parents\nB,{cell}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"m\.csv, line 2, column max_parents: '{cell}' is not an integer in 0..k=12"):
+        read_max_parents(f, NAMES, 12)
+    with pytest.raises(DataError, match="not a file and not an integer"):
+        read_max_parents(cell, NAMES, 12)

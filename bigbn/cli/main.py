@@ -426,6 +426,7 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
                                    discrete=discrete, continuous=continuous)
     options = scoring.check_options(resolved, score_options)
     k = min(max_parents, ds.n - 1)
+    _check_score_table(ds.n, k)
     beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
     if ds.kind == "mixed":
         from bigbn.api import column_kinds
@@ -435,6 +436,25 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
     write_jkl(out, ds.names, beta, k)
     echo(f"wrote {out}: {ds.n} variables, {beta.shape[1]} parent sets each (k = {k}), "
                f"score {resolved.name}, structure prior {structure_prior}")
+
+
+#: bytes per family while `bigbn scores` builds its table: β, the local scores and the prior
+#: (float64 each) and the family masks (int64)
+_SCORE_TABLE_BYTES = 32
+
+
+def _check_score_table(n: int, k: int) -> None:
+    """OptionError when n variables' families of at most k parents do not fit the default
+    memory budget (a quarter of the RAM, at most 8 GiB): -k 12 on 30 columns (3.7e9 families,
+    110 GiB) ran toward out of memory for many minutes, deaf to Ctrl-C and SIGTERM."""
+    from bigbn.kernels.families import n_families
+
+    families = n * n_families(n - 1, k)
+    need, budget = _SCORE_TABLE_BYTES * families, opt.default_memory()
+    if need > budget:
+        raise OptionError(f"--max-parents {k}: {n} variables have {families:,} parent sets of at most {k} "
+                          f"parents, a table of {_fmt_bytes(need)}, above the memory budget "
+                          f"({_fmt_bytes(budget)}); lower --max-parents")
 
 
 def _echo_map(res, workdir) -> None:

@@ -53,12 +53,15 @@ class ScoreFile:
     ±`bigbn.scores.offsets.SAFE`, its largest score, subtracted in exact decimal arithmetic from
     the file's text (a per-variable constant leaves the posterior unchanged, and float64
     then holds every difference that can matter however large the scores: `read_jkl`);
-    path: the file. Stands in for a Dataset in `learn` (kind "scores", no rows)."""
+    path: the file; exact: for a shifted variable its scores as `decimal.Decimal` (None for
+    the others), so that `rebase` can shift it again, exactly. Stands in for a Dataset in
+    `learn` (kind "scores", no rows)."""
 
     path: str
     names: tuple[str, ...]
     families: tuple[dict[int, float], ...]
     offsets: tuple[float, ...] = ()
+    exact: tuple = ()
     kind = "scores"
     m = None
 
@@ -75,6 +78,35 @@ class ScoreFile:
         if any(self.offsets):
             h.update(b"offsets" + np.array(self.offsets, dtype=np.float64).tobytes())
         return h.hexdigest()
+
+    def rebase(self, alive) -> "ScoreFile":
+        """This file with each shifted variable's scores taken off the largest score of a
+        parent set the run can use (``alive(i, mask)``: whether the run gives variable i the
+        family of full mask ``mask``, i.e. at most k parents, allowed by the tiers and not
+        ruled out by the constraints), exactly in decimal, where that score lies more than
+        `SAFE` from the file's largest; ``self`` when no shift changes. The reader shifts by the file's largest score, but when that family
+        cannot enter the run (more parents than k, a forbidden edge), the others, rounded
+        to float64 near that score (say 1e20), had lost the differences that decide the
+        posterior: a wrong answer with no error. Within `SAFE` float64 holds them to
+        2.3e-10 nats, and the shift is left as it was (a run gives the bits it gave)."""
+        if not self.exact:
+            return self
+        families, offsets, changed = list(self.families), list(self.offsets), False
+        for i, exact in enumerate(self.exact):
+            if exact is None:
+                continue
+            live = [x for g, x in exact.items() if alive(i, g)]
+            if not live:
+                continue
+            top = max(live)
+            if abs(float(top) - offsets[i]) <= SAFE:  # carried within 2.3e-10 nats: the bits as before
+                continue
+            families[i] = {g: float(x - top) for g, x in exact.items()}
+            offsets[i] = float(top)
+            changed = True
+        if not changed:
+            return self
+        return ScoreFile(self.path, self.names, tuple(families), tuple(offsets), self.exact)
 
     def log_offsets(self) -> np.ndarray:
         """c_i subtracted from variable i's scores, float64 (n,): log p(x) = L(V) + Σ c_i."""
@@ -177,7 +209,8 @@ def read_jkl(path) -> ScoreFile:
         raise DataError(f"{p}, line {extra[0]}: text after the last of the {n} blocks"
                         + _hint(blocks))
     ids = [b[1] for b in blocks]
-    by_index = all(_count(t) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
+    # indices as written: '00' and '01' are names (read as 0 and 1, they were renamed "0", "1")
+    by_index = all(_count(t) and t == str(int(t)) for t in ids) and sorted(int(t) for t in ids) == list(range(n))
     if by_index:
         names = tuple(str(i) for i in range(n))
         index = {t: int(t) for t in ids}
@@ -211,15 +244,20 @@ def read_jkl(path) -> ScoreFile:
             fam[mask] = score
             texts[i][mask] = text
     offsets = [0.0] * n
+    decimals: list = [None] * n
     for i, fam in enumerate(families):
         if max(abs(v) for v in fam.values()) > SAFE:
             # the file's decimals less their largest, exactly: the differences that decide
-            # the posterior survive whatever the scores' magnitude (bigbn/scores/offsets.py)
+            # the posterior survive whatever the scores' magnitude (bigbn/scores/offsets.py;
+            # ScoreFile.rebase when the largest is of a family the run cannot use)
             exact = {g: Decimal(x) for g, x in texts[i].items()}
             top = max(exact.values())
             families[i] = {g: float(x - top) for g, x in exact.items()}
             offsets[i] = float(top)
-    return ScoreFile(p, names, tuple(families), tuple(offsets) if any(offsets) else ())
+            decimals[i] = exact
+    shifted = any(x is not None for x in decimals)
+    return ScoreFile(p, names, tuple(families), tuple(offsets) if shifted else (),
+                     tuple(decimals) if shifted else ())
 
 
 def _count(token: str) -> bool:
@@ -264,7 +302,8 @@ def _score_line(p, row, name, head_line, count, j):
 def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
     """Write β (n, F), the layout of `bigbn.kernels.families` with at most k parents, as a jkl
     file: names as given, every family with a finite β (17 significant digits: read back,
-    the same float64). Written to a temporary file first, then moved into place."""
+    the same float64), UTF-8 whatever the locale. Written to a temporary file first, then
+    moved into place (the temporary file removed if that fails)."""
     n = len(names)
     for nm in names:
         if not nm or any(ch.isspace() for ch in nm):
@@ -274,7 +313,7 @@ def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")
     try:
-        with open(tmp, "w") as fh:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:  # as read_jkl reads it, whatever the locale
             fh.write(f"{n}\n")
             for i in range(n):
                 keep = np.flatnonzero(np.isfinite(beta[i]))
@@ -285,4 +324,8 @@ def write_jkl(path, names, beta: np.ndarray, k: int) -> None:
                     fh.write(" ".join([repr(float(beta[i, f])), str(len(ps)), *ps]) + "\n")
         os.replace(tmp, out)
     except OSError as e:
+        tmp.unlink(missing_ok=True)  # not a half-written file left beside the output
         raise OptionError(f"cannot write {out}: {e.strerror}") from None
+    except BaseException:  # Ctrl-C while writing
+        tmp.unlink(missing_ok=True)
+        raise

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import re
 from dataclasses import dataclass
 from math import comb, log
 
@@ -329,6 +330,13 @@ def _check_exact_prob(path, line, text: str, prob: float) -> None:
                         "or a probability float64 carries")
 
 
+#: a probability or limit cell as a file writes it: ASCII digits, optional sign, point and
+#: exponent (float() and int() also take '0.2_5', '1_0' and other scripts' digits, which the
+#: file does not mean: the jkl and tiers readers refuse them too)
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
     """Read a CSV ``parent,child,prob``; return the (n, n) float64 edge_prob matrix.
 
@@ -349,7 +357,7 @@ def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
             raise DataError(f"{path}, line {line}: edge {p} -> {c} listed twice")
         seen.add((u, v))
         try:
-            prob = float(s)
+            prob = float(s) if _DECIMAL.fullmatch(s) else np.nan  # float() also reads '0.2_5' as 0.25
         except ValueError:
             prob = np.nan
         if not 0.0 <= prob <= 1.0:
@@ -368,10 +376,9 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
     n = len(names)
     text = str(path_or_str).strip()
     if not os.path.exists(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise DataError(f"{text}: not a file and not an integer max-parents value") from None
+        if not _INTEGER.fullmatch(text):
+            raise DataError(f"{text}: not a file and not an integer max-parents value")
+        value = int(text)
         if not 0 <= value <= k:
             raise OptionError(f"max parents {value} must be in 0..k={k}")
         return np.full(n, value, dtype=np.int64)
@@ -384,10 +391,7 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
             raise DataError(f"{text}, line {line}: node '{name}' is listed again (first on line "
                             f"{seen[i]}); give each node once")
         seen[i] = line
-        try:
-            value = int(s)
-        except ValueError:
-            value = -1
+        value = int(s) if _INTEGER.fullmatch(s) else -1
         if not 0 <= value <= k:
             raise DataError(
                 f"{text}, line {line}, column max_parents: {s!r} is not an integer in 0..k={k}")
