@@ -638,12 +638,14 @@ def _as_before_numerics_versions(root, numerics, score_numerics):
     run_json.write_text(json.dumps(run))
 
 
-def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
+def test_a_workdir_of_bcf7076_reads_as_its_numerics_versions(data, tmp_path):
     """#38: bcf7076, the last commit that fingerprinted by a hash of the sources, computes
     the numbers of numerics version 1 (its journal numbers of tests/test_numerics.py's
-    cases are the golden ones), so its half-done workdir resumes, keeping its tasks, where
-    its score's numbers are still those of today (jkl-1: scores from a file). Its BDeu
-    workdir reads as bdeu-1 and is refused: bdeu-2 scores differently (numerical audit 2)."""
+    cases are the golden ones), so its half-done workdir reads as version 1 and its score's
+    version: its BDeu workdir as bdeu-1, refused (bdeu-2 scores differently, numerical
+    audit 2), its .jkl workdir as jkl-1, refused (jkl-2 shifts a variable by the best
+    usable family). Each refusal names the versions; a workdir of today's versions, made
+    the same way, resumes keeping its tasks."""
     import bigbn.store.rundir as rundir
     from bigbn.api import load_dataset
     from bigbn.scores.discrete import local_scores
@@ -662,7 +664,12 @@ def test_a_workdir_of_bcf7076_resumes(data, tmp_path):
     with pytest.raises(RuntimeError), wrapped(FailOn(30)):
         learn(scores=scores, workdir=tmp_path / "w", chunk_bits=5, max_parents=2)
     before = Workdir(tmp_path / "w").journal()
+    run_json = tmp_path / "w" / "run.json"
+    today = run_json.read_text()
     _as_before_numerics_versions(tmp_path / "w", "76440e467093c924", "9f26e8a12a810a2d")
+    with pytest.raises(WorkdirError, match=r"other code of the score \(its numerics jkl-1, now jkl-2\)"):
+        learn(scores=scores, workdir=tmp_path / "w", max_parents=2)
+    run_json.write_text(today)
     assert any("unfinished" in line for line in workdir_status(tmp_path / "w"))
     res = learn(scores=scores, workdir=tmp_path / "w", max_parents=2)
     after = Workdir(tmp_path / "w").journal()

@@ -135,7 +135,10 @@ class FileScore(Score):
     name = "jkl"
     data_kind = "scores"
     modules = ("bigbn.scores.jkl",)
-    numerics = "jkl-1"  # bump on any change of how a file's scores become a run's (bigbn.scores.base)
+    # bump on any change of how a file's scores become a run's (bigbn.scores.base); jkl-2: a
+    # variable is shifted by the best score of a family the run can use (`ScoreFile.rebase`), so a
+    # huge score of an unusable family no longer rounds the others together
+    numerics = "jkl-2"
     description = "local scores read from a .jkl file"
     impossible_families = True
 
