@@ -599,3 +599,22 @@ def test_control_characters_of_names_and_paths_are_printed_as_escapes(tmp_path):
     r = invoke("run", bad, "-w", tmp_path / "w2", "-q")
     assert_one_line_error(r, "e\\x1b[2J.csv", "row 3")
     assert "\x1b" not in r.stderr.replace("\x1b[K", ""), repr(r.stderr)
+
+
+def test_a_run_writes_its_files_as_utf8_whatever_the_locale(tmp_path):
+    """In an ASCII locale open() encoded the results in ASCII: a column 'Ωa' was a
+    UnicodeEncodeError traceback out of `bigbn run` once the tables were done, with
+    edges.csv.tmp left in the workdir. Every results file is UTF-8, as the readers read
+    them, and `bigbn.open` reads the run back."""
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    data = tmp_path / "d.csv"
+    data.write_text("Ωa,b\n" + "0,0\n1,1\n" * 20 + "0,1\n", encoding="utf-8")  # the MAP has an arc
+    wd = tmp_path / "w"
+    for cmd in (["run", str(data), "-w", str(wd), "-q", "--map"], ["sample", "-w", str(wd), "-T", "50"]):
+        r = subprocess.run([sys.executable, "-m", "bigbn.cli", *cmd], capture_output=True, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    assert not list(wd.glob("*.tmp"))
+    for name in ("edges.csv", "parent_sets.csv", "strength.csv", "map_dag.csv", "samples-order-modular/edges.csv"):
+        assert "Ωa" in (wd / name).read_text(encoding="utf-8"), name
+    assert bigbn.open(wd).names == ("Ωa", "b")

@@ -142,7 +142,7 @@ class Effects:
         """Write effects.csv. Names and levels are quoted as `result.csv_field` quotes them
         (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
         takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
-        with open(path, "w", newline="") as fh:
+        with open(path, "w", newline="", encoding="utf-8") as fh:
             fh.write(",".join(self.header) + "\n")
             for r in self.rows():
                 fh.write(",".join(f"{v:.17g}" if isinstance(v, float) else csv_field(str(v)) for v in r) + "\n")

@@ -65,7 +65,7 @@ def write_parent_sets(path, names, mass: float, rank, nodes=None) -> None:
     until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1): ``rank(v,
     mass)`` gives them, as `ranked` does. ``parents`` is a JSON array of names, so any
     column name (commas, quotes, brackets) survives."""
-    with open(path, "w", newline="") as fh:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["child", "parents", "posterior"])
         for v in range(len(names)) if nodes is None else nodes:

@@ -235,13 +235,13 @@ def open_for_writing(path, what: str):
         raise OptionError(f"{os.fspath(path)}: is a folder, not a file; give a file name "
                           f"(e.g. {os.path.join(path, 'edges.csv')})")
     try:
-        return open(path, "w", newline="")
+        return open(path, "w", newline="", encoding="utf-8")  # as every reader reads it, whatever the locale
     except OSError as e:
         raise OptionError(f"cannot write {os.fspath(path)}: {e.strerror}") from None
 
 
 def write_arcs(path, arcs) -> None:
-    with open(path, "w", newline="") as fh:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
         fh.write("parent,child\n")
         for u, v in arcs:
             fh.write(f"{csv_field(u)},{csv_field(v)}\n")

@@ -814,7 +814,7 @@ def _replace_whole(path: Path, write) -> None:
     sees the old file or the new one, whole."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)  # anything of its name (a link: not written through either)
-    with open(tmp, "w", newline="") as fh:
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
         write(fh)
     os.replace(tmp, path)
 

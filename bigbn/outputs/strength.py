@@ -64,7 +64,7 @@ def strength_rows(names, posterior: np.ndarray) -> list[tuple[str, str, float, f
 def write_strength(path, names, posterior: np.ndarray) -> None:
     """WORKDIR/strength.csv: the header from,to,strength,direction and every ordered pair
     (R: ``read.csv``; docs/tutorial.md shows how `averaged.network` takes it)."""
-    with open(path, "w", newline="") as fh:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(HEADER)
         for a, b, s, d in strength_rows(names, posterior):

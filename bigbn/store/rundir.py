@@ -288,7 +288,7 @@ def write_record(root: Path, record: RunRecord) -> None:
 
 def write_json_atomic(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
+    with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(obj, fh, indent=2, sort_keys=True)
         fh.write("\n")
         fh.flush()
