@@ -587,14 +587,9 @@ def test_effects_of_a_tiered_run_of_more_than_40_variables(score):
     """effects() read the data again with the engine's limit without tiers (40 variables):
     a tiered run of 64 was "64 variables, but the engine supports at most 40", and past 62
     the parent sets (Python ints) overflowed popcounts."""
-    rng = np.random.default_rng(1)
-    n, m = 64, 30
-    X = rng.normal(size=(m, n))
-    X[:, 63] += 2 * X[:, 0]
-    if score == "bdeu":
-        X = (X > 0).astype(int)
-    names = [f"v{i}" for i in range(n)]
-    tiers = [names[i:i + 8] for i in range(0, n, 8)]
+    from helpers import wide_tiered_data
+
+    X, names, tiers = wide_tiered_data(score)
     r = bigbn.learn(X, names=names, max_parents=1, tiers=tiers, score=score)
     e = effects(r, X, pairs=[("v0", "v63"), ("v63", "v0")])
     assert e.p_zero[0] == 0.0  # v63 is in a later tier than v0

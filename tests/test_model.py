@@ -568,19 +568,25 @@ def test_data_of_another_run_are_refused_when_summary_json_lacks_the_hash(asia, 
     assert cli("export", wd, "--out", tmp_path / "n.bif").exit_code == 0
 
 
+def _sampled_copy(asia, tmp_path):
+    """(workdir, samples, samples folder): a copy of the asia run with 40 samples (seed 1)
+    drawn and written."""
+    import shutil
+
+    wd = tmp_path / "run"
+    shutil.copytree(asia[1], wd)
+    s = bigbn.sample(wd, samples=40, seed=1)
+    write_outputs(s, wd)
+    return wd, s, wd / "samples-order-modular"
+
+
 def test_writing_samples_never_writes_through_a_link_to_a_file_outside_the_workdir(asia, tmp_path):
     """The CSV files of samples-PRIOR/ were opened for writing in place: a symlink (or a
     hard link, a workdir cloned by ``cp -s`` or ``cp -l``) in their place had the file it
     points to, outside the workdir, overwritten. Now each is a new file renamed into place."""
     import os
-    import shutil
 
-    _, done = asia
-    wd = tmp_path / "run"
-    shutil.copytree(done, wd)
-    s = bigbn.sample(wd, samples=40, seed=1)
-    write_outputs(s, wd)
-    folder = wd / "samples-order-modular"
+    wd, s, folder = _sampled_copy(asia, tmp_path)
     outside = {}
     for j, name in enumerate(("edges.csv", "ancestors.csv", "markov_blanket.csv", "dags.csv")):
         outside[name] = tmp_path / f"precious-{name}"
@@ -611,12 +617,7 @@ def test_two_samplers_never_write_one_samples_folder_at_once_and_a_file_in_its_p
 
     from bigbn.store.workdir import Workdir
 
-    _, done = asia
-    wd = tmp_path / "run"
-    shutil.copytree(done, wd)
-    first = bigbn.sample(wd, samples=40, seed=1)
-    write_outputs(first, wd)
-    folder = wd / "samples-order-modular"
+    wd, first, folder = _sampled_copy(asia, tmp_path)
     before = {f.name: f.read_bytes() for f in folder.iterdir()}
     second = bigbn.sample(wd, samples=50, seed=2)
     with Workdir(wd).lock():  # another bigbn writing its samples
@@ -645,16 +646,11 @@ def test_the_model_of_a_tiered_run_of_more_than_40_variables_is_fitted(score):
     at most 40'. The fitted network has the run's MAP arcs, and for BGe v63 = 2·v0 + noise
     gives v0's coefficient near 2 (BDeu: each table's rows sum to 1)."""
     from bigbn.outputs.model import fit_result
+    from helpers import wide_tiered_data
 
-    rng = np.random.default_rng(1)
-    n, m = 64, 30
-    X = rng.normal(size=(m, n))
-    X[:, 63] += 2 * X[:, 0]
-    if score == "bdeu":
-        X = (X > 0).astype(int)
-    names = [f"v{i}" for i in range(n)]
-    r = bigbn.learn(X, names=names, max_parents=1, tiers=[names[i:i + 8] for i in range(0, n, 8)], score=score,
-                    map_dag=True)
+    X, names, tiers = wide_tiered_data(score)
+    n = len(names)
+    r = bigbn.learn(X, names=names, max_parents=1, tiers=tiers, score=score, map_dag=True)
     net = fit_result(r, data=X)
     if score == "bge":
         assert ("v0", "v63") in r.map_arcs()
