@@ -330,7 +330,9 @@ def roc(edges, truth, plot_path, curve_path):
     EDGES is a parent,child,posterior CSV with all n(n-1) directed pairs (or the work
     directory of a finished run, or the edges.csv of `bigbn sample`); TRUTH is a parent,child CSV of the true arcs. The pair {u,v} is claimed iff
     p(u->v) + p(v->u) exceeds the threshold; sensitivity is plotted against
-    1 - specificity over all thresholds. Prints the AUC.
+    1 - specificity over all thresholds. Prints the AUC. Each value must be a
+    probability and p(u->v) + p(v->u) at most 1 (as bigbn writes them); a time
+    series' pairs of two lagged variables, never joined, are left out.
 
     \b
     Example:
