@@ -41,7 +41,7 @@ from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepa
                      tiered_disk)
 from bigbn.scores.base import Score, check_options, numerics_version, resolve
 from bigbn.plan.tiers import MAX_TIERED_NODES
-from bigbn.store.workdir import Workdir, check_outputs
+from bigbn.store.workdir import Workdir, check_outputs, write_whole
 
 from bigbn.inputs import _MORE_WITH_TIERS, _check_names_given, load_dataset
 
@@ -389,12 +389,12 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                 result.map_parents, result.map_log_score = map_parents, map_score
                 result.summary["map_dag"] = {"log_score": map_score,
                                              "arcs": [list(a) for a in result.map_arcs()]}
-                _write_whole(root / "map_dag.csv", lambda p: write_arcs(p, result.map_arcs()))
+                write_whole(root / "map_dag.csv", lambda p: write_arcs(p, result.map_arcs()))
             result.summary["scoring_seconds_this_invocation"] = t_scores
             if posterior:
-                _write_whole(root / "edges.csv", result.to_csv)
-                _write_whole(root / "strength.csv", lambda p: write_strength(p, ds.names, result.posterior))
-                _write_whole(root / "parent_sets.csv", lambda p: write_parent_sets(
+                write_whole(root / "edges.csv", result.to_csv)
+                write_whole(root / "strength.csv", lambda p: write_strength(p, ds.names, result.posterior))
+                write_whole(root / "parent_sets.csv", lambda p: write_parent_sets(
                     p, ds.names, parent_set_mass,
                     result.tiered.ranked if not plain else
                     lambda v, mass: ranked(result.parent_set_posterior[v], result.families, v, mass),
@@ -500,17 +500,6 @@ def _load_scores(data, scores, score) -> tuple:
                           f"{type(scores).__name__}")
     sf = scores if isinstance(scores, ScoreFile) else read_jkl(opt.path_text(scores, "scores file"))
     return sf, FileScore(), sf.digest()
-
-
-def _write_whole(path: Path, write) -> None:
-    """``write(tmp)`` then the temporary file renamed to ``path``: a run killed while it
-    wrote edges.csv (or the other results) left it cut short, which `bigbn status` called
-    finished and `bigbn report` read; now ``path`` is the old file or the new one, whole.
-    (`Workdir.clear` removes a temporary file a kill left.)"""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)  # a killed write's, or anything else of its name (a FIFO: a wait)
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def _source(data, ds: Dataset) -> str:

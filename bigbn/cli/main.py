@@ -879,11 +879,11 @@ def effects_cmd(workdir, data, pairs, level, sep, workers, scheduler, top):
     finally:
         progress.close()
     out = Path(workdir) / "effects.csv"
-    from bigbn.api import _write_whole
+    from bigbn.store.workdir import write_whole
 
     # a new file renamed into place: a symlink there is replaced, never written through (to a
     # file outside the workdir), and a killed write leaves the old file or the new one, whole
-    _write_whole(out, e.to_csv)
+    write_whole(out, e.to_csv)
     if e.kind == "continuous":
         echo(f"linear causal effects for {len(e.pairs)} ordered pairs, averaged over the exact "
                    "parent-set posterior of each cause;")

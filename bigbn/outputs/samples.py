@@ -48,7 +48,7 @@ from bigbn.kernels.linext import log_linear_extensions
 from bigbn.outputs.result import csv_field, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
-from bigbn.store.workdir import Workdir, check_outputs
+from bigbn.store.workdir import Workdir, check_outputs, write_whole
 from bigbn.outputs.tasks import PartSpec, run_parts, threads_per_task
 from bigbn.engine.runner import peak_rss_bytes
 
@@ -807,16 +807,13 @@ def _as_ints(parents_row) -> list[int]:
 # ------------------------------------------------------------------------------ outputs
 
 def _replace_whole(path: Path, write) -> None:
-    """``write(fh)`` into a temporary file of this process's own beside ``path``, then
-    renamed to ``path``: a symlink or a hard link in its place (a workdir cloned by ``cp -s``
-    or ``cp -l``) is replaced, never written through (the CSV files were written in place,
-    so the file a link pointed to, outside the workdir, was overwritten), and a reader
-    sees the old file or the new one, whole."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)  # anything of its name (a link: not written through either)
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        write(fh)
-    os.replace(tmp, path)
+    """``write(fh)`` into a temporary file of this process's own beside ``path``, renamed to
+    ``path`` (`write_whole`: a link there is replaced, never written through; a reader sees
+    the old file or the new one, whole)."""
+    def to(tmp):
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            write(fh)
+    write_whole(path, to, path.with_name(f".{path.name}.{os.getpid()}.tmp"))
 
 
 def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:

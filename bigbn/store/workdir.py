@@ -473,6 +473,21 @@ def read_file(path, refuse=not_a_file) -> bytes:
         return fh.read()
 
 
+def write_whole(path: Path, write, tmp: Path | None = None) -> None:
+    """``write(tmp)``, then the temporary file renamed to ``path`` (``tmp``: by default
+    ``path``'s name + ".tmp", which `Workdir.clear` removes): a command killed while it
+    wrote left the file cut short, which `bigbn status` called finished and `bigbn report`
+    read; and a symlink or a hard link in ``path``'s place (a workdir cloned by ``cp -s``
+    or ``cp -l``) had the file it points to, outside the workdir, overwritten. Now ``path``
+    is the old file or the new one, whole, and a link in its place is replaced. Whatever
+    holds ``tmp``'s name is removed first (a FIFO there was written through, then renamed
+    into place)."""
+    tmp = tmp or path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    write(tmp)
+    os.replace(tmp, path)
+
+
 def check_outputs(root: Path, names=OUTPUTS) -> None:
     """WorkdirError (`not_a_file`) when a file a command writes into the workdir (``names``
     in folder ``root``; by default what a run writes next to run.json, `OUTPUTS`) has
@@ -812,7 +827,7 @@ class Workdir:
         self.task_journal.clear()
         for name in OUTPUTS:
             (self.root / name).unlink(missing_ok=True)
-            (self.root / (name + ".tmp")).unlink(missing_ok=True)  # a write's, killed (`api._write_whole`)
+            (self.root / (name + ".tmp")).unlink(missing_ok=True)  # a write's, killed (`write_whole`)
         for glob in (SAMPLES_GLOB, EFFECTS_GLOB):
             for path in self.root.glob(glob):
                 shutil.rmtree(path, ignore_errors=True)
