@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import shutil
-import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -217,18 +216,17 @@ MAX_BYTES = 1 << 20
 
 def _read_small(path: str) -> str | None:
     """The text of ``path`` if it is a regular file of at most `MAX_BYTES`, else None.
-    Opened without blocking and checked on its descriptor: BIGBN_CALIBRATION naming a FIFO
-    made every `bigbn plan` and `bigbn report` wait forever for a writer, and /dev/zero
-    read until memory ran out."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+    Opened as the workdir's files are (`bigbn.store.workdir.open_file`: without blocking,
+    typed on its descriptor; anything but a regular file is a WorkdirError, a ValueError,
+    which `load` takes for no calibration): BIGBN_CALIBRATION naming a FIFO made every
+    `bigbn plan` and `bigbn report` wait forever for a writer, and /dev/zero read until
+    memory ran out."""
+    from bigbn.store.workdir import open_file
+
+    with open_file(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_BYTES:
             return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_BYTES + 1)
-    finally:
-        os.close(fd)
+        data = f.read(MAX_BYTES + 1)
     return None if len(data) > MAX_BYTES else data.decode("utf-8")
 
 
