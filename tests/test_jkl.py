@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 import bigbn
 import naive
 from bigbn.cli.main import main
-from bigbn.errors import DataError, OptionError
+from bigbn.errors import DataError, OptionError, WorkdirError
 from bigbn.kernels.families import family_masks, unsqueeze
 from bigbn.scores.jkl import read_jkl, write_jkl
 from bigbn.store.workdir import Workdir
@@ -421,3 +422,48 @@ def test_bigbn_scores_refuses_a_table_beyond_memory_at_once(tmp_path):
     assert_one_line_error(r, "--max-parents 12: 30 variables have", "above the memory budget",
                           "lower --max-parents")
     assert not out.exists()
+
+
+def _as_jkl1(workdir):
+    """The finished run's record as bigbn before jkl-2 wrote it (score numerics jkl-1)."""
+    p = workdir / "run.json"
+    rec = json.loads(p.read_text())
+    rec["fingerprint"]["score_numerics"] = "jkl-1"
+    p.write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize("case", ["affected", "changed", "constrained", "huge, usable", "ordinary"])
+def test_a_finished_run_of_the_old_jkl_reader_opens_only_when_its_numbers_hold(tmp_path, case):
+    """jkl-1 (bigbn before the reader shifted by the best usable family) gave wrong posteriors
+    when a variable's largest score was of a family the run could not use. Resumes refuse it
+    by the fingerprint; a finished run opened (bigbn.open, sample, report, effects) with its
+    old numbers. It is checked against its file: refused, naming why, when it may be wrong
+    or cannot be checked; opened as before when its numbers are jkl-2's."""
+    body = {"affected": "3\nA 3\n-10 0\n-12.5 1 B\n1e20 2 B C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n",
+            "constrained": "3\nA 3\n-10 0\n-12.5 1 B\n1e20 1 C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n",
+            "huge, usable": "3\nA 3\n99999999999999999998.5 0\n99999999999999999997 1 B\n"
+                            "100000000000000000000 1 C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n",
+            "ordinary": "3\nA 3\n-10 0\n-12.5 1 B\n-11 1 C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n"}
+    f, wd = tmp_path / "s.jkl", tmp_path / "w"
+    f.write_text(body.get(case, body["huge, usable"]))
+    kw = {"forbidden": [("C", "A")]} if case == "constrained" else {}
+    bigbn.learn(scores=f, max_parents=1, workdir=wd, **kw)
+    _as_jkl1(wd)
+    if case == "changed":
+        f.write_text(body["ordinary"])
+    why = {"affected": "variable 'A' has its largest score on a parent set of more than 1 parents",
+           "changed": "has changed since the run, so it cannot be checked",
+           "constrained": "variable 'A' has scores beyond"}.get(case)
+    runner = CliRunner()
+    for args in (["sample", "-w", str(wd), "--samples", "10"], ["report", str(wd), "-o", str(tmp_path / "r.html")]):
+        r = runner.invoke(main, args)
+        if why is None:
+            assert r.exit_code == 0, r.output
+        else:
+            assert_one_line_error(r, str(wd), why)
+            assert "score numerics jkl-1" in r.output
+    if why is None:
+        assert 0.05 < bigbn.open(wd).posterior[0, 1] < 0.95
+    else:
+        with pytest.raises(WorkdirError, match=re.escape(why) + ".*fresh"):
+            bigbn.open(wd)

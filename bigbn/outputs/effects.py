@@ -157,44 +157,61 @@ class Effects:
 
 # ------------------------------------------------------------------------- continuous
 
-def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray):
+def bge_effect_components(R: np.ndarray, d0: float, x: int, parent_sets: np.ndarray,
+                          effects_on=None):
     """Per parent set Z of x (full n-bit masks, int64 (P,), or Python ints past 62 variables)
-    and effect y: the Student t of
-    the coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
-    scale float64 (P, n), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z| where
-    d0 = α_w + m − n + 2."""
+    and effect y in ``effects_on`` (variable indices; None: all n): the Student t of the
+    coefficient of x in the regression of y on (x, Z). Returns (loc, scale, df): loc and
+    scale float64 (P, len(effects_on)), NaN where y = x or y ∈ Z; df float64 (P,), d0 + |Z|
+    where d0 = α_w + m − n + 2.
+
+    Only the asked-for effects are solved for, and the sets a block at a time: all n effects
+    of every set at once took (P, k + 1, n) arrays, about 1.3 GB a cause at n = 100, k = 3,
+    however few pairs were asked for. Each effect's numbers are those of the all-n solve, to
+    the bit (tests/test_effects.py)."""
     n = R.shape[0]
+    ys = np.arange(n, dtype=np.int64) if effects_on is None else np.asarray(effects_on, dtype=np.int64)
     P = parent_sets.size
-    loc = np.full((P, n), np.nan)
-    scale = np.full((P, n), np.nan)
+    loc = np.full((P, ys.size), np.nan)
+    scale = np.full((P, ys.size), np.nan)
     wide = parent_sets.dtype == object  # Python ints: a tiered run of n > 62 (`tiered_parent_sets`)
     sizes = np.array([int(z).bit_count() for z in parent_sets], dtype=np.int64) if wide \
         else popcounts(parent_sets)
     df = d0 + sizes.astype(np.float64)
     bits = np.arange(n, dtype=np.int64)
+    diag = np.diag(R)[ys]
+    # one right-hand side takes another LAPACK path (a vector solve) whose last bits differ
+    # from the all-n solve's: solve for a second column too (x's, or x + 1's), dropped after
+    cols = ys if ys.size > 1 else np.append(ys, x if ys[0] != x else (x + 1) % n)
     for s in np.unique(sizes):
-        sel = np.flatnonzero(sizes == s)
-        if wide:  # (popcounts and int64 shifts of those overflowed)
-            members = np.array([[int(parent_sets[i]) >> j & 1 for j in range(n)] for i in sel],
-                               dtype=bool).reshape(sel.size, n)
-        else:
-            members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
-        Z = np.nonzero(members)[1].reshape(sel.size, s)
-        X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
-        A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
-        rhs = R[X]  # (S, q, n): R_Xy for every y
-        B = np.linalg.solve(A, rhs)  # R_XX⁻¹ R_Xy
-        resid = np.diag(R)[None, :] - np.einsum("sqy,sqy->sy", rhs, B)  # R_y·X
-        e0 = np.zeros((sel.size, s + 1, 1))
-        e0[:, 0, 0] = 1.0
-        c = np.linalg.solve(A, e0)[:, 0, 0]  # (R_XX⁻¹)_xx
-        loc[sel] = B[:, 0, :]
-        scale[sel] = np.sqrt(np.maximum(resid, 0.0) * c[:, None] / (d0 + s))
-        inside = members.copy()
-        inside[:, x] = True
-        loc[sel] = np.where(inside, np.nan, loc[sel])
-        scale[sel] = np.where(inside, np.nan, scale[sel])
+        of_size = np.flatnonzero(sizes == s)
+        for start in range(0, of_size.size, _SETS_AT_ONCE):
+            sel = of_size[start:start + _SETS_AT_ONCE]
+            if wide:  # (popcounts and int64 shifts of those overflowed)
+                members = np.array([[int(parent_sets[i]) >> j & 1 for j in range(n)] for i in sel],
+                                   dtype=bool).reshape(sel.size, n)
+            else:
+                members = ((parent_sets[sel, None] >> bits) & 1).astype(bool)
+            Z = np.nonzero(members)[1].reshape(sel.size, s)
+            X = np.concatenate([np.full((sel.size, 1), x, dtype=np.int64), Z], axis=1)  # (S, q)
+            A = R[X[:, :, None], X[:, None, :]]  # (S, q, q)
+            rhs = R[X[:, :, None], cols[None, None, :]]  # (S, q, ≥ 2): R_Xy for each asked-for y
+            B = np.linalg.solve(A, rhs)[:, :, :ys.size]  # R_XX⁻¹ R_Xy
+            rhs = rhs[:, :, :ys.size]
+            resid = diag[None, :] - np.einsum("sqy,sqy->sy", rhs, B)  # R_y·X
+            e0 = np.zeros((sel.size, s + 1, 1))
+            e0[:, 0, 0] = 1.0
+            c = np.linalg.solve(A, e0)[:, 0, 0]  # (R_XX⁻¹)_xx
+            inside = members[:, ys] | (ys == x)[None, :]
+            loc[sel] = np.where(inside, np.nan, B[:, 0, :])
+            scale[sel] = np.where(inside, np.nan,
+                                  np.sqrt(np.maximum(resid, 0.0) * c[:, None] / (d0 + s)))
     return loc, scale, df
+
+
+#: parent sets solved for at once by `bge_effect_components` (a block's arrays are
+#: (block, k + 1, asked-for effects) float64: 2 MB for 16 effects at k = 3)
+_SETS_AT_ONCE = 4096
 
 
 def mixture_quantile(p: float, weights: np.ndarray, loc: np.ndarray, scale: np.ndarray,
@@ -287,7 +304,9 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
     lower, upper = np.empty(P), np.empty(P)
     q = (1 - level) / 2  # each endpoint's tail mass (1 − level exact for level ≥ 1/2: Sterbenz)
     for x, idx, w, masks in _by_cause(parent_sets, pairs, progress):
-        loc, scale, df = bge_effect_components(R, d0, x, masks)
+        ys = sorted({pairs[i][1] for i in idx})
+        loc, scale, df = bge_effect_components(R, d0, x, masks, ys)
+        column = {y: j for j, y in enumerate(ys)}
         # the interval's CDF leaves out the least probable sets, a total below TAIL·2q: their
         # mass moves an endpoint's tail by a relative 2·TAIL at most (an absolute TAIL = 1e-14
         # was 2% of the tail 5e-13 at level 1 − 1e-12)
@@ -296,13 +315,14 @@ def continuous_effects(ds, parent_sets, pairs, level: float, *,
             y = pairs[i][1]
             has_y = _holds(masks, y)
             p_zero[i] = float(np.sum(w[has_y]))
-            mean[i] = float(np.dot(w[~has_y], loc[~has_y, y]))
+            j = column[y]
+            mean[i] = float(np.dot(w[~has_y], loc[~has_y, j]))
             comp = in_cdf & ~has_y
             atom = float(np.sum(w[in_cdf & has_y]))
-            lower[i] = mixture_quantile(q, w[comp], loc[comp, y], scale[comp, y], df[comp], atom)
+            lower[i] = mixture_quantile(q, w[comp], loc[comp, j], scale[comp, j], df[comp], atom)
             # the upper endpoint: the lower of the mirrored effect −β (its tail q, not F = 1 − q)
             # (0.0 − it, not −it: an endpoint the atom holds is 0.0, and −0.0 printed "-0")
-            upper[i] = 0.0 - mixture_quantile(q, w[comp], -loc[comp, y], scale[comp, y], df[comp], atom)
+            upper[i] = 0.0 - mixture_quantile(q, w[comp], -loc[comp, j], scale[comp, j], df[comp], atom)
     return dict(mean=mean, p_zero=_probability(p_zero), lower=lower, upper=upper)
 
 

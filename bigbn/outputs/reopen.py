@@ -34,7 +34,7 @@ from bigbn.outputs.effects import Effects
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.outputs.result import Result
 from bigbn.outputs.samples import PRIORS, Samples
-from bigbn.store.rundir import FinishedRun, RunDir, finished_run
+from bigbn.store.rundir import FinishedRun, RunDir, check_scores_sound, finished_run
 from bigbn.store.workdir import check_outputs, open_file, read_file
 
 __all__ = ["open_run", "read_samples", "read_effects", "export", "FORMATS"]
@@ -55,6 +55,7 @@ def open_run(workdir, then: str = THEN) -> Result:
     map_only = not rd.plan.posterior
     if map_only and rd.plan.tiered:  # its MAP network is map_dag.csv alone (a tier's MAP lattice
         run = rd  # holds the parents within the tier only), written when the run finished
+        check_scores_sound(rd, then)  # (FinishedRun checks it in the other cases)
         if not (rd.root / "map_dag.csv").exists():  # not a file: `_read_map` names it
             raise WorkdirError(f"{rd.root}: the run's MAP network is not finished (no map_dag.csv); run the "
                                f"same `bigbn run` command again, then {then}")

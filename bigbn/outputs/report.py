@@ -32,7 +32,7 @@ import numpy as np
 
 from bigbn.errors import BigBNError, OptionError, WorkdirError
 from bigbn.knowledge import Knowledge
-from bigbn.store.rundir import RunDir, gib
+from bigbn.store.rundir import RunDir, check_scores_sound, gib
 from bigbn.store.workdir import open_file, read_file
 
 #: The plain-language line on what an order-modular posterior means, shown beside the
@@ -92,6 +92,7 @@ def read_run(workdir) -> RunFiles:
     missing and the command that writes it."""
     then = "write its report"
     run = RunDir(workdir, then=then)
+    check_scores_sound(run, then)
     root = run.root
     edges = root / "edges.csv"
     if not edges.exists():  # a FIFO or a folder of its name: one line naming it, below

@@ -43,7 +43,7 @@ from bigbn.kernels.families import family_masks, family_rank, squeeze, unsqueeze
 from bigbn.scores.offsets import SAFE
 from bigbn.scores.base import Score
 
-__all__ = ["ScoreFile", "FileScore", "read_jkl", "write_jkl"]
+__all__ = ["ScoreFile", "FileScore", "read_jkl", "write_jkl", "jkl1_doubt"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +159,32 @@ class FileScore(Score):
                 if r is not None and index[r, i] >= 0:
                     out[i, index[r, i]] = s
         return out
+
+
+def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str | None:
+    """Why a run that numerics jkl-1 (bigbn before `ScoreFile.rebase`) computed from the .jkl
+    file ``source`` may hold wrong posteriors, or None when it holds jkl-2's. jkl-1 shifted
+    a variable with a score beyond ±`SAFE` by its largest score; when that family could not
+    enter the run and the best that could lay more than `SAFE` below it, the usable scores
+    had been rounded together. Decided from the file, if it is still the run's (its digest
+    is the run's data hash): a variable whose best family of at most k parents lies more
+    than `SAFE` below its largest score was rounded; with constraints or tiers (which this
+    does not replay) any variable shifted by a family they may rule out is in doubt."""
+    try:
+        sf = read_jkl(source)
+    except (OSError, DataError):
+        return f"{source} cannot be read to check"
+    if sf.digest() != data_sha256:
+        return f"{source} has changed since the run, so it cannot be checked"
+    for i, exact in enumerate(sf.exact or ()):
+        if exact is None:
+            continue
+        usable = [x for g, x in exact.items() if popcount(g) <= k]
+        if usable and abs(float(max(usable)) - sf.offsets[i]) > SAFE:
+            return f"variable '{sf.names[i]}' has its largest score on a parent set of more than {k} parents"
+        if constrained:
+            return f"variable '{sf.names[i]}' has scores beyond ±{SAFE:g} and the run has constraints or tiers"
+    return None
 
 
 def _lines(path: str):

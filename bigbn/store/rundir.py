@@ -382,6 +382,25 @@ def _check_numerics(rd: RunDir, then: str) -> None:
                            f"differs); run the `bigbn run` command again with --fresh, then {then}")
 
 
+def check_scores_sound(rd: RunDir, then: str) -> None:
+    """WorkdirError when the run's scores came from code that gave wrong posteriors on some
+    inputs and this run's may be one of them: a .jkl run of numerics jkl-1 (resumes refuse
+    it by the fingerprint; a finished one is checked against its file,
+    `bigbn.scores.jkl.jkl1_doubt`)."""
+    fp = rd.record.fingerprint
+    if fp.get("score") != "jkl" or fp.get("score_numerics") != "jkl-1":
+        return
+    from bigbn.scores.jkl import jkl1_doubt
+
+    constrained = bool(fp.get("constraints")) or bool(fp.get("tiers"))
+    why = jkl1_doubt(rd.record.source, str(fp.get("data_sha256")), int(fp.get("max_parents", 0)), constrained)
+    if why is not None:
+        raise WorkdirError(f"{rd.root}: computed by the .jkl reader of an older bigbn (score numerics "
+                           f"jkl-1), whose posteriors were wrong when a variable's largest score is of a "
+                           f"parent set the run cannot use, and {why}; run the `bigbn run` command again "
+                           f"with --fresh, then {then}")
+
+
 def _check_tables_folder(rd: RunDir, then: str) -> None:
     rd.workdir.store.check_folder(f"run the same `bigbn run` command with --fresh to start over, "
                                   f"then {then}")
@@ -589,6 +608,7 @@ class FinishedRun(RunDir):
     def __init__(self, workdir, then: str = "sample", need: str = "posterior"):
         RunDir.__init__(self, workdir, then)
         _check_numerics(self, then)
+        check_scores_sound(self, then)
         _check_tables_folder(self, then)
         self.records = self.journal()
         pl = self.plan
