@@ -597,3 +597,17 @@ def test_effects_of_a_tiered_run_of_more_than_40_variables(score):
         assert 0 < e.lower[0] < e.mean[0] < e.upper[0]
     else:
         assert e.table[0][1, 1] > e.table[0][0, 1] and np.allclose(e.table[0].sum(axis=1), 1)
+
+
+@pytest.mark.parametrize("pairs, what", [([("a", "c"), ("b", "c"), ("a", "c")], "(pair 3, first pair 1)"),
+                                         ([(0, "c"), ("a", 2)], "(pair 2, first pair 1)"),
+                                         (np.array([[1, 3], [1, 3]]), "(pair 2, first pair 1)")])
+def test_a_pair_given_twice_in_python_is_one_line(small_continuous, pairs, what):
+    """The pairs file's check of a pair twice (f4bbe32) missed pairs= given as a list: its
+    row went twice into effects.csv, which `bigbn.open` then called damaged. A pair named
+    twice, by name or by index, is one line naming both places."""
+    X, wd = small_continuous
+    who = "'b' -> 'd'" if isinstance(pairs, np.ndarray) else "'a' -> 'c'"
+    with pytest.raises(OptionError, match=re.escape(f"the pair {who} again {what}; give each pair once")):
+        effects(wd, X, pairs=pairs)
+    assert effects(wd, X, pairs=[("a", "c"), ("c", "a")]).pairs == [(0, 2), (2, 0)]

@@ -427,7 +427,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     the `Result` of `learn`. data: the run's data (a path, DataFrame, array or Dataset; the
     same as the run's, which is checked by content hash). For a work directory it may be
     left out: then the file the run read is read again. pairs: (cause, effect) names or
-    indices, or a CSV path with header cause,effect; default every ordered pair. level:
+    indices, or a CSV path with header cause,effect, each pair once; default every ordered
+    pair. level:
     of the equal-tailed credible intervals (continuous data). score: the `bigbn.scores.base.Score`
     object of a run whose score bigbn does not ship (the built-in ones are found by name).
     interventions: the run's targets per row if it was given them as a list (a run's
@@ -717,7 +718,8 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
     out = []
     if isinstance(pairs, (bytes, dict)) or (hasattr(pairs, "columns") and hasattr(pairs, "dtypes")):
         raise OptionError(f"pairs are a list of (cause, effect) or a CSV path, got {type(pairs).__name__}")
-    for p in pairs:
+    first = {}
+    for j, p in enumerate(pairs, start=1):
         try:
             if isinstance(p, (str, bytes)):  # "ab" unpacked as the pair ('a', 'b')
                 raise TypeError
@@ -727,6 +729,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         c, e = one(c), one(e)
         if c == e:
             raise OptionError(f"cause and effect are both {names[c]!r}")
+        # as in a pairs file: a pair twice (by name or index) put its row twice into
+        # effects.csv, which bigbn.open then called damaged
+        if (c, e) in first:
+            raise OptionError(f"the pair {names[c]!r} -> {names[e]!r} again (pair {j}, first pair "
+                              f"{first[c, e]}); give each pair once")
+        first[c, e] = j
         out.append((c, e))
     if not out:
         raise OptionError("no pairs given")
