@@ -95,10 +95,9 @@ class ScoreFile:
         for i, exact in enumerate(self.exact):
             if exact is None:
                 continue
-            live = [x for g, x in exact.items() if alive(i, g)]
-            if not live:
+            top = _best_alive(self.families[i], exact, lambda g: alive(i, g))
+            if top is None:
                 continue
-            top = max(live)
             if abs(float(top) - offsets[i]) <= SAFE:  # carried within 2.3e-10 nats: the bits as before
                 continue
             families[i] = {g: float(x - top) for g, x in exact.items()}
@@ -126,6 +125,24 @@ class ScoreFile:
                                   f"most {k} parents in the file (raise max parents)")
             out[i, family_rank(masks, np.array([g for g, _ in sq], dtype=np.int64))] = [s for _, s in sq]
         return out
+
+
+def _best_alive(family: dict, exact: dict, alive):
+    """The largest of ``exact`` (mask: Decimal) over the masks ``alive(mask)`` holds, None if
+    none: asked from the best float score down (``family``: mask: float64 of the same
+    scores less one constant, so in their order, ties aside), and no further than the
+    first alive one's ties. ``alive`` of every family (a family_rank each) took 3 s of a
+    run's 3.4 s of scoring at n = 22, k = 4, when the file's best family is usable."""
+    masks = list(family)
+    vals = np.fromiter(family.values(), dtype=np.float64, count=len(masks))
+    top, best = None, None
+    for j in np.argsort(-vals, kind="stable").tolist():
+        if best is not None and vals[j] < best:  # rounding keeps the order: no larger one below
+            break
+        if alive(masks[j]):
+            top = exact[masks[j]] if top is None else max(top, exact[masks[j]])
+            best = vals[j]
+    return top
 
 
 class FileScore(Score):
