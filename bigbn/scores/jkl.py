@@ -30,14 +30,13 @@ import hashlib
 import math
 from decimal import Decimal
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bigbn.kernels.bits import popcount
-from bigbn.io.data import read_text
+from bigbn.io.data import DECIMAL, read_text
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import family_masks, family_rank, squeeze, unsqueeze
 from bigbn.scores.offsets import SAFE
@@ -286,8 +285,6 @@ def _count(token: str) -> bool:
     return token.isascii() and token.isdigit()
 
 
-#: a score as the format writes it: ASCII digits, optional sign, point and exponent
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _hint(blocks) -> str:
@@ -308,7 +305,7 @@ def _score_line(p, row, name, head_line, count, j):
     if not math.isfinite(score):
         raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a finite number (leave an "
                         "impossible parent set out of the file)")
-    if not _NUMBER.fullmatch(tokens[0]):  # float() also reads '1_0' as 10 and other scripts' digits
+    if not DECIMAL.fullmatch(tokens[0]):  # float() also reads '1_0' as 10 and other scripts' digits
         raise DataError(f"{p}, line {line}: score {tokens[0]!r} is not a decimal number (digits 0-9, "
                         "a point, an exponent)")
     if len(tokens) < 2 or not _count(tokens[1]):
