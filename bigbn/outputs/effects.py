@@ -47,7 +47,7 @@ import hashlib
 import math
 import numbers
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numba
@@ -541,6 +541,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     task = CauseTask(ds, sets, tuple(pair_list), float(level), prior)
     specs = [PartSpec("cause", str(x), (x,)) for x in causes]
     key = _effects_key(task, digest, score.name, score_opts, interventions)
+    task = replace(task, key=key)  # each part says whose it is (`CauseTask.valid`)
     if workdir is None:  # a Result: its tasks in a temporary folder
         import tempfile
 
@@ -569,6 +570,7 @@ class CauseTask:
     pairs: tuple
     level: float
     prior: dict
+    key: str = ""  # the effects folder's KEY (`_effects_key`), written into each part
 
     def of(self, x: int) -> list[int]:
         return [i for i, (c, _) in enumerate(self.pairs) if c == x]
@@ -580,15 +582,25 @@ class CauseTask:
         out = _by_effect_rows(self.ds, some, lambda sub, prs: (
             continuous_effects(sub, ps, prs, self.level, **self.prior) if self.ds.kind == "continuous"
             else discrete_effects(sub, ps, prs, **self.prior)))
+        whose = self._whose(x)
         if "table" in out:
             flat = [np.asarray(t, dtype=np.float64).reshape(-1) for t in out["table"]]
             return {"p_zero": np.asarray(out["p_zero"], dtype=np.float64),
-                    "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
-        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
+                    "table": np.concatenate(flat) if flat else np.zeros(0), **whose}, {"pairs": len(some)}
+        return {**{k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, **whose}, {"pairs": len(some)}
+
+    def _whose(self, x: int) -> dict:
+        """What a part of cause x holds beside its numbers: the folder's key and the pairs
+        (cause first, then its effects in order)."""
+        return {"key": np.array(self.key), "pairs": np.array([x, *(self.pairs[i][1] for i in self.of(x))],
+                                                                dtype=np.int64)}
 
     def valid(self, spec: PartSpec, arrays: dict) -> bool:
         """Whether a part read back holds what `__call__` writes for spec's cause: float64
-        arrays of its pairs' numbers (`tasks.run_parts` runs the task again if not)."""
+        arrays of its pairs' numbers, and this folder's key and spec's pairs (`tasks.run_parts`
+        runs the task again if not). Shapes alone passed a part copied with its journal line
+        from another effects folder whose cause had as many pairs: its numbers were given
+        as those of other effects (X1 -> X3's for X1 -> X4), without a word."""
         (x,) = spec.args
         ys = [self.pairs[i][1] for i in self.of(x)]
         if self.ds.kind == "continuous":
@@ -596,8 +608,10 @@ class CauseTask:
         else:
             r = self.ds.arities
             sizes = {"p_zero": len(ys), "table": sum(int(r[x]) * int(r[y]) for y in ys)}
-        return set(arrays) == set(sizes) and all(
-            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items())
+        whose = self._whose(x)
+        return set(arrays) == set(sizes) | set(whose) and all(
+            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items()) and all(
+            arrays[k].dtype == w.dtype and np.array_equal(arrays[k], w) for k, w in whose.items())
 
     def assemble(self, parts: list[dict]) -> dict:
         """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
