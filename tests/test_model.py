@@ -660,3 +660,29 @@ def test_the_model_of_a_tiered_run_of_more_than_40_variables_is_fitted(score):
     else:
         assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(r.map_arcs())
         assert all(np.allclose(np.asarray(t).reshape(-1, len(net.states[v])).sum(axis=1), 1) for v, t in enumerate(net.cpts))
+
+
+@pytest.mark.parametrize("target", ["gone", "elsewhere"])
+def test_a_link_where_the_samples_folder_belongs_is_refused_before_the_draws(asia, tmp_path, target):
+    """5991395 checked the samples folder's name with os.stat, which follows a link: a broken
+    link there was still "File exists" once the samples were drawn, and a link to a folder
+    elsewhere had the samples written there, outside the workdir. One line, before the draws."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    wd = tmp_path / "run"
+    shutil.copytree(asia[1], wd)
+    for old in wd.glob("samples-*"):
+        shutil.rmtree(old)
+    outside = tmp_path / target
+    if target == "elsewhere":
+        outside.mkdir()
+    (wd / "samples-order-modular").symlink_to(outside)
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "30"])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.count("Error:") == 1 and "samples-order-modular is a symbolic link, not the folder" in r.output
+    assert "sample:" not in r.output  # refused before the draws
+    assert not list(wd.glob("samples-seed*")) and (not outside.exists() or not list(outside.iterdir()))

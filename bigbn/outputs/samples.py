@@ -904,15 +904,18 @@ def write_outputs(s: Samples, workdir) -> Path:
 
 
 def check_samples_folder(out: Path) -> None:
-    """WorkdirError when something other than a folder (a file, a FIFO) holds the name of
-    samples-PRIOR/ or a file of a samples' name in it is not a file: checked before the
-    draws (a file of the folder's name was "File exists" once they were drawn)."""
+    """WorkdirError when something other than a folder (a file, a FIFO, a symbolic link)
+    holds the name of samples-PRIOR/ or a file of a samples' name in it is not a file:
+    checked before the draws (a file of the folder's name was "File exists" once they were
+    drawn, and so still was a broken link; a link to a folder elsewhere had the samples
+    written there, outside the workdir)."""
     try:
-        mode = os.stat(out).st_mode
+        mode = os.lstat(out).st_mode
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else "not a folder"
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else \
+            "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
         raise WorkdirError(f"{out} is {kind}, not the folder bigbn writes the samples in; remove it, then run "
                            "the same command again")
     check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader
