@@ -65,7 +65,7 @@ from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, csv_field, run_workdir
+from bigbn.outputs.result import Result, csv_line, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 
@@ -143,9 +143,9 @@ class Effects:
         (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
         takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
         with open(path, "w", newline="", encoding="utf-8") as fh:
-            fh.write(",".join(self.header) + "\n")
+            fh.write(csv_line(self.header))
             for r in self.rows():
-                fh.write(",".join(f"{v:.17g}" if isinstance(v, float) else csv_field(str(v)) for v in r) + "\n")
+                fh.write(csv_line(f"{v:.17g}" if isinstance(v, float) else v for v in r))
 
     def to_pandas(self):
         """A DataFrame with the columns of effects.csv (pandas is optional)."""
