@@ -686,3 +686,26 @@ def test_a_link_where_the_samples_folder_belongs_is_refused_before_the_draws(asi
     assert r.output.count("Error:") == 1 and "samples-order-modular is a symbolic link, not the folder" in r.output
     assert "sample:" not in r.output  # refused before the draws
     assert not list(wd.glob("samples-seed*")) and (not outside.exists() or not list(outside.iterdir()))
+
+
+def test_open_reads_the_results_as_utf8_whatever_the_locale(tmp_path):
+    """3eb6421 wrote the results as UTF-8 whatever the locale, but bigbn.open read
+    effects.csv and map_dag.csv in the locale's encoding: in an ASCII locale a run with a
+    column 'Ωa' opened as "effects.csv is damaged", advising a rerun that wrote the same file."""
+    import os
+    import subprocess
+    import sys
+
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    X[:, 1] += X[:, 0]
+    wd = tmp_path / "w"
+    bigbn.learn(X, names=["Ωa", "b", "c"], max_parents=2, workdir=wd, map_dag=True, tiers=[["Ωa"], ["b", "c"]])
+    bigbn.effects(wd, X, pairs=[("Ωa", "b")]).to_csv(wd / "effects.csv")
+    assert (wd / "map_dag.csv").exists()
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = "import sys, bigbn; r = bigbn.open(sys.argv[1]); print(ascii(r.map_arcs()), r.effects.pairs)"
+    r = subprocess.run([sys.executable, "-c", code, str(wd)], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    res = bigbn.open(wd)
+    assert r.stdout.decode().strip() == f"{ascii(res.map_arcs())} [(0, 1)]"
