@@ -77,7 +77,8 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 TAIL = 1e-14
 #: the version of what an effects task's part holds (part of its key, so a part written by
 #: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`, and
-#: the upper endpoint solves 1 − F = q on the mirrored mixture)
+#: the upper endpoint solves 1 − F = q on the mirrored mixture). A part also holds its folder's
+#: KEY and its pairs (`CauseTask.valid`): a part of before that, lacking them, runs again in place.
 EFFECTS_FORMAT = 2
 
 
