@@ -411,35 +411,39 @@ def _scores(ds: Dataset, lays, score: Score, k: int, score_opts: dict, structure
     """β of every tier's families in its layout, shifted (`bigbn.scores.offsets.centre`), and what
     was taken off: per tier, for one tier of every variable (the run without tiers) the
     per-variable shifts (n,), which the engine journals with β, else the tier's total Σ_v c_v."""
+    def betas_of(d) -> list[np.ndarray]:
+        if len(lays) == 1:
+            return [score_families(d, score, k, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
+                                   **score_opts)]
+        return list(tiering.tier_scores(d, lays, score, k, score_opts, structure_prior=structure_prior,
+                                        prior_kwargs=prior_kwargs))
+
+    betas = betas_of(ds)
     if ds.kind == "scores" and ds.exact:  # shifted from the largest family the run can use
-        alive = _alive_families(ds, lays, score, k, score_opts, structure_prior, prior_kwargs)
-        ds = ds.rebase(alive)
+        rebased = ds.rebase(_alive_families(ds, lays, betas, k))
+        if rebased is not ds:  # else the β just computed is the run's (it was computed twice)
+            ds, betas = rebased, betas_of(rebased)
     read = _read_offsets(ds)
     if len(lays) == 1:
-        beta = score_families(ds, score, k, structure_prior=structure_prior,
-                              prior_kwargs=prior_kwargs, **score_opts)
-        beta, shifts = centre(beta, ds.names, ds.path or "scores")
+        beta, shifts = centre(betas[0], ds.names, ds.path or "scores")
         shifts = shifts + read
         total_offset(shifts, ds.path or "scores")
         return [beta], [shifts]
-    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
-                                prior_kwargs=prior_kwargs)
     shifted = [centre(b, [ds.names[v] for v in lay.nodes], ds.path or "scores") for b, lay in zip(betas, lays)]
     offsets = [total_offset(c + read[list(lay.nodes)], ds.path or "scores") for (_, c), lay in zip(shifted, lays)]
     total_offset(np.array(offsets), ds.path or "scores")
     return [b for b, _ in shifted], offsets
 
 
-def _alive_families(ds, lays, score: Score, k: int, score_opts: dict, structure_prior: str, prior_kwargs):
+def _alive_families(ds, lays, betas, k: int):
     """alive(i, mask) for `bigbn.scores.jkl.ScoreFile.rebase`: whether the run (at most k
     parents, its tiers' layouts, its constraints) gives variable i the family of full mask
-    ``mask`` a finite β."""
+    ``mask`` a finite β (``betas``: the run's β of ``ds``, one per tier's layout)."""
     from bigbn.kernels.bits import popcount
     from bigbn.kernels.families import family_masks, family_rank, squeeze
 
     if len(lays) == 1:
-        beta = score_families(ds, score, k, structure_prior=structure_prior, prior_kwargs=prior_kwargs,
-                              **score_opts)
+        (beta,) = betas
         masks = family_masks(ds.n - 1, min(k, ds.n - 1))
 
         def alive(i: int, g: int) -> bool:
@@ -448,8 +452,6 @@ def _alive_families(ds, lays, score: Score, k: int, score_opts: dict, structure_
             r = int(family_rank(masks, np.array([squeeze(g, i)], dtype=np.int64))[0])
             return bool(np.isfinite(beta[i, r]))
         return alive
-    betas = tiering.tier_scores(ds, lays, score, k, score_opts, structure_prior=structure_prior,
-                                prior_kwargs=prior_kwargs)
     where = {v: (lay, beta, b) for lay, beta in zip(lays, betas) for b, v in enumerate(lay.nodes)}
 
     def alive(i: int, g: int) -> bool:

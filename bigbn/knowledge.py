@@ -28,7 +28,6 @@ Built in Python (``Knowledge(tiers=[["age", "sex"], ["smoke"]], forbidden=[("can
 
 from __future__ import annotations
 
-import csv
 import numbers
 import os
 from dataclasses import dataclass
@@ -367,6 +366,7 @@ class Knowledge:
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
         from bigbn.options import path_text
+        from bigbn.outputs.result import csv_line
 
         if not isinstance(folder, (str, os.PathLike)):  # write(5): Path's TypeError
             raise OptionError(f"write() takes a folder (a path), got {type(folder).__name__}")
@@ -389,9 +389,7 @@ class Knowledge:
                 path = folder / f"{key}.csv"
                 try:
                     with open(path, "w", newline="", encoding="utf-8") as fh:
-                        w = csv.writer(fh, lineterminator="\n")
-                        w.writerow(header)
-                        w.writerows(rows)
+                        fh.write(csv_line(header) + "".join(csv_line(r) for r in rows))
                 except OSError as e:
                     raise OptionError(f"cannot write {path}: {e.strerror}") from None
                 out[key] = path

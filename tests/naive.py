@@ -1986,3 +1986,12 @@ def undirected_auc_by_pairs(P, adjacency, lagged=()):
     false = [e for e in pairs if e not in true]
     wins = sum(2 if score[a] > score[b] else 1 if score[a] == score[b] else 0 for a in true for b in false)
     return Fraction(wins, 2 * len(true) * len(false))
+
+
+# ---------------------------------------------------------------- review53: jkl rebase's best usable family
+
+def best_alive_score(exact: dict, alive):
+    """The largest exact score (``exact``: mask -> Decimal) of a family ``alive(mask)`` holds,
+    by asking of every family; None when none is alive."""
+    live = [x for g, x in exact.items() if alive(g)]
+    return max(live) if live else None

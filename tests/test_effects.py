@@ -624,3 +624,42 @@ def test_bge_components_of_some_effects_are_those_of_all(block, monkeypatch):
         assert np.isfinite(got[0]).any() or ys == [x]
     has3 = (masks >> 3) & 1 == 1
     assert has3.any() and np.isnan(loc[has3, 3]).all() and np.isnan(loc[:, x]).all()
+
+
+@pytest.mark.parametrize("pairs, what", [([("a", "c"), ("b", "c"), ("a", "c")], "(pair 3, first pair 1)"),
+                                         ([(0, "c"), ("a", 2)], "(pair 2, first pair 1)"),
+                                         (np.array([[1, 3], [1, 3]]), "(pair 2, first pair 1)")])
+def test_a_pair_given_twice_in_python_is_one_line(small_continuous, pairs, what):
+    """The pairs file's check of a pair twice (f4bbe32) missed pairs= given as a list: its
+    row went twice into effects.csv, which `bigbn.open` then called damaged. A pair named
+    twice, by name or by index, is one line naming both places."""
+    X, wd = small_continuous
+    who = "'b' -> 'd'" if isinstance(pairs, np.ndarray) else "'a' -> 'c'"
+    with pytest.raises(OptionError, match=re.escape(f"the pair {who} again {what}; give each pair once")):
+        effects(wd, X, pairs=pairs)
+    assert effects(wd, X, pairs=[("a", "c"), ("c", "a")]).pairs == [(0, 2), (2, 0)]
+
+
+def test_a_part_copied_from_another_effects_folder_with_as_many_pairs_is_computed_again(small_continuous,
+                                                                                       tmp_path):
+    """1419652 checked a part's arrays by their shapes: a part and its journal line copied
+    from another effects folder whose cause has as many pairs (a -> c for a -> d) passed,
+    and a -> c's effect was given as a -> d's without a word. A part says whose it is (the
+    folder's key, the cause and its effects) and runs again when it is another's."""
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    one = effects(wd, X, pairs=[("a", "c")])
+    (a,) = wd.glob("effects-*")
+    other = effects(wd, X, pairs=[("a", "d")])
+    (b,) = set(wd.glob("effects-*")) - {a}
+    assert other.mean[0] != one.mean[0]
+    shutil.copy(a / "parts" / "cause-0.npz", b / "parts" / "cause-0.npz")
+    shutil.copy(a / "journal.jsonl", b / "journal.jsonl")
+    again = effects(wd, X, pairs=[("a", "d")])
+    for k in ("mean", "p_zero", "lower", "upper"):
+        np.testing.assert_array_equal(getattr(again, k), getattr(other, k))

@@ -660,3 +660,52 @@ def test_the_model_of_a_tiered_run_of_more_than_40_variables_is_fitted(score):
     else:
         assert {(net.names[u], net.names[v]) for u, v in net.arcs()} == set(r.map_arcs())
         assert all(np.allclose(np.asarray(t).reshape(-1, len(net.states[v])).sum(axis=1), 1) for v, t in enumerate(net.cpts))
+
+
+@pytest.mark.parametrize("target", ["gone", "elsewhere"])
+def test_a_link_where_the_samples_folder_belongs_is_refused_before_the_draws(asia, tmp_path, target):
+    """5991395 checked the samples folder's name with os.stat, which follows a link: a broken
+    link there was still "File exists" once the samples were drawn, and a link to a folder
+    elsewhere had the samples written there, outside the workdir. One line, before the draws."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from bigbn.cli.main import main
+
+    wd = tmp_path / "run"
+    shutil.copytree(asia[1], wd)
+    for old in wd.glob("samples-*"):
+        shutil.rmtree(old)
+    outside = tmp_path / target
+    if target == "elsewhere":
+        outside.mkdir()
+    (wd / "samples-order-modular").symlink_to(outside)
+    r = CliRunner().invoke(main, ["sample", "-w", str(wd), "-T", "30"])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.count("Error:") == 1 and "samples-order-modular is a symbolic link, not the folder" in r.output
+    assert "sample:" not in r.output  # refused before the draws
+    assert not list(wd.glob("samples-seed*")) and (not outside.exists() or not list(outside.iterdir()))
+
+
+def test_open_reads_the_results_as_utf8_whatever_the_locale(tmp_path):
+    """3eb6421 wrote the results as UTF-8 whatever the locale, but bigbn.open read
+    effects.csv and map_dag.csv in the locale's encoding: in an ASCII locale a run with a
+    column 'Ωa' opened as "effects.csv is damaged", advising a rerun that wrote the same file."""
+    import os
+    import subprocess
+    import sys
+
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    X[:, 1] += X[:, 0]
+    wd = tmp_path / "w"
+    bigbn.learn(X, names=["Ωa", "b", "c"], max_parents=2, workdir=wd, map_dag=True, tiers=[["Ωa"], ["b", "c"]])
+    bigbn.effects(wd, X, pairs=[("Ωa", "b")]).to_csv(wd / "effects.csv")
+    assert (wd / "map_dag.csv").exists()
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = "import sys, bigbn; r = bigbn.open(sys.argv[1]); print(ascii(r.map_arcs()), r.effects.pairs)"
+    r = subprocess.run([sys.executable, "-c", code, str(wd)], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+    res = bigbn.open(wd)
+    assert r.stdout.decode().strip() == f"{ascii(res.map_arcs())} [(0, 1)]"

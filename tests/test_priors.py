@@ -343,3 +343,31 @@ def test_a_max_parents_limit_is_written_in_ascii_digits(tmp_path, cell):
         read_max_parents(f, NAMES, 12)
     with pytest.raises(DataError, match="not a file and not an integer"):
         read_max_parents(cell, NAMES, 12)
+
+
+@pytest.mark.parametrize("cell", ["0.25", "+.25", "25e-2", "2.5E-1", "1", "0", "1.", "0.2_5", "٠.٥", "1e", "e1",
+                                  "0x1", "inf", "nan", "1 0", "--1"])
+def test_every_reader_takes_numbers_by_one_grammar(tmp_path, cell):
+    """c9e833b gave --edge-prob and --max-parents-file cells a third copy of the number
+    patterns of the data reader (and a second of the jkl reader's and the tiers reader's):
+    one grammar now, `bigbn.io.data.DECIMAL` and `INTEGER`, which the readers share, so a
+    cell one of them takes the others take too."""
+    from bigbn.io import data
+    from bigbn.scores import jkl, priors
+
+    assert jkl.DECIMAL is priors.DECIMAL is data.DECIMAL and priors.INTEGER is data.INTEGER
+    f = tmp_path / "p.csv"
+    f.write_text(f"parent,child,prob\na,b,{cell}\n")
+    s = tmp_path / "s.jkl"
+    s.write_text(f"2\na 1\n{cell} 0\nb 1\n-1 0\n")
+    edge, score = True, True
+    try:
+        read_edge_prob(f, ["a", "b"])
+    except DataError:
+        edge = False
+    try:
+        jkl.read_jkl(s)
+    except DataError:
+        score = False
+    assert edge == (score and 0 <= float(cell) <= 1)
+    assert bool(data.INTEGER.fullmatch(cell)) == (cell in ("1", "0"))

@@ -385,3 +385,38 @@ def test_an_output_that_is_a_pipe_nothing_reads_is_refused_not_waited_on(run, tm
         os.close(fd)
         pytest.fail(f"bigbn {cmd} -o FIFO waited for a reader")
     assert got[0].exit_code == 1 and "a named pipe that nothing reads" in got[0].output, got[0].output
+
+
+def test_results_csv_files_quote_a_name_with_a_carriage_return(tmp_path):
+    """strength.csv, parent_sets.csv, the samples' CSV files and the knowledge files were
+    written by csv.writer with lineterminator "\\n", which leaves a carriage return in a name
+    bare (2ef51c2 fixed effects.csv alone): csv.reader ends the row there, and `bigbn report`
+    called parent_sets.csv damaged, advising a rerun that wrote the same file. Each row now
+    reads back whole, with the names as given."""
+    import numpy as np
+
+    import bigbn
+    from bigbn.outputs.report import write_report
+    from bigbn.outputs.samples import write_outputs
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 2, (200, 3))
+    X[:, 1] = X[:, 0] ^ (rng.random(200) < 0.1)
+    names = ["a\rb", "c,d", 'e"f']
+    wd = tmp_path / "w"
+    bigbn.learn(X, names=names, max_parents=2, workdir=wd)
+    write_outputs(bigbn.sample(wd, samples=300, seed=1), wd)
+    files = bigbn.Knowledge(tiers=[["a\rb"], ["c,d", 'e"f']], edge_prob={("c,d", 'e"f'): 0.3}).write(tmp_path / "k")
+    width = {"strength.csv": 4, "parent_sets.csv": 3, "edges.csv": 5, "ancestors.csv": 4,
+             "markov_blanket.csv": 4, "tiers.csv": 2, "forbid.csv": 2, "edge_prob.csv": 3}
+    paths = [wd / "strength.csv", wd / "parent_sets.csv", *files.values(),
+             *(wd / "samples-order-modular" / f for f in ("edges.csv", "ancestors.csv", "markov_blanket.csv"))]
+    for path in paths:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        assert {len(r) for r in rows} == {width[path.name]}, path
+        assert {c for r in rows[1:] for c in r[:2]} & set(names), path
+        if path.name != "parent_sets.csv":
+            assert {c for r in rows[1:] for c in r[:2]} <= set(names) | {str(j) for j in range(3)}, path
+    assert write_report(wd, tmp_path / "r.html").exists()
+    assert bigbn.Knowledge.from_files(names, 2, **{k: str(p) for k, p in files.items()}).edge_prob

@@ -386,3 +386,22 @@ def test_a_run_with_tiers_samples_the_same_in_batches_and_on_processes(tmp_path)
     np.testing.assert_array_equal(e_procs.p_zero, e_threads.p_zero)
     for x, y in zip(e_procs.table, e_threads.table):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_draws_in_a_cloned_workdir_never_append_to_the_original_journal(wd, tmp_path, link):
+    """A workdir cloned by ``cp -rs`` (or ``cp -rl``) holds the draws' journal.jsonl as a
+    link to the original's: `bigbn sample` in the clone appended its batches to the file
+    outside its workdir. The clone's journal becomes a file of its own, with the same lines."""
+    bigbn.sample(wd, 200, seed=2, batch=100)
+    clone = tmp_path / "clone"
+    shutil.copytree(wd, clone)
+    journal, original = draws_dir(clone) / "journal.jsonl", draws_dir(wd) / "journal.jsonl"
+    journal.unlink()
+    journal.symlink_to(original) if link == "symbolic" else os.link(original, journal)
+    before = original.read_bytes()
+    more = bigbn.sample(clone, 400, seed=2, batch=100)
+    assert original.read_bytes() == before
+    assert not journal.is_symlink() and journal.stat().st_nlink == 1
+    assert journal.read_bytes().startswith(before) and journal_ids(draws_dir(clone)).count("batch:200-300") == 1
+    assert np.array_equal(more.parents, bigbn.sample(wd, 400, seed=2, batch=100).parents)

@@ -42,8 +42,12 @@ def _missing_set() -> frozenset[str]:
 
 
 _MISSING = _missing_set()
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: an integer and a decimal number as the files bigbn reads write them (data cells, jkl
+#: scores, tiers, --edge-prob and --max-parents-file cells): ASCII digits, an optional sign,
+#: point and exponent. int() and float() also take '1_0', '0.2_5' and other scripts'
+#: digits, which no such file means. One grammar for every reader.
+INTEGER = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclass(frozen=True, eq=False)
@@ -620,9 +624,9 @@ def _natural_order(values: np.ndarray) -> np.ndarray:
     """Permutation sorting distinct strings: numerically if all are integers (then all
     decimal numbers), otherwise lexicographically. Returns int64 indices into values."""
     vals = values.tolist()
-    if all(_INT_RE.fullmatch(v) for v in vals):
+    if all(INTEGER.fullmatch(v) for v in vals):
         keys = [(int(v), v) for v in vals]
-    elif all(_FLOAT_RE.fullmatch(v) for v in vals):
+    elif all(DECIMAL.fullmatch(v) for v in vals):
         keys = [(float(v), v) for v in vals]
     else:
         return np.arange(len(vals), dtype=np.int64)  # np.unique already sorted them

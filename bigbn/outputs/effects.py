@@ -47,7 +47,7 @@ import hashlib
 import math
 import numbers
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numba
@@ -65,7 +65,7 @@ from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, csv_field, run_workdir
+from bigbn.outputs.result import Result, csv_line, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 
@@ -77,7 +77,8 @@ __all__ = ["effects", "Effects", "bge_effect_components", "continuous_effects", 
 TAIL = 1e-14
 #: the version of what an effects task's part holds (part of its key, so a part written by
 #: other numbers is never reused: 2, an interventional effect's rows are `effect_rows`, and
-#: the upper endpoint solves 1 − F = q on the mirrored mixture)
+#: the upper endpoint solves 1 − F = q on the mirrored mixture). A part also holds its folder's
+#: KEY and its pairs (`CauseTask.valid`): a part of before that, lacking them, runs again in place.
 EFFECTS_FORMAT = 2
 
 
@@ -143,9 +144,9 @@ class Effects:
         (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
         takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
         with open(path, "w", newline="", encoding="utf-8") as fh:
-            fh.write(",".join(self.header) + "\n")
+            fh.write(csv_line(self.header))
             for r in self.rows():
-                fh.write(",".join(f"{v:.17g}" if isinstance(v, float) else csv_field(str(v)) for v in r) + "\n")
+                fh.write(csv_line(f"{v:.17g}" if isinstance(v, float) else v for v in r))
 
     def to_pandas(self):
         """A DataFrame with the columns of effects.csv (pandas is optional)."""
@@ -447,7 +448,8 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     the `Result` of `learn`. data: the run's data (a path, DataFrame, array or Dataset; the
     same as the run's, which is checked by content hash). For a work directory it may be
     left out: then the file the run read is read again. pairs: (cause, effect) names or
-    indices, or a CSV path with header cause,effect; default every ordered pair. level:
+    indices, or a CSV path with header cause,effect, each pair once; default every ordered
+    pair. level:
     of the equal-tailed credible intervals (continuous data). score: the `bigbn.scores.base.Score`
     object of a run whose score bigbn does not ship (the built-in ones are found by name).
     interventions: the run's targets per row if it was given them as a list (a run's
@@ -560,6 +562,7 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
     task = CauseTask(ds, sets, tuple(pair_list), float(level), prior)
     specs = [PartSpec("cause", str(x), (x,)) for x in causes]
     key = _effects_key(task, digest, score.name, score_opts, interventions)
+    task = replace(task, key=key)  # each part says whose it is (`CauseTask.valid`)
     if workdir is None:  # a Result: its tasks in a temporary folder
         import tempfile
 
@@ -588,6 +591,7 @@ class CauseTask:
     pairs: tuple
     level: float
     prior: dict
+    key: str = ""  # the effects folder's KEY (`_effects_key`), written into each part
 
     def of(self, x: int) -> list[int]:
         return [i for i, (c, _) in enumerate(self.pairs) if c == x]
@@ -599,15 +603,25 @@ class CauseTask:
         out = _by_effect_rows(self.ds, some, lambda sub, prs: (
             continuous_effects(sub, ps, prs, self.level, **self.prior) if self.ds.kind == "continuous"
             else discrete_effects(sub, ps, prs, **self.prior)))
+        whose = self._whose(x)
         if "table" in out:
             flat = [np.asarray(t, dtype=np.float64).reshape(-1) for t in out["table"]]
             return {"p_zero": np.asarray(out["p_zero"], dtype=np.float64),
-                    "table": np.concatenate(flat) if flat else np.zeros(0)}, {"pairs": len(some)}
-        return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, {"pairs": len(some)}
+                    "table": np.concatenate(flat) if flat else np.zeros(0), **whose}, {"pairs": len(some)}
+        return {**{k: np.asarray(v, dtype=np.float64) for k, v in out.items()}, **whose}, {"pairs": len(some)}
+
+    def _whose(self, x: int) -> dict:
+        """What a part of cause x holds beside its numbers: the folder's key and the pairs
+        (cause first, then its effects in order)."""
+        return {"key": np.array(self.key), "pairs": np.array([x, *(self.pairs[i][1] for i in self.of(x))],
+                                                                dtype=np.int64)}
 
     def valid(self, spec: PartSpec, arrays: dict) -> bool:
         """Whether a part read back holds what `__call__` writes for spec's cause: float64
-        arrays of its pairs' numbers (`tasks.run_parts` runs the task again if not)."""
+        arrays of its pairs' numbers, and this folder's key and spec's pairs (`tasks.run_parts`
+        runs the task again if not). Shapes alone passed a part copied with its journal line
+        from another effects folder whose cause had as many pairs: its numbers were given
+        as those of other effects (X1 -> X3's for X1 -> X4), without a word."""
         (x,) = spec.args
         ys = [self.pairs[i][1] for i in self.of(x)]
         if self.ds.kind == "continuous":
@@ -615,8 +629,10 @@ class CauseTask:
         else:
             r = self.ds.arities
             sizes = {"p_zero": len(ys), "table": sum(int(r[x]) * int(r[y]) for y in ys)}
-        return set(arrays) == set(sizes) and all(
-            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items())
+        whose = self._whose(x)
+        return set(arrays) == set(sizes) | set(whose) and all(
+            arrays[k].dtype == np.float64 and arrays[k].shape == (size,) for k, size in sizes.items()) and all(
+            arrays[k].dtype == w.dtype and np.array_equal(arrays[k], w) for k, w in whose.items())
 
     def assemble(self, parts: list[dict]) -> dict:
         """The fields of `Effects` for every pair, from each cause's part (in cause order)."""
@@ -737,7 +753,8 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
     out = []
     if isinstance(pairs, (bytes, dict)) or (hasattr(pairs, "columns") and hasattr(pairs, "dtypes")):
         raise OptionError(f"pairs are a list of (cause, effect) or a CSV path, got {type(pairs).__name__}")
-    for p in pairs:
+    first = {}
+    for j, p in enumerate(pairs, start=1):
         try:
             if isinstance(p, (str, bytes)):  # "ab" unpacked as the pair ('a', 'b')
                 raise TypeError
@@ -747,6 +764,12 @@ def _pairs(pairs, names) -> list[tuple[int, int]]:
         c, e = one(c), one(e)
         if c == e:
             raise OptionError(f"cause and effect are both {names[c]!r}")
+        # as in a pairs file: a pair twice (by name or index) put its row twice into
+        # effects.csv, which bigbn.open then called damaged
+        if (c, e) in first:
+            raise OptionError(f"the pair {names[c]!r} -> {names[e]!r} again (pair {j}, first pair "
+                              f"{first[c, e]}); give each pair once")
+        first[c, e] = j
         out.append((c, e))
     if not out:
         raise OptionError("no pairs given")

@@ -9,7 +9,6 @@ check, and the same per-node normalisation, as the edge posteriors).
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 
@@ -65,11 +64,12 @@ def write_parent_sets(path, names, mass: float, rank, nodes=None) -> None:
     until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1): ``rank(v,
     mass)`` gives them, as `ranked` does. ``parents`` is a JSON array of names, so any
     column name (commas, quotes, brackets) survives."""
+    from bigbn.outputs.result import csv_line
+
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["child", "parents", "posterior"])
+        fh.write(csv_line(["child", "parents", "posterior"]))
         for v in range(len(names)) if nodes is None else nodes:
             name = names[v]
             for parents, p in rank(v, mass):
-                w.writerow([name, json.dumps([names[u] for u in parents], ensure_ascii=False),
-                            f"{p:.17g}"])
+                fh.write(csv_line([name, json.dumps([names[u] for u in parents], ensure_ascii=False),
+                                   f"{p:.17g}"]))

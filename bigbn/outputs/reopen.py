@@ -115,7 +115,7 @@ def _read_map(res: Result, run: FinishedRun | RunDir) -> None:
         raise WorkdirError(f"{run.root / 'summary.json'}: its \"map_dag\" is damaged: run the same `bigbn run --map` "
                            f"command again to rewrite it, then {THEN}")
     try:
-        with open_file(path, "r", newline="") as fh:
+        with open_file(path, "r", newline="", encoding="utf-8") as fh:  # as written, whatever the locale
             rows = list(csv.reader(fh))
         # checked as the run wrote it: its header, arcs between two of its variables, each
         # once, the arcs summary.json lists (a file without its header lost its first arc; a
@@ -261,7 +261,7 @@ def read_effects(path: Path, names) -> Effects | None:
         return None
     index = {s: j for j, s in enumerate(names)}
     try:
-        with open_file(path, "r", newline="") as fh:
+        with open_file(path, "r", newline="", encoding="utf-8") as fh:  # as written, whatever the locale
             rows = list(csv.reader(fh))
         header = rows[0]
         if header == ["cause", "effect", "mean", "p_zero", "lower", "upper"]:

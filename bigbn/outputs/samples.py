@@ -24,7 +24,6 @@ reported).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -45,7 +44,7 @@ from bigbn.engine.tasks import Job, computed_alpha
 from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
-from bigbn.outputs.result import csv_field, run_workdir
+from bigbn.outputs.result import csv_field, csv_line, run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
 from bigbn.store.workdir import Workdir, check_outputs, write_whole
@@ -822,15 +821,14 @@ def _pairs_csv(path: Path, header: list[str], names, p: np.ndarray, se: np.ndarr
 
 def _write_pairs(fh, header: list[str], names, p: np.ndarray, se: np.ndarray, extra=None) -> None:
     n = len(names)
-    w = csv.writer(fh, lineterminator="\n")
-    w.writerow(header)
+    fh.write(csv_line(header))
     for u in range(n):
         for v in range(n):
             if u != v:
                 row = [names[u], names[v], f"{p[u, v]:.17g}", f"{se[u, v]:.6g}"]
                 if extra is not None:
                     row.append(f"{extra[u, v]:.17g}")
-                w.writerow(row)
+                fh.write(csv_line(row))
 
 
 def _arcs_fields(names: list[str], rows) -> list[str]:
@@ -904,15 +902,18 @@ def write_outputs(s: Samples, workdir) -> Path:
 
 
 def check_samples_folder(out: Path) -> None:
-    """WorkdirError when something other than a folder (a file, a FIFO) holds the name of
-    samples-PRIOR/ or a file of a samples' name in it is not a file: checked before the
-    draws (a file of the folder's name was "File exists" once they were drawn)."""
+    """WorkdirError when something other than a folder (a file, a FIFO, a symbolic link)
+    holds the name of samples-PRIOR/ or a file of a samples' name in it is not a file:
+    checked before the draws (a file of the folder's name was "File exists" once they were
+    drawn, and so still was a broken link; a link to a folder elsewhere had the samples
+    written there, outside the workdir)."""
     try:
-        mode = os.stat(out).st_mode
+        mode = os.lstat(out).st_mode
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else "not a folder"
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else \
+            "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
         raise WorkdirError(f"{out} is {kind}, not the folder bigbn writes the samples in; remove it, then run "
                            "the same command again")
     check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader

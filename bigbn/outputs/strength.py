@@ -29,7 +29,6 @@ score-equivalent model can say about a direction.
 
 from __future__ import annotations
 
-import csv
 
 import numpy as np
 
@@ -64,11 +63,12 @@ def strength_rows(names, posterior: np.ndarray) -> list[tuple[str, str, float, f
 def write_strength(path, names, posterior: np.ndarray) -> None:
     """WORKDIR/strength.csv: the header from,to,strength,direction and every ordered pair
     (R: ``read.csv``; docs/tutorial.md shows how `averaged.network` takes it)."""
+    from bigbn.outputs.result import csv_line
+
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(HEADER)
+        fh.write(csv_line(HEADER))
         for a, b, s, d in strength_rows(names, posterior):
-            w.writerow([a, b, f"{s:.17g}", f"{d:.17g}"])
+            fh.write(csv_line([a, b, f"{s:.17g}", f"{d:.17g}"]))
 
 
 #: the two rules of `averaged_arcs`

@@ -29,7 +29,8 @@ import numpy as np
 from bigbn.errors import WorkdirError
 from bigbn.engine.executors import Callback
 from bigbn.engine.executors.dispatch import run as run_specs
-from bigbn.store.workdir import JOURNAL_GLOB, Journal, _kind, checksum, fsync_path, not_a_file
+from bigbn.store.workdir import (JOURNAL_GLOB, Journal, _kind, checksum, fsync_path, not_a_file, read_file,
+                                  write_whole)
 
 PARTS = "parts"
 
@@ -137,6 +138,18 @@ class _Progress(Callback):
         self.progress(self.stage, self.done, self.total)
 
 
+def _own_copy(path: Path) -> None:
+    """Replace a journal file that is a link (symbolic, or hard: a workdir cloned by
+    ``cp -rs`` or ``cp -rl``) by a file of its own with the same lines, so that the records
+    this folder's tasks append (and `Journal.repair`) never reach the file it shares: a
+    sampler in such a clone appended its batches to the original workdir's journal."""
+    st = os.lstat(path)
+    if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+        return
+    data = read_file(path)
+    write_whole(path, lambda tmp: tmp.write_bytes(data), path.with_name(f".{path.name}.{os.getpid()}.tmp"))
+
+
 def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=None,
               scheduler="threads", workers: int | None = None, progress=None,
               stage: str = "") -> tuple[dict[str, dict], dict[str, dict]]:
@@ -165,6 +178,7 @@ def run_parts(folder, specs: Sequence[PartSpec], compute: Callable, *, owner=Non
             kind = "a broken link"
         if kind is not None:
             raise not_a_file(path, kind, "remove it, then run the same command again")
+        _own_copy(path)
     journal = Journal(folder, owner)
     journal.repair()
     recs = journal.records()

@@ -81,14 +81,14 @@ def read_tiers(path, names) -> dict[str, int]:
     return out
 
 
-#: A tier label: ASCII digits, optionally signed (int() would also take "1_0" and other
-#: scripts' digits, which a tiers file does not mean).
-_LABEL = re.compile(r"[+-]?[0-9]+")
 
 
 def _tier_label(path, line: int, t: str) -> int:
-    """The tier on ``line`` of a tiers file: a plain integer, or a DataError."""
-    if not _LABEL.fullmatch(t):
+    """The tier on ``line`` of a tiers file: a plain integer (ASCII digits, optionally
+    signed: `data.INTEGER`; int() also takes "1_0"), or a DataError."""
+    from bigbn.io.data import INTEGER
+
+    if not INTEGER.fullmatch(t):
         raise DataError(f"{path}, line {line}, column tier: {t!r} is not an integer "
                         "(digits 0-9, optionally signed)")
     return int(t)
@@ -99,7 +99,7 @@ def _tier_records(path):
     data row is read as if the header were there (a first line with another header, such
     as tier,node, is refused as one). Read once, as every input file is
     (`data.read_text`: a regular file or a pipe, not a device or a pipe with no writer)."""
-    from bigbn.io.data import read_text, sniff_separator, text_records
+    from bigbn.io.data import INTEGER, read_text, sniff_separator, text_records
 
     text = read_text(os.fspath(path))
     head = io.StringIO(text, newline="").readline()
@@ -112,7 +112,7 @@ def _tier_records(path):
             if sorted(c.lower() for c in row) == ["node", "tier"]:
                 raise DataError(f"{path}, line {line}: header {','.join(row)}: the header of a tiers "
                                 "file is node,tier (each node, then its tier), in that order")
-            if not _LABEL.fullmatch(row[1]):
+            if not INTEGER.fullmatch(row[1]):
                 raise DataError(f"{path}, line {line}, column tier: {row[1]!r} is not an integer "
                                 "(a header line must be node,tier)")
         yield line, row

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import numbers
 import os
-import re
 from dataclasses import dataclass
 from math import comb, log
 
 import numpy as np
 
-from bigbn.io.data import csv_records
+from bigbn.io.data import DECIMAL, INTEGER, csv_records
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks
@@ -330,11 +329,6 @@ def _check_exact_prob(path, line, text: str, prob: float) -> None:
                         "or a probability float64 carries")
 
 
-#: a probability or limit cell as a file writes it: ASCII digits, optional sign, point and
-#: exponent (float() and int() also take '0.2_5', '1_0' and other scripts' digits, which the
-#: file does not mean: the jkl and tiers readers refuse them too)
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
@@ -357,7 +351,7 @@ def read_edge_prob(path, names, default: float = np.nan) -> np.ndarray:
             raise DataError(f"{path}, line {line}: edge {p} -> {c} listed twice")
         seen.add((u, v))
         try:
-            prob = float(s) if _DECIMAL.fullmatch(s) else np.nan  # float() also reads '0.2_5' as 0.25
+            prob = float(s) if DECIMAL.fullmatch(s) else np.nan  # float() also reads '0.2_5' as 0.25
         except ValueError:
             prob = np.nan
         if not 0.0 <= prob <= 1.0:
@@ -376,7 +370,7 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
     n = len(names)
     text = str(path_or_str).strip()
     if not os.path.exists(text):
-        if not _INTEGER.fullmatch(text):
+        if not INTEGER.fullmatch(text):
             raise DataError(f"{text}: not a file and not an integer max-parents value")
         value = int(text)
         if not 0 <= value <= k:
@@ -391,7 +385,7 @@ def read_max_parents(path_or_str, names, k: int) -> np.ndarray:
             raise DataError(f"{text}, line {line}: node '{name}' is listed again (first on line "
                             f"{seen[i]}); give each node once")
         seen[i] = line
-        value = int(s) if _INTEGER.fullmatch(s) else -1
+        value = int(s) if INTEGER.fullmatch(s) else -1
         if not 0 <= value <= k:
             raise DataError(
                 f"{text}, line {line}, column max_parents: {s!r} is not an integer in 0..k={k}")
