@@ -159,7 +159,7 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     check_columns(n, lag)  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
-                       factors, clock, rows)
+                       factors, clock, rows, parentless=n * lag)
     head = (f"dynamic network: {n} variable{'s' * (n != 1)} per slice, lag {lag}, {n * (lag + 1)} columns; the "
             f"{n * lag} lagged ones are parents only (one-node tiers, no lattice)"
             + ("" if contemporaneous else "; no edges within slice t (no lattice at all)"))

@@ -936,3 +936,18 @@ def test_a_one_column_series_refuses_what_is_not_one(tmp_path, text, words):
 def test_a_trailing_blank_line_of_a_one_column_series_is_no_row(tmp_path):
     a = dbn.load(_write(tmp_path, "X\n0\n1\n1\n\n\n"), lag=1).dataset
     assert a.m == 2 and list(a.names) == ["X", "X[t-1]"]
+
+
+def test_the_plan_of_a_dynamic_network_times_the_families_it_scores():
+    """A lagged variable is scored at ∅ alone (`tier_scores` skips what its max parents 0
+    rules out), so the plan's scores stage counts n·L + the families of slice t, not every
+    column of the lagged variables' layouts."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    out = CliRunner().invoke(main, ["plan", "--n", "2", "--lag", "3", "-k", "2", "--rows", "1000"])
+    assert out.exit_code == 0, out.output
+    lagged = sum(math.comb(j, s) for j in range(6) for s in range(3))  # tier j: ∅ and ≤ 2 of j before it
+    now = 2 * (sum(math.comb(6, s) for s in range(3)) + sum(math.comb(6, s) for s in range(2)))
+    assert f"{lagged + now} families in all" in out.output
+    assert f", {6 + now} of them scored" in out.output and f"({6 + now} families counted over 1000 rows" in out.output

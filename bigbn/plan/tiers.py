@@ -632,10 +632,12 @@ def _consecutive(sizes) -> tuple[tuple[int, ...], ...]:
 
 def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_dag: bool,
                posterior: bool, chunk_bits, workdir, factors: dict | None = None,
-               clock: str = "the reference machine", rows: int = 1000) -> list[str]:
+               clock: str = "the reference machine", rows: int = 1000, parentless: int = 0) -> list[str]:
     """`bigbn plan` for a tiered run: per tier its lattice, disk and time (``factors``,
     ``clock``: the machine's, as `time_estimate` takes them and as the line names it); the
-    scores stage's families, memory and time over ``rows`` rows; the totals."""
+    scores stage's families, memory and time over ``rows`` rows; the totals. parentless:
+    how many of the first tiers are one node with no parents (a time series' lagged
+    variables), which the scores stage scores at ∅ alone (`tier_scores`)."""
     import shutil
 
     from bigbn.plan.lattice import MAX_NODES, SECONDS_PER_FAMILY_ROW, SECONDS_START, time_estimate
@@ -653,8 +655,10 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lays = layouts(_consecutive(sizes), k)
     plans = run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers).plans()
     fams = sum(lay.m * lay.width for lay in lays)
+    scored = sum(1 if lay.index < parentless else lay.m * lay.width for lay in lays)
     lines = [f"n = {n} in {len(sizes)} tiers ({','.join(map(str, sizes))}), k = {k}: "
-             f"{fams} families in all (a node of the last tier has {lays[-1].width})"]
+             f"{fams} families in all (a node of the last tier has {lays[-1].width})"
+             + (f", {scored} of them scored (the {parentless} parentless ones' ∅ alone)" if parentless else "")]
     disk = total_t = 0.0
     task_mem = 0
     for lay, pair in zip(lays, plans):
@@ -673,10 +677,10 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lines.append(f"disk:   {_bytes(disk)} (the tiers' tables, kept until the run ends)")
     lines.append(f"memory: scores stage {_bytes(score_mem)}; {_bytes(task_mem)} per task × {workers} workers "
                  f"(budget {_bytes(memory)})")
-    score_t = fams * rows * SECONDS_PER_FAMILY_ROW / max(workers, 1)
+    score_t = scored * rows * SECONDS_PER_FAMILY_ROW / max(workers, 1)
     start_t = SECONDS_START * (factors or {}).get("start", 1.0)
     lines.append(f"time:   ≈ {_seconds(total_t + score_t + start_t)} on {workers} cores of {clock}: the tiers' "
-                 f"lattices {_seconds(total_t)}, the scores stage {_seconds(score_t)} ({fams} families "
+                 f"lattices {_seconds(total_t)}, the scores stage {_seconds(score_t)} ({scored} families "
                  f"counted over {rows} rows; `--rows`), start {_seconds(start_t)}")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free
