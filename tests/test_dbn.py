@@ -905,7 +905,7 @@ def test_the_cli_runs_a_series_of_one_variable(tmp_path):
     truth.write_text("parent,child\nX[t-1],X\n")
     for args in (["sample", "-w", str(tmp_path / "w"), "--samples", "200", "--seed", "1"],
                  ["export", str(tmp_path / "w"), "-o", str(tmp_path / "x.bif")],
-                 ["report", str(tmp_path / "w"), "--truth", str(truth)],
+                 ["report", str(tmp_path / "w"), "--truth", str(truth), "-o", str(tmp_path / "w.html")],
                  ["roc", str(tmp_path / "w" / "edges.csv"), str(truth)],
                  ["plan", "--n", "1", "--lag", "2"]):
         out = CliRunner().invoke(main, args)
