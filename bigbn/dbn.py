@@ -69,11 +69,11 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     lag = check_lag(1 if lag is None else lag)
     categories, labels = {}, None
     if frames.is_dataframe(data):
-        table, by_index = frames.table_from_frame(data)
+        table, by_index = frames.table_from_frame(data, min_columns=1)  # one variable is a network
         categories = {table.names[j]: lv for j, lv in by_index.items()}
         labels = data.index.tolist()  # messages name a DataFrame's rows by label, not by a file's lines
     elif isinstance(data, (str, os.PathLike)):
-        table = read_table(os.fspath(data), opt.sep(sep))
+        table = read_table(os.fspath(data), opt.sep(sep), min_columns=1)  # with its lagged copies
     else:
         raise OptionError(f"a time series is a CSV file or a pandas DataFrame, got {type(data).__name__}")
     for value, flag in ((series, "--series-column"), (time, "--time-column")):  # a name, or a DataFrame's
@@ -159,8 +159,8 @@ def plan_lines(n: int, lag: int, contemporaneous: bool, k: int, memory: int, wor
     check_columns(n, lag)  # before the n·L one-node tiers are listed (--lag 10^7: 2 GB)
     sizes = (1,) * (n * lag) + ((n,) if contemporaneous else (1,) * n)
     lines = tier_lines(sizes, k, memory, workers, alpha_mode, map_dag, posterior, chunk_bits, workdir,
-                       factors, clock, rows)
-    head = (f"dynamic network: {n} variables per slice, lag {lag}, {n * (lag + 1)} columns; the "
+                       factors, clock, rows, parentless=n * lag)
+    head = (f"dynamic network: {n} variable{'s' * (n != 1)} per slice, lag {lag}, {n * (lag + 1)} columns; the "
             f"{n * lag} lagged ones are parents only (one-node tiers, no lattice)"
             + ("" if contemporaneous else "; no edges within slice t (no lattice at all)"))
     lagged = {f"  tier {j + 1}: 1 node, no lattice" for j in range(n * lag)}

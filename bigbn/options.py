@@ -69,11 +69,12 @@ def max_parents(value, what: str = "max parents") -> int:
     return k
 
 
-def n_nodes(value, what: str = "number of variables") -> int:
-    """Number of variables of a planned run: 2 to MAX_NODES."""
+def n_nodes(value, what: str = "number of variables", least: int = 2) -> int:
+    """Number of variables of a planned run: ``least`` (2; a time series' variables per
+    slice, 1) to MAX_NODES."""
     n = _integer(value, what)
-    if not 2 <= n <= MAX_NODES:
-        raise OptionError(f"{what} must be between 2 and {MAX_NODES}, got {n}")
+    if not least <= n <= MAX_NODES:
+        raise OptionError(f"{what} must be between {least} and {MAX_NODES}, got {n}")
     return n
 
 

@@ -821,3 +821,133 @@ def test_roc_and_report_of_a_dynamic_run_score_the_pairs_the_model_can_join(tmp_
                 ["plot", str(tmp_path / "w"), "--truth", str(truth), "--out", str(tmp_path / "h.png")]):
         out = CliRunner().invoke(main, cmd)
         assert out.exit_code == 1 and "line 2, column 2: arc 'A' -> 'B[t-1]' into a lagged variable" in out.output
+
+
+# ------------------------------------------------------------------ one variable (an AR process)
+
+def _ar_rows(rng, size, continuous=False):
+    """One series of one variable X: X[t] follows X[t-1] and, more weakly, X[t-2]."""
+    x = [0.0, 0.0] if continuous else [0, 1]
+    for _ in range(size - 2):
+        if continuous:
+            x.append(round(0.35 * x[-1] + 0.2 * x[-2] + rng.normal(), 3))
+        else:
+            x.append(int(rng.random() < 0.25 + 0.35 * x[-1] + 0.15 * x[-2]))
+    return x
+
+
+@pytest.mark.parametrize("score,lag,contemporaneous,k,size", [
+    ("bdeu", 2, True, 2, 60), ("k2", 3, False, 2, 45), ("bdeu", 1, True, 1, 40), ("bge", 2, True, 2, 30)])
+def test_a_series_of_one_variable_is_the_brute_force(tmp_path, score, lag, contemporaneous, k, size):
+    """A series of one variable (an AR process) was refused ("a network needs at least two"):
+    its node X[t] has the parents X[t-1], ..., X[t-L] (slice t is one node, its lattice none),
+    and its edges, parent sets, log p(x), MAP network and samples are the brute force's."""
+    continuous = score == "bge"
+    x = _ar_rows(np.random.default_rng(size + lag), size, continuous)
+    df = pd.DataFrame({"X": x})
+    res = bigbn.learn(df, lag=lag, score=score, max_parents=k, contemporaneous=contemporaneous,
+                      map_dag=True, workdir=tmp_path / "w")
+    rows = [("s", t, v) for t, v in enumerate(x)]
+    cells = naive.transition_cells([r[2:] for r in rows], lag, [r[0] for r in rows])
+    names = ("X",) + tuple(lagged_name("X", l) for l in range(1, lag + 1))
+    if continuous:
+        ds = Dataset(names, np.array(cells, dtype=float), np.zeros(lag + 1), tuple(() for _ in names), "continuous")
+    else:
+        levels = sorted(set(x))
+        ds = Dataset(names, np.array([[levels.index(c) for c in row] for row in cells]),
+                     np.full(lag + 1, len(levels)), tuple(tuple(str(v) for v in levels) for _ in names))
+    np.testing.assert_array_equal(np.asarray(ds.data, dtype=float),
+                                  np.asarray(dbn.load(df, lag=lag, score=score).dataset.data, dtype=float))
+    local = score_families(ds, score, k, structure_prior="uniform")
+    P, sets, log_px = naive.dbn_by_orders(local, 1, lag, k, "koivisto-sood", contemporaneous)
+    assert res.names == names
+    np.testing.assert_allclose(res.posterior, P, atol=1e-9, rtol=0)
+    assert math.isclose(res.log_marginal, log_px, rel_tol=1e-12, abs_tol=1e-9)
+    assert 0.02 < P[1:, 0].max() and P[1:, 0].min() < 0.98  # not all 0 or 1
+    assert sorted((u, v) for u, v, _ in res.edges()) == [(u, "X") for u in names[1:]]
+    want = {tuple(names[u] for u in G): p for (_, G), p in sets.items()}
+    got = dict(res.parent_sets("X"))
+    assert set(got) == set(want) and all(abs(got[G] - p) < 1e-9 for G, p in want.items())
+    best, parents = naive.dbn_map_by_orders(local, 1, lag, k, "koivisto-sood", contemporaneous)
+    assert math.isclose(res.map_log_score, best, rel_tol=1e-12, abs_tol=1e-9)
+    assert sorted(u for u, _ in res.map_arcs()) == sorted(names[u] for u in parents[0])
+    s = bigbn.sample(tmp_path / "w", samples=3000, seed=4)
+    par = np.asarray(s.parents)
+    assert np.all(par[:, 1:] == 0)
+    freq = np.array([np.mean(par[:, 0] >> u & 1) for u in range(lag + 1)])
+    se = np.sqrt(np.maximum(P[:, 0] * (1 - P[:, 0]), 1e-4) / len(par))
+    assert np.all(np.abs(freq - P[:, 0]) < 5 * se)
+
+
+def test_the_cli_runs_a_series_of_one_variable(tmp_path):
+    """`bigbn run series.csv --lag 2` on a file of one column (and with series and time columns),
+    then sample, export, report, roc and plan of it; effects, which has no pair, is one line."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    x = _ar_rows(np.random.default_rng(2), 50)
+    path = tmp_path / "ar.csv"
+    path.write_text("X\n" + "\n".join(map(str, x)) + "\n")
+    run = CliRunner().invoke(main, ["run", str(path), "--lag", "2", "--map", "-w", str(tmp_path / "w")])
+    assert run.exit_code == 0, run.output
+    assert "1 variable per slice" in run.output
+    edges = pd.read_csv(tmp_path / "w" / "edges.csv")
+    assert list(edges.parent) == ["X[t-1]", "X[t-2]"] and set(edges.child) == {"X"}
+    res = bigbn.learn(pd.DataFrame({"X": x}), lag=2)
+    assert list(edges.posterior) == [p for _, _, p in res.edges()]
+    framed = tmp_path / "framed.csv"  # the same series beside a series and a time column
+    framed.write_text("id,t,X\n" + "".join(f"s,{49 - t},{v}\n" for t, v in enumerate(reversed(x))))
+    out = CliRunner().invoke(main, ["run", str(framed), "--lag", "2", "--series-column", "id", "--time-column",
+                                    "t", "-w", str(tmp_path / "w2"), "-q"])
+    assert out.exit_code == 0, out.output
+    assert pd.read_csv(tmp_path / "w2" / "edges.csv").equals(edges)
+    truth = tmp_path / "truth.csv"
+    truth.write_text("parent,child\nX[t-1],X\n")
+    for args in (["sample", "-w", str(tmp_path / "w"), "--samples", "200", "--seed", "1"],
+                 ["export", str(tmp_path / "w"), "-o", str(tmp_path / "x.bif")],
+                 ["report", str(tmp_path / "w"), "--truth", str(truth), "-o", str(tmp_path / "w.html")],
+                 ["roc", str(tmp_path / "w" / "edges.csv"), str(truth)],
+                 ["plan", "--n", "1", "--lag", "2"]):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 0, (args, out.output)
+    assert "variable X.t-1 " in (tmp_path / "x.bif").read_text()
+    out = CliRunner().invoke(main, ["effects", "-w", str(tmp_path / "w")])
+    assert out.exit_code == 1 and out.output.count("\n") == 1 and "one variable (X)" in out.output, out.output
+
+
+@pytest.mark.parametrize("text,words", [
+    ("X|Y\n0|1\n1|0\n", ["one column, named 'X|Y'", "commas, tabs or semicolons"]),
+    ("X\n0\n1\n\n1\n0\n", ["row 4", "column 'X': empty cell"]),
+    ("X\n\n0\n1\n", ["row 2", "column 'X': empty cell"]),
+    ("id,t\ns,0\ns,1\n", ["no variable column besides the series and time columns"]),
+])
+def test_a_one_column_series_refuses_what_is_not_one(tmp_path, text, words):
+    """A file of one column is a series of one variable only if it is one: a file separated by
+    '|' is one column named 'X|Y' (refused, as for two columns), and a blank line between its
+    rows is an empty cell (skipping it would read the rows after it one step early)."""
+    path = _write(tmp_path, text)
+    with pytest.raises(DataError) as e:
+        dbn.load(path, lag=1, series="id" if text.startswith("id") else None,
+                 time="t" if text.startswith("id") else None)
+    assert all(w in str(e.value) for w in words), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_a_trailing_blank_line_of_a_one_column_series_is_no_row(tmp_path):
+    a = dbn.load(_write(tmp_path, "X\n0\n1\n1\n\n\n"), lag=1).dataset
+    assert a.m == 2 and list(a.names) == ["X", "X[t-1]"]
+
+
+def test_the_plan_of_a_dynamic_network_times_the_families_it_scores():
+    """A lagged variable is scored at ∅ alone (`tier_scores` skips what its max parents 0
+    rules out), so the plan's scores stage counts n·L + the families of slice t, not every
+    column of the lagged variables' layouts."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    out = CliRunner().invoke(main, ["plan", "--n", "2", "--lag", "3", "-k", "2", "--rows", "1000"])
+    assert out.exit_code == 0, out.output
+    lagged = sum(math.comb(j, s) for j in range(6) for s in range(3))  # tier j: ∅ and ≤ 2 of j before it
+    now = 2 * (sum(math.comb(6, s) for s in range(3)) + sum(math.comb(6, s) for s in range(2)))
+    assert f"{lagged + now} families in all" in out.output
+    assert f", {6 + now} of them scored" in out.output and f"({6 + now} families counted over 1000 rows" in out.output

@@ -815,3 +815,65 @@ def test_plan_refuses_rows_below_one(plan):
     """Also for a plan without tiers or --lag, which used no --rows: 0 was taken silently."""
     out = CliRunner().invoke(main, ["plan", *plan, "--rows", "0"])
     assert out.exit_code != 0 and "--rows must be at least 1" in out.output
+
+
+@pytest.mark.parametrize("score", ["bdeu", "bge"])
+def test_families_the_prior_rules_out_are_not_scored(monkeypatch, score):
+    """tier_scores asks the score only for the families whose prior is not 0 (a forbidden
+    edge, a missing required one, more parents than a node's limit: β = −∞ whatever the
+    score), and β is still the per-family formula: a node limited to 0 parents (a time
+    series' lagged variable) is scored at ∅ alone, of its C(p, ≤ k) columns."""
+    n, k = 6, 2
+    data = random_table(11, n, 200, arity=2)
+    if score == "bge":
+        data = data + np.random.default_rng(1).normal(size=data.shape)
+    ds, _, _ = load_dataset(data, names=names_of(n), score=score)
+    kw = {"forbid": [(0, 4), (3, 5)], "require": [(1, 5)], "max_parents": np.array([2, 2, 0, 1, 2, 1])}
+    lays = layouts(((0, 3), (1, 2), (4, 5)), k)
+    asked = []
+    real = type(BUILTIN[score]).family_scores
+    monkeypatch.setattr(type(BUILTIN[score]), "family_scores",
+                        lambda self, d, kk, o, sets: asked.append(sets[1].copy()) or real(self, d, kk, o, sets))
+    opts = {"ess": 1.0} if score == "bdeu" else {"alpha_mu": 1.0, "alpha_w": n + 2.0}
+    betas = tier_scores(ds, lays, BUILTIN[score], k, opts, prior_kwargs=kw)
+    (index,) = asked
+    rho = _tier_prior(n, k, lays, "koivisto-sood", ds.names, kw)
+    where = {v: (j, b) for j, lay in enumerate(lays) for b, v in enumerate(lay.nodes)}
+    for v in range(n):
+        j, b = where[v]
+        lay = lays[j]
+        cols = index[:, v][index[:, v] >= 0]
+        assert sorted(cols.tolist()) == np.flatnonzero(np.isfinite(rho[j][b])).tolist(), v
+        for c in range(lay.width):
+            G = list(lay.parents(b, c))
+            if not np.isfinite(rho[j][b, c]):
+                assert betas[j][b, c] == -np.inf
+            elif score == "bdeu":
+                want = naive_family_score(ds.data, ds.arities, v, G, "bdeu", 1.0) + rho[j][b, c]
+                assert betas[j][b, c] == pytest.approx(want, rel=1e-12, abs=1e-9)
+    assert (index[:, 2] >= 0).sum() == 1  # 0 parents: ∅ only
+    if score == "bge":  # the same bits as when every family is scored (the untiered table)
+        full = score_families(ds, score, k, structure_prior="uniform", **opts)
+        fam = family_masks(n - 1, k)
+        for v in range(n):
+            j, b = where[v]
+            for c in np.flatnonzero(np.isfinite(rho[j][b])).tolist():
+                f = int(np.searchsorted(fam, squeeze(sum(1 << u for u in lays[j].parents(b, c)), v)))
+                assert betas[j][b, c] == full[v, f] + rho[j][b, c]
+
+
+def test_column_sizes_and_members_without_building_every_set():
+    """TierLayout.column_sizes (counted, not read off pred_sets) and the prior's members are
+    those of the parent sets the layout lists."""
+    from bigbn.plan.tiers import _Members, _members
+
+    for tiers, k in ((((0, 1), (2, 3, 4), (5,)), 3), (((0,), (1,), (2,), (3, 4, 5)), 2), (((0, 1, 2),), 2)):
+        for lay in layouts(tiers, k):
+            sizes = [len(lay.parents(b, c)) for b in range(lay.m) for c in range(lay.width)]
+            assert sizes == lay.column_sizes.tolist() * lay.m
+            for b in range(lay.m):
+                lazy, eager = _Members(lay, b), _members(lay, b)
+                for u in range(7):
+                    h = lazy.get(u)
+                    want = [u in lay.parents(b, c) for c in range(lay.width)]
+                    assert (h is None) == (u not in eager) and (h is None or h.tolist() == want)

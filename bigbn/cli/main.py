@@ -360,9 +360,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
         echo(line)
     if "dbn" in s:
         d = s["dbn"]
-        echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variables per slice, {d['series']} "
-                   f"series, {s['m']} transition rows" + ("" if d["contemporaneous"] else
-                                                          ", no edges within slice t"))
+        echo(f"dynamic network: lag {d['lag']}, {len(d['nodes'])} variable{'s' * (len(d['nodes']) != 1)} per "
+             f"slice, {d['series']} series, {s['m']} transition rows"
+             + ("" if d["contemporaneous"] else ", no edges within slice t"))
     elif "tiers" in s:
         echo(f"tiers: {len(s['tiers'])} (sizes " + ", ".join(str(len(t["nodes"])) for t in s["tiers"])
                    + "); only tier-consistent orders")
@@ -639,7 +639,7 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
             raise OptionError("--lag plans a dynamic network: without --tiers, --tier-sizes or --disk-budget")
         if n is None:
             raise OptionError("give --n, the number of variables per slice")
-        for line in dbn.plan_lines(opt.n_nodes(n, "--n"), 1 if lag is None else lag, not no_contemporaneous,
+        for line in dbn.plan_lines(opt.n_nodes(n, "--n", least=1), 1 if lag is None else lag, not no_contemporaneous,
                                    opt.max_parents(max_parents, "--max-parents"), budget, workers, alpha_mode,
                                    map_dag or map_only, not map_only, c, workdir, cal.stage_factors(record),
                                    clock, rows):

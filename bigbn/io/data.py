@@ -357,7 +357,7 @@ def _separator(sep: str | None, text: str) -> str:
     return sep
 
 
-def read_table(path, sep: str | None = None, may_be_empty: str | None = None) -> Table:
+def read_table(path, sep: str | None = None, may_be_empty: str | None = None, min_columns: int = 2) -> Table:
     """Read a delimited file with a header line into a `Table`.
 
     ``sep``: the separator (one character, or "tab"); None detects comma, tab or
@@ -370,11 +370,13 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
     its record ends).
 
     Raises `DataError` (one line naming file, row and column) for: a file that is missing,
-    unreadable, not UTF-8 or empty; fewer than 2 columns; an empty or duplicate column
-    name; no data rows; a row with the wrong number of fields; an empty cell or a missing
-    value ("NA", "NaN", "?" in any case) — bigbn needs complete data. ``may_be_empty``: a
-    column exempt from that rule (the intervention column, whose empty cells mark
-    observational rows).
+    unreadable, not UTF-8 or empty; fewer than ``min_columns`` columns (2; a time series of
+    one variable takes 1; one column named with a '|' in it is a file separated by '|');
+    an empty or duplicate column name; no data rows; a row with the wrong number of fields;
+    an empty cell or a missing value ("NA", "NaN", "?" in any case) — bigbn needs complete
+    data (in a table of one column, a blank line between data rows is its empty cell).
+    ``may_be_empty``: a column exempt from that rule (the intervention column, whose empty
+    cells mark observational rows).
     """
     p = os.fspath(path)
     p = p.decode() if isinstance(p, bytes) else p
@@ -382,20 +384,35 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
     if not text.strip():
         raise DataError(f"{p}: empty file")
     sep = _separator(sep, text)
-    table = _plain_table(p, text, sep, may_be_empty)
-    if table is not None:
-        return table
+    table = _plain_table(p, text, sep, may_be_empty, min_columns)
+    if table is None:
+        table = _csv_table(p, text, sep, may_be_empty, min_columns)
+    if table.n == 1 and "|" in table.names[0]:  # one column: a file separated by '|' (not read as one)
+        raise DataError(f"{p}: one column, named {table.names[0]!r} (separate the columns by commas, tabs or "
+                        "semicolons)")
+    return table
+
+
+def _csv_table(p: str, text: str, sep: str, may_be_empty: str | None, min_columns: int) -> Table:
+    """`read_table` by the stdlib's CSV reader (quoted cells, blank lines, ...)."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     names: tuple[str, ...] | None = None
     rows: list[list[str]] = []
     lines: list[int] = []
+    blank = 0  # in a table of one column, the first blank line since the last data row
     try:
         start = 1
         for record in reader:
             line = reader.line_num
             first, start = start, line + 1  # the record's first physical line
             if _is_blank(record):
+                if names is not None and len(names) == 1 and not blank:
+                    blank = line
                 continue
+            if blank:  # a blank line between rows of one column: its one cell is empty, a missing
+                # value (skipped, the rows after it would be read one step early in a time series)
+                raise DataError(f"{p}, row {blank}, column '{names[0]}': empty cell (bigbn needs complete "
+                                "data: remove or impute the row)")
             if any("\n" in c or "\r" in c for c in record):
                 raise DataError(f"{p}, row {first}: a quote opened on this line is not closed on it "
                                 f"(the cell runs on to line {line}); close the quote or remove it")
@@ -404,7 +421,7 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
                 raise DataError(f"{p}, row {line}, column {j + 1}: a NUL byte (not a text file?)")
             cells = [c.strip() for c in record]
             if names is None:
-                names = _check_header(p, cells)
+                names = _check_header(p, cells, min_columns)
                 _check_may_be_empty(p, names, may_be_empty)
                 n = len(names)
                 free = names.index(may_be_empty) if may_be_empty in names else -1
@@ -430,7 +447,7 @@ def read_table(path, sep: str | None = None, may_be_empty: str | None = None) ->
     return Table.from_cells(p, names, np.array(rows, dtype=str), np.array(lines, dtype=np.int64))
 
 
-def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None) -> Table | None:
+def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None, min_columns: int = 2) -> Table | None:
     """The `Table` of a plain file, read in one pass over its bytes, or None if the file
     needs the CSV reader of `read_table` (which then reads it, and words any error).
 
@@ -451,9 +468,9 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None) -> Ta
         text = text.replace("\r\n", "\n")
     head, _, body = text.partition("\n")
     header = [c.strip() for c in head.split(sep)]
-    if len(header) < 2 or not body or body[0] == "\n" or "\n\n" in body:
+    if len(header) < min_columns or not body or body[0] == "\n" or "\n\n" in body:
         return None
-    names = _check_header(path, header)
+    names = _check_header(path, header, min_columns)
     _check_may_be_empty(path, names, may_be_empty)
     n = len(names)
     raw = np.frombuffer((body if body.endswith("\n") else body + "\n").encode(), dtype=np.uint8)
@@ -560,12 +577,13 @@ def _cell_bytes(raw, sep, n, col, m, size):
     return out
 
 
-def _check_header(path: str, names: list[str]) -> tuple[str, ...]:
-    if len(names) < 2:
+def _check_header(path: str, names: list[str], min_columns: int = 2) -> tuple[str, ...]:
+    if len(names) < min_columns:
         hint = ""
         if names and "|" in names[0]:
             hint = " (separate the columns by commas, tabs or semicolons)"
-        raise DataError(f"{path}: need at least 2 columns, found {len(names)}{hint}")
+        raise DataError(f"{path}: need at least {min_columns} column{'s' * (min_columns != 1)}, found "
+                        f"{len(names)}{hint}")
     seen: dict[str, int] = {}
     for j, name in enumerate(names, start=1):
         if not name:

@@ -144,14 +144,16 @@ def _na_hint(col) -> str:
             "file's path")
 
 
-def table_from_frame(df) -> tuple[Table, dict[int, list[str]]]:
+def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[str]]]:
     """The Table a CSV file of ``df`` would give, and the declared level order (as text) of
-    every category column. Missing values are refused like empty CSV cells."""
+    every category column. Missing values are refused like empty CSV cells. min_columns:
+    as `bigbn.io.data.read_table` takes it (a time series of one variable takes 1)."""
     import pandas as pd
 
-    names = _check_header(SOURCE, [str(c) for c in df.columns])
-    if len(df) < 1 or len(names) < 2:
-        raise DataError(f"{SOURCE}: need at least one row and two columns, got shape {df.shape}")
+    names = _check_header(SOURCE, [str(c) for c in df.columns], min_columns)
+    if len(df) < 1 or len(names) < min_columns:
+        raise DataError(f"{SOURCE}: need at least one row and {'two columns' if min_columns == 2 else 'one column'}, "
+                        f"got shape {df.shape}")
     na = df.isna().to_numpy()
     if na.any():
         r, j = map(int, np.argwhere(na)[0])

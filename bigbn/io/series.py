@@ -90,9 +90,8 @@ def split_columns(table: Table, series_column: str | None, time_column: str | No
     if series_column is not None and series_column == time_column:
         raise OptionError(f"--series-column and --time-column are both {series_column!r}: give two columns")
     keep = [j for j in range(table.n) if j not in special.values()]
-    if len(keep) < 2:
-        raise DataError(f"{table.path}: {len(keep)} variable column(s) besides the series and time "
-                        "columns; a network needs at least two")
+    if not keep:  # one is enough: its lagged copies are the other nodes of the network
+        raise DataError(f"{table.path}: no variable column besides the series and time columns")
     ids = table.column(special["the series column"]) if "the series column" in special else None
     times = table.column(special["the time column"]) if "the time column" in special else None
     return table.select(keep), ids, times

@@ -524,6 +524,9 @@ def effects(source, data=None, *, pairs=None, level: float = 0.95, sep: str | No
         raise OptionError(f"this run read its interventions from the column {options['intervention_column']!r} of "
                           "its data, which gives them again: drop interventions=")
     dynamic = options.get("dbn")
+    if dynamic and len(dynamic["nodes"]) == 1:  # before the data are read again: no pair to estimate
+        raise OptionError(f"this time series has one variable ({dynamic['nodes'][0]}): causal effects are between "
+                          "variables of slice t, and it has no pair of them")
     if dynamic and not isinstance(data, Dataset):  # a time series: its transition rows, as the run read them
         from bigbn import dbn
 

@@ -204,7 +204,8 @@ class TierLayout:
     @cached_property
     def column_sizes(self) -> np.ndarray:
         """|G| of every column, int64 (width,)."""
-        pred_size = (self.pred_sets >= 0).sum(axis=1)
+        k = min(self.k, self.p)  # `pred_sets`' rows by size: C(p, s) of size s (without building them)
+        pred_size = np.repeat(np.arange(k + 1, dtype=np.int64), [comb(self.p, s) for s in range(k + 1)])
         t = self.column_tier_family
         return popcounts(self.tier_families)[t] + pred_size[np.arange(self.width) - self.offsets[t]]
 
@@ -215,7 +216,7 @@ class TierLayout:
         mask = int(self.tier_families[t])
         full = (mask & ((1 << b) - 1)) | ((mask >> b) << (b + 1))  # unsqueeze at b
         within = [self.nodes[j] for j in range(self.m) if full >> j & 1]
-        before = [self.pred[a] for a in self.pred_sets[q] if a >= 0]
+        before = [self.pred[a] for a in self.pred_sets[q] if a >= 0] if q else []  # row 0: ∅
         return tuple(sorted(within + before))
 
     def column_index(self, parent_sets: np.ndarray) -> np.ndarray:
@@ -283,16 +284,29 @@ def tier_scores(ds, lays: tuple[TierLayout, ...], score, k: int, options: dict, 
     if structure_prior not in KINDS:
         raise OptionError(f"unknown structure prior '{structure_prior}' (choose one of: {', '.join(KINDS)})")
     n = ds.n
-    parent_sets = parent_sets_of(n, k)
+    prior = _tier_prior(n, k, lays, structure_prior, ds.names, prior_kwargs or {})
+    parent_sets = parent_sets_of(n, k)  # row 0: ∅, every node's column 0
     index = np.full((parent_sets.shape[0], n), -1, dtype=np.int64)
-    for lay in lays:
-        index[:, list(lay.nodes)] = lay.column_index(parent_sets)
+    for lay, rho in zip(lays, prior):
+        # a family the prior rules out (ρ = 0: a forbidden or missing required edge, too many
+        # parents) has β = −∞ whatever its score: not scored. A time series' lagged variable
+        # (max parents 0) keeps only ∅ of its C(p, ≤ k) columns, without their index.
+        ruled_out = np.isneginf(rho)
+        if ruled_out[:, 1:].all():
+            index[0, list(lay.nodes)] = np.where(ruled_out[:, 0], -1, 0)
+            continue
+        cols = lay.column_index(parent_sets)
+        g, b = np.nonzero(cols >= 0)
+        drop = ruled_out[b, cols[g, b]]
+        cols[g[drop], b[drop]] = -1
+        index[:, list(lay.nodes)] = cols
     width = max(lay.width for lay in lays)
     flat = local_scores(score, ds, k, options, sets=(parent_sets, index, width))
-    prior = _tier_prior(n, k, lays, structure_prior, ds.names, prior_kwargs or {})
     out = []
     for lay, rho in zip(lays, prior):
-        beta = flat[list(lay.nodes), : lay.width] + rho
+        beta = flat[list(lay.nodes), : lay.width]
+        beta[np.isneginf(rho)] = -np.inf  # not scored (above); −∞ + log ρ = −∞, as when scored
+        beta += rho
         if np.isnan(beta).any():
             raise EngineError("a tier's family was not scored (bug)")
         dead = np.flatnonzero(~np.isfinite(beta).any(axis=1))
@@ -328,28 +342,45 @@ def _tier_prior(n: int, k: int, lays, kind: str, names, kw: dict) -> list[np.nda
     out = []
     for lay in lays:
         size = lay.column_sizes
-        out.append(np.stack([family_log_prior(prior, v, size, _members(lay, b).get,
+        out.append(np.stack([family_log_prior(prior, v, size, _Members(lay, b).get,
                                               "the constraints and tiers")
                              for b, v in enumerate(lay.nodes)]))
     return out
 
 
+class _Members:
+    """u ↦ bool (width,): whether each column's parent set (of the tier's node at bit b)
+    holds u, for every candidate u, each made when first asked for (the prior asks only
+    for the parents its constraints name: a time series' lagged variable, whose tier has
+    up to C(n(L + 1), ≤ k) columns, for none of them)."""
+
+    def __init__(self, lay: TierLayout, b: int):
+        self.lay, self.b = lay, b
+        self.made: dict[int, np.ndarray] = {}
+        t = lay.column_tier_family
+        self._t, self._q = t, np.arange(lay.width) - lay.offsets[t]
+        self.bit = {u: (j if j < b else j - 1) for j, u in enumerate(lay.nodes) if j != b}
+        self.at = {u: a for a, u in enumerate(lay.pred)}
+
+    def get(self, u: int) -> np.ndarray | None:
+        if u not in self.made:
+            if u in self.bit:
+                self.made[u] = (self.lay.tier_families[self._t] >> self.bit[u]) & 1 == 1
+            elif u in self.at:
+                self.made[u] = (self.lay.pred_sets[self._q] == self.at[u]).any(axis=1)
+            else:
+                return None
+        return self.made[u]
+
+    def items(self):
+        """(u, its columns) for every candidate u: the tier's others, then the earlier tiers'."""
+        return [(u, self.get(u)) for u in (*self.bit, *self.at)]
+
+
 def _members(lay: TierLayout, b: int) -> dict[int, np.ndarray]:
     """{u: bool (width,) whether column's parent set holds u} for every candidate u of the
     tier's node at bit b."""
-    t = lay.column_tier_family
-    q = np.arange(lay.width) - lay.offsets[t]
-    fam = lay.tier_families[t]
-    out = {}
-    for j, u in enumerate(lay.nodes):
-        if j == b:
-            continue
-        bit = j if j < b else j - 1
-        out[u] = (fam >> bit) & 1 == 1
-    pos = lay.pred_sets[q]
-    for a, u in enumerate(lay.pred):
-        out[u] = (pos == a).any(axis=1)
-    return out
+    return dict(_Members(lay, b).items())
 
 
 @numba.njit(cache=True, nogil=True)
@@ -410,6 +441,8 @@ def edge_posteriors_from(post: np.ndarray, lay: TierLayout, n: int) -> np.ndarra
     float64 (n, m)."""
     out = np.zeros((n, lay.m))
     for b in range(lay.m):
+        if not post[b, 1:].any():  # all on column 0, ∅ (a time series' lagged variable): no edge into it
+            continue
         for u, has in _members(lay, b).items():
             out[u, b] = float(post[b][has].sum())
     return np.clip(out, 0.0, 1.0)
@@ -599,10 +632,12 @@ def _consecutive(sizes) -> tuple[tuple[int, ...], ...]:
 
 def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_dag: bool,
                posterior: bool, chunk_bits, workdir, factors: dict | None = None,
-               clock: str = "the reference machine", rows: int = 1000) -> list[str]:
+               clock: str = "the reference machine", rows: int = 1000, parentless: int = 0) -> list[str]:
     """`bigbn plan` for a tiered run: per tier its lattice, disk and time (``factors``,
     ``clock``: the machine's, as `time_estimate` takes them and as the line names it); the
-    scores stage's families, memory and time over ``rows`` rows; the totals."""
+    scores stage's families, memory and time over ``rows`` rows; the totals. parentless:
+    how many of the first tiers are one node with no parents (a time series' lagged
+    variables), which the scores stage scores at ∅ alone (`tier_scores`)."""
     import shutil
 
     from bigbn.plan.lattice import MAX_NODES, SECONDS_PER_FAMILY_ROW, SECONDS_START, time_estimate
@@ -620,8 +655,10 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lays = layouts(_consecutive(sizes), k)
     plans = run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers).plans()
     fams = sum(lay.m * lay.width for lay in lays)
+    scored = sum(1 if lay.index < parentless else lay.m * lay.width for lay in lays)
     lines = [f"n = {n} in {len(sizes)} tiers ({','.join(map(str, sizes))}), k = {k}: "
-             f"{fams} families in all (a node of the last tier has {lays[-1].width})"]
+             f"{fams} families in all (a node of the last tier has {lays[-1].width})"
+             + (f", {scored} of them scored (the {parentless} parentless ones' ∅ alone)" if parentless else "")]
     disk = total_t = 0.0
     task_mem = 0
     for lay, pair in zip(lays, plans):
@@ -640,10 +677,10 @@ def plan_lines(sizes, k: int, memory: int, workers: int, alpha_mode: str, map_da
     lines.append(f"disk:   {_bytes(disk)} (the tiers' tables, kept until the run ends)")
     lines.append(f"memory: scores stage {_bytes(score_mem)}; {_bytes(task_mem)} per task × {workers} workers "
                  f"(budget {_bytes(memory)})")
-    score_t = fams * rows * SECONDS_PER_FAMILY_ROW / max(workers, 1)
+    score_t = scored * rows * SECONDS_PER_FAMILY_ROW / max(workers, 1)
     start_t = SECONDS_START * (factors or {}).get("start", 1.0)
     lines.append(f"time:   ≈ {_seconds(total_t + score_t + start_t)} on {workers} cores of {clock}: the tiers' "
-                 f"lattices {_seconds(total_t)}, the scores stage {_seconds(score_t)} ({fams} families "
+                 f"lattices {_seconds(total_t)}, the scores stage {_seconds(score_t)} ({scored} families "
                  f"counted over {rows} rows; `--rows`), start {_seconds(start_t)}")
     if workdir is not None:
         free = shutil.disk_usage(workdir).free

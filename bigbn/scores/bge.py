@@ -460,6 +460,7 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
     too_large(ds.path, names, data)
     out = np.full((n, width), np.nan)
     sizes = (parent_sets >= 0).sum(axis=1)
+    sizes[~(family_index >= 0).any(axis=1)] = -1  # a set that is no family's parents: not computed
     batch = 1 << 14
     with np.errstate(all="ignore"):
         P = data_scatter(data, alpha_mu, nu)
