@@ -37,3 +37,36 @@ def cache_dir() -> str:
 if not numba.config.CACHE_DIR:
     # NUMBA_CACHE_DIR set after numba was imported still wins, as it would at numba's import
     numba.config.CACHE_DIR = os.environ.get("NUMBA_CACHE_DIR") or default_cache_dir()
+
+
+#: what numba's BLAS probe imports (`numba.np.linalg.ensure_blas`)
+_BLAS_PROBE = "scipy.linalg.cython_blas"
+
+
+def start_without_blas_probe() -> None:
+    """Start numba's CPU target now (what the first call of a kernel, cached or not, does)
+    with scipy.linalg hidden from the BLAS probe that runs on the way.
+
+    Starting the target imports ``numba.np.arraymath``, which imports scipy.linalg only to
+    decide whether np.correlate and np.convolve may call BLAS (``_HAVE_BLAS``); scipy 1.17's
+    scipy.linalg copies numpy's namespace on import, and so imports numpy.f2py,
+    numpy.testing and the rest: ≈ 0.15–0.2 s of a process (a fifth of `bigbn sample` at
+    n = 20). Hidden (a None in sys.modules: `import` raises ImportError, the import
+    system's rule), the probe answers "no BLAS"; np.correlate and np.convolve compiled in
+    this process then take numba's plain loop. np.dot and np.linalg are not affected: they
+    import scipy.linalg when they are compiled. No kernel of bigbn's calls any of them, so
+    for a process of its own (the command line's `bigbn sample`) this changes no number;
+    the library never calls it (a caller's own numba code is not ours to change). Nothing
+    is hidden when scipy.linalg is imported already or the target has started."""
+    import sys
+
+    from numba.core.registry import cpu_target
+
+    if _BLAS_PROBE in sys.modules or "numba.np.arraymath" in sys.modules:
+        return
+    sys.modules[_BLAS_PROBE] = None
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        if _BLAS_PROBE in sys.modules and sys.modules[_BLAS_PROBE] is None:
+            del sys.modules[_BLAS_PROBE]

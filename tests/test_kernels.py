@@ -798,3 +798,31 @@ def test_kernels_use_the_current_fastmath_bit_for_bit():
     _ext_add_run(m, e, 0, 4096, 4096)
     np.testing.assert_array_equal(pm, m[:4096])
     np.testing.assert_array_equal(pe, e[:4096])
+
+
+def test_the_kernel_package_imports_a_kernel_module_on_first_use():
+    """``bigbn.kernels`` names the engine's kernels (``K.NAME``) but imports each module on
+    first use: a process that imports the sampler's kernels alone (`bigbn sample`) never
+    imports and decorates the engine's (#39 item 4). In a fresh process, since this one
+    has them loaded."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; import bigbn.kernels.sampling, bigbn.kernels.linext; "
+            "print(sorted(m for m in sys.modules if m.startswith('bigbn.kernels.'))); "
+            "from bigbn import kernels as K; from bigbn.kernels import gamma, recursion; "
+            "assert K._recursion_chunk is recursion._recursion_chunk and K._SPAN2 == gamma._SPAN2; "
+            "assert '_gamma_low' in dir(K) and 'sampling' in dir(K); "
+            "from bigbn.kernels import _alpha_chunk, maxplus; "
+            "print(hasattr(K, 'no_such_kernel'))")
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    mods, missing = out.stdout.strip().splitlines()
+    assert mods == str(["bigbn.kernels.bits", "bigbn.kernels.linext", "bigbn.kernels.sampling"])
+    assert missing == "False"
+    for name in K._MODULE_OF:  # every name of the API is its module's
+        assert getattr(K, name) is getattr(__import__(f"bigbn.kernels.{K._MODULE_OF[name]}",
+                                                      fromlist=[name]), name)

@@ -1117,3 +1117,52 @@ def test_an_exact_dag_posterior_near_one_is_not_written_past_it(tmp_path):
         csv.writer(fh).writerows(rows)
     res = h.cli("report", wd, "--out", tmp_path / "r2.html")
     assert res.exit_code == 0, res.output
+
+
+# ------------------------------------------------ #39 item 4: the sampler's start-up (samp53)
+
+def test_the_sample_command_in_its_own_process_never_imports_scipy_linalg(tmp_path):
+    """`bigbn sample` in a process of its own (`cli`) starts numba without its BLAS probe,
+    which imported scipy.linalg (≈ 0.15–0.2 s of the command at n = 20) only to pick
+    np.correlate's and np.convolve's inner product, which no kernel of bigbn's calls: the
+    process never imports scipy.linalg, and its samples are the library's bit for bit."""
+    import subprocess
+    import sys
+
+    wd = tmp_path / "w"
+    bigbn.learn(ASIA, workdir=wd, max_parents=2)
+    code = ("import atexit, sys; "
+            "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith('scipy.linalg')))); "
+            "from bigbn.cli.main import cli; "
+            f"sys.argv = ['bigbn', 'sample', '--workdir', {str(wd)!r}, '--samples', '700', '--seed', '4']; cli()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    got = np.load(wd / "samples-order-modular" / "samples.npz")
+    s = bigbn.sample(wd, 700, seed=4)
+    for name in ("parents", "orders", "log_linear_extensions", "log_score", "weights"):
+        np.testing.assert_array_equal(got[name], getattr(s, name), err_msg=name)
+
+
+def test_numba_started_without_the_blas_probe_still_compiles_linear_algebra():
+    """`_numba.start_without_blas_probe` hides scipy.linalg from numba's probe only while
+    numba's target starts: np.dot compiled afterwards imports scipy.linalg and calls BLAS as
+    usual, and np.correlate takes numba's plain loop (the one thing the probe decides). In
+    a fresh process (the probe runs once per process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from numba import njit; from bigbn import _numba; "
+            "_numba.start_without_blas_probe(); assert 'scipy.linalg' not in sys.modules; "
+            "import numba.np.arraymath as A; assert A._HAVE_BLAS is False; "
+            "a = np.arange(12.0).reshape(3, 4); b = np.arange(8.0).reshape(4, 2); "
+            "assert np.array_equal(njit(lambda x, y: np.dot(x, y))(a, b), a @ b); "
+            "assert 'scipy.linalg.cython_blas' in sys.modules; "
+            "x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0]); "
+            "assert np.array_equal(njit(lambda p, q: np.correlate(p, q))(x, y), np.correlate(x, y)); "
+            "_numba.start_without_blas_probe(); print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -78,6 +78,16 @@ def main():
     """
 
 
+#: set by `cli`: the command runs in a process of its own, which ends when it returns
+_own_process = False
+
+
+def own_process() -> bool:
+    """Whether the command runs in a process of its own (`cli`, not `main` called by a
+    test or another program): what it sets up for itself alone then ends with it."""
+    return _own_process
+
+
 def cli() -> None:
     """The `bigbn` command in a process of its own (the console script, ``python -m
     bigbn.cli``): `main`, with the cyclic garbage collector told that what exists now
@@ -86,7 +96,10 @@ def cli() -> None:
     the modules down, and with numba, zarr and dask loaded (≈ 140 000 objects) that took
     0.25–0.35 s of every command, a fifth of `bigbn run` at n = 20; frozen objects are
     left out, and what the process wrote is closed and flushed before it returns. Tests
-    call `main` in their own process and collect as usual."""
+    call `main` in their own process and collect as usual. A command that knows what its
+    process will run may start it leaner (`own_process`)."""
+    global _own_process
+    _own_process = True
     gc.freeze()
     try:
         main()
@@ -786,6 +799,10 @@ def sample_cmd(workdir, n_samples, seed, prior, workers, scheduler, batch, memor
     from bigbn.outputs.samples import check_samples_folder, sample, write_outputs
 
     check_samples_folder(Path(workdir) / f"samples-{prior}")  # before the work (write_outputs: after)
+    if own_process():  # the sampler's kernels call no BLAS: numba starts without importing scipy.linalg
+        from bigbn._numba import start_without_blas_probe
+
+        start_without_blas_probe()
     progress = Progress()
     try:
         with warnings_as_lines():

@@ -33,57 +33,49 @@ transforms), ``ext`` (extended numbers over arrays), ``alpha``, ``recursion``, `
 ``maxplus`` and ``mapdag`` (MAP), ``sampling``, ``linext`` sit beside them.
 """
 
-from bigbn.kernels.mobius import (  # noqa: F401
-    _clear_support,
-    _upward_truncated,
-    _downward_truncated,
-    _add8,
-    _zeta8,
-    _zeta8_plain,
-    _zeta8_ext,
-    _ext_add_rows,
-    _copy_run,
-    _add_run,
-)
-from bigbn.kernels.ext import (  # noqa: F401
-    _ext_from_log_into,
-    _log_ext_into,
-    _ext_fma_into,
-    _ext_fma_log_into,
-    _ext_add_logs,
-)
-from bigbn.kernels.alpha import (  # noqa: F401
-    _SPAN,
-    _family_weights,
-    _alpha_ranges,
-    _select_families,
-    _alpha_chunk,
-    _alpha_chunks_ext,
-    _alpha_chunks,
-)
-from bigbn.kernels.recursion import (  # noqa: F401
-    _tile_families,
-    _tile_ranges,
-    _high_term,
-    _recursion_tiles,
-    _BLOCK,
-    _recursion_chunk,
-    _LOG2_TINY,
-    _block_weights,
-    _block_linear,
-    _block_runs,
-    _block_ext,
-    _ext_group4,
-)
-from bigbn.kernels.gamma import (  # noqa: F401
-    _SPAN2,
-    _gamma_index,
-    _tile_products,
-    _products_run,
-    _products_log_run,
-    _exponent_range,
-    _gamma_tile,
-    _gamma_scatter,
-    _gamma_low,
-    _gamma_high,
-)
+from __future__ import annotations
+
+import importlib
+
+#: the kernel API by module: ``kernels.NAME`` imports its module on first use (PEP 562), so
+#: importing one kernel module (``bigbn.kernels.sampling``, whose package this is) does not
+#: import and decorate the engine's 49 other kernels: `bigbn sample` never calls them (their
+#: numba dispatchers cost ≈ 0.025 s of every such process)
+_API = {
+    "mobius": (
+        "_clear_support", "_upward_truncated", "_downward_truncated", "_add8", "_zeta8",
+        "_zeta8_plain", "_zeta8_ext", "_ext_add_rows", "_copy_run", "_add_run",
+    ),
+    "ext": (
+        "_ext_from_log_into", "_log_ext_into", "_ext_fma_into", "_ext_fma_log_into",
+        "_ext_add_logs",
+    ),
+    "alpha": (
+        "_SPAN", "_family_weights", "_alpha_ranges", "_select_families", "_alpha_chunk",
+        "_alpha_chunks_ext", "_alpha_chunks",
+    ),
+    "recursion": (
+        "_tile_families", "_tile_ranges", "_high_term", "_recursion_tiles", "_BLOCK",
+        "_recursion_chunk", "_LOG2_TINY", "_block_weights", "_block_linear", "_block_runs",
+        "_block_ext", "_ext_group4",
+    ),
+    "gamma": (
+        "_SPAN2", "_gamma_index", "_tile_products", "_products_run", "_products_log_run",
+        "_exponent_range", "_gamma_tile", "_gamma_scatter", "_gamma_low", "_gamma_high",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _API.items() for name in names}
+
+
+def __getattr__(name: str):
+    """``kernels.NAME`` of the API: imported from its module, then kept as an attribute."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
