@@ -136,6 +136,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
     MAX_LEVELS levels, or more than 2 levels and more than m/2 of them (an identifier or
     a measurement, not a category)."""
     kinds = column_kinds(table, discrete, continuous)
+    declared = {str(name) for name in discrete or ()}
     m, n, p = table.m, table.n, table.path
     data = np.empty((m, n), dtype=np.float64)
     arities = np.zeros(n, dtype=np.int64)
@@ -150,6 +151,8 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                                 f"{m} rows (at most {MAX_LEVELS} levels and m/2 of them): an identifier or a "
                                 "measurement; drop it, or read it as continuous (--continuous "
                                 f"{name}) if it is a number")
+            if name not in declared:
+                _one_spelling(table, j)
             order = _natural_order(values)
             recode = np.empty(r, dtype=np.int64)
             recode[order] = np.arange(r)
@@ -172,6 +175,33 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
         data[:, j] = x[codes]
         levels.append(())
     return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
+
+
+def _one_spelling(table: Table, j: int) -> None:
+    """DataError when column j, read as discrete because its cells are whole numbers (not
+    declared so), writes one number two ways ('1' and '1.0', '0' and '-0', '7' and '07'):
+    each distinct cell is a level, so one value would be two levels, and its rows split
+    between them (a column 1, 1.0, 2, 2.0 was four levels, and whatever else followed the
+    spelling looked like a dependence). Named by its two cells and the row of the second."""
+    from fractions import Fraction
+
+    values, codes = table.columns[j]
+    x = _numbers(values)
+    if x is None or np.unique(x).size == values.size:
+        return
+    order = np.argsort(x, kind="stable")
+    for a, b in zip(order[:-1].tolist(), order[1:].tolist()):
+        try:
+            same = x[a] == x[b] and Fraction(str(values[a])) == Fraction(str(values[b]))
+        except ValueError:  # not a plain decimal ('1e400'): not compared
+            continue
+        if same:
+            r = int(np.flatnonzero(codes == b)[0])
+            raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{values[b]}' is "
+                            f"'{values[a]}' written another way; read as discrete (whole numbers, at most "
+                            f"{MAX_INTEGER_LEVELS} of them) each spelling would be a level of its own: write each "
+                            f"value one way, or declare the column (--discrete {table.names[j]}: its cells as "
+                            f"text categories; --continuous {table.names[j]}: as numbers)")
 
 
 # ------------------------------------------------------------------------- the score
