@@ -49,6 +49,10 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             raise OptionError("intervention_column names a column of a CSV file or a DataFrame; "
                               "for an array give interventions= (a set of target names per row)")
         intervention_column = str(intervention_column)
+        for kind, cols in kinds.items():
+            if cols is not None and intervention_column in cols:  # said "no column named" this column
+                raise OptionError(f"column '{intervention_column}' is the intervention column (its cells name "
+                                  f"each row's targets), not a variable: drop it from --{kind}")
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)

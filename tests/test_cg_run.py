@@ -355,3 +355,20 @@ def test_one_number_written_two_ways_in_a_discrete_number_column_is_refused(tmp_
     assert load_dataset(f, score="cg", continuous=["z"])[0].arities[2] == 0
     ds = load_dataset(table(["100000000000000000000", "100000000000000000001"]), score="cg")[0]
     assert ds.arities[2] == 2
+
+
+def test_the_intervention_column_named_by_discrete_or_continuous_is_refused_as_such(tmp_path):
+    """--discrete / --continuous naming the intervention column said "no column named 'I'
+    ...; the columns are ..." of a column the file has: now one line saying it is the
+    intervention column, from the CLI and from learn."""
+    f = tmp_path / "i.csv"
+    rng = np.random.default_rng(2)
+    f.write_text("g,x,y,I\n" + "".join(f"{'pq'[t % 2]},{rng.normal():.4f},{rng.normal():.4f},{'x' * (t % 3 == 0)}\n"
+                                       for t in range(30)))
+    r = CliRunner().invoke(main, ["run", str(f), "--intervention-column", "I", "--continuous", "x,I",
+                                  "-w", str(tmp_path / "w"), "-q"])
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "column 'I' is the intervention column" in r.stderr and "drop it from --continuous" in r.stderr
+    assert not (tmp_path / "w").exists()
+    with pytest.raises(OptionError, match=r"^column 'I' is the intervention column .* drop it from discrete="):
+        bigbn.learn(f, intervention_column="I", discrete=["g", "I"], max_parents=1)
