@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
+from bigbn.io.data import Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -168,6 +168,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
         check_exact_numbers(p, name, values, x)
+        check_carried(table, j, x)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
