@@ -372,3 +372,26 @@ def test_the_intervention_column_named_by_discrete_or_continuous_is_refused_as_s
     assert not (tmp_path / "w").exists()
     with pytest.raises(OptionError, match=r"^column 'I' is the intervention column .* drop it from discrete="):
         bigbn.learn(f, intervention_column="I", discrete=["g", "I"], max_parents=1)
+
+
+def test_cells_float64_rounds_to_whole_numbers_are_not_whole(tmp_path):
+    """The rule's 'whole numbers' were float64's: 2.0000000000000001 and 2^53 + 1.5, 6.5,
+    13.5, 18.5 (read as 2^53 + 2, 6, 14, 18) made their columns discrete, the cells
+    categories, though no value is whole. Now continuous: the first reads as numbers, the
+    second is refused, float64 moving its spread (check_carried); '1.0', '2.0', '1e1' stay
+    discrete."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=40).tolist()
+
+    def table(cells):
+        f = tmp_path / "w.csv"
+        f.write_text("a,x,z\n" + "".join(f"{'pq'[i % 2]},{x[i]!r},{cells[i % len(cells)]}\n" for i in range(40)))
+        return f
+
+    assert column_kinds(read_table(table(["2.0000000000000001", "3", "4"])))[2] == "continuous"
+    assert column_kinds(read_table(table(["1.0", "2.0", "1e1"])))[2] == "discrete"
+    f = table([f"{2 ** 53 + d}.5" for d in (1, 6, 13, 18)])
+    assert column_kinds(read_table(f))[2] == "continuous"
+    with pytest.raises(DataError, match=r"w.csv, row 2, column 'z': '9007199254740993.5' is 9007199254740994.0 in "
+                                        r"float64: float64 cannot carry"):
+        bigbn.learn(f, score="cg", max_parents=1)

@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
+from bigbn.io.data import _INT_RE, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -112,11 +112,30 @@ def column_kinds(table: Table, discrete=None, continuous=None, where: str = "") 
             out.append("discrete")
         elif not np.isfinite(x).all():
             out.append("continuous")  # its non-finite cell is named when it is read
-        elif values.size <= MAX_INTEGER_LEVELS and np.all(x == np.round(x)):
+        elif values.size <= MAX_INTEGER_LEVELS and np.all(x == np.round(x)) and _whole_cells(values):
             out.append("discrete")
         else:
             out.append("continuous")
     return tuple(out)
+
+
+def _whole_cells(values: np.ndarray) -> bool:
+    """True if every cell of ``values`` (decimal numbers whose float64 are whole) is a
+    whole number itself: float64 rounds 9007199254740993.5 and 2.0000000000000001 to whole
+    numbers, which made such a column discrete by the rule (its cells categories) though
+    its values are not whole. Compared as decimals only where a cell is not plain digits."""
+    from decimal import Decimal, InvalidOperation
+
+    for v in values.tolist():
+        if _INT_RE.fullmatch(v):
+            continue
+        try:
+            d = Decimal(v)
+        except (InvalidOperation, ValueError):
+            return False
+        if not d.is_finite() or d != d.to_integral_value():
+            return False
+    return True
 
 
 def has_text_and_numbers(table: Table) -> bool:
