@@ -103,7 +103,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if arr.dtype.kind == "c":
             raise DataError("complex numbers are not data bigbn can score")
         if arr.dtype.kind in "fc":
-            cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
+            cells = (np.asarray(arr, dtype=float) + 0.0).astype(str)  # shortest round-trip text; -0.0 is 0.0
         else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
             values = arr.ravel().tolist()
             if any(v is None for v in values):
