@@ -395,3 +395,40 @@ def test_cells_float64_rounds_to_whole_numbers_are_not_whole(tmp_path):
     with pytest.raises(DataError, match=r"w.csv, row 2, column 'z': '9007199254740993.5' is 9007199254740994.0 in "
                                         r"float64: float64 cannot carry"):
         bigbn.learn(f, score="cg", max_parents=1)
+
+
+def test_exponents_of_eleven_digits_are_compared_without_a_hang(tmp_path):
+    """'0' and '1e-99999999999' (both 0.0 in float64) in a continuous column, and '0' and
+    '0e99999999999' in a column the rule reads as discrete: their exact comparison took
+    Fraction's 10^99999999999, a hang (BGe and cg alike). As decimals: the first pair is
+    refused as different numbers float64 makes one, the second as one number written two
+    ways. Run in a child process with a time limit, so that a hang fails the test."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    x = np.random.default_rng(1).normal(size=30).tolist()
+
+    def table(name, cells, text=True):
+        f = tmp_path / f"{name}.csv"
+        f.write_text(("a,x,z\n" if text else "x,z\n") + "".join(
+            ("pq"[i % 2] + "," if text else "") + f"{x[i]!r},{cells[i % 3]}\n" for i in range(30)))
+        return str(f)
+
+    runs = [(table("bge", ["0", "1e-99999999999", "1"], text=False), "bge"),
+            (table("tiny", ["0", "1e-99999999999", "1"]), "cg"), (table("zero", ["0", "0e99999999999", "1"]), "cg")]
+    code = ("import sys, bigbn\n"
+            "for f, score in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+            "    try:\n"
+            "        bigbn.learn(f, score=score, max_parents=1)\n"
+            "    except bigbn.errors.DataError as e:\n"
+            "        print(score, e)\n")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code, *[a for r in runs for a in r]], capture_output=True,
+                         text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3, out.stdout + out.stderr
+    assert lines[0].startswith("bge ") and "'0' and '1e-99999999999' are different numbers but the same float64" in lines[0]
+    assert lines[1].startswith("cg ") and "'0' and '1e-99999999999' are different numbers" in lines[1]
+    assert lines[2].startswith("cg ") and "'0e99999999999' is '0' written another way" in lines[2]

@@ -577,7 +577,7 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
     float64 (``numbers``, their float64 values) makes one (1e20 and 1e20 + 1): the column's
     values would be silently merged (a column that varies read as constant). Compared
     exactly only where float64 has fewer distinct values than the cells."""
-    from fractions import Fraction
+    from decimal import Decimal
 
     if np.unique(numbers).size == numbers.size:
         return
@@ -586,8 +586,10 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
         if numbers[a] != numbers[b]:
             continue
         try:
-            differ = Fraction(str(texts[a]).strip()) != Fraction(str(texts[b]).strip())
-        except ValueError:  # not a plain decimal: float64 read it, nothing to compare
+            # as decimals: exact, and a Fraction of '1e-99999999999' (0.0 in float64, as '0' is)
+            # computed 10^99999999999, a hang
+            differ = Decimal(str(texts[a]).strip()) != Decimal(str(texts[b]).strip())
+        except (ArithmeticError, ValueError):  # not a plain decimal: float64 read it, nothing to compare
             continue
         if differ:
             raise DataError(f"{where}, column '{name}': '{texts[a]}' and '{texts[b]}' are different numbers but "

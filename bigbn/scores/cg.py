@@ -203,7 +203,7 @@ def _one_spelling(table: Table, j: int) -> None:
     each distinct cell is a level, so one value would be two levels, and its rows split
     between them (a column 1, 1.0, 2, 2.0 was four levels, and whatever else followed the
     spelling looked like a dependence). Named by its two cells and the row of the second."""
-    from fractions import Fraction
+    from decimal import Decimal
 
     values, codes = table.columns[j]
     x = _numbers(values)
@@ -212,8 +212,9 @@ def _one_spelling(table: Table, j: int) -> None:
     order = np.argsort(x, kind="stable")
     for a, b in zip(order[:-1].tolist(), order[1:].tolist()):
         try:
-            same = x[a] == x[b] and Fraction(str(values[a])) == Fraction(str(values[b]))
-        except ValueError:  # not a plain decimal ('1e400'): not compared
+            # as decimals (exact; a Fraction of '0e99999999999' computed 10^99999999999, a hang)
+            same = x[a] == x[b] and Decimal(str(values[a])) == Decimal(str(values[b]))
+        except (ArithmeticError, ValueError):  # not a plain decimal: not compared
             continue
         if same:
             r = int(np.flatnonzero(codes == b)[0])
