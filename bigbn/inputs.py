@@ -49,6 +49,10 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             raise OptionError("intervention_column names a column of a CSV file or a DataFrame; "
                               "for an array give interventions= (a set of target names per row)")
         intervention_column = str(intervention_column)
+        for kind, cols in kinds.items():
+            if cols is not None and intervention_column in cols:  # said "no column named" this column
+                raise OptionError(f"column '{intervention_column}' is the intervention column (its cells name "
+                                  f"each row's targets), not a variable: drop it from --{kind}")
     if isinstance(data, Dataset):
         ds = data
         digest = _hash_dataset(ds)
@@ -99,7 +103,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         if arr.dtype.kind == "c":
             raise DataError("complex numbers are not data bigbn can score")
         if arr.dtype.kind in "fc":
-            cells = np.asarray(arr, dtype=float).astype(str)  # shortest round-trip text
+            cells = (np.asarray(arr, dtype=float) + 0.0).astype(str)  # shortest round-trip text; -0.0 is 0.0
         else:  # integers, booleans, strings, objects: the cells' text, as a CSV file holds it
             values = arr.ravel().tolist()
             if any(v is None for v in values):

@@ -402,6 +402,41 @@ def test_values_float64_makes_one_are_refused_for_bge_and_cg(tmp_path):
     assert bigbn.learn(same, max_parents=1, score="bge").posterior.shape == (2, 2)
 
 
+def test_cells_whose_float64_rounding_matters_at_the_spread_are_refused(tmp_path):
+    """2^53 + 1, 7, 13, 19 (40 rows): float64 reads 2^53 + 0, 8, 12, 20, no two made one
+    (which `check_exact_numbers` refused), and log p(data) came out 18 nats off that of the
+    cells (the same numbers less 2^53). Refused, naming file, row, column and cell, for BGe
+    and cg and an int64 array; the same numbers less 2^53, floats written by repr far from
+    0 (the data are those floats) and cells written with other digits ('2.50') run."""
+    import bigbn
+    from bigbn.errors import DataError
+
+    rng = np.random.default_rng(1)
+    m = 40
+    k = np.array([1, 7, 13, 19])[np.arange(m) % 4]
+    x = (k + rng.normal(size=m)).tolist()
+    big = tmp_path / "big.csv"
+    big.write_text("x,z\n" + "".join(f"{x[i]!r},{2 ** 53 + int(k[i])}\n" for i in range(m)))
+    want = r"big.csv, row 2, column 'z': '9007199254740993' is 9007199254740992.0 in float64: float64 cannot carry"
+    with pytest.raises(DataError, match=want):
+        bigbn.learn(big, max_parents=1, score="bge")
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("a,x,z\n" + "".join(f"{'pq'[i % 2]},{x[i]!r},{2 ** 53 + 3 * i}\n" for i in range(m)))
+    with pytest.raises(DataError, match=r"mixed.csv, row \d+, column 'z': .* float64 cannot carry"):
+        bigbn.learn(mixed, max_parents=1, score="cg")
+    with pytest.raises(DataError, match=r"column 'X2': '9007199254740993' is .* float64 cannot carry"):
+        bigbn.learn(np.c_[np.arange(m) % 3, 2 ** 53 + k].astype(np.int64), max_parents=1, score="bge")
+    small = tmp_path / "small.csv"
+    small.write_text("x,z\n" + "".join(f"{x[i]!r},{int(k[i])}\n" for i in range(m)))
+    assert np.isfinite(bigbn.learn(small, max_parents=1, score="bge").log_marginal)
+    far = tmp_path / "far.csv"
+    far.write_text("x,z\n" + "".join(f"{x[i]!r},{1e12 + x[i]!r}\n" for i in range(m)))
+    assert np.isfinite(bigbn.learn(far, max_parents=1, score="bge").log_marginal)
+    digits = tmp_path / "digits.csv"
+    digits.write_text("x,z\n" + "".join(f"{x[i]!r},{1e12 + int(k[i]) + 0.5:.3f}\n" for i in range(m)))
+    assert np.isfinite(bigbn.learn(digits, max_parents=1, score="bge").log_marginal)
+
+
 @pytest.mark.parametrize("score", ["bge", "cg"])
 def test_a_prior_too_small_for_float64_is_refused_in_one_line(tmp_path, score):
     """alpha_mu 5e-324: log(alpha_mu/(m + alpha_mu)) was log(0), a 'math domain error'

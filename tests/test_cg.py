@@ -668,6 +668,34 @@ def test_many_configurations_score_exactly():
     _equal_to_exact(tuple(f"v{j}" for j in range(2 + n_c)), data, arities, 2, rtol=1e-12)
 
 
+def test_a_prior_too_small_to_spread_over_the_configurations_is_refused():
+    """α_μ = 1e-300 (α_w = 3) spread over the 2^60 configurations of three discrete
+    columns of 2^20 levels: α_μ/q and t/q are subnormal, and the scores were 1.9e-6 nats
+    off the exact rational ones (12 rows); over 2^63 (α_μ just above what the whole table
+    allows) t/q is 0 and its log a 'math domain error' traceback. Both refused in one line,
+    naming the columns, by the scores and by the log marginal; q = 2 runs."""
+    import bigbn
+    from bigbn.errors import OptionError
+
+    rng = np.random.default_rng(0)
+    m = 12
+    for bits, alpha_mu in ((20, 1e-300), (21, m * float(np.finfo(np.float64).tiny) * 1.01)):
+        r = 1 << bits
+        data = np.c_[rng.integers(0, r, size=(m, 3)), rng.normal(size=(m, 1))].astype(np.float64)
+        levels = tuple(str(c) for c in range(r))
+        ds = Dataset(("a", "b", "c", "x"), data, np.array([r, r, r, 0]), (levels,) * 3 + ((),), kind="mixed")
+        match = r"^CG alpha_mu .* is too small a prior to spread over the .* configurations of 'a', 'b', 'c' for 12 rows"
+        with pytest.raises(OptionError, match=match):
+            cg_scores(ds, 3, alpha_mu=alpha_mu, alpha_w=3.0)
+        with pytest.raises(OptionError, match=match):
+            cg_log_marginal(ds, [0, 1, 2, 3], alpha_mu=alpha_mu, alpha_w=3.0)
+        with pytest.raises(OptionError, match=match):
+            bigbn.learn(ds, score="cg", max_parents=3, alpha_mu=alpha_mu, alpha_w=3.0)
+    two = Dataset(("a", "x", "y"), np.c_[rng.integers(0, 2, size=(m, 1)), rng.normal(size=(m, 2))],
+                  np.array([2, 0, 0]), (("0", "1"), (), ()), kind="mixed")
+    assert np.isfinite(cg_scores(two, 2, alpha_mu=1e-300, alpha_w=4.0)[1:]).all()
+
+
 def _equal_to_exact(names, data, arities, k, rtol):
     """cg_scores of a mixed table (arity 0: continuous) against the exact rational ones of
     tests/naive.py: the same impossible families, the rest within rtol."""

@@ -319,3 +319,18 @@ def test_plain_python_cells_are_values_at_once(monkeypatch):
     assert set(load_dataset(df)[0].levels[1]) == {"1", "2.5", "True", "x"}
     a = np.array([[0, 1.5], [1, False]] * 4, dtype=object)
     load_dataset(a)
+
+
+def test_negative_zero_in_a_float_frame_or_array_is_zero():
+    """A float column holding -0.0 and 0.0 (as arithmetic leaves them) was the text levels
+    '-0.0' and '0.0': two levels of one number in a discrete reading (BDeu's, and cg's
+    rule for whole numbers, which then refused it as one number written two ways). Now one
+    level, for DataFrames (float64 and float32) and float arrays."""
+    m = 40
+    z = np.array([[-0.0, 0.0, 1.0][i % 3] for i in range(m)])
+    x = np.random.default_rng(1).normal(size=m)
+    df = pd.DataFrame({"a": ["pq"[i % 2] for i in range(m)], "x": x, "z": z})
+    assert load_dataset(df, score="cg")[0].levels[2] == ("0.0", "1.0")
+    assert load_dataset(df.astype({"z": np.float32}), score="cg")[0].levels[2] == ("0.0", "1.0")
+    ds = load_dataset(np.c_[np.arange(m) % 2, z])[0]
+    assert ds.kind == "discrete" and ds.levels[1] == ("0.0", "1.0")

@@ -599,7 +599,7 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
     float64 (``numbers``, their float64 values) makes one (1e20 and 1e20 + 1): the column's
     values would be silently merged (a column that varies read as constant). Compared
     exactly only where float64 has fewer distinct values than the cells."""
-    from fractions import Fraction
+    from decimal import Decimal
 
     if np.unique(numbers).size == numbers.size:
         return
@@ -608,13 +608,72 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
         if numbers[a] != numbers[b]:
             continue
         try:
-            differ = Fraction(str(texts[a]).strip()) != Fraction(str(texts[b]).strip())
-        except ValueError:  # not a plain decimal: float64 read it, nothing to compare
+            # as decimals: exact, and a Fraction of '1e-99999999999' (0.0 in float64, as '0' is)
+            # computed 10^99999999999, a hang
+            differ = Decimal(str(texts[a]).strip()) != Decimal(str(texts[b]).strip())
+        except (ArithmeticError, ValueError):  # not a plain decimal: float64 read it, nothing to compare
             continue
         if differ:
             raise DataError(f"{where}, column '{name}': '{texts[a]}' and '{texts[b]}' are different numbers but "
                             f"the same float64 ({float(numbers[a])!r}): float64 cannot carry this column's values "
                             "exactly; subtract an offset from it or rescale it")
+
+
+def check_carried(table: "Table", j: int, numbers: np.ndarray) -> None:
+    """DataError when float64 drops digits of column j's cells that matter at its spread.
+
+    A cell is read as the float64 nearest it, whose shortest decimal (repr) is the cell's
+    number but where the cell has more significant digits than float64 holds
+    (9007199254740993, 1000000000000.123456). That rounding, up to half an ulp, changes the
+    data where the column's spread is not far above the ulp: 2^53 + 1, 7, 13, 19 were read
+    as 2^53 + 0, 8, 12, 20, and log p(data) came out 18 nats off that of the cells (the
+    same numbers less 2^53, which float64 holds). Refused where the rounding moves the
+    column's sum of squares about its mean by a share δ whose effect on a score, about
+    a1·δ ≈ δ·m/2 nats, exceeds bigbn.scores.bge.LOG_ERROR_TOL (the most the scores' own
+    cancellation may err by). The cells are compared as decimals only where that could
+    happen: not where half an ulp of the largest cell, m times over, is within that share
+    of the column's sd (ordinary data), nor in a constant column. numbers: the float64 of
+    each distinct cell (``table.columns[j][0]``)."""
+    from decimal import Decimal, localcontext
+
+    from bigbn.scores.bge import LOG_ERROR_TOL
+
+    texts, codes = table.columns[j]
+    m = codes.size
+    w = np.bincount(codes, minlength=texts.size).astype(np.float64)  # rows of each distinct cell
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = numbers - np.dot(w, numbers) / m
+        ss = float(np.dot(w, c * c))
+    big = float(np.abs(numbers).max(initial=0.0))
+    if not np.isfinite(ss) or ss == 0.0:
+        return  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
+    eps = float(np.finfo(np.float64).eps)
+    if (eps / 2 * big) * m / np.sqrt(ss / max(m - 1, 1)) <= LOG_ERROR_TOL:
+        return
+    err = np.zeros(texts.size)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for i, (text, v) in enumerate(zip(texts.tolist(), numbers.tolist())):
+            if text == repr(v):
+                continue
+            try:
+                exact = Decimal(text.strip())
+            except ArithmeticError:
+                continue
+            if not exact.is_finite() or exact == Decimal(repr(v)):
+                continue
+            err[i] = float(exact - Decimal(v))
+    if not err.any():
+        return
+    e = err - np.dot(w, err) / m
+    delta = abs(2 * float(np.dot(w, c * e)) + float(np.dot(w, e * e))) / ss
+    if delta * m / 2 > LOG_ERROR_TOL:
+        i = int(np.argmax(np.abs(err)))
+        r = int(np.flatnonzero(codes == i)[0])
+        raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{texts[i]}' is "
+                        f"{float(numbers[i])!r} in float64: float64 cannot carry this column's values at their "
+                        f"spread (its rounding moves the sum of squares by {delta:.2g} of itself, a score by about "
+                        f"{delta * m / 2:.2g} nats); subtract an offset from it or rescale it")
 
 
 def no_column(where: str, column: str, names, what: str) -> DataError:

@@ -127,7 +127,9 @@ def _cell_text(col) -> np.ndarray:
 
     if pd.api.types.is_float_dtype(col.dtype):  # shortest round-trip text, as a CSV writer
         native = getattr(col.dtype, "numpy_dtype", col.dtype)  # float32 stays float32
-        return col.to_numpy(dtype=native).astype(str)
+        # + 0: -0.0 is 0.0 (IEEE's -0 + +0 = +0, any other x + 0 = x), one number, not the
+        # levels '-0.0' and '0.0' of a discrete reading
+        return (col.to_numpy(dtype=native) + np.zeros(1, dtype=native)).astype(str)
     return np.array([str(v) for v in col.tolist()], dtype=str)
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, check_exact_numbers
+from bigbn.io.data import Dataset, Table, check_carried, check_exact_numbers
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
@@ -85,6 +85,7 @@ def continuous_dataset(table: Table) -> Dataset:
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
         check_exact_numbers(table.path, table.names[j], distinct, numbers)
+        check_carried(table, j, numbers)
         values = numbers[codes]
         data[:, j] = values
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),

@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, _natural_order, check_exact_numbers, no_column
+from bigbn.io.data import _INT_RE, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -112,11 +112,30 @@ def column_kinds(table: Table, discrete=None, continuous=None, where: str = "") 
             out.append("discrete")
         elif not np.isfinite(x).all():
             out.append("continuous")  # its non-finite cell is named when it is read
-        elif values.size <= MAX_INTEGER_LEVELS and np.all(x == np.round(x)):
+        elif values.size <= MAX_INTEGER_LEVELS and np.all(x == np.round(x)) and _whole_cells(values):
             out.append("discrete")
         else:
             out.append("continuous")
     return tuple(out)
+
+
+def _whole_cells(values: np.ndarray) -> bool:
+    """True if every cell of ``values`` (decimal numbers whose float64 are whole) is a
+    whole number itself: float64 rounds 9007199254740993.5 and 2.0000000000000001 to whole
+    numbers, which made such a column discrete by the rule (its cells categories) though
+    its values are not whole. Compared as decimals only where a cell is not plain digits."""
+    from decimal import Decimal, InvalidOperation
+
+    for v in values.tolist():
+        if _INT_RE.fullmatch(v):
+            continue
+        try:
+            d = Decimal(v)
+        except (InvalidOperation, ValueError):
+            return False
+        if not d.is_finite() or d != d.to_integral_value():
+            return False
+    return True
 
 
 def has_text_and_numbers(table: Table) -> bool:
@@ -136,6 +155,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
     MAX_LEVELS levels, or more than 2 levels and more than m/2 of them (an identifier or
     a measurement, not a category)."""
     kinds = column_kinds(table, discrete, continuous)
+    declared = {str(name) for name in discrete or ()}
     m, n, p = table.m, table.n, table.path
     data = np.empty((m, n), dtype=np.float64)
     arities = np.zeros(n, dtype=np.int64)
@@ -150,6 +170,8 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                                 f"{m} rows (at most {MAX_LEVELS} levels and m/2 of them): an identifier or a "
                                 "measurement; drop it, or read it as continuous (--continuous "
                                 f"{name}) if it is a number")
+            if name not in declared:
+                _one_spelling(table, j)
             order = _natural_order(values)
             recode = np.empty(r, dtype=np.int64)
             recode[order] = np.arange(r)
@@ -165,6 +187,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
         check_exact_numbers(p, name, values, x)
+        check_carried(table, j, x)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
@@ -172,6 +195,34 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
         data[:, j] = x[codes]
         levels.append(())
     return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
+
+
+def _one_spelling(table: Table, j: int) -> None:
+    """DataError when column j, read as discrete because its cells are whole numbers (not
+    declared so), writes one number two ways ('1' and '1.0', '0' and '-0', '7' and '07'):
+    each distinct cell is a level, so one value would be two levels, and its rows split
+    between them (a column 1, 1.0, 2, 2.0 was four levels, and whatever else followed the
+    spelling looked like a dependence). Named by its two cells and the row of the second."""
+    from decimal import Decimal
+
+    values, codes = table.columns[j]
+    x = _numbers(values)
+    if x is None or np.unique(x).size == values.size:
+        return
+    order = np.argsort(x, kind="stable")
+    for a, b in zip(order[:-1].tolist(), order[1:].tolist()):
+        try:
+            # as decimals (exact; a Fraction of '0e99999999999' computed 10^99999999999, a hang)
+            same = x[a] == x[b] and Decimal(str(values[a])) == Decimal(str(values[b]))
+        except (ArithmeticError, ValueError):  # not a plain decimal: not compared
+            continue
+        if same:
+            r = int(np.flatnonzero(codes == b)[0])
+            raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{values[b]}' is "
+                            f"'{values[a]}' written another way; read as discrete (whole numbers, at most "
+                            f"{MAX_INTEGER_LEVELS} of them) each spelling would be a level of its own: write each "
+                            f"value one way, or declare the column (--discrete {table.names[j]}: its cells as "
+                            f"text categories; --continuous {table.names[j]}: as numbers)")
 
 
 # ------------------------------------------------------------------------- the score
@@ -231,6 +282,25 @@ class _Split:
             check_normal_prior("CG", self.n_c, ds.m, self.alpha_mu, self.alpha_w, self.t)  # md ≤ m per configuration
             self.nu = self.x.mean(axis=0)
 
+    def check_spread(self, q: int, D) -> None:
+        """OptionError when the prior spread over the q configurations of the discrete
+        columns D (local ids) has α_μ(d)/(m + α_μ(d)) or t(d) (α_μ/q, t/q) below float64's
+        smallest normal number, as `bigbn.scores.bge.check_normal_prior` refuses the whole
+        table's: subnormal, they keep fewer digits (α_μ = 1e-300 over 2^60 configurations of
+        12 rows scored 1.9e-6 nats off the exact rational scores), and at 0 log t(d) was a
+        'math domain error' traceback. The largest q of a scoring is the one to check."""
+        tiny = float(np.finfo(np.float64).tiny)
+        qf = float(q) if q < 2**1023 else math.inf
+        a_mu, t = self.alpha_mu / qf, self.t / qf
+        share = a_mu / (self.ds.m + a_mu)
+        if share < tiny or t < tiny:
+            cols = ", ".join(f"'{self.ds.names[self.disc[a]]}'" for a in D)
+            raise OptionError(f"CG alpha_mu {self.alpha_mu:g} with alpha_w {self.alpha_w:g} is too small a prior "
+                              f"to spread over the {qf:.3g} configurations of {cols} for {self.ds.m} rows: "
+                              f"alpha_mu/q/(m + alpha_mu/q) = {share:.3g} and t/q = {t:.3g} must be at least "
+                              f"float64's smallest normal number ({tiny:.3g}); give a larger alpha_mu or "
+                              "alpha_w, or fewer levels or discrete parents")
+
     def discrete_dataset(self) -> Dataset:
         ds = self.ds
         return Dataset(tuple(ds.names[j] for j in self.disc), self.codes.astype(np.int32), self.r,
@@ -261,6 +331,8 @@ class _Split:
         parts P_d = R_d − T(d) (`bigbn.scores.bge.data_scatter`); diagonal: only their
         diagonals are wanted (sets C of one continuous variable), the rest 0."""
         q, index, G = self.configurations(D)
+        if q > 1:
+            self.check_spread(q, D)
         if q == 1:
             from bigbn.scores.bge import data_scatter
 
@@ -532,6 +604,8 @@ def _discrete_sets(split: _Split, Ds, dlen, qs, which, Z, fi, cont, out) -> None
     binary columns), a D of k columns across three groups its three's."""
     m, n_c = split.x.shape
     nD = Ds.shape[0]
+    big = max(range(nD), key=lambda j: qs[j])  # the smallest prior of a configuration
+    split.check_spread(qs[big], Ds[big][:dlen[big]].tolist())
     codes_t = np.ascontiguousarray(split.codes.T)
     threads = _threads()
     zl = (Z >= 0).sum(axis=1)
