@@ -195,6 +195,19 @@ def _cut_last_line(path):
     path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
 
 
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def _npz_field(path, key, change):
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays[key] = change(arrays[key])
+    with path.open("wb") as fh:
+        np.savez(fh, **arrays)
+
+
 def _first_row_field(path, column, value):
     rows = list(csv.reader(path.open(newline="")))
     rows[1][rows[0].index(column)] = value
@@ -211,6 +224,13 @@ def _first_row_field(path, column, value):
     (lambda w: _edit(w / "samples-order-modular" / "dags.csv", "rank,", "position,"), "dags.csv, line 2, column rank"),
     (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
      "ancestors.csv, line 2, column probability"),
+    # samples.npz, checked as bigbn.open checks it (the page showed the CSV files' samples beside it)
+    (lambda w: _truncate(w / "samples-order-modular" / "samples.npz"), "samples-order-modular is damaged ("),
+    (lambda w: (w / "samples-order-modular" / "samples.npz").write_bytes(b"PK\x03\x04 not a zip"),
+     "samples-order-modular is damaged (BadZipFile)"),
+    (lambda w: (w / "samples-order-modular" / "samples.npz").unlink(), "samples-order-modular is damaged (FileNot"),
+    (lambda w: _npz_field(w / "samples-order-modular" / "samples.npz", "weights", lambda x: x * 2),
+     "samples-order-modular is damaged (weights that are not the order-modular prior's)"),
     (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
     (lambda w: _cut_last_line(w / "effects.csv"), "effects.csv: the rows of"),  # was a change from a cell of 0
     (lambda w: _first_row_field(w / "effects.csv", "probability", "0.5"), "effects.csv: the rows of"),

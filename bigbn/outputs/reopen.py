@@ -165,6 +165,21 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
     else:
         return None
     again = f"run `bigbn sample --workdir {root}` again to rewrite it, then {THEN}"
+    info, arrays = load_samples(folder, res.names, prior, log_px + offset, again)
+    info = {k: v for k, v in info.items() if k not in ("names", "log_marginal_likelihood")}
+    if "log_z_dag_modular" in info:
+        info["log_z_dag_modular"] -= offset
+    return Samples(tuple(res.names), arrays["parents"], arrays["weights"], prior, int(info.get("seed", 0)),
+                   arrays["log_linear_extensions"], arrays["log_score"] - offset, log_px,
+                   arrays["orders"], res.posterior, info, offset)
+
+
+def load_samples(folder: Path, names, prior: str, log_marginal: float | None, again: str) -> tuple[dict, dict]:
+    """(summary.json, the arrays of samples.npz) of the samples in ``folder`` (a
+    samples-PRIOR/ of the run of variables ``names``), checked: both readable (a truncated
+    or damaged npz, a missing one), the samples of these variables, whole (`_samples_damage`),
+    and, when ``log_marginal`` (the run's log p(data)) is given, of this run. WorkdirError
+    (one line naming the folder, ending in ``again``: how to rewrite them, and what then)."""
     try:
         info = json.loads(read_file(folder / "summary.json"))
         with open_file(folder / "samples.npz") as fh, np.load(fh) as z:
@@ -174,22 +189,18 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
         raise
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
         raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
-    if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(res.names) \
-            or arrays["parents"].ndim not in (2, 3) or arrays["parents"].shape[1] != len(res.names):
+    if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(names) \
+            or arrays["parents"].ndim not in (2, 3) or arrays["parents"].shape[1] != len(names):
         raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
     wrong = _samples_damage(arrays, info, prior)
     if wrong:
         raise WorkdirError(f"{folder} is damaged ({wrong}): {again}")
     lml = info.get("log_marginal_likelihood")
-    if not isinstance(lml, (int, float)) or abs(lml - (log_px + offset)) > 1e-9 * max(1.0, abs(lml)):
+    if log_marginal is not None and (not isinstance(lml, (int, float)) or
+                                     abs(lml - log_marginal) > 1e-9 * max(1.0, abs(lml))):
         raise WorkdirError(f"{folder}: the samples are of another run (log p(data) {lml} vs the run's "
-                           f"{log_px + offset}): {again}")
-    info = {k: v for k, v in info.items() if k not in ("names", "log_marginal_likelihood")}
-    if "log_z_dag_modular" in info:
-        info["log_z_dag_modular"] -= offset
-    return Samples(tuple(res.names), arrays["parents"], arrays["weights"], prior, int(info.get("seed", 0)),
-                   arrays["log_linear_extensions"], arrays["log_score"] - offset, log_px,
-                   arrays["orders"], res.posterior, info, offset)
+                           f"{log_marginal}): {again}")
+    return info, arrays
 
 
 def _samples_damage(arrays: dict, info, prior: str = "order-modular") -> str | None:
