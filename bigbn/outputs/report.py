@@ -103,7 +103,7 @@ def read_run(workdir) -> RunFiles:
                     posterior=_read_posterior(edges, names, run.record.children),  # a time series: into slice t
                     parent_sets=_read_parent_sets(root, names),
                     journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv", names),
-                    samples=_read_samples(root, names, summary.get("log_marginal_likelihood"), then),
+                    samples=_read_samples(root, names, then),
                     effects=_read_effects(root / "effects.csv"))
 
 
@@ -248,21 +248,22 @@ def _read_arcs(path: Path, names) -> list | None:
     return None if rows is None else [(r["parent"], r["child"]) for r in rows]
 
 
-def _read_samples(root: Path, names, log_marginal, then: str) -> dict:
+def _read_samples(root: Path, names, then: str) -> dict:
     """The samples of each prior whose folder holds a summary.json: their summary, dags.csv
     and ancestors.csv, each checked; samples.npz is checked as `bigbn.open` checks it
     (`reopen.load_samples`: a truncated or damaged one, or none, is the damaged samples
     they are, one line, as any other damaged file of the run: the page showed the CSV
-    files' samples beside it). log_marginal: the run's log p(data) (summary.json), if any."""
+    files' samples beside it). All but their log p(data) against the run's: the page reads
+    no table, and summary.json's log p(data) is not the samples' for a time series (the
+    transition's, not the sum over its tiers')."""
     from bigbn.outputs.reopen import load_samples
 
     out = {}
-    lml = log_marginal if isinstance(log_marginal, (int, float)) and not isinstance(log_marginal, bool) else None
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
         if (folder / "summary.json").exists():
             flag = "" if prior == "order-modular" else " --prior dag-modular"
-            load_samples(folder, names, prior, lml,
+            load_samples(folder, names, prior, None,
                          f"run `bigbn sample --workdir {root}{flag}` again to rewrite it, then {then}")
             # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1; the
             # exact one is exp of a difference of numbers near log p(x), whose rounding (an ulp
