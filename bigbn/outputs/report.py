@@ -251,12 +251,12 @@ def _read_arcs(path: Path, names) -> list | None:
 def _read_samples(root: Path, names, then: str) -> dict:
     """The samples of each prior whose folder holds a summary.json: their summary, dags.csv
     and ancestors.csv, each checked; samples.npz is checked as `bigbn.open` checks it
-    (`reopen.load_samples`: a truncated or damaged one, or none, is the damaged samples
+    (`samplefile.load_samples`: a truncated or damaged one, or none, is the damaged samples
     they are, one line, as any other damaged file of the run: the page showed the CSV
     files' samples beside it). All but their log p(data) against the run's: the page reads
     no table, and summary.json's log p(data) is not the samples' for a time series (the
     transition's, not the sum over its tiers')."""
-    from bigbn.outputs.reopen import load_samples
+    from bigbn.outputs.samplefile import load_samples
 
     out = {}
     for prior in ("order-modular", "dag-modular"):
