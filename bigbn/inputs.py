@@ -63,6 +63,8 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             j = [str(c) for c in data.columns].index(intervention_column)
             index = data.index
             cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
+            cells = frames.decode_cells(cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}, "
+                                                         f"column '{intervention_column}'")
             targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
             data = data.drop(columns=data.columns[j])
         table, categories = frames.table_from_frame(data)
@@ -108,13 +110,19 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             values = arr.ravel().tolist()
             if any(v is None for v in values):
                 raise DataError("data array: missing value (None); bigbn needs complete data")
-            if arr.dtype == object:  # a dict, set, tuple, bytes or any object was read as a level by its str()
+            if arr.dtype == object:  # a dict, set, tuple or any object was read as a level by its str()
                 # over the list, text passed at once, as frames does (np.ndenumerate and
                 # is_value of every cell made reading an object array of text 3.6 times slower)
                 bad = next((i for i, v in enumerate(values) if type(v) is not str and not frames.is_value(v)), None)
                 if bad is not None:
                     r, j = divmod(bad, arr.shape[1])
                     raise frames.not_one_value(f"data array, row index {r}, column '{nm[j]}'", values[bad])
+            if arr.dtype == object or arr.dtype.kind == "S":  # bytes cells are UTF-8 text (numpy
+                # decoded them as ASCII, or str() made b'x' the level "b'x'")
+                text = frames.decode_cells(values, lambda i: "data array, row index {}, column '{}'".format(
+                    i // arr.shape[1], nm[i % arr.shape[1]]))
+                if text is not values:
+                    arr = np.array(text, dtype=object).reshape(arr.shape)
             try:
                 cells = np.char.strip(arr.astype(str))
             except (ValueError, TypeError):  # an object cell holding a list, a void dtype, ...

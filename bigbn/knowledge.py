@@ -365,7 +365,7 @@ class Knowledge:
         forbid.csv, require.csv, edge_prob.csv, max_parents.csv, those that have content.
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
-        from bigbn.options import path_text
+        from bigbn.options import open_output, path_text
         from bigbn.outputs.result import csv_line
 
         if not isinstance(folder, (str, os.PathLike)):  # write(5): Path's TypeError
@@ -388,7 +388,8 @@ class Knowledge:
             if rows:
                 path = folder / f"{key}.csv"
                 try:
-                    with open(path, "w", newline="", encoding="utf-8") as fh:
+                    # a named pipe that nothing reads: one line (open() waited, forever)
+                    with open_output(path, "w", newline="", encoding="utf-8") as fh:
                         fh.write(csv_line(header) + "".join(csv_line(r) for r in rows))
                 except OSError as e:
                     raise OptionError(f"cannot write {path}: {e.strerror}") from None

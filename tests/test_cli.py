@@ -579,26 +579,66 @@ def test_an_output_that_is_no_path_is_one_line(tmp_path):
 
 
 def test_control_characters_of_names_and_paths_are_printed_as_escapes(tmp_path):
-    """A column name is the data's header text: `bigbn run` printed an ESC in it as it was
-    (\\x1b[2J cleared the user's terminal; U+202E turned the line around), in its edges and
-    parent sets, and in an error naming the file. They are printed as escapes now; the
-    files keep the names as they are."""
+    """A column name is the data's header text: `bigbn run` printed U+202E in it as it was
+    (it turned the line around), in its edges and parent sets, and an ESC in an error
+    naming the file (\x1b[2J cleared the user's terminal). They are printed as escapes
+    now; the files keep the names as they are. A control character (ESC, BEL, a newline)
+    is no part of a name: refused (test_a_control_character_in_a_column_name_is_refused)."""
     rng = np.random.default_rng(4)
     a = rng.integers(0, 2, 200)
     b = (a ^ (rng.random(200) < 0.1)).astype(int)
     data = tmp_path / "d.csv"
-    data.write_text("a\x1b[2J,b\u202ex\x07\n" + "".join(f"{x},{y}\n" for x, y in zip(a, b)), encoding="utf-8")
+    data.write_text("a\u202e[2J,b\u202ex\u2066\n" + "".join(f"{x},{y}\n" for x, y in zip(a, b)), encoding="utf-8")
     r = invoke("run", data, "-w", tmp_path / "w", "-q", "--top", 2)
     assert r.exit_code == 0, r.output
     out = r.stdout
-    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out, repr(out)
-    assert "a\\x1b[2J -> b\\u202ex\\x07" in out or "b\\u202ex\\x07 -> a\\x1b[2J" in out, out
-    assert "a\x1b[2J" in (tmp_path / "w" / "edges.csv").read_text(encoding="utf-8")
+    assert "\u202e" not in out and "\u2066" not in out, repr(out)
+    assert "a\\u202e[2J -> b\\u202ex\\u2066" in out or "b\\u202ex\\u2066 -> a\\u202e[2J" in out, out
+    assert "a\u202e[2J" in (tmp_path / "w" / "edges.csv").read_text(encoding="utf-8")
     bad = tmp_path / "e\x1b[2J.csv"
     bad.write_text("a,b\n0,1\n1\n")  # row 3: one field of two
     r = invoke("run", bad, "-w", tmp_path / "w2", "-q")
     assert_one_line_error(r, "e\\x1b[2J.csv", "row 3")
     assert "\x1b" not in r.stderr.replace("\x1b[K", ""), repr(r.stderr)
+
+
+def test_a_control_character_in_a_column_name_is_refused(tmp_path):
+    """A newline, tab or CR of a column name (a DataFrame's, names=, a quoted CSV header
+    cell) broke the lines of edges.csv and of every printed list, and an ESC or BEL went
+    into the files as it was: every input refuses a name holding a C0 or C1 control, DEL,
+    U+2028 or U+2029 in one line naming the file, line and column, the name escaped."""
+    import pandas as pd
+
+    from bigbn.errors import DataError
+
+    data = tmp_path / "d.csv"
+    data.write_text('\na,"b\x1b[2Jc"\n0,1\n1,0\n', encoding="utf-8")  # the header on line 2
+    r = invoke("run", data, "-w", tmp_path / "w", "-q")
+    assert_one_line_error(r, "d.csv, row 2, column 2: the column name 'b\\x1b[2Jc' holds the control character "
+                             "'\\x1b'")
+    assert not (tmp_path / "w").exists() or not (tmp_path / "w" / "edges.csv").exists()
+    for name in ("x\ny", "x\ty", "x\ry", "x\x07", "x\x85y", "x\x7f", "x\u2028y"):
+        with pytest.raises(DataError, match=r"^DataFrame, column 2: the column name .* holds the control character"):
+            bigbn.api.load_dataset(pd.DataFrame({"a": [0, 1, 0, 1], name: [1, 0, 1, 0]}))
+        with pytest.raises(DataError, match=r"^array, column 1: the column name .* holds the control character"):
+            bigbn.api.load_dataset(np.array([[0, 1], [1, 0]]), names=[name, "b"])
+        plain = tmp_path / "p.csv"  # the plain reader (the header on line 1) and the CSV one (quotes)
+        for text in (f"{name},b\n0,1\n1,0\n", f'"{name}",b\n0,1\n1,0\n'):
+            plain.write_text(text, encoding="utf-8", newline="")
+            if "\n" in name or "\r" in name:
+                continue  # a line break of the file: not a name (a quoted one is refused as an open quote)
+            with pytest.raises(DataError, match=r"p.csv, row 1, column 1: the column name .* holds the control"):
+                bigbn.api.load_dataset(plain)
+    bif = tmp_path / "n.bif"
+    bif.write_text("network n { }\nvariable a\x01 {\n  type discrete [ 2 ] { x, y };\n}\n")
+    r = invoke("simulate", "--network", bif, "--rows", 10, tmp_path / "s.csv")
+    assert_one_line_error(r, "n.bif, line 2: the variable name 'a\\x01' holds the control character '\\x01'")
+    # a knowledge file's name is not a variable: an unknown node, escaped
+    forbid = tmp_path / "f.csv"
+    forbid.write_text('parent,child\n"a\tb",b\n', encoding="utf-8")
+    data.write_text("a,b\n0,1\n1,0\n0,1\n1,0\n", encoding="utf-8")
+    r = invoke("run", data, "-w", tmp_path / "w3", "-q", "--forbid", forbid)
+    assert_one_line_error(r, "f.csv, line 2, column parent: unknown node 'a\\tb'")
 
 
 def test_a_run_writes_its_files_as_utf8_whatever_the_locale(tmp_path):

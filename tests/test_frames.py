@@ -85,11 +85,12 @@ def test_a_complex_valued_column_is_named_as_such(column):
 
 
 @pytest.mark.parametrize("cell, shown", [([1, 2], "[1, 2]"), ({"k": 1}, "{'k': 1}"), ({3}, "{3}"),
-                                         ((1, 2), "(1, 2)"), (b"x", "b'x'"), (np.eye(2), "array([[1., 0.], [0., 1.]])"),
+                                         ((1, 2), "(1, 2)"), (np.eye(2), "array([[1., 0.], [0., 1.]])"),
                                          (frozenset([1]), "frozenset({1})"), (object(), "<object object at ")])
 def test_a_cell_holding_no_one_value_is_refused(cell, shown):
-    """A list, dict, set, tuple, bytes, array or other object in a cell was read as a level
-    through its str() (an object's changing from run to run), silently."""
+    """A list, dict, set, tuple, array or other object in a cell was read as a level
+    through its str() (an object's changing from run to run), silently. (Bytes are text:
+    test_bytes_cells_are_utf8_text.)"""
     df = pd.DataFrame({"a": [0, 1, 0, 1], "z": ["x", "y", "x", "y"]}, index=[10, 11, 12, 13])
     df["z"] = df["z"].astype(object)
     df.at[12, "z"] = cell
@@ -100,9 +101,9 @@ def test_a_cell_holding_no_one_value_is_refused(cell, shown):
         bigbn.learn(df)
 
 
-@pytest.mark.parametrize("cell", [{"k": 1}, (1, 2), {3}, b"x", object()])
+@pytest.mark.parametrize("cell", [{"k": 1}, (1, 2), {3}, object()])
 def test_an_object_array_cell_holding_no_one_value_is_refused(cell):
-    """As for a DataFrame: an object array's dict, tuple, set, bytes or object cell was read
+    """As for a DataFrame: an object array's dict, tuple, set or object cell was read
     as a level through its str() (only a list, which numpy cannot cast, was refused)."""
     a = np.empty((4, 2), dtype=object)
     a[:] = [[0, "x"], [1, "y"], [0, "x"], [1, "y"]]
@@ -334,3 +335,34 @@ def test_negative_zero_in_a_float_frame_or_array_is_zero():
     assert load_dataset(df.astype({"z": np.float32}), score="cg")[0].levels[2] == ("0.0", "1.0")
     ds = load_dataset(np.c_[np.arange(m) % 2, z])[0]
     assert ds.kind == "discrete" and ds.levels[1] == ("0.0", "1.0")
+
+
+def test_bytes_cells_are_utf8_text():
+    """np.bytes_ cells (a column read from HDF5 or a numpy bytes array) were the levels
+    "b'x'" in every output; bytes, np.bytes_ and bytearray cells, in a DataFrame column, a
+    category column, an object array or a bytes array, are the UTF-8 text they hold."""
+    text = ["x", "é", "x", "é"]
+    want = load_dataset(pd.DataFrame({"a": [0, 1, 0, 1], "z": text}))[0]
+    for cells in ([np.bytes_(t.encode()) for t in text], [t.encode() for t in text],
+                  [bytearray(t.encode()) for t in text]):
+        got = load_dataset(pd.DataFrame({"a": [0, 1, 0, 1], "z": cells}))[0]
+        assert got.levels == want.levels and np.array_equal(got.data, want.data)
+    cat = pd.DataFrame({"a": [0, 1, 0, 1], "z": pd.Categorical([t.encode() for t in text],
+                                                                   categories=["é".encode(), b"x", b"\xff"])})
+    assert load_dataset(cat)[0].levels[1] == ("é", "x")  # the declared order, observed levels only
+    arrays = [np.array([[0, t.encode()] for t in text]).astype("S"),
+              np.array([[0, np.bytes_(t.encode())] for t in text], dtype=object)]
+    for a in arrays:
+        got = load_dataset(a)[0]
+        assert got.levels == (("0",), ("x", "é")), got.levels
+
+
+def test_a_bytes_cell_that_is_not_utf8_is_refused_naming_row_and_column():
+    df = pd.DataFrame({"a": [0, 1, 0, 1], "z": [b"x", b"y", b"\xffz", b"x"]}, index=[5, 6, 7, 8])
+    with pytest.raises(DataError, match=r"^DataFrame, row 7, column 'z': the cell holds b'\\xffz', not UTF-8 "
+                                        r"text \(byte 0xff at offset 0\); decode it to text first$"):
+        load_dataset(df)
+    with pytest.raises(DataError, match=r"^data array, row index 1, column 'X2': the cell holds b'\\xc3', not UTF-8"):
+        load_dataset(np.array([[b"0", b"x"], [b"1", b"\xc3"]]))
+    with pytest.raises(DataError, match=r"^data array, row index 1, column 'X2': the cell holds b'\\xc3', not UTF-8"):
+        load_dataset(np.array([[0, b"x"], [1, b"\xc3"]], dtype=object))

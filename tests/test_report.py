@@ -195,6 +195,19 @@ def _cut_last_line(path):
     path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
 
 
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def _npz_field(path, key, change):
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays[key] = change(arrays[key])
+    with path.open("wb") as fh:
+        np.savez(fh, **arrays)
+
+
 def _first_row_field(path, column, value):
     rows = list(csv.reader(path.open(newline="")))
     rows[1][rows[0].index(column)] = value
@@ -211,6 +224,13 @@ def _first_row_field(path, column, value):
     (lambda w: _edit(w / "samples-order-modular" / "dags.csv", "rank,", "position,"), "dags.csv, line 2, column rank"),
     (lambda w: _first_row_field(w / "samples-order-modular" / "ancestors.csv", "probability", "x"),
      "ancestors.csv, line 2, column probability"),
+    # samples.npz, checked as bigbn.open checks it (the page showed the CSV files' samples beside it)
+    (lambda w: _truncate(w / "samples-order-modular" / "samples.npz"), "samples-order-modular is damaged ("),
+    (lambda w: (w / "samples-order-modular" / "samples.npz").write_bytes(b"PK\x03\x04 not a zip"),
+     "samples-order-modular is damaged (BadZipFile)"),
+    (lambda w: (w / "samples-order-modular" / "samples.npz").unlink(), "samples-order-modular is damaged (FileNot"),
+    (lambda w: _npz_field(w / "samples-order-modular" / "samples.npz", "weights", lambda x: x * 2),
+     "samples-order-modular is damaged (weights that are not the order-modular prior's)"),
     (lambda w: _first_row_field(w / "effects.csv", "p_zero", "2"), "effects.csv, line 2, column p_zero"),
     (lambda w: _cut_last_line(w / "effects.csv"), "effects.csv: the rows of"),  # was a change from a cell of 0
     (lambda w: _first_row_field(w / "effects.csv", "probability", "0.5"), "effects.csv: the rows of"),
@@ -329,7 +349,8 @@ def test_control_characters_in_names_are_shown_escaped_and_markup_is_text(tmp_pa
     rng = np.random.default_rng(4)
     a = rng.integers(0, 2, 200)
     b = np.where(rng.random(200) < 0.9, a, 1 - a)
-    names = ["a\x07b\x1b[31m", "<i>\"q\"&'x'</i>", "r\u202el\x85\x7f"]
+    # (a C0 or C1 control or DEL is no part of a column name: refused when the data are read)
+    names = ["a\u2066b\u202a[31m", "<i>\"q\"&'x'</i>", "r\u202el\u200f"]
     df = pd.DataFrame({names[0]: a.astype(str), names[1]: b.astype(str),
                        names[2]: rng.integers(0, 2, 200).astype(str)})
     wd = tmp_path / "run\x07"
@@ -340,7 +361,7 @@ def test_control_characters_in_names_are_shown_escaped_and_markup_is_text(tmp_pa
         page = Page(text)
         assert "<i>" not in text and not {"i", "script"} & set(page.tags)
         words = page.words
-        assert "a\\x07b\\x1b[31m" in words and "r\\u202el\\x85\\x7f" in words and "<i>\"q\"&'x'</i>" in words
+        assert "a\\u2066b\\u202a[31m" in words and "r\\u202el\\u200f" in words and "<i>\"q\"&'x'</i>" in words
     assert "bigbn report: run\\x07" in Page(report_html(read_run(wd))).words
 
 

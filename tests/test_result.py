@@ -81,3 +81,45 @@ def test_a_sample_is_named_by_its_index_and_with_se_is_a_flag():
             s.to_networkx(t)
     with pytest.raises(OptionError, match="with_se must be True or False, got 'no'"):
         s.edge_probabilities(with_se="no")
+
+
+def test_python_writers_refuse_a_named_pipe_that_nothing_reads(tmp_path):
+    """Result.to_csv(FIFO), Effects.to_csv(FIFO) and Knowledge.write(folder) with a FIFO in
+    a file's place waited for a reader, forever (open() blocks), where the CLI's outputs
+    (`options.open_output`) refuse it in one line. Run in a subprocess with a timeout, so
+    that a wait fails the test instead of hanging it."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "k").mkdir()
+    os.mkfifo(tmp_path / "k" / "forbid.csv")
+    script = f"""
+import numpy as np
+from bigbn.errors import OptionError
+from bigbn.knowledge import Knowledge
+from bigbn.outputs.effects import Effects
+from bigbn.outputs.result import Result
+
+calls = [lambda: Result(np.array([[0.0, 0.25], [0.5, 0.0]]), ("a", "b"), -1.0).to_csv({str(fifo)!r}),
+         lambda: Effects(("a", "b"), "continuous", [(0, 1)], 0.95, np.zeros(1), np.zeros(1), np.zeros(1),
+                         np.zeros(1)).to_csv({str(fifo)!r}),
+         lambda: Knowledge(forbidden=[("a", "b")]).write({str(tmp_path / "k")!r})]
+for call in calls:
+    try:
+        call()
+        print("written")
+    except OptionError as e:
+        print(e)
+"""
+    try:
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("a writer waited for a reader of the named pipe")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and len(lines) == 3, r.stderr
+    for line, path in zip(lines, [fifo, fifo, tmp_path / "k" / "forbid.csv"]):
+        assert line == f"{path}: a named pipe that nothing reads (start the reader first, or give a file)", lines

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.errors import DataError
+from bigbn.io.data import check_name
 
 NETWORKS_DIR = Path(__file__).parent.parent / "networks"
 
@@ -279,6 +280,7 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
         elif kw == "variable":
             line = ps.line()
             name = ps.word()
+            check_name(f"{ps.source}, line {line}", name, "variable name")
             if name in states:
                 raise ps.error(f"variable {name!r} declared twice")
             ps.expect("{")

@@ -421,7 +421,7 @@ def _csv_table(p: str, text: str, sep: str, may_be_empty: str | None, min_column
                 raise DataError(f"{p}, row {line}, column {j + 1}: a NUL byte (not a text file?)")
             cells = [c.strip() for c in record]
             if names is None:
-                names = _check_header(p, cells, min_columns)
+                names = _check_header(p, cells, min_columns, line)
                 _check_may_be_empty(p, names, may_be_empty)
                 n = len(names)
                 free = names.index(may_be_empty) if may_be_empty in names else -1
@@ -470,7 +470,7 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None, min_c
     header = [c.strip() for c in head.split(sep)]
     if len(header) < min_columns or not body or body[0] == "\n" or "\n\n" in body:
         return None
-    names = _check_header(path, header, min_columns)
+    names = _check_header(path, header, min_columns, 1)
     _check_may_be_empty(path, names, may_be_empty)
     n = len(names)
     raw = np.frombuffer((body if body.endswith("\n") else body + "\n").encode(), dtype=np.uint8)
@@ -577,7 +577,27 @@ def _cell_bytes(raw, sep, n, col, m, size):
     return out
 
 
-def _check_header(path: str, names: list[str], min_columns: int = 2) -> tuple[str, ...]:
+#: a character no variable name holds: the C0 and C1 controls and DEL (a newline, tab or CR
+#: of a DataFrame's column name broke the lines of edges.csv and of every printed list;
+#: an ESC went into the files as it was), and the line and paragraph separators (lines to
+#: str.splitlines)
+NOT_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_name(where: str, name: str, what: str = "column name") -> None:
+    """DataError (one line, the name escaped) for a name holding a `NOT_IN_NAME`
+    character; ``where`` names the file, line and column (or the source and column)."""
+    bad = NOT_IN_NAME.search(name)
+    if bad:
+        raise DataError(f"{where}: the {what} {name!r} holds the control character {bad.group()!r}; "
+                        "a name is one line of printable text (rename it)")
+
+
+def _check_header(path: str, names: list[str], min_columns: int = 2,
+                  line: int | None = None) -> tuple[str, ...]:
+    """The column names, checked: at least ``min_columns`` (a time series may have one), none
+    empty, none twice, none holding a control character (`check_name`). ``line``: the
+    header's line in the file (None: not a file)."""
     if len(names) < min_columns:
         hint = ""
         if names and "|" in names[0]:
@@ -588,6 +608,7 @@ def _check_header(path: str, names: list[str], min_columns: int = 2) -> tuple[st
     for j, name in enumerate(names, start=1):
         if not name:
             raise DataError(f"{path}, column {j}: empty column name (line 1 must name every column)")
+        check_name(f"{path}, row {line}, column {j}" if line is not None else f"{path}, column {j}", name)
         if name in seen:
             raise DataError(f"{path}: duplicate column name '{name}' (columns {seen[name]} and {j})")
         seen[name] = j

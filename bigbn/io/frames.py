@@ -55,14 +55,15 @@ def _row(df, r: int) -> str:
 
 
 def is_value(v) -> bool:
-    """A cell a CSV file could hold: text, a (non-complex) number, a bool, a date or time
-    (datetime, pandas Timestamp, Timedelta, Period), an interval (`pd.cut`'s levels), an
-    enum member or a UUID, or a numpy scalar of one of those."""
+    """A cell a CSV file could hold: text (str, or bytes, np.bytes_, bytearray: UTF-8 text,
+    see `decode_cells`), a (non-complex) number, a bool, a date or time (datetime, pandas
+    Timestamp, Timedelta, Period), an interval (`pd.cut`'s levels), an enum member or a
+    UUID, or a numpy scalar of one of those."""
     if type(v) in _PLAIN:  # at once: the isinstance of numbers.Real, an ABC, made an object
         return True  # column of ints read 2-3 times slower
     if isinstance(v, np.generic):
         return v.ndim == 0 and not isinstance(v, (np.complexfloating, np.void)) and v.dtype != object
-    return isinstance(v, _value_types()) and not isinstance(v, (bytes, bytearray))
+    return isinstance(v, _value_types())
 
 
 _PLAIN = frozenset((str, int, float, bool))
@@ -76,7 +77,7 @@ def _value_types() -> tuple:
     import numbers
     import uuid
 
-    types = (str, bool, numbers.Real, decimal.Decimal, datetime.date, datetime.time, datetime.timedelta,
+    types = (str, bytes, bytearray, bool, numbers.Real, decimal.Decimal, datetime.date, datetime.time, datetime.timedelta,
              enum.Enum, uuid.UUID)
     try:  # pandas is optional (an object array needs none)
         import pandas as pd
@@ -113,6 +114,26 @@ def _check_scalars(df, j: int, name: str) -> None:
     raise not_one_value(f"{SOURCE}, row {_row(df, r)}, column '{name}'", bad)
 
 
+def decode_cells(values: list, where) -> list:
+    """``values`` with every bytes cell (bytes, np.bytes_, bytearray) decoded as UTF-8, the
+    text a CSV file of them holds (str() made np.bytes_(b'x') the level "b'x'"); other
+    cells as they are. A cell that is not UTF-8 is a DataError at ``where(i)`` (the
+    source, the row and the column of cell i)."""
+    if not any(issubclass(t, (bytes, bytearray)) for t in set(map(type, values))):  # the types at C speed
+        return values
+    out = list(values)
+    for i, v in enumerate(out):
+        if isinstance(v, (bytes, bytearray)):
+            try:
+                out[i] = bytes(v).decode("utf-8")
+            except UnicodeDecodeError as e:
+                shown = " ".join(repr(bytes(v)).split())
+                shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                raise DataError(f"{where(i)}: the cell holds {shown}, not UTF-8 text (byte 0x{v[e.start]:02x} at "
+                                f"offset {e.start}); decode it to text first") from None
+    return out
+
+
 def not_one_value(where: str, cell) -> DataError:
     """The DataError of a cell that `is_value` refuses, at ``where`` (the source, the row
     and the column): the cell shown on one line, cut at 40 characters, and its type."""
@@ -122,15 +143,18 @@ def not_one_value(where: str, cell) -> DataError:
                      "must hold one level or number (text, a number or a bool)")
 
 
-def _cell_text(col) -> np.ndarray:
+def _cell_text(df, j: int, name: str) -> np.ndarray:
+    """Column j's cells as the text a CSV file of the frame holds (bytes decoded)."""
     import pandas as pd
 
+    col = df.iloc[:, j]
     if pd.api.types.is_float_dtype(col.dtype):  # shortest round-trip text, as a CSV writer
         native = getattr(col.dtype, "numpy_dtype", col.dtype)  # float32 stays float32
         # + 0: -0.0 is 0.0 (IEEE's -0 + +0 = +0, any other x + 0 = x), one number, not the
         # levels '-0.0' and '0.0' of a discrete reading
         return (col.to_numpy(dtype=native) + np.zeros(1, dtype=native)).astype(str)
-    return np.array([str(v) for v in col.tolist()], dtype=str)
+    values = decode_cells(col.tolist(), lambda r: f"{SOURCE}, row {_row(df, r)}, column '{name}'")
+    return np.array([str(v) for v in values], dtype=str)
 
 
 def _na_hint(col) -> str:
@@ -169,9 +193,12 @@ def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[st
                 col.dtype == object and any(isinstance(v, (complex, np.complexfloating)) for v in col.tolist())):
             raise DataError(f"{SOURCE}, column '{names[j]}': complex numbers are not data bigbn can score")
         _check_scalars(df, j, names[j])
-        cells[:, j] = _cell_text(col)
-        if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text
-            categories[j] = list(dict.fromkeys(str(v).strip() for v in col.cat.categories))
+        cells[:, j] = _cell_text(df, j, names[j])
+        if isinstance(col.dtype, pd.CategoricalDtype):  # as the cells: stripped text (the
+            # levels of some cell were decoded with it; one no cell holds is no level)
+            categories[j] = list(dict.fromkeys(
+                (v.decode("utf-8", "backslashreplace") if isinstance(v, (bytes, bytearray)) else str(v)).strip()
+                for v in col.cat.categories))
     cells = np.char.strip(cells.astype(str))
     check_complete(cells, names, SOURCE)
     return Table.from_cells(SOURCE, names, cells), categories

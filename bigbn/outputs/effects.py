@@ -65,7 +65,7 @@ from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, csv_line, run_workdir
+from bigbn.outputs.result import Result, csv_line, open_for_writing, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 
@@ -142,8 +142,11 @@ class Effects:
     def to_csv(self, path) -> None:
         """Write effects.csv. Names and levels are quoted as `result.csv_field` quotes them
         (csv.writer with lineterminator "\n" left a carriage return bare, which csv.reader
-        takes for the row's end: a name holding one made `bigbn.open` call the file damaged)."""
-        with open(path, "w", newline="", encoding="utf-8") as fh:
+        takes for the row's end: a name holding one made `bigbn.open` call the file damaged).
+        Opened as `Result.to_csv` opens its file (`result.open_for_writing`): a folder, a
+        named pipe that nothing reads (a wait, forever) or a file that cannot be written is
+        one line."""
+        with open_for_writing(path, "to_csv()") as fh:
             fh.write(csv_line(self.header))
             for r in self.rows():
                 fh.write(csv_line(f"{v:.17g}" if isinstance(v, float) else v for v in r))

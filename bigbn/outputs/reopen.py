@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -27,12 +25,12 @@ import numpy as np
 from bigbn import options as opt
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.io import frames
-from bigbn.kernels import sampling as SK
 from bigbn.io.bif import write_bif, write_xmlbif
 from bigbn.outputs import model
 from bigbn.outputs.effects import Effects
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.outputs.result import Result
+from bigbn.outputs.samplefile import load_samples
 from bigbn.outputs.samples import PRIORS, Samples
 from bigbn.store.rundir import FinishedRun, RunDir, check_scores_sound, finished_run
 from bigbn.store.workdir import check_outputs, open_file, read_file
@@ -166,91 +164,13 @@ def read_samples(root: Path, res: Result, log_px: float, offset: float) -> Sampl
     else:
         return None
     again = f"run `bigbn sample --workdir {root}` again to rewrite it, then {THEN}"
-    try:
-        info = json.loads(read_file(folder / "summary.json"))
-        with open_file(folder / "samples.npz") as fh, np.load(fh) as z:
-            arrays = {k: z[k] for k in ("names", "parents", "weights", "orders", "log_linear_extensions",
-                                        "log_score")}
-    except WorkdirError:
-        raise
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as e:
-        raise WorkdirError(f"{folder} is damaged ({type(e).__name__}): {again}") from None
-    if arrays["names"].ndim != 1 or tuple(str(s) for s in arrays["names"]) != tuple(res.names) \
-            or arrays["parents"].ndim not in (2, 3) or arrays["parents"].shape[1] != len(res.names):
-        raise WorkdirError(f"{folder}: the samples are not of this run's variables: {again}")
-    wrong = _samples_damage(arrays, info, prior)
-    if wrong:
-        raise WorkdirError(f"{folder} is damaged ({wrong}): {again}")
-    lml = info.get("log_marginal_likelihood")
-    if not isinstance(lml, (int, float)) or abs(lml - (log_px + offset)) > 1e-9 * max(1.0, abs(lml)):
-        raise WorkdirError(f"{folder}: the samples are of another run (log p(data) {lml} vs the run's "
-                           f"{log_px + offset}): {again}")
+    info, arrays = load_samples(folder, res.names, prior, log_px + offset, again)
     info = {k: v for k, v in info.items() if k not in ("names", "log_marginal_likelihood")}
     if "log_z_dag_modular" in info:
         info["log_z_dag_modular"] -= offset
     return Samples(tuple(res.names), arrays["parents"], arrays["weights"], prior, int(info.get("seed", 0)),
                    arrays["log_linear_extensions"], arrays["log_score"] - offset, log_px,
                    arrays["orders"], res.posterior, info, offset)
-
-
-def _samples_damage(arrays: dict, info, prior: str = "order-modular") -> str | None:
-    """What is wrong with the arrays of samples.npz (names and parents' width checked) and
-    its summary.json, as `write_outputs` writes them, else None: one length T and the
-    types and shapes `Samples` holds; each order a permutation of the variables and each
-    DAG's arcs along its order (`_against_orders`: the ancestors walk the orders, so an
-    order out of range was a segfault, one that is no permutation or a DAG against it
-    other ancestors without a word); finite scores and #LE; the weights ``prior`` gives
-    them (1/T each, or ∝ 1/#LE); the seed, T and normaliser of the summary."""
-    if not isinstance(info, dict):
-        return "summary.json is not an object"
-    T, n = arrays["parents"].shape[:2]
-    shapes = {"parents": (np.int64, arrays["parents"].shape), "orders": (np.int64, (T, n)),
-              "weights": (np.float64, (T,)), "log_linear_extensions": (np.float64, (T,)),
-              "log_score": (np.float64, (T,))}
-    for name, (dtype, shape) in shapes.items():
-        if arrays[name].dtype != dtype or arrays[name].shape != shape:
-            return f"{name} is {arrays[name].dtype} {arrays[name].shape}, not {np.dtype(dtype)} {shape}"
-    if arrays["parents"].ndim == 2 and arrays["parents"].size and \
-            not (arrays["parents"].min() >= 0 and arrays["parents"].max() >> n == 0):
-        return f"parent sets beyond the {n} variables"
-    if not (np.isfinite(arrays["weights"]).all() and (arrays["weights"] >= 0).all()):
-        return "weights that are not finite and non-negative"
-    wrong = _against_orders(arrays["orders"], arrays["parents"])
-    if wrong:
-        return wrong
-    lle, w = arrays["log_linear_extensions"], arrays["weights"]
-    if not (np.isfinite(lle).all() and (lle >= 0).all() and np.isfinite(arrays["log_score"]).all()):
-        return "log #LE or log scores that are not finite"
-    if T:
-        r = np.exp(np.min(lle) - lle) if prior == "dag-modular" else np.ones(T)
-        if not np.allclose(w, r / np.sum(r), rtol=1e-9, atol=0):
-            return f"weights that are not the {prior} prior's"
-    seed, count, z = info.get("seed", 0), info.get("samples", T), info.get("log_z_dag_modular", 0.0)
-    if not (type(seed) is int and 0 <= seed < 2**63 and type(count) is int and count == T
-            and isinstance(z, (int, float)) and not isinstance(z, bool) and math.isfinite(z)):
-        return f"summary.json's seed {seed!r}, samples {count!r} or log_z_dag_modular {z!r} are not of the {T} samples"
-    return None
-
-
-def _against_orders(orders: np.ndarray, parents: np.ndarray) -> str | None:
-    """What is wrong with samples' orders (T, n) and parent sets (T, n) masks or (T, n, W)
-    words (`sampling.as_words`): an order that is not a permutation of 0..n − 1, or a
-    parent that does not come before its child in the sample's order (a cycle, a loop, a
-    bit beyond the variables). None when each DAG lies along its order."""
-    T, n = orders.shape
-    if T == 0:
-        return None
-    if not np.array_equal(np.sort(orders, axis=1), np.broadcast_to(np.arange(n), (T, n))):
-        return "orders that are not orders of the variables"
-    words = parents if parents.ndim == 3 else parents[:, :, None]
-    before = np.zeros((T, words.shape[2]), dtype=np.int64)
-    rows = np.arange(T)
-    for j in range(n):
-        v = orders[:, j]
-        if np.any(words[rows, v] & ~before):
-            return "DAGs with an arc against their order (a cycle)"
-        before[rows, v // SK.WORD_BITS] |= np.left_shift(1, v % SK.WORD_BITS)
-    return None
 
 
 def read_effects(path: Path, names) -> Effects | None:

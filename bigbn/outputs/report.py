@@ -99,11 +99,13 @@ def read_run(workdir) -> RunFiles:
         raise WorkdirError(f"{root}: no edges.csv, the run's posterior is not finished (or it was a "
                            f"--map-only run); run the same `bigbn run` command again, then {then}")
     names = run.names
-    return RunFiles(root=root, run=run, summary=_json(root / "summary.json", _RUN_SUMMARY),
+    summary = _json(root / "summary.json", _RUN_SUMMARY)
+    return RunFiles(root=root, run=run, summary=summary,
                     posterior=_read_posterior(edges, names, run.record.children),  # a time series: into slice t
                     parent_sets=_read_parent_sets(root, names),
                     journal=run.journal(), map_arcs=_read_arcs(root / "map_dag.csv", names),
-                    samples=_read_samples(root), effects=_read_effects(root / "effects.csv"))
+                    samples=_read_samples(root, names, then),
+                    effects=_read_effects(root / "effects.csv"))
 
 
 #: the objects of a summary.json the page reads into (a damaged one of another type is an
@@ -247,11 +249,23 @@ def _read_arcs(path: Path, names) -> list | None:
     return None if rows is None else [(r["parent"], r["child"]) for r in rows]
 
 
-def _read_samples(root: Path) -> dict:
+def _read_samples(root: Path, names, then: str) -> dict:
+    """The samples of each prior whose folder holds a summary.json: their summary, dags.csv
+    and ancestors.csv, each checked; samples.npz is checked as `bigbn.open` checks it
+    (`samplefile.load_samples`: a truncated or damaged one, or none, is the damaged samples
+    they are, one line, as any other damaged file of the run: the page showed the CSV
+    files' samples beside it). All but their log p(data) against the run's: the page reads
+    no table, and summary.json's log p(data) is not the samples' for a time series (the
+    transition's, not the sum over its tiers')."""
+    from bigbn.outputs.samplefile import load_samples
+
     out = {}
     for prior in ("order-modular", "dag-modular"):
         folder = root / f"samples-{prior}"
         if (folder / "summary.json").exists():
+            flag = "" if prior == "order-modular" else " --prior dag-modular"
+            load_samples(folder, names, prior, None,
+                         f"run `bigbn sample --workdir {root}{flag}` again to rewrite it, then {then}")
             # the DAG-modular posterior is Π β over an estimated normaliser: it may pass 1; the
             # exact one is exp of a difference of numbers near log p(x), whose rounding (an ulp
             # of |log p(x)|, 1.9e-9 past 8e6) earlier bigbns wrote past 1: both checked as numbers

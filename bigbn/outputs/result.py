@@ -228,14 +228,15 @@ def run_workdir(source, caller: str) -> str | Path:
 
 def open_for_writing(path, what: str):
     """``open(path, "w")`` for a file a user names, with one line (OptionError) for what is
-    not a path, a folder, or a file that cannot be written."""
+    not a path, a folder, a named pipe that nothing reads (`options.open_output`, as the
+    CLI's outputs: open() waited for a reader, forever), or a file that cannot be written."""
     if not isinstance(path, (str, os.PathLike)):
         raise OptionError(f"{what} needs a file path, got {type(path).__name__}")
     if os.path.isdir(path):
         raise OptionError(f"{os.fspath(path)}: is a folder, not a file; give a file name "
                           f"(e.g. {os.path.join(path, 'edges.csv')})")
     try:
-        return open(path, "w", newline="", encoding="utf-8")  # as every reader reads it, whatever the locale
+        return opt.open_output(path, "w", newline="", encoding="utf-8")  # UTF-8: as every reader reads it
     except OSError as e:
         raise OptionError(f"cannot write {os.fspath(path)}: {e.strerror}") from None
 

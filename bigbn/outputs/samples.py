@@ -905,15 +905,24 @@ def check_samples_folder(out: Path) -> None:
     """WorkdirError when something other than a folder (a file, a FIFO, a symbolic link)
     holds the name of samples-PRIOR/ or a file of a samples' name in it is not a file:
     checked before the draws (a file of the folder's name was "File exists" once they were
-    drawn, and so still was a broken link; a link to a folder elsewhere had the samples
-    written there, outside the workdir)."""
+    drawn, and so still was a broken link) and again, under the run's lock, before the files
+    are written. A symbolic link (to a folder elsewhere) was written through: the samples'
+    files, and the removal of stale temporaries, changed a folder outside the workdir; it is
+    refused, and nothing is written through it (the tables' chunk files never write through
+    a link either)."""
     try:
         mode = os.lstat(out).st_mode
     except FileNotFoundError:
         return
+    if stat.S_ISLNK(mode):
+        try:
+            target = f" (to {os.readlink(out)})"
+        except OSError:
+            target = ""
+        raise WorkdirError(f"{out} is a symbolic link{target}, not the folder bigbn writes the samples in; bigbn "
+                           "writes nothing through it: remove the link, then run the same command again")
     if not stat.S_ISDIR(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else \
-            "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a file" if stat.S_ISREG(mode) else "not a folder"
         raise WorkdirError(f"{out} is {kind}, not the folder bigbn writes the samples in; remove it, then run "
                            "the same command again")
     check_outputs(out, SAMPLE_FILES)  # a FIFO of one's name: one line, not a wait for its reader
@@ -921,6 +930,7 @@ def check_samples_folder(out: Path) -> None:
 
 def _write_outputs(s: Samples, out: Path) -> Path:
     """`write_outputs` into folder ``out``, the run's lock held."""
+    check_samples_folder(out)  # again, under the lock
     out.mkdir(exist_ok=True)
     check_outputs(out, SAMPLE_FILES)
     _stale_temporaries(out)
