@@ -54,7 +54,7 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import _INT_RE, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
+from bigbn.io.data import INTEGER, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -127,7 +127,7 @@ def _whole_cells(values: np.ndarray) -> bool:
     from decimal import Decimal, InvalidOperation
 
     for v in values.tolist():
-        if _INT_RE.fullmatch(v):
+        if INTEGER.fullmatch(v):
             continue
         try:
             d = Decimal(v)
