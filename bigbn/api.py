@@ -294,9 +294,14 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             # (`executors.distributed`), so the plan counts disk for them; else any order
             cluster = ordered_workers(scheduler, workers) is None
             disk_workers = workers if cluster and disk_budget is not None else ordered_workers(scheduler, workers)
-            plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
-                            map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers,
-                            disk_budget=disk_budget)
+            plans, at_once = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
+                                     map_dag, posterior, memory, workers, fresh, check_disk,
+                                     disk_workers=disk_workers, disk_budget=disk_budget)
+            # a resume under a budget its plan exceeds with this many workers runs fewer at a
+            # time (`runner._workers_within_budget`): a local pool of fewer threads, or on a
+            # cluster fewer tasks in flight
+            run_workers = workers if cluster or at_once == disk_workers else at_once
+            disk_workers = at_once
             check_outputs(root)  # after prepare: --fresh has removed them
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
@@ -318,10 +323,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                         jobs.append(Job(Workdir(root, owner, p.scope), p, s, offset))
                         labels[p.scope] = f"tier {lay.index + 1}/{len(lays)}"
             kept = any(p is not None and p.kept is not None for pair in plans for p in pair)
-            if cluster and kept:  # the budget's levels (this run's, or a resumed run's record)
+            if cluster and kept and disk_workers is None:  # the budget's levels (a resumed run's record)
                 disk_workers = workers
-            in_flight = workers if cluster and (disk_budget is not None or kept) else None
-            recomputed, journal, done = run_engine(jobs, scheduler, workers, progress, finished, labels,
+            in_flight = disk_workers if cluster and (disk_budget is not None or kept) else None
+            recomputed, journal, done = run_engine(jobs, scheduler, run_workers, progress, finished, labels,
                                                    in_flight) if jobs else ([], Workdir(root).journal(), False)
             if plain:
                 plan, wd = jobs[0].plan, jobs[0].workdir
@@ -369,7 +374,7 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     result.tiered = tiering.TieredFamilies(lays, fam_posts)
             if not plain:
                 journal = Workdir(root).journal()
-            result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, workers,
+            result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, run_workers,
                                      memory, scheduler, t_start, disk_workers)
             if not plain:
                 result.summary["log_marginal_likelihood"] = result.log_marginal

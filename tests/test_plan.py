@@ -473,6 +473,33 @@ def test_budget_plans_stay_within_their_disk_with_random_task_times(n, c, worker
         fit_disk(plan, sum(plan.disk_bytes().values()) - 1, None)
 
 
+@pytest.mark.parametrize("n,c", [(10, 3), (12, 5)])
+def test_the_workers_a_budget_holds_keep_the_simulated_peak_within_it(n, c):
+    """`workers_within` (how many tasks at a time a resumed run under a budget may keep in
+    flight): the most, up to those asked, whose planned peak fits, and with that many the
+    executors' scheduling with random task times (`run_lattice_bytes`, the brute force)
+    stays within the budget; 0 below one task at a time."""
+    import dataclasses
+
+    from bigbn.plan.lattice import workers_within
+
+    rng = random.Random(n)
+    plan = Plan(n, 2, c)
+    least = choose_kept(plan._steps, math.inf, 1, least=True)[0]
+    for kept in (None, least, (0, plan.h)):
+        p = dataclasses.replace(plan, kept=kept)
+        peaks = [sum(p.disk_bytes(w).values()) for w in range(1, 6)]
+        other = peaks[0] - (p.disk_bytes(1)["lattice"] if kept is not None else
+                            sum(p.disk_bytes(1)[t] for t in ("forward", "backward", "gamma_parts")))
+        assert peaks == sorted(peaks)
+        for budget in sorted({peaks[0] - 1, *peaks, *(x + 1 for x in peaks)}):
+            w = workers_within(p, budget, 5)
+            assert w == sum(1 for x in peaks if x <= budget), (kept, budget)
+            if w:
+                assert max(run_lattice_bytes(p, w, rng) for _ in range(3)) + other <= budget, (kept, budget, w)
+        assert workers_within(p, peaks[4], 3) == 3
+
+
 def test_a_lattice_of_more_than_2_to_the_24_chunks_is_refused_before_it_is_planned():
     """`bigbn plan --n 40 --chunk-bits 10` walked arrays of 2^30 entries (23 GB, killed);
     --chunk-bits 1 asked numpy for 4 TiB (a traceback)."""

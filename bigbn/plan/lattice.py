@@ -753,6 +753,24 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     return dataclasses.replace(plan, kept=pick[0])
 
 
+def workers_within(plan: Plan, budget: int, workers: int) -> int:
+    """The most tasks at a time, ``workers`` at most, started in the plan's order, whose
+    peak disk (`Plan.disk_bytes`) fits ``budget`` bytes; 0 where one at a time does not.
+    A resumed run keeps its plan (its kept levels), so under a budget its one freedom is
+    how many tasks it keeps in flight: more workers keep more chunks alive (the slack of
+    `budget_peak`, `live_chunks`), and the peak only grows with them."""
+    def fits(w: int) -> bool:
+        return sum(plan.disk_bytes(w).values()) <= budget
+
+    if workers < 1 or not fits(1):
+        return 0
+    lo, hi = 1, workers  # fits(lo); the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
 def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]:
     """The plans worth choosing between under a disk budget, fastest first: L kept whole,
     then L deleted after its backward reader (no level computed again), then the plans of
