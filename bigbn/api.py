@@ -31,7 +31,7 @@ from bigbn.scores.offsets import centre
 from bigbn.scores.offsets import total as total_offset
 from bigbn.options import default_memory, default_workers  # noqa: F401 - part of the API
 from bigbn.outputs.parentsets import parent_set_posteriors, ranked, write_parent_sets
-from bigbn.plan.lattice import MAX_NODES, ordered_workers, task_id
+from bigbn.plan.lattice import MAX_NODES, fs_block, ordered_workers, task_id
 from bigbn.scores.priors import log_prior
 from bigbn.engine.progress import listener, report
 from bigbn.outputs.result import Result, write_arcs
@@ -375,14 +375,14 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             if not plain:
                 journal = Workdir(root).journal()
             result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, run_workers,
-                                     memory, scheduler, t_start, disk_workers)
+                                     memory, scheduler, t_start, disk_workers, fs_block(root))
             if not plain:
                 result.summary["log_marginal_likelihood"] = result.log_marginal
                 result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
                                             **({"chunk_bits": p.chunk_bits, "chunks": p.n_chunks} if p else {})}
                                            for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
                 result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
-                result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
+                result.summary["disk_bytes"] = tiered_disk(plans, disk_workers, fs_block(root))
             if ds.kind == "mixed":
                 result.summary["column_kinds"] = column_kinds(ds)
             if dynamic is not None:
