@@ -41,7 +41,10 @@ def du(path: Path) -> int:
     (the plan counts both, `Plan.metadata_bytes`)."""
     total = 0
     for root, _, files in os.walk(path):
-        total += os.lstat(root).st_blocks * 512
+        try:
+            total += os.lstat(root).st_blocks * 512
+        except OSError:  # a γ part's folder, removed with it meanwhile
+            continue
         for f in files:
             try:
                 total += os.stat(os.path.join(root, f)).st_blocks * 512

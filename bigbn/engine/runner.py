@@ -207,9 +207,12 @@ def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
         return asked
     if fit:
         peak, least = (sum(post.disk_bytes(w, block).values()) for w in (asked, fit))
-        warnings.warn(f"{wd.root} was started with a plan ({how}) of peak disk {gib(peak)} with {asked} tasks at a "
-                      f"time, above the disk budget of {gib(disk_budget)}: it resumes with {fit} at a time "
-                      f"(peak {gib(least)})", BigBNWarning, stacklevel=2)
+        said = [gib(x) for x in (peak, disk_budget, least)]
+        if len(set(said)) < 3:  # in bytes where the rounded sizes read the same
+            said = [f"{x:,} bytes" for x in (peak, disk_budget, least)]
+        warnings.warn(f"{wd.root} was started with a plan ({how}) of peak disk {said[0]} with {asked} tasks at a "
+                      f"time, above the disk budget of {said[1]}: it resumes with {fit} at a time "
+                      f"(peak {said[2]})", BigBNWarning, stacklevel=2)
         return fit
     peak = sum(post.disk_bytes(1, block).values())
     said = (gib(peak), gib(disk_budget))
