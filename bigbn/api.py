@@ -31,7 +31,7 @@ from bigbn.scores.offsets import centre
 from bigbn.scores.offsets import total as total_offset
 from bigbn.options import default_memory, default_workers  # noqa: F401 - part of the API
 from bigbn.outputs.parentsets import parent_set_posteriors, ranked, write_parent_sets
-from bigbn.plan.lattice import MAX_NODES, ordered_workers, task_id
+from bigbn.plan.lattice import MAX_NODES, fs_block, ordered_workers, task_id
 from bigbn.scores.priors import log_prior
 from bigbn.engine.progress import listener, report
 from bigbn.outputs.result import Result, write_arcs
@@ -294,9 +294,14 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             # (`executors.distributed`), so the plan counts disk for them; else any order
             cluster = ordered_workers(scheduler, workers) is None
             disk_workers = workers if cluster and disk_budget is not None else ordered_workers(scheduler, workers)
-            plans = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
-                            map_dag, posterior, memory, workers, fresh, check_disk, disk_workers=disk_workers,
-                            disk_budget=disk_budget)
+            plans, at_once = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
+                                     map_dag, posterior, memory, workers, fresh, check_disk,
+                                     disk_workers=disk_workers, disk_budget=disk_budget)
+            # a resume under a budget its plan exceeds with this many workers runs fewer at a
+            # time (`runner._workers_within_budget`): a local pool of fewer threads, or on a
+            # cluster fewer tasks in flight
+            run_workers = workers if cluster or at_once == disk_workers else at_once
+            disk_workers = at_once
             check_outputs(root)  # after prepare: --fresh has removed them
             result = Result(None, ds.names, None, workdir=None if tmp else root)
             post, fam_posts, log_px = np.zeros((n, n)), [], 0.0
@@ -318,10 +323,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                         jobs.append(Job(Workdir(root, owner, p.scope), p, s, offset))
                         labels[p.scope] = f"tier {lay.index + 1}/{len(lays)}"
             kept = any(p is not None and p.kept is not None for pair in plans for p in pair)
-            if cluster and kept:  # the budget's levels (this run's, or a resumed run's record)
+            if cluster and kept and disk_workers is None:  # the budget's levels (a resumed run's record)
                 disk_workers = workers
-            in_flight = workers if cluster and (disk_budget is not None or kept) else None
-            recomputed, journal, done = run_engine(jobs, scheduler, workers, progress, finished, labels,
+            in_flight = disk_workers if cluster and (disk_budget is not None or kept) else None
+            recomputed, journal, done = run_engine(jobs, scheduler, run_workers, progress, finished, labels,
                                                    in_flight) if jobs else ([], Workdir(root).journal(), False)
             if plain:
                 plan, wd = jobs[0].plan, jobs[0].workdir
@@ -369,15 +374,15 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
                     result.tiered = tiering.TieredFamilies(lays, fam_posts)
             if not plain:
                 journal = Workdir(root).journal()
-            result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, workers,
-                                     memory, scheduler, t_start, disk_workers)
+            result.summary = summary(journal, plans[0][0] or plans[0][1] if plain else None, fp, ds, run_workers,
+                                     memory, scheduler, t_start, disk_workers, fs_block(root))
             if not plain:
                 result.summary["log_marginal_likelihood"] = result.log_marginal
                 result.summary["tiers"] = [{"tier": lay.index + 1, "nodes": [ds.names[v] for v in lay.nodes],
                                             **({"chunk_bits": p.chunk_bits, "chunks": p.n_chunks} if p else {})}
                                            for lay, p in zip(lays, (pp or pm for pp, pm in plans))]
                 result.summary["computed"] = [w for w, on in (("posterior", posterior), ("map_dag", map_dag)) if on]
-                result.summary["disk_bytes"] = tiered_disk(plans, disk_workers)
+                result.summary["disk_bytes"] = tiered_disk(plans, disk_workers, fs_block(root))
             if ds.kind == "mixed":
                 result.summary["column_kinds"] = column_kinds(ds)
             if dynamic is not None:

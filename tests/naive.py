@@ -1995,3 +1995,65 @@ def best_alive_score(exact: dict, alive):
     by asking of every family; None when none is alive."""
     live = [x for g, x in exact.items() if alive(g)]
     return max(live) if live else None
+
+
+# ------------------------------------------------ disk counted in file-system blocks (plan53)
+
+def disk_blocks_by_simulation(plan, block):
+    """`disk_peak_by_simulation` with every chunk file of L, B and the γ parts counted as
+    the whole blocks of ``block`` bytes it occupies (block 1: its bytes): the most on disk
+    at once when the plan's tasks run one at a time in its order."""
+    def blocks(size):
+        return -(-size // block) * block
+
+    size = {t: blocks(8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
+            for t in plan.tables() if lattice_table(t)}
+    if block > 1:  # a γ part's chunk key c/H/0/0 makes two folders (a block each), deleted with it
+        size["gamma_parts"] += 2 * block
+    live, now, peak = set(), 0, 0
+    for t in plan.tasks():
+        for r in t.writes:
+            for cc in r.chunks:
+                if r.table in size and (r.table, cc) not in live:
+                    live.add((r.table, cc))
+                    now += size[r.table]
+        peak = max(peak, now)
+        for r in t.deletes:
+            for cc in r.chunks:
+                if (r.table, cc) in live:
+                    live.discard((r.table, cc))
+                    now -= size[r.table]
+    return peak
+
+
+def every_kept_set_in_blocks(plan, block):
+    """`every_kept_set` with chunk files counted in blocks (`disk_blocks_by_simulation`)."""
+    import dataclasses
+
+    h = plan.h
+    every = {}
+    for r in range(h):
+        for inner in itertools.combinations(range(1, h), r):
+            kept = (0,) + inner + (h,) if h else (0,)
+            p = dataclasses.replace(plan, kept=kept)
+            work = sum(1 for t in p.tasks() if t.kind == "reforward")
+            every[kept] = (disk_blocks_by_simulation(p, block), work)
+        if h == 0:
+            break
+    return every
+
+
+def workdir_blocks(root):
+    """Bytes a folder occupies on disk, as ``du`` counts them: the blocks of every file
+    and folder under it, itself included (st_blocks, in 512-byte units)."""
+    import os
+
+    total = 0
+    for where, _, files in os.walk(root):
+        total += os.lstat(where).st_blocks * 512
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(where, f)).st_blocks * 512
+            except OSError:  # deleted meanwhile
+                pass
+    return total

@@ -148,6 +148,82 @@ def test_a_resume_under_a_budget_its_recorded_plan_exceeds_is_refused(tmp_path):
     assert "kept" not in json.loads((wd / "run.json").read_text())["plan"]
 
 
+class InFlight:
+    """Wrapper around the task function: the most tasks running at once."""
+
+    def __init__(self):
+        import threading
+
+        self.now, self.most, self.lock = 0, 0, threading.Lock()
+
+    def wrap(self, task):
+        self.task = task
+        return self
+
+    def __call__(self, spec):
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        try:
+            return self.task(spec)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("started_with", ["no budget", "the budget"])
+def test_a_resume_with_more_workers_under_the_same_budget_runs_fewer_at_a_time(tmp_path, started_with):
+    """A run killed and resumed with --workers 3 under the budget it was given: its plan's
+    peak with 3 tasks at a time (more chunks alive at once) is above the budget, and the
+    resume was refused. Now it runs as many at a time as the budget holds, says so in one
+    line, and ends at the same bits; the budget below one task at a time is still refused."""
+    import warnings
+
+    from bigbn.errors import BigBNWarning, WorkdirError
+
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(9, 2, 3)
+    if started_with == "no budget":  # L kept whole: fits 2 tasks at a time, not 3
+        budget, first = (sum(plan.disk_bytes(w).values()) for w in (2, 1))
+        fitted = plan
+    else:  # L kept at some levels: the least peak, one task at a time
+        budget = first = least_disk(plan, 1)
+        fitted = fit_disk(plan, budget, 1)
+        assert fitted.dropped
+    at_once = 2 if started_with == "no budget" else 1
+    assert sum(fitted.disk_bytes(at_once).values()) <= budget < sum(fitted.disk_bytes(at_once + 1).values())
+    wd = tmp_path / "w"
+    with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(40)):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync",
+              disk_budget=None if started_with == "no budget" else budget)
+    with pytest.raises(WorkdirError, match=r"\(L kept .*; one task at a time\), above the disk budget of "
+                                           f"{first - 1:,} bytes; a resumed run keeps its plan"):
+        learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="threads", workers=3,
+              disk_budget=first - 1)
+    seen = InFlight()
+    if started_with == "no budget":  # through the CLI: one warning line
+        with wrapped(seen):
+            r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "threads",
+                      "--workers", 3, "--disk-budget", budget)
+        assert r.exit_code == 0, r.output
+        said = [line[len("Warning: "):] for line in r.output.splitlines() if line.startswith("Warning: ")]
+        summary = json.loads((wd / "summary.json").read_text())
+    else:
+        with warnings.catch_warnings(record=True) as caught, wrapped(seen):
+            warnings.simplefilter("always")
+            summary = learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="threads", workers=3,
+                            disk_budget=budget).summary
+        said = [str(w.message) for w in caught if issubclass(w.category, BigBNWarning)]
+    assert len(said) == 1 and "\n" not in said[0] and "with 3 tasks at a time, above the disk budget" in said[0] \
+        and f"it resumes with {at_once} at a time" in said[0], said
+    assert 1 <= seen.most <= at_once
+    assert crcs(wd) == crcs(tmp_path / "ref")
+    assert sum(summary["disk_bytes"].values()) <= budget and summary["plan"]["workers"] == at_once
+    assert json.loads((wd / "run.json").read_text())["plan"].get("kept") == (
+        None if fitted.kept is None else list(fitted.kept))
+
+
 def test_a_map_only_run_under_a_budget_below_its_tables_is_refused(tmp_path):
     """`--map-only --disk-budget 1K` ran and took its 9·2^n bytes: the budget was ignored
     without a word (fit_disk returned any plan without the posterior as it was), and `bigbn
@@ -190,7 +266,10 @@ def test_a_size_is_read_with_its_unit_or_refused(text, size):
 def test_budgets_are_refused_in_one_line(tmp_path):
     data = write_data(tmp_path / "d.csv", n=9, m=100)
     least = least_disk(Plan(9, 2, 3), 2)
-    assert least == sum(Plan(9, 2, 3).disk_bytes(2).values())  # tiny chunks: the plan without a budget
+    # tiny chunks: in bytes, the in-flight slack made the plan without a budget the least; in
+    # blocks (a chunk of 64 bytes takes 4096, as a γ part does) a plan with levels dropped is
+    assert least_disk(Plan(9, 2, 3), 2, 1) == sum(Plan(9, 2, 3).disk_bytes(2, 1).values())
+    assert least < sum(Plan(9, 2, 3).disk_bytes(2).values())
     with pytest.raises(OptionError, match=r"^disk budget of .* is too small for n = 9 \(chunk bits 3\): "
                                           r"the least any plan needs is "):
         learn(data, workdir=tmp_path / "w", chunk_bits=3, max_parents=2, workers=2, disk_budget=least - 1)

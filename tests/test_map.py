@@ -183,9 +183,12 @@ def test_learn_map_dag_files_and_resume(tmp_path):
 def test_map_only_plan():
     p = Plan(12, 3, 6, "store", map_dag=True, posterior=False)
     assert {t.kind for t in p.tasks()} == {"scores", "map", "map_dag"}
-    assert set(p.tables()) == set(p.disk_bytes()) | {"map_parents"} == {"beta", "map", "map_sink",
-                                                                        "map_parents"}
-    assert sum(p.disk_bytes().values()) == 9 * 2**12 + 8 * 12 * p.n_families
+    # in bytes (block 1); in blocks the chunk files of 2^6 entries take a block each
+    assert set(p.tables()) == set(p.disk_bytes(None, 1)) | {"map_parents"} == {"beta", "map", "map_sink",
+                                                                               "map_parents"}
+    assert sum(p.disk_bytes(None, 1).values()) == 9 * 2**12 + 8 * 12 * p.n_families
+    assert set(p.disk_bytes()) == {"beta", "map", "map_sink", "metadata"}
+    assert p.disk_bytes()["map"] == p.disk_bytes()["map_sink"] == 4096 * p.n_chunks
     full = Plan(12, 3, 6, "store", map_dag=True)
     assert [t for t in full.tasks() if t.kind.startswith("map")] == \
         [t for t in p.tasks() if t.kind.startswith("map")]  # the same MAP tasks, the same I/O

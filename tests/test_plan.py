@@ -175,18 +175,19 @@ def run_backward_stage(plan, workers, rng, in_plan_order=True):
 @pytest.mark.parametrize("workers", [1, 2, 3, 16])
 def test_disk_bound_holds_for_executors_with_random_task_times(n, c, workers):
     """`Plan.disk_bytes(workers)` bounds B's chunks for tasks started in the plan's order
-    whatever they take; `disk_bytes()` (two adjacent levels) for tasks in any order."""
+    whatever they take; `disk_bytes()` (two adjacent levels) for tasks in any order (in
+    bytes: block 1)."""
     rng = random.Random(n * 100 + workers)
     plan = Plan(n, 2, c)
     chunk = 8 * plan.chunk_size
-    assert plan.disk_bytes()["backward"] == chunk * max(
+    assert plan.disk_bytes(None, 1)["backward"] == chunk * max(
         math.comb(plan.h, l) + math.comb(plan.h, l + 1) for l in range(plan.h))
     ordered = max(run_backward_stage(plan, workers, rng) for _ in range(8))
-    assert ordered * chunk <= plan.disk_bytes(workers)["backward"] <= plan.disk_bytes()["backward"]
+    assert ordered * chunk <= plan.disk_bytes(workers, 1)["backward"] <= plan.disk_bytes(None, 1)["backward"]
     anyhow = max(run_backward_stage(plan, workers, rng, in_plan_order=False) for _ in range(8))
-    assert anyhow * chunk <= plan.disk_bytes()["backward"]
+    assert anyhow * chunk <= plan.disk_bytes(None, 1)["backward"]
     if plan.h >= 6:  # released chunk by chunk, B holds far less than two levels
-        assert plan.disk_bytes(2)["backward"] < 0.75 * plan.disk_bytes()["backward"]
+        assert plan.disk_bytes(2, 1)["backward"] < 0.75 * plan.disk_bytes(None, 1)["backward"]
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 16])
@@ -322,29 +323,33 @@ BUDGET_LATTICES = [(6, 2, 1), (8, 2, 3), (9, 2, 3), pytest.param(9, 3, 2, marks=
 
 
 @pytest.mark.parametrize("n,k,c", BUDGET_LATTICES)
-def test_budget_peak_is_the_simulated_peak_of_every_kept_set(n, k, c):
+@pytest.mark.parametrize("block", [1, 4096])
+def test_budget_peak_is_the_simulated_peak_of_every_kept_set(n, k, c, block):
     """For every set of kept levels, the plan's peak (one task at a time, its order) is
-    exactly the sync order's simulated peak, and its recomputation the rounds' tasks."""
+    exactly the sync order's simulated peak, and its recomputation the rounds' tasks:
+    in bytes (block 1), and with each chunk file counted in blocks of 4096 bytes."""
     import dataclasses
 
     plan = Plan(n, k, c)
-    every = naive.every_kept_set(plan)
+    every = naive.every_kept_set(plan) if block == 1 else naive.every_kept_set_in_blocks(plan, block)
     assert len(every) == 2 ** max(plan.h - 1, 0)
     for kept, (peak, work) in every.items():
         p = dataclasses.replace(plan, kept=kept)
-        assert p.disk_bytes(1)["lattice"] == peak, kept
+        assert p.disk_bytes(1, block)["lattice"] == peak, kept
         assert refwd_chunks(plan.h, kept) == p.refwd_chunks() == work, kept
         check_budget_plan(p)
 
 
 @pytest.mark.parametrize("n,k,c", BUDGET_LATTICES)
-def test_the_chosen_kept_levels_are_the_best_of_every_subset(n, k, c):
+@pytest.mark.parametrize("block", [1, 4096])
+def test_the_chosen_kept_levels_are_the_best_of_every_subset(n, k, c, block):
     """choose_kept (dynamic programming) against every subset of levels, simulated: at
     every limit between the least peak and L kept whole, the same least recomputation
-    (and the same peak among the sets of that work); below the least peak, nothing."""
+    (and the same peak among the sets of that work); below the least peak, nothing. In
+    bytes, and in blocks of 4096 (tiny chunks: a chunk of L and a γ part weigh the same)."""
     plan = Plan(n, k, c)
-    st = plan._steps
-    every = naive.every_kept_set(plan)
+    st = plan.steps(block)
+    every = naive.every_kept_set(plan) if block == 1 else naive.every_kept_set_in_blocks(plan, block)
     peaks = sorted({pk for pk, _ in every.values()})
     least = choose_kept(st, math.inf, 1, least=True)
     assert least[1] == peaks[0]
@@ -460,17 +465,44 @@ def test_budget_plans_stay_within_their_disk_with_random_task_times(n, c, worker
 
     rng = random.Random(n * 10 + workers)
     plan = Plan(n, 2, c)
-    least = choose_kept(plan._steps, math.inf, 1, least=True)[0]
+    least = choose_kept(plan.steps(1), math.inf, 1, least=True)[0]
     for kept in {least, (0, plan.h), tuple(range(plan.h + 1)), (0, 2, plan.h - 1, plan.h)}:
         p = dataclasses.replace(plan, kept=kept)
-        bound = p.disk_bytes(workers)["lattice"]
+        bound = p.disk_bytes(workers, 1)["lattice"]
         assert max(run_lattice_bytes(p, workers, rng) for _ in range(4)) <= bound, kept
         if workers == 1:
             assert run_lattice_bytes(p, 1, rng) == bound == naive.disk_peak_by_simulation(p)
         anyhow = max(run_lattice_bytes(p, workers, rng, in_plan_order=False) for _ in range(4))
-        assert anyhow <= p.disk_bytes()["lattice"], kept
+        assert anyhow <= p.disk_bytes(None, 1)["lattice"], kept
     with pytest.raises(OptionError, match="a dask cluster may start tasks in any order"):
         fit_disk(plan, sum(plan.disk_bytes().values()) - 1, None)
+
+
+@pytest.mark.parametrize("n,c", [(10, 3), (12, 5)])
+def test_the_workers_a_budget_holds_keep_the_simulated_peak_within_it(n, c):
+    """`workers_within` (how many tasks at a time a resumed run under a budget may keep in
+    flight): the most, up to those asked, whose planned peak fits, and with that many the
+    executors' scheduling with random task times (`run_lattice_bytes`, the brute force)
+    stays within the budget; 0 below one task at a time."""
+    import dataclasses
+
+    from bigbn.plan.lattice import workers_within
+
+    rng = random.Random(n)
+    plan = Plan(n, 2, c)
+    least = choose_kept(plan._steps, math.inf, 1, least=True)[0]
+    for kept in (None, least, (0, plan.h)):
+        p = dataclasses.replace(plan, kept=kept)
+        peaks = [sum(p.disk_bytes(w).values()) for w in range(1, 6)]
+        other = peaks[0] - (p.disk_bytes(1)["lattice"] if kept is not None else
+                            sum(p.disk_bytes(1)[t] for t in ("forward", "backward", "gamma_parts")))
+        assert peaks == sorted(peaks)
+        for budget in sorted({peaks[0] - 1, *peaks, *(x + 1 for x in peaks)}):
+            w = workers_within(p, budget, 5)
+            assert w == sum(1 for x in peaks if x <= budget), (kept, budget)
+            if w:
+                assert max(run_lattice_bytes(p, w, rng) for _ in range(3)) + other <= budget, (kept, budget, w)
+        assert workers_within(p, peaks[4], 3) == 3
 
 
 def test_a_lattice_of_more_than_2_to_the_24_chunks_is_refused_before_it_is_planned():

@@ -323,7 +323,8 @@ def test_rerunning_a_finished_tiered_run_reads_its_family_beta_and_does_not_scor
 
 def test_status_sizes_and_stages(finished):
     out = invoke("status", "-w", finished).output
-    assert "computes the posterior" in out and "(the plan's tables: at most 16.2 KiB)" in out
+    # 4 chunks of 2^6 entries and their metadata, in blocks of 4 KiB (16.2 KiB in bytes)
+    assert "computes the posterior" in out and "(the plan's tables: at most 224.0 KiB)" in out
 
 
 # ------------------------------------------------------------ moved from the review tests (issues #10, #12)

@@ -687,30 +687,33 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
     if c is None:
         c = choose_chunk_bits(n, k, budget, workers, alpha_mode)
     p = Plan(n, k, c, alpha_mode, map_dag or map_only, not map_only)
+    from bigbn.plan.lattice import BLOCK, fs_block
+
+    block = BLOCK if workdir is None else fs_block(workdir)  # files are counted in its blocks
     disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
     if disk_budget is not None:
         from bigbn.plan.lattice import disk_trade, fit_disk
 
-        p = fit_disk(p, disk_budget, workers)
+        p = fit_disk(p, disk_budget, workers, block)
     if disk_budget is not None and not p.posterior:  # no L to trade (it showed "L kept whole (can be sampled)")
         echo(f"disk budget {_fmt_bytes(disk_budget)}: the MAP network's tables fit it")
     elif disk_budget is not None:
         echo("the trade (peak disk; chunk tasks of L computed again, in forward passes; time):")
-        rows = disk_trade(p, workers)
-        rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers).values()))
+        rows = disk_trade(p, workers, block=block)
+        rows = sorted(rows + [p] * (p not in rows), key=lambda q: -sum(q.disk_bytes(workers, block).values()))
         for q in rows:
             again = q.refwd_chunks()
             what = ("L kept whole (can be sampled)" if q.kept is None else
                     "L deleted after its last reader" if not again else
                     f"levels {_levels(q.dropped)} computed again: {again} chunks ({again / q.n_chunks:.2f})")
-            echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers).values())):>9}  {what}; "
+            echo(f"  {_fmt_bytes(sum(q.disk_bytes(workers, block).values())):>9}  {what}; "
                        f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}"
                        + ("   ← chosen" if q == p else ""))
         echo(f"disk budget {_fmt_bytes(disk_budget)}: "
                    + ("L kept whole" if p.kept is None else f"L kept at levels {_levels(p.kept)} of 0–{p.h}"))
-    disk = p.disk_bytes(workers)
+    disk = p.disk_bytes(workers, block)
     total_disk = sum(disk.values())
-    anyhow = sum(p.disk_bytes().values())
+    anyhow = sum(p.disk_bytes(None, block).values())
     t = time_estimate(p, workers)
     echo(f"n = {n}, k = {k}: {p.n_families} families per node, chunk bits c = {c} "
                f"({p.n_chunks} chunks of {_fmt_bytes(8 * p.chunk_size)}), alpha {alpha_mode}")
@@ -731,12 +734,12 @@ def plan_cmd(n, max_parents, tiers_file, tier_sizes, memory, chunk_bits, workers
         if not fits and disk_budget is None:
 
             try:  # what `bigbn run` does there without --disk-budget: the free disk is the budget
-                q = fit_disk(p, free_disk_budget(free), workers)
+                q = fit_disk(p, free_disk_budget(free), workers, block)
             except OptionError as e:
                 echo(f"  and no plan fits it: {e}")
             else:
                 echo(f"  a run there fits it: {_kept_text(q.kept, q.h)}; peak "
-                           f"{_fmt_bytes(sum(q.disk_bytes(workers).values()))}, "
+                           f"{_fmt_bytes(sum(q.disk_bytes(workers, block).values()))}, "
                            f"≈ {_fmt_seconds(sum(time_estimate(q, workers).values()))}")
 
 

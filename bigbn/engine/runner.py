@@ -16,15 +16,17 @@ import resource
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from bigbn._version import __version__
 from bigbn.engine.tasks import Job, execute, log_offset, verify
-from bigbn.errors import OptionError, WorkdirError
+from bigbn.errors import BigBNWarning, OptionError, WorkdirError
 from bigbn.engine.executors import Callback
-from bigbn.plan.lattice import STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget
+from bigbn.plan.lattice import (BLOCK, STAGES, Plan, fit_disk, fits_free_disk, free_disk_budget, fs_block,
+                                workers_within)
 from bigbn.engine.progress import report
 from bigbn.plan import tiers as tiering
 from bigbn.store.rundir import RunRecord, check_is_ours, gib, kept_keys, read_record, write_record
@@ -94,7 +96,8 @@ def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict, names) -> None:
 
 def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_mode, map_dag: bool,
             posterior: bool, memory, workers, fresh: bool, check_disk: bool,
-            disk_workers: int | None = None, disk_budget: int | None = None) -> list[tuple[Plan | None, Plan | None]]:
+            disk_workers: int | None = None,
+            disk_budget: int | None = None) -> tuple[list[tuple[Plan | None, Plan | None]], int | None]:
     """Check run.json against this run (fingerprint ``fp``), refuse other data or options,
     fix the run's plan (`tiers.RunPlan`: one or more tiers), write run.json and make the
     tables. ``lays``: the run's tiers (`tiers.TierLayout`); one tier of every variable is
@@ -103,18 +106,22 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
     mode come from the workdir on resume (another value is refused), else from
     ``chunk_bits`` / ``alpha_mode`` / the memory budget.
     A new run without tiers fits its plan to ``disk_budget`` (`plan.fit_disk`: the levels
-    of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan (a budget below its peak is refused).
+    of L it keeps, `RunPlan.kept`); a resumed one keeps its recorded plan (a budget below its peak one
+    task at a time is refused; one below it with ``disk_workers`` at a time lowers them).
 
     ``fresh``: the run in the folder is discarded (`Workdir.clear`) once the new plan stands.
 
     Returns per tier (this invocation's posterior plan, its MAP plan): None where the stage
     is not asked for or the tier has one node; the run without tiers has one plan for
-    both (the same object)."""
+    both (the same object); and the tasks it may keep in flight, as ``disk_workers`` counts
+    them (`Plan.disk_bytes`): ``disk_workers``, or fewer on a resume under a budget
+    (`_workers_within_budget`)."""
     # the caller checked that the folder is bigbn's (check_is_ours); with fresh its run is
     # discarded, but only once this run's plan stands: a refused option (memory, chunk bits,
     # disk budget) leaves the old run as it was
     old = None if fresh else read_record(wd.root)
     plain = len(lays) == 1
+    block = fs_block(wd.root)  # the disk is counted in its file system's blocks
     n, k = fp["n"], fp["max_parents"]
     if old is not None:
         _refuse_other_run(wd, old, fp, names)
@@ -137,7 +144,7 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
             raise WorkdirError(f"{wd.root} was started with --alpha {mode}; resume with the same value "
                                "or use --fresh")
         run = dataclasses.replace(old.plan, map_dag=map_dag, posterior=posterior)
-        _refuse_a_budget_the_recorded_plan_exceeds(wd, run, disk_budget, disk_workers)
+        disk_workers = _workers_within_budget(wd, run, disk_budget, disk_workers, block) or disk_workers
     else:
         run = tiering.run_plan(lays, chunk_bits, alpha_mode, map_dag, posterior, memory, workers)
         run.plans()  # every lattice's own checks (chunk bits within its size), before fresh discards
@@ -147,16 +154,16 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
                                   "already bounded by its own lattice: see bigbn plan --tier-sizes)")
             post, map_only = run.lattices(0)
             if post is not None:
-                run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers).kept)
+                run = dataclasses.replace(run, kept=fit_disk(post, disk_budget, disk_workers, block).kept)
             else:  # a MAP-only run: refused where its tables exceed the budget
-                fit_disk(map_only, disk_budget, disk_workers)
+                fit_disk(map_only, disk_budget, disk_workers, block)
     if fresh:
         wd.clear()
     if old is None and plain and disk_budget is None and check_disk:
-        run = _fit_free_disk(wd, run, disk_workers)
+        run = _fit_free_disk(wd, run, disk_workers, block)
     plans, lattices = run.plans(), run.distinct()
-    need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers).items()
-               if old is None or not (wd.tables / p.scope / t).exists())
+    need = sum(b for p in lattices for t, b in p.disk_bytes(disk_workers, block).items()
+               if old is None or t != "metadata" and not (wd.tables / p.scope / t).exists())
     if need and check_disk:
         free = shutil.disk_usage(wd.root).free
         if not fits_free_disk(need, free):
@@ -172,37 +179,52 @@ def prepare(wd: Workdir, fp: dict, names, source: str, lays, chunk_bits, alpha_m
         write_record(wd.root, old.with_stages(map_dag, posterior))
     for p in lattices:
         Workdir(wd.root, scope=p.scope).create_tables(p)
-    return plans
+    return plans, disk_workers
 
 
-def _refuse_a_budget_the_recorded_plan_exceeds(wd: Workdir, run: "tiering.RunPlan", disk_budget,
-                                               disk_workers: int | None) -> None:
-    """A resumed run keeps the plan its run.json records, whatever budget it is given; a
-    budget below that plan's peak was ignored without a word (a run started without one,
-    out of disk, resumed with --disk-budget to fit, took its old peak again): now a
-    WorkdirError, as another --chunk-bits is. A budget the recorded plan fits is taken."""
+def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
+                           disk_workers: int | None, block: int = BLOCK) -> int | None:
+    """How many tasks a resumed run may keep in flight under ``disk_budget``: None where
+    nothing bounds them (no budget, tiers), else ``disk_workers`` or, where the recorded
+    plan's peak with that many exceeds the budget, the most that fit it (`workers_within`),
+    said in one warning line. A resumed run keeps the plan its run.json records, whatever
+    budget it is given; a budget below that plan's peak one task at a time was ignored
+    without a word (a run started without one, out of disk, resumed with --disk-budget to
+    fit, took its old peak again): a WorkdirError, as another --chunk-bits is. A run
+    resumed with more --workers than it started with, under the same budget, was refused
+    too (more chunks alive at once): it now runs as many at a time as the budget holds."""
     if disk_budget is None or run.tiered:
-        return
+        return None
     post, map_only = run.lattices(0)
     post = post or map_only
     if post is None:
-        return
-    peak = sum(post.disk_bytes(disk_workers).values())
-    if peak <= disk_budget:
-        return
+        return None
+    asked = 1 if disk_workers is None else disk_workers
+    fit = workers_within(post, disk_budget, asked, block)
     how = ("a MAP-only run" if not post.posterior else "L kept whole" if post.kept is None else
            f"L kept at levels {', '.join(map(str, post.kept))}")
+    if fit == asked:
+        return asked
+    if fit:
+        peak, least = (sum(post.disk_bytes(w, block).values()) for w in (asked, fit))
+        said = [gib(x) for x in (peak, disk_budget, least)]
+        if len(set(said)) < 3:  # in bytes where the rounded sizes read the same
+            said = [f"{x:,} bytes" for x in (peak, disk_budget, least)]
+        warnings.warn(f"{wd.root} was started with a plan ({how}) of peak disk {said[0]} with {asked} tasks at a "
+                      f"time, above the disk budget of {said[1]}: it resumes with {fit} at a time "
+                      f"(peak {said[2]})", BigBNWarning, stacklevel=2)
+        return fit
+    peak = sum(post.disk_bytes(1, block).values())
     said = (gib(peak), gib(disk_budget))
     if said[0] == said[1]:  # in bytes where the rounded sizes read the same
         said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
-    if disk_workers is not None:
-        how += "; one task at a time" if disk_workers == 1 else f"; {disk_workers} tasks at a time"
-    raise WorkdirError(f"{wd.root} was started with a plan of peak disk {said[0]} ({how}), above the disk "
-                       f"budget of {said[1]}; a resumed run keeps its plan: resume without --disk-budget "
-                       "or use --fresh to plan within it")
+    raise WorkdirError(f"{wd.root} was started with a plan of peak disk {said[0]} ({how}; one task at a time), "
+                       f"above the disk budget of {said[1]}; a resumed run keeps its plan: resume without "
+                       "--disk-budget or use --fresh to plan within it")
 
 
-def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None) -> "tiering.RunPlan":
+def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None,
+                   block: int = BLOCK) -> "tiering.RunPlan":
     """A new run without tiers and without ``disk_budget`` that does not fit the free disk
     (with the margin `prepare` keeps, `DISK_MARGIN`) takes the fastest plan that does: the free disk
     is its budget (`fit_disk`), so a user with room loses nothing and one without gets
@@ -213,10 +235,10 @@ def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None
     if post is None or disk_workers is None:
         return run
     free = shutil.disk_usage(wd.root).free
-    if fits_free_disk(sum(post.disk_bytes(disk_workers).values()), free):
+    if fits_free_disk(sum(post.disk_bytes(disk_workers, block).values()), free):
         return run
     try:
-        fitted = fit_disk(post, free_disk_budget(free), disk_workers)
+        fitted = fit_disk(post, free_disk_budget(free), disk_workers, block)
     except OptionError:
         return run
     return dataclasses.replace(run, kept=fitted.kept)
@@ -358,7 +380,7 @@ def peak_rss_bytes() -> int:
 
 
 def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, scheduler,
-            t_start, disk_workers: int | None) -> dict:
+            t_start, disk_workers: int | None, block: int = BLOCK) -> dict:
     """summary.json (plan None: a tiered run, whose caller adds its tiers; ``disk_workers``:
     the plan's disk is counted for that many tasks in its order, `Plan.disk_bytes`). Per stage: tasks
     and task-seconds over the whole run; wall seconds (first start to last end) over the
@@ -391,7 +413,7 @@ def summary(journal: dict, plan: Plan | None, fp: dict, ds, workers, memory, sch
         "stages": stages,
         "wall_seconds_this_invocation": round(time.time() - t_start, 3),
         "peak_rss_bytes": peak_rss_bytes(),
-        "disk_bytes": {} if plan is None else dict(plan.disk_bytes(disk_workers)),
+        "disk_bytes": {} if plan is None else dict(plan.disk_bytes(disk_workers, block)),
         "version": __version__,
     }
 
@@ -424,13 +446,13 @@ def open_root(workdir, fresh: bool) -> tuple[Path, str | None]:
 
 # ------------------------------------------------------------------------- tiered runs
 
-def tiered_disk(plans, disk_workers: int | None = None) -> dict[str, int]:
+def tiered_disk(plans, disk_workers: int | None = None, block: int = BLOCK) -> dict[str, int]:
     """Bytes of disk of a tiered run's tables: the tiers' tables, summed by name
     (``disk_workers``: as for `Plan.disk_bytes`)."""
     out: dict[str, int] = {}
     for pair in plans:
         for p in pair:
-            for name, b in (p.disk_bytes(disk_workers) if p is not None else {}).items():
+            for name, b in (p.disk_bytes(disk_workers, block) if p is not None else {}).items():
                 out[name] = out.get(name, 0) + b
     return out
 

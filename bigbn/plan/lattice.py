@@ -38,6 +38,13 @@ from bigbn.errors import EngineError, OptionError
 from bigbn.kernels.families import family_masks, n_families, squeeze
 
 MAX_NODES = 40
+#: The file-system block the disk plan counts files in where the work directory's is not
+#: known (`fs_block`): a chunk file of 128 bytes takes 4096 on ext4, xfs, btrfs and APFS.
+BLOCK = 4096
+#: At most the bytes of a table's (or the group's) zarr.json (they are 100 to 600).
+META_BYTES = 1024
+#: At most the bytes of a journal line (one per task; about 140, more in a tier's scope).
+JOURNAL_LINE_BYTES = 192
 MAX_DEFAULT_CHUNK_BITS = 20
 #: The most chunk bits a lattice may have (h = n − c; 2^h chunks of each table): planning
 #: it walks arrays of 2^h entries (`live_chunks`), so `bigbn plan --n 40 --chunk-bits 10`
@@ -454,31 +461,87 @@ class Plan:
         return [np.flatnonzero(level == ell).tolist() for ell in range(self.h + 1)]
 
     # -- resources ---------------------------------------------------------------------
-    def disk_bytes(self, workers: int | None = None) -> dict[str, int]:
-        """Peak bytes each stored table takes on disk (uncompressed float64).
+    def disk_bytes(self, workers: int | None = None, block: int = BLOCK) -> dict[str, int]:
+        """Peak bytes each stored table takes on disk (uncompressed float64), each chunk
+        file counted as the blocks of ``block`` bytes it occupies (`fs_block`: the work
+        directory's file system's; 1 counts the tables' bytes alone), and under
+        ``metadata`` what the tables' chunks are not (`Plan.metadata_bytes`).
 
         workers: how many tasks run at once when they start in the plan's order (the
         sync, dask and threads executors); None for any order the dependencies allow (a
         cluster). B and the γ parts then hold at most `live_chunks` chunks at a time.
         """
-        out = {"beta": BYTES * self.n * self.n_families}
-        if self.posterior and self.kept is not None:  # L, B and the γ parts at their joint peak
-            out.update({"lattice": budget_peak(self.h, self.kept, self._steps, workers),
-                        "gamma_levels": BYTES * (self.h + 1) * self.n * self.n_families})
-        elif self.posterior:
+        return self._disk_bytes(workers, block, lattice=True)
+
+    def _disk_bytes(self, workers: int | None, block: int, lattice: bool) -> dict[str, int]:
+        """`disk_bytes`, or without L, B and the γ parts (``lattice`` False: what a
+        budget leaves as it is, `_other_disk`, without the peak it need not compute)."""
+        u, row = _blocks(BYTES * self.chunk_size, block), _blocks(BYTES * self.n * self.n_families, block)
+        out = {"beta": row}
+        if self.posterior and lattice and self.kept is not None:  # L, B and the γ parts at their joint peak
+            out["lattice"] = budget_peak(self.h, self.kept, self.steps(block), workers)
+        elif self.posterior and lattice:
             live = self._live_chunks(workers)
             out.update({
-                "forward": BYTES << self.n,
-                "backward": BYTES * live * self.chunk_size,
-                "gamma_parts": BYTES * live * self.n * self.n_families,
-                "gamma_levels": BYTES * (self.h + 1) * self.n * self.n_families,
+                "forward": self.n_chunks * u,
+                "backward": live * u,
+                "gamma_parts": live * self._part_bytes(block),
             })
+        if self.posterior:
+            out["gamma_levels"] = (self.h + 1) * row
         if self.posterior and self.alpha_mode == "store":
-            out["alpha"] = BYTES * self.n << (self.n - 1)
+            out["alpha"] = self.n * self.n_chunks * _blocks(BYTES * self.alpha_chunk_size, block)
         if self.map_dag:
-            out["map"] = BYTES << self.n
-            out["map_sink"] = 1 << self.n
+            out["map"] = self.n_chunks * u
+            out["map_sink"] = self.n_chunks * _blocks(self.chunk_size, block)
+        if block > 1:
+            out["metadata"] = self.metadata_bytes(block)
         return out
+
+    def metadata_bytes(self, block: int = BLOCK) -> int:
+        """Bytes on disk beyond the chunks `disk_bytes` counts, at most: every table's
+        zarr.json and folders (one per chunk-key prefix, but a γ part's, which are deleted
+        with it; a folder of many names takes more blocks, `_folder_bytes`), the group's,
+        the results' small tables (γ, the posterior, the MAP parents), run.json and the journal's lines (one per task, `_task_count`). With
+        tiny chunks these are much of the run's disk."""
+        def b(size: int) -> int:
+            return _blocks(size, block)
+
+        # a plan under a budget counts a table for every level a round may compute again,
+        # so that what is not L, B or the γ parts is the same whichever levels it keeps
+        # (`choose_kept` trades those alone)
+        tables = self.tables() if self.kept is None else \
+            dataclasses.replace(self, kept=(0, self.h) if self.h else (0,)).tables()
+        total = 2 * b(META_BYTES) + _folder_bytes(len(tables) + 1, max(map(len, tables)), block)
+        for name, spec in tables.items():
+            shape, chunks = spec[0], spec[1]
+            total += b(META_BYTES) + _folder_bytes(2, len("zarr.json"), block)  # zarr.json, its folder
+            count = 1
+            for size, step in zip(shape, chunks):  # c/, then one folder per prefix of the chunk key
+                grid = -(-size // step)
+                total += count * _folder_bytes(grid, len(str(grid - 1)), block)
+                count *= grid
+                if name == "gamma_parts":  # a γ part's folders come and go with it (`_part_bytes`)
+                    break
+        small = {"gamma": BYTES * self.n * self.n_families, "posterior": BYTES * self.n * self.n,
+                 "map_parents": BYTES * self.n}
+        total += sum(b(x) for t, x in small.items() if t in tables)
+        return total + b(JOURNAL_LINE_BYTES * self._task_count())
+
+    def _task_count(self) -> int:
+        """The plan's tasks, counted rather than listed (`tasks` at 2^24 chunks would take
+        minutes): at most this many journal lines, but for the rounds' under a budget
+        (two per chunk computed again: left to `DISK_MARGIN`, so that what a budget's
+        kept levels change is L, B and the γ parts alone)."""
+        N = self.n_chunks
+        count = 1
+        if self.posterior:
+            count += 3 * N + self.h + 2 + (N if self.kept is not None else 0)
+            if self.alpha_mode == "store":
+                count += self.n * -(-N // self.alpha_run)
+        if self.map_dag:
+            count += N + 1
+        return count
 
     def _live_chunks(self, workers: int | None) -> int:
         """`live_chunks` of this plan, computed once per ``workers`` and kept on the plan
@@ -491,9 +554,26 @@ class Plan:
     def _live(self) -> dict[int | None, int]:
         return {}
 
-    @cached_property
+    @property
     def _steps(self) -> "LatticeSteps":
-        return lattice_steps(self.h, BYTES * self.chunk_size, BYTES * self.n * self.n_families)
+        return self.steps(BLOCK)
+
+    def steps(self, block: int = BLOCK) -> "LatticeSteps":
+        """The disk-budget phases' figures (`lattice_steps`) with chunk files counted in
+        blocks of ``block`` bytes; kept on the plan per block size."""
+        if block not in self._steps_by_block:
+            self._steps_by_block[block] = lattice_steps(self.h, _blocks(BYTES * self.chunk_size, block),
+                                                        self._part_bytes(block))
+        return self._steps_by_block[block]
+
+    def _part_bytes(self, block: int) -> int:
+        """Bytes of one γ part on disk: its file, and the two folders of its chunk key
+        (c/H/0/0), which go with it (`TableStore.delete_region`)."""
+        return _blocks(BYTES * self.n * self.n_families, block) + 2 * _folder_bytes(1, 1, block)
+
+    @cached_property
+    def _steps_by_block(self) -> dict[int, "LatticeSteps"]:
+        return {}
 
     def refwd_chunks(self) -> int:
         """Chunk tasks of L computed again under a disk budget (0 without one)."""
@@ -707,8 +787,43 @@ BUDGET_MAX_CHUNK_LEVELS = 16
 
 DISK_MARGIN = 1.05
 """A run starts only where the free disk is this many times its planned peak (the plan
-counts the tables' bytes; file-system blocks, the journal and zarr's metadata are the
-rest): `bigbn run` and `bigbn plan --workdir` both judge free disk by it."""
+counts the tables' chunk files in file-system blocks, and their metadata, folders and the
+journal, `Plan.metadata_bytes`; the margin is for what it does not know: another file
+system's folders, the results' CSVs): `bigbn run` and `bigbn plan --workdir` both judge
+free disk by it."""
+
+
+def _blocks(size: int, block: int) -> int:
+    """Bytes of the whole blocks a file of ``size`` bytes occupies."""
+    return -(-size // block) * block
+
+
+def _folder_bytes(entries: int, name_chars: int, block: int) -> int:
+    """Bytes a folder of ``entries`` names of up to ``name_chars`` characters occupies, as
+    ext4 lays it out: 8 bytes and the name, rounded up to 4, per name (and "." and ".."),
+    in one block while they fit; past one, a hashed tree whose leaf blocks are about 0.7
+    full, and its root. (Measured 2^8..2^16 names of chunk ids: 1, 3, 5, 9, 18, 77, 349
+    blocks; this gives 1, 4, 6, 10, 19, 93, 367.) A folder never shrinks on deletion."""
+    if block <= 1:
+        return 0
+    used = 24 + entries * (8 + -(-name_chars // 4) * 4)
+    return block if used <= block else (math.ceil(used / (0.7 * block)) + 1) * block
+
+
+def fs_block(path) -> int:
+    """The block of the file system that holds ``path`` (its nearest existing folder):
+    ``os.statvfs``'s f_frsize, or `BLOCK` where that is not known."""
+    import os
+    from pathlib import Path
+
+    try:
+        where = Path(path).absolute()
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        got = os.statvfs(where).f_frsize
+    except (OSError, AttributeError, ValueError):
+        return BLOCK
+    return int(got) if isinstance(got, int) and got > 0 else BLOCK
 
 
 def fits_free_disk(need: float, free: float) -> bool:
@@ -722,7 +837,7 @@ def free_disk_budget(free: float) -> int:
     return int(free / DISK_MARGIN)
 
 
-def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
+def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1, block: int = BLOCK) -> Plan:
     """The fastest plan whose disk fits ``budget`` bytes (None: no budget, ``plan`` as it
     is): ``plan`` itself (L kept whole) if it fits, else the kept levels of least
     recomputation (`choose_kept`). A budget no plan fits is an OptionError naming the
@@ -731,48 +846,66 @@ def fit_disk(plan: Plan, budget: int | None, workers: int | None = 1) -> Plan:
     if budget is None:
         return plan
     whole = dataclasses.replace(plan, kept=None)
-    if sum(whole.disk_bytes(workers).values()) <= budget:
+    if sum(whole.disk_bytes(workers, block).values()) <= budget:
         return whole
     if not plan.posterior:
         raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits {plan.c}): "
-                          f"a MAP-only run needs {_size(least_disk(whole, workers), up=True)} (a budget trades "
+                          f"a MAP-only run needs {_size(least_disk(whole, workers, block), up=True)} (a budget trades "
                           "the posterior's tables for time, not the MAP network's)")
     if workers is None:
         raise OptionError(f"disk budget of {_size(budget)}: a dask cluster may start tasks in any order, so "
-                          f"no plan is sure to take less than the {_size(least_disk(whole, None), up=True)} "
+                          f"no plan is sure to take less than the {_size(least_disk(whole, None, block), up=True)} "
                           "of the plan without a budget (a run on a cluster under a budget keeps --workers tasks in "
                           "flight in the plan's order, and is planned for them)")
     if plan.h > BUDGET_MAX_CHUNK_LEVELS:
         raise OptionError(f"a disk budget needs at most 2^{BUDGET_MAX_CHUNK_LEVELS} chunks; n = {plan.n} with "
                           f"chunk bits {plan.c} has 2^{plan.h}: give --chunk-bits {plan.n - BUDGET_MAX_CHUNK_LEVELS}")
-    pick = choose_kept(whole._steps, budget - _other_disk(whole, workers), workers)
+    pick = choose_kept(whole.steps(block), budget - _other_disk(whole, workers, block), workers)
     if pick is None:
         raise OptionError(f"disk budget of {_size(budget)} is too small for n = {plan.n} (chunk bits "
                           f"{plan.c}{'' if workers is not None else ', a dask cluster'}): "
-                          f"the least any plan needs is {_size(least_disk(whole, workers), up=True)}")
+                          f"the least any plan needs is {_size(least_disk(whole, workers, block), up=True)}")
     return dataclasses.replace(plan, kept=pick[0])
 
 
-def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]:
+def workers_within(plan: Plan, budget: int, workers: int, block: int = BLOCK) -> int:
+    """The most tasks at a time, ``workers`` at most, started in the plan's order, whose
+    peak disk (`Plan.disk_bytes`) fits ``budget`` bytes; 0 where one at a time does not.
+    A resumed run keeps its plan (its kept levels), so under a budget its one freedom is
+    how many tasks it keeps in flight: more workers keep more chunks alive (the slack of
+    `budget_peak`, `live_chunks`), and the peak only grows with them."""
+    def fits(w: int) -> bool:
+        return sum(plan.disk_bytes(w, block).values()) <= budget
+
+    if workers < 1 or not fits(1):
+        return 0
+    lo, hi = 1, workers  # fits(lo); the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8, block: int = BLOCK) -> list[Plan]:
     """The plans worth choosing between under a disk budget, fastest first: L kept whole,
     then L deleted after its backward reader (no level computed again), then the plans of
     least recomputation at lower and lower peaks, down to the least peak (at most
     ``rows``, evenly spread over the peaks)."""
     whole = dataclasses.replace(plan, kept=None)
-    out, limit = [whole], sum(whole.disk_bytes(workers).values()) - 1
-    other = _other_disk(whole, workers)
+    out, limit = [whole], sum(whole.disk_bytes(workers, block).values()) - 1
+    other, steps = _other_disk(whole, workers, block), whole.steps(block)
     if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
         return out
-    least = least_disk(whole, workers)
+    least = least_disk(whole, workers, block)
     frontier = []
     if plan.h > 14:  # every plan of the frontier, one choose_kept each, took 30 s at h = 16: limits spread evenly
         for i in range(rows - 1):
-            pick = choose_kept(whole._steps, limit - round(i * (limit - least) / (rows - 2)) - other, workers)
+            pick = choose_kept(steps, limit - round(i * (limit - least) / (rows - 2)) - other, workers)
             if pick is not None and all(q.kept != pick[0] for q in frontier):
                 frontier.append(dataclasses.replace(plan, kept=pick[0]))
         return out + frontier
     while limit >= least:
-        pick = choose_kept(whole._steps, limit - other, workers)
+        pick = choose_kept(steps, limit - other, workers)
         if pick is None:
             break
         frontier.append(dataclasses.replace(plan, kept=pick[0]))
@@ -783,22 +916,24 @@ def disk_trade(plan: Plan, workers: int | None = 1, rows: int = 8) -> list[Plan]
     return out + frontier
 
 
-def _other_disk(plan: Plan, workers: int | None) -> int:
-    """Bytes of the tables a disk budget leaves as they are (β, the γ level sums, α, MAP)."""
-    return sum(b for t, b in plan.disk_bytes(workers).items()
-               if t not in ("forward", "backward", "gamma_parts", "lattice"))
+def _other_disk(plan: Plan, workers: int | None, block: int = BLOCK) -> int:
+    """Bytes of the tables a disk budget leaves as they are (β, the γ level sums, α, MAP,
+    the metadata), in any plan under a budget (`Plan.metadata_bytes`)."""
+    if plan.posterior:
+        plan = dataclasses.replace(plan, kept=(0, plan.h) if plan.h else (0,))
+    return sum(plan._disk_bytes(workers, block, lattice=False).values())
 
 
-def least_disk(plan: Plan, workers: int | None = 1) -> int:
+def least_disk(plan: Plan, workers: int | None = 1, block: int = BLOCK) -> int:
     """The least peak disk (bytes) of any plan of ``plan``'s lattice: L kept whole, or
     kept levels chosen for the least peak (with tiny chunks, the γ parts and the chunks
     in flight can make the plan without a budget the least)."""
     whole = dataclasses.replace(plan, kept=None)
-    total = sum(whole.disk_bytes(workers).values())
+    total = sum(whole.disk_bytes(workers, block).values())
     if plan.h > BUDGET_MAX_CHUNK_LEVELS or not plan.posterior or workers is None:
         return total
-    pick = choose_kept(whole._steps, math.inf, workers, least=True)
-    return min(total, _other_disk(whole, workers) + pick[1])
+    pick = choose_kept(whole.steps(block), math.inf, workers, least=True)
+    return min(total, _other_disk(whole, workers, block) + pick[1])
 
 
 def ordered_workers(scheduler, workers: int) -> int | None:

@@ -43,7 +43,7 @@ from bigbn.plan import tiers as tiering
 from bigbn._version import NUMERICS_VERSION, __version__
 from bigbn.errors import WorkdirError
 from bigbn.knowledge import Knowledge
-from bigbn.plan.lattice import STAGES, Plan, task_id
+from bigbn.plan.lattice import STAGES, Plan, fs_block, task_id
 from bigbn.store.workdir import LOCK, RUN_JSON, Layout, Workdir, checksum, plain_layout, planned, read_file
 
 RUN_FORMAT = "bigbn-run"
@@ -734,14 +734,14 @@ def status_lines(workdir) -> list[str]:
         lines.append(f"plan: chunk bits {lattice.chunk_bits}, {lattice.n_chunks} chunks, alpha {pl.alpha_mode}, "
                      f"{computes}{budget}")
     finished = {"posterior": True, "map": True}
-    bound = 0
+    bound, block = 0, fs_block(root)
     for j, m, plans in _lattice_plans(rd):
         if not plans:
             lines.append(f"  tier {j + 1}: 1 node, no lattice")
             continue
         n_done = n_tasks = 0
         for plan in plans:
-            bound += sum(plan.disk_bytes().values())
+            bound += sum(plan.disk_bytes(None, block).values())
             for stage in STAGES:
                 keys = plan.stage_tasks(stage)
                 if not keys:

@@ -385,13 +385,25 @@ class TableStore:
 
     def delete_region(self, region: Region) -> None:
         """Remove a region's chunk files (a missing one is fine: deleting is idempotent),
-        then fsync their folders, so that the space is free before the journal says so."""
+        and the folders of their chunk keys that this leaves empty (a γ part's key,
+        c/H/0/0, made two: c/H and c/H/0, each a block, left behind by every release:
+        2·2^h blocks by the end of a run, most of its disk with tiny chunks); then fsync
+        the folders that stay, so that the space is free before the journal says so."""
         folders = set()
+        lay = self.layout(region.table)
         for cc in region.chunks:
             f = self.chunk_file(region.table, cc)
             with _in_the_way():
                 f.unlink(missing_ok=True)
-            folders.add(f.parent)
+            d = f.parent
+            # the folders of the key below the table's c/ (none for a key of one coordinate)
+            for _ in range(len(cc) - 1 if lay is not None and lay.separator == "/" else 0):
+                try:
+                    d.rmdir()
+                except OSError:  # another chunk's files in it, or gone already
+                    break
+                d = d.parent
+            folders.add(d)
         for d in folders:
             if d.is_dir():
                 fsync_path(d)
