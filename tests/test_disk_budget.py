@@ -326,18 +326,19 @@ def test_plan_of_tiers_takes_a_budget_as_the_run_does(tmp_path):
         assert r.exit_code == 1 and r.output == "Error: 1 variable: a run needs at least 2\n", r.output
 
 
-def test_the_trade_of_a_lattice_of_2_to_the_16_chunks_is_planned_in_seconds():
+def test_the_trade_of_a_lattice_of_2_to_the_16_chunks_is_planned_in_a_few_level_choices(monkeypatch):
     """`bigbn plan --n 36 --disk-budget ...` walked every plan of the frontier (a
     choose_kept each): 30 s at h = 16. Past h = 14 the rows come from limits spread evenly
-    from L kept whole to the least peak: the same kind of rows, fastest first."""
-    import time
+    from L kept whole to the least peak: the same kind of rows, fastest first, from one
+    choose_kept a row (counted, not timed: a clock says more about the machine's load)."""
+    import bigbn.plan.lattice as lattice
 
-    from bigbn.plan.lattice import disk_trade
-
+    calls = []
+    choose = lattice.choose_kept
+    monkeypatch.setattr(lattice, "choose_kept", lambda *a, **kw: calls.append(1) or choose(*a, **kw))
     plan = Plan(36, 3, 20)
-    t = time.time()
-    rows = disk_trade(plan, 2)
-    assert time.time() - t < 10
+    rows = lattice.disk_trade(plan, 2)
+    assert 0 < len(calls) <= 8
     peaks = [sum(q.disk_bytes(2).values()) for q in rows]
     work = [q.refwd_chunks() for q in rows]
     assert rows[0].kept is None and len(rows[1].kept) == plan.h + 1 and 5 <= len(rows) <= 8
