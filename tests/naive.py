@@ -1173,13 +1173,20 @@ def lattice_table(table):
     return table in ("forward", "backward", "gamma_parts") or table.startswith("reforward")
 
 
-def disk_peak_by_simulation(plan):
+def disk_peak_by_simulation(plan, block=1):
     """Bytes of L, B and the γ parts on disk at once when the plan's tasks run one at a
     time in its order (the sync executor): every chunk a task writes counts from the
     write, every chunk a release deletes stops counting then. Also asserts that nothing
-    is read once deleted, nor written twice."""
-    size = {t: (8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
+    is read once deleted, nor written twice. block: each chunk file counts as the whole
+    blocks of ``block`` bytes it occupies (1: its bytes), and a γ part also the two folders
+    its chunk key c/H/0/0 makes (a block each, deleted with it)."""
+    def blocks(size):
+        return -(-size // block) * block
+
+    size = {t: blocks(8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
             for t in plan.tables() if lattice_table(t)}
+    if block > 1:
+        size["gamma_parts"] += 2 * block
     live, gone, written, now, peak = set(), set(), set(), 0, 0
     for t in plan.tasks():
         for r in t.reads:
@@ -1202,9 +1209,10 @@ def disk_peak_by_simulation(plan):
     return peak
 
 
-def every_kept_set(plan):
+def every_kept_set(plan, block=1):
     """{kept levels: (simulated peak, chunk tasks of the rounds counted from the task
-    list)} for every set of kept levels (0 and h always, any of the others)."""
+    list)} for every set of kept levels (0 and h always, any of the others); block: the
+    peak's chunk files counted in blocks of that many bytes (`disk_peak_by_simulation`)."""
     import dataclasses
 
     h = plan.h
@@ -1214,7 +1222,7 @@ def every_kept_set(plan):
             kept = (0,) + inner + (h,) if h else (0,)
             p = dataclasses.replace(plan, kept=kept)
             work = sum(1 for t in p.tasks() if t.kind == "reforward")
-            every[kept] = (disk_peak_by_simulation(p), work)
+            every[kept] = (disk_peak_by_simulation(p, block), work)
         if h == 0:
             break
     return every
@@ -1998,50 +2006,6 @@ def best_alive_score(exact: dict, alive):
 
 
 # ------------------------------------------------ disk counted in file-system blocks (plan53)
-
-def disk_blocks_by_simulation(plan, block):
-    """`disk_peak_by_simulation` with every chunk file of L, B and the γ parts counted as
-    the whole blocks of ``block`` bytes it occupies (block 1: its bytes): the most on disk
-    at once when the plan's tasks run one at a time in its order."""
-    def blocks(size):
-        return -(-size // block) * block
-
-    size = {t: blocks(8 * plan.n * plan.n_families if t == "gamma_parts" else 8 * plan.chunk_size)
-            for t in plan.tables() if lattice_table(t)}
-    if block > 1:  # a γ part's chunk key c/H/0/0 makes two folders (a block each), deleted with it
-        size["gamma_parts"] += 2 * block
-    live, now, peak = set(), 0, 0
-    for t in plan.tasks():
-        for r in t.writes:
-            for cc in r.chunks:
-                if r.table in size and (r.table, cc) not in live:
-                    live.add((r.table, cc))
-                    now += size[r.table]
-        peak = max(peak, now)
-        for r in t.deletes:
-            for cc in r.chunks:
-                if (r.table, cc) in live:
-                    live.discard((r.table, cc))
-                    now -= size[r.table]
-    return peak
-
-
-def every_kept_set_in_blocks(plan, block):
-    """`every_kept_set` with chunk files counted in blocks (`disk_blocks_by_simulation`)."""
-    import dataclasses
-
-    h = plan.h
-    every = {}
-    for r in range(h):
-        for inner in itertools.combinations(range(1, h), r):
-            kept = (0,) + inner + (h,) if h else (0,)
-            p = dataclasses.replace(plan, kept=kept)
-            work = sum(1 for t in p.tasks() if t.kind == "reforward")
-            every[kept] = (disk_blocks_by_simulation(p, block), work)
-        if h == 0:
-            break
-    return every
-
 
 def workdir_blocks(root):
     """Bytes a folder occupies on disk, as ``du`` counts them: the blocks of every file

@@ -49,6 +49,18 @@ def small_continuous(tmp_path_factory):
     return X, wd
 
 
+def _without_effects(small_continuous, tmp_path):
+    """(X, a copy of the small continuous run's workdir without its effects folders)."""
+    import shutil
+
+    X, wd0 = small_continuous
+    wd = tmp_path / "w"
+    shutil.copytree(wd0, wd)
+    for old in wd.glob("effects-*"):
+        shutil.rmtree(old)
+    return X, wd
+
+
 def test_bge_effects_against_all_dags(small_continuous):
     X, wd = small_continuous
     beta = Workdir(wd).read("beta", slice(None))
@@ -460,11 +472,7 @@ def test_a_damaged_effects_folder_is_one_line_naming_it(small_continuous, tmp_pa
     import os
     import shutil
 
-    X, wd0 = small_continuous
-    wd = tmp_path / "w"
-    shutil.copytree(wd0, wd)
-    for old in wd.glob("effects-*"):
-        shutil.rmtree(old)
+    X, wd = _without_effects(small_continuous, tmp_path)
     effects(wd, X, pairs=[("a", "c")])
     (folder,) = wd.glob("effects-*")
     if damage == "file folder":
@@ -532,11 +540,7 @@ def test_a_part_copied_from_another_effects_folder_is_computed_again(small_conti
     cause, a silent wrong answer. A part that is not what its task writes runs again."""
     import shutil
 
-    X, wd0 = small_continuous
-    wd = tmp_path / "w"
-    shutil.copytree(wd0, wd)
-    for old in wd.glob("effects-*"):
-        shutil.rmtree(old)
+    X, wd = _without_effects(small_continuous, tmp_path)
     one = effects(wd, X, pairs=[("a", "c")])
     (a,) = wd.glob("effects-*")
     both = effects(wd, X, pairs=[("a", "c"), ("a", "d")])
@@ -649,11 +653,7 @@ def test_a_part_copied_from_another_effects_folder_with_as_many_pairs_is_compute
     folder's key, the cause and its effects) and runs again when it is another's."""
     import shutil
 
-    X, wd0 = small_continuous
-    wd = tmp_path / "w"
-    shutil.copytree(wd0, wd)
-    for old in wd.glob("effects-*"):
-        shutil.rmtree(old)
+    X, wd = _without_effects(small_continuous, tmp_path)
     one = effects(wd, X, pairs=[("a", "c")])
     (a,) = wd.glob("effects-*")
     other = effects(wd, X, pairs=[("a", "d")])

@@ -331,7 +331,7 @@ def test_budget_peak_is_the_simulated_peak_of_every_kept_set(n, k, c, block):
     import dataclasses
 
     plan = Plan(n, k, c)
-    every = naive.every_kept_set(plan) if block == 1 else naive.every_kept_set_in_blocks(plan, block)
+    every = naive.every_kept_set(plan, block)
     assert len(every) == 2 ** max(plan.h - 1, 0)
     for kept, (peak, work) in every.items():
         p = dataclasses.replace(plan, kept=kept)
@@ -349,7 +349,7 @@ def test_the_chosen_kept_levels_are_the_best_of_every_subset(n, k, c, block):
     bytes, and in blocks of 4096 (tiny chunks: a chunk of L and a γ part weigh the same)."""
     plan = Plan(n, k, c)
     st = plan.steps(block)
-    every = naive.every_kept_set(plan) if block == 1 else naive.every_kept_set_in_blocks(plan, block)
+    every = naive.every_kept_set(plan, block)
     peaks = sorted({pk for pk, _ in every.values()})
     least = choose_kept(st, math.inf, 1, least=True)
     assert least[1] == peaks[0]
