@@ -366,7 +366,7 @@ class Knowledge:
         Returns {option: path}, e.g. {"tiers": .../tiers.csv}. No-edges-within tiers are
         written into forbid.csv as their pairs."""
         from bigbn.options import open_output, path_text
-        from bigbn.outputs.result import csv_line
+        from bigbn.io.data import csv_line
 
         if not isinstance(folder, (str, os.PathLike)):  # write(5): Path's TypeError
             raise OptionError(f"write() takes a folder (a path), got {type(folder).__name__}")

@@ -933,7 +933,7 @@ def test_dags_csv_fields_are_quoted_as_csv_writer_quotes_them():
     writes it."""
     import io
 
-    from bigbn.outputs.result import csv_field
+    from bigbn.io.data import csv_field
 
     names = ["a", 'q"uote', "x,y", "line\nbreak", "cr\rhere", "tab\there", " lead", "u\u2028sep", "é ü", ""]
     fields = ["[]"] + [json.dumps([[a, b]], ensure_ascii=False) for a in names for b in names[:3]]

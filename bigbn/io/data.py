@@ -640,7 +640,7 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
                             "exactly; subtract an offset from it or rescale it")
 
 
-def check_carried(table: "Table", j: int, numbers: np.ndarray) -> None:
+def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> None:
     """DataError when float64 drops digits of column j's cells that matter at its spread.
 
     A cell is read as the float64 nearest it, whose shortest decimal (repr) is the cell's
@@ -650,14 +650,12 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray) -> None:
     as 2^53 + 0, 8, 12, 20, and log p(data) came out 18 nats off that of the cells (the
     same numbers less 2^53, which float64 holds). Refused where the rounding moves the
     column's sum of squares about its mean by a share δ whose effect on a score, about
-    a1·δ ≈ δ·m/2 nats, exceeds bigbn.scores.bge.LOG_ERROR_TOL (the most the scores' own
-    cancellation may err by). The cells are compared as decimals only where that could
+    a1·δ ≈ δ·m/2 nats, exceeds ``tol`` (the caller's: bigbn.scores.bge.LOG_ERROR_TOL, the
+    most the scores' own cancellation may err by). The cells are compared as decimals only where that could
     happen: not where half an ulp of the largest cell, m times over, is within that share
     of the column's sd (ordinary data), nor in a constant column. numbers: the float64 of
     each distinct cell (``table.columns[j][0]``)."""
     from decimal import Decimal, localcontext
-
-    from bigbn.scores.bge import LOG_ERROR_TOL
 
     texts, codes = table.columns[j]
     m = codes.size
@@ -669,7 +667,7 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray) -> None:
     if not np.isfinite(ss) or ss == 0.0:
         return  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
     eps = float(np.finfo(np.float64).eps)
-    if (eps / 2 * big) * m / np.sqrt(ss / max(m - 1, 1)) <= LOG_ERROR_TOL:
+    if (eps / 2 * big) * m / np.sqrt(ss / max(m - 1, 1)) <= tol:
         return
     err = np.zeros(texts.size)
     with localcontext() as ctx:
@@ -688,7 +686,7 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray) -> None:
         return
     e = err - np.dot(w, err) / m
     delta = abs(2 * float(np.dot(w, c * e)) + float(np.dot(w, e * e))) / ss
-    if delta * m / 2 > LOG_ERROR_TOL:
+    if delta * m / 2 > tol:
         i = int(np.argmax(np.abs(err)))
         r = int(np.flatnonzero(codes == i)[0])
         raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{texts[i]}' is "
@@ -811,3 +809,24 @@ def text_records(path, text: str, header: tuple[str, ...], *, extra_columns: boo
             yield reader.line_num, [c.strip() for c in row]
     except csv.Error as e:
         raise DataError(f"{path}, line {reader.line_num}: not a readable CSV file ({e})") from None
+
+
+def csv_field(s: str) -> str:
+    """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
+    comma, a quote or a line break, and, unlike csv.writer with lineterminator "\n", a
+    carriage return (which csv.reader would take for the row's end)."""
+    if "," in s or '"' in s or "\n" in s or "\r" in s:
+        return '"' + s.replace('"', '""') + '"'
+    return s
+
+
+def csv_line(fields) -> str:
+    """One row of a results CSV file, each field `csv_field` (str of it), and its "\n": the
+    one way bigbn writes CSV rows (csv.writer with lineterminator "\n" left a name's
+    carriage return bare in strength.csv, parent_sets.csv and the samples' CSV files,
+    which csv.reader ends the row at: `bigbn report` called parent_sets.csv damaged)."""
+    fields = [str(f) for f in fields]
+    line = ",".join(fields)
+    if line.count(",") == len(fields) - 1 and '"' not in line and "\n" not in line and "\r" not in line:
+        return line + "\n"  # nearly always: no field to quote
+    return ",".join(map(csv_field, fields)) + "\n"

@@ -65,7 +65,8 @@ from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.outputs.parameters import _mixed_radix, bge_posterior, dirichlet_table
 from bigbn.outputs.parentsets import parent_set_posteriors
 from bigbn.engine.progress import reporter
-from bigbn.outputs.result import Result, csv_line, open_for_writing, run_workdir
+from bigbn.io.data import csv_line
+from bigbn.outputs.result import Result, open_for_writing, run_workdir
 from bigbn.store.rundir import finished_run
 from bigbn.scores.base import BUILTIN, check_options
 

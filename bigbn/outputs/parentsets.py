@@ -64,7 +64,7 @@ def write_parent_sets(path, names, mass: float, rank, nodes=None) -> None:
     until they carry ``mass`` of its posterior (every nonzero one if mass ≥ 1): ``rank(v,
     mass)`` gives them, as `ranked` does. ``parents`` is a JSON array of names, so any
     column name (commas, quotes, brackets) survives."""
-    from bigbn.outputs.result import csv_line
+    from bigbn.io.data import csv_line
 
     with open(path, "w", newline="", encoding="utf-8") as fh:
         fh.write(csv_line(["child", "parents", "posterior"]))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.io import frames
+from bigbn.io.data import csv_field
 from bigbn import options as opt
 from bigbn.errors import OptionError
 from bigbn.outputs.parentsets import ranked
@@ -248,22 +249,3 @@ def write_arcs(path, arcs) -> None:
             fh.write(f"{csv_field(u)},{csv_field(v)}\n")
 
 
-def csv_field(s: str) -> str:
-    """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
-    comma, a quote or a line break, and, unlike csv.writer with lineterminator "\n", a
-    carriage return (which csv.reader would take for the row's end)."""
-    if "," in s or '"' in s or "\n" in s or "\r" in s:
-        return '"' + s.replace('"', '""') + '"'
-    return s
-
-
-def csv_line(fields) -> str:
-    """One row of a results CSV file, each field `csv_field` (str of it), and its "\n": the
-    one way bigbn writes CSV rows (csv.writer with lineterminator "\n" left a name's
-    carriage return bare in strength.csv, parent_sets.csv and the samples' CSV files,
-    which csv.reader ends the row at: `bigbn report` called parent_sets.csv damaged)."""
-    fields = [str(f) for f in fields]
-    line = ",".join(fields)
-    if line.count(",") == len(fields) - 1 and '"' not in line and "\n" not in line and "\r" not in line:
-        return line + "\n"  # nearly always: no field to quote
-    return ",".join(map(csv_field, fields)) + "\n"

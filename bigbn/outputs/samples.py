@@ -44,7 +44,8 @@ from bigbn.engine.tasks import Job, computed_alpha
 from bigbn.errors import EngineError, OptionError, WorkdirError
 from bigbn.kernels.families import family_rank, squeeze
 from bigbn.kernels.linext import log_linear_extensions
-from bigbn.outputs.result import csv_field, csv_line, run_workdir
+from bigbn.io.data import csv_field, csv_line
+from bigbn.outputs.result import run_workdir
 from bigbn.engine.progress import reporter
 from bigbn.store.rundir import FinishedLattice, FinishedRun, finished_run, gib
 from bigbn.store.workdir import Workdir, check_outputs, write_whole

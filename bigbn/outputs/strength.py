@@ -63,7 +63,7 @@ def strength_rows(names, posterior: np.ndarray) -> list[tuple[str, str, float, f
 def write_strength(path, names, posterior: np.ndarray) -> None:
     """WORKDIR/strength.csv: the header from,to,strength,direction and every ordered pair
     (R: ``read.csv``; docs/tutorial.md shows how `averaged.network` takes it)."""
-    from bigbn.outputs.result import csv_line
+    from bigbn.io.data import csv_line
 
     with open(path, "w", newline="", encoding="utf-8") as fh:
         fh.write(csv_line(HEADER))

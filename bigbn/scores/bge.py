@@ -85,7 +85,7 @@ def continuous_dataset(table: Table) -> Dataset:
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
         check_exact_numbers(table.path, table.names[j], distinct, numbers)
-        check_carried(table, j, numbers)
+        check_carried(table, j, numbers, LOG_ERROR_TOL)
         values = numbers[codes]
         data[:, j] = values
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),

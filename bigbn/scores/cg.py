@@ -187,7 +187,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
         check_exact_numbers(p, name, values, x)
-        check_carried(table, j, x)
+        check_carried(table, j, x, LOG_ERROR_TOL)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
