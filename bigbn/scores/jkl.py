@@ -195,8 +195,8 @@ def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str 
     for i, exact in enumerate(sf.exact or ()):
         if exact is None:
             continue
-        usable = [x for g, x in exact.items() if popcount(g) <= k]
-        if usable and abs(float(max(usable)) - sf.offsets[i]) > SAFE:
+        top = _best_alive(sf.families[i], exact, lambda g: popcount(g) <= k)
+        if top is not None and abs(float(top) - sf.offsets[i]) > SAFE:
             return f"variable '{sf.names[i]}' has its largest score on a parent set of more than {k} parents"
         if constrained:
             return f"variable '{sf.names[i]}' has scores beyond ±{SAFE:g} and the run has constraints or tiers"
