@@ -620,6 +620,20 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
     float64 (``numbers``, their float64 values) makes one (1e20 and 1e20 + 1): the column's
     values would be silently merged (a column that varies read as constant). Compared
     exactly only where float64 has fewer distinct values than the cells."""
+    for a, b, same in one_float_cells(texts, numbers):
+        if same is False:
+            raise DataError(f"{where}, column '{name}': '{texts[a]}' and '{texts[b]}' are different numbers but "
+                            f"the same float64 ({float(numbers[a])!r}): float64 cannot carry this column's values "
+                            "exactly; subtract an offset from it or rescale it")
+
+
+def one_float_cells(texts: np.ndarray, numbers: np.ndarray):
+    """(a, b, same) for each two distinct cells ``texts[a]``, ``texts[b]`` whose float64
+    (``numbers``) are one number, next to each other in float64's order: ``same`` whether
+    the cells are one number too, compared as decimals (exact; a Fraction of
+    '1e-99999999999', 0.0 in float64 as '0' is, computed 10^99999999999, a hang), None
+    where one is not a plain decimal (float64 read it: nothing to compare). Nothing where
+    the float64 are as many as the cells (the usual case, at numpy's speed)."""
     from decimal import Decimal
 
     if np.unique(numbers).size == numbers.size:
@@ -629,15 +643,10 @@ def check_exact_numbers(where: str, name: str, texts: np.ndarray, numbers: np.nd
         if numbers[a] != numbers[b]:
             continue
         try:
-            # as decimals: exact, and a Fraction of '1e-99999999999' (0.0 in float64, as '0' is)
-            # computed 10^99999999999, a hang
-            differ = Decimal(str(texts[a]).strip()) != Decimal(str(texts[b]).strip())
-        except (ArithmeticError, ValueError):  # not a plain decimal: float64 read it, nothing to compare
-            continue
-        if differ:
-            raise DataError(f"{where}, column '{name}': '{texts[a]}' and '{texts[b]}' are different numbers but "
-                            f"the same float64 ({float(numbers[a])!r}): float64 cannot carry this column's values "
-                            "exactly; subtract an offset from it or rescale it")
+            same = Decimal(str(texts[a]).strip()) == Decimal(str(texts[b]).strip())
+        except (ArithmeticError, ValueError):
+            same = None
+        yield a, b, same
 
 
 def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> None:

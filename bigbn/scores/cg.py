@@ -54,7 +54,8 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import INTEGER, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column
+from bigbn.io.data import (INTEGER, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column,
+                           one_float_cells)
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -203,19 +204,11 @@ def _one_spelling(table: Table, j: int) -> None:
     each distinct cell is a level, so one value would be two levels, and its rows split
     between them (a column 1, 1.0, 2, 2.0 was four levels, and whatever else followed the
     spelling looked like a dependence). Named by its two cells and the row of the second."""
-    from decimal import Decimal
-
     values, codes = table.columns[j]
     x = _numbers(values)
-    if x is None or np.unique(x).size == values.size:
+    if x is None:
         return
-    order = np.argsort(x, kind="stable")
-    for a, b in zip(order[:-1].tolist(), order[1:].tolist()):
-        try:
-            # as decimals (exact; a Fraction of '0e99999999999' computed 10^99999999999, a hang)
-            same = x[a] == x[b] and Decimal(str(values[a])) == Decimal(str(values[b]))
-        except (ArithmeticError, ValueError):  # not a plain decimal: not compared
-            continue
+    for a, b, same in one_float_cells(values, x):
         if same:
             r = int(np.flatnonzero(codes == b)[0])
             raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{values[b]}' is "
