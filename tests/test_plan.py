@@ -490,7 +490,7 @@ def test_the_workers_a_budget_holds_keep_the_simulated_peak_within_it(n, c):
 
     rng = random.Random(n)
     plan = Plan(n, 2, c)
-    least = choose_kept(plan._steps, math.inf, 1, least=True)[0]
+    least = choose_kept(plan.steps(), math.inf, 1, least=True)[0]
     for kept in (None, least, (0, plan.h)):
         p = dataclasses.replace(plan, kept=kept)
         peaks = [sum(p.disk_bytes(w).values()) for w in range(1, 6)]

@@ -554,10 +554,6 @@ class Plan:
     def _live(self) -> dict[int | None, int]:
         return {}
 
-    @property
-    def _steps(self) -> "LatticeSteps":
-        return self.steps(BLOCK)
-
     def steps(self, block: int = BLOCK) -> "LatticeSteps":
         """The disk-budget phases' figures (`lattice_steps`) with chunk files counted in
         blocks of ``block`` bytes; kept on the plan per block size."""
