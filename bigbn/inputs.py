@@ -58,15 +58,17 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
         if intervention_column is not None:
-            if intervention_column not in [str(c) for c in data.columns]:
-                raise no_column(frames.SOURCE, intervention_column, data.columns, "the intervention column")
-            j = [str(c) for c in data.columns].index(intervention_column)
+            columns = frames.column_names(data)
+            if intervention_column not in columns:
+                raise no_column(frames.SOURCE, intervention_column, columns, "the intervention column")
+            j = columns.index(intervention_column)
             index = data.index
             cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
             cells = frames.decode_cells(cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}, "
                                                          f"column '{intervention_column}'")
             targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
-            data = data.drop(columns=data.columns[j])
+            data = data.iloc[:, [i for i in range(len(columns)) if i != j]]  # by position: drop(b't')
+            # took the bytes for the labels 116 (a KeyError traceback)
         table, categories = frames.table_from_frame(data)
         if table.n > max_nodes:
             raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
@@ -151,8 +153,8 @@ _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}:
 
 def given_names(names) -> tuple[str, ...]:
     """names= as the column names of an array: a list (tuple, array, iterable) of names,
-    each a string or a number (written as text, as a CSV header holds it). Refused in one
-    line: a string ("abc" was read as the names a, b, c), a non-iterable (names=5 was
+    each a string, UTF-8 bytes or a number (written as text, as a CSV header holds it:
+    `frames.label_text`). Refused in one line: a string ("abc" was read as the names a, b, c), a non-iterable (names=5 was
     a TypeError traceback), and None or a list as a name (they became "None" and
     "['a']")."""
     if isinstance(names, (str, bytes)):
@@ -163,9 +165,9 @@ def given_names(names) -> tuple[str, ...]:
     except TypeError:
         raise OptionError(f"names must be a list of column names, got {type(names).__name__}") from None
     for j, x in enumerate(items):
-        if isinstance(x, bool) or not isinstance(x, (str, np.str_, int, float, np.integer, np.floating)):
+        if isinstance(x, bool) or not isinstance(x, (str, bytes, bytearray, int, float, np.integer, np.floating)):
             raise OptionError(f"names: column {j + 1}'s name is {x!r}; give each column a string")
-    return tuple(str(x) for x in items)
+    return tuple(frames.label_text(x, f"array, column {j}") for j, x in enumerate(items, start=1))
 
 
 def _check_names_given(data, names) -> tuple[str, ...] | None:
