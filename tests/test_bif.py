@@ -179,6 +179,26 @@ def test_network_rejects_cycles_and_bad_tables():
         Network(("a", "b"), (("0", "1"),) * 2, ((), (0,)), (np.array([0.5, 0.5]), np.full(2, 0.5)))
 
 
+@pytest.mark.parametrize("names, message", [
+    (("a", "b\nc"), r"^network, variable 2: the variable name 'b\\nc' holds the control character '\\n'; "
+                    r"a name is one line of printable text \(rename it\)$"),
+    (("a\x1b[2J", "b"), r"^network, variable 1: the variable name 'a\\x1b\[2J' holds the control character '\\x1b'"),
+    (("a", "b\x85"), r"^network, variable 2: the variable name 'b\\x85' holds the control character"),
+    (("a", "b\u2028"), r"^network, variable 2: the variable name 'b\\u2028' holds the control character"),
+    (("", "b"), r"^network, variable 1: empty variable name$"),
+    (("a", "a"), r"^network: duplicate variable name 'a' \(variables 1 and 2\)$"),
+    (("a", 2), r"^network, variable 2: the name 2 \(int\) is not text$"),
+])
+def test_a_network_built_in_python_checks_its_names_as_a_header_is(names, message):
+    """A `Network` built in Python took any name: "b\\nc" or an ESC went into the BIF and
+    XMLBIF exports, simulated data and printed lists (a CSV header, a DataFrame's columns
+    and a BIF file refuse them, `io.data.check_name`); it refuses them in one line as they
+    do, and an empty or repeated name."""
+    half = np.full((2, 2), 0.5)
+    with pytest.raises(DataError, match=message):
+        Network(names, (("0", "1"),) * 2, ((), (0,)), (half[0], half))
+
+
 def test_a_truncated_or_damaged_gz_file_is_one_line(tmp_path):
     """EOFError (truncated) and zlib.error (damaged) are no OSError: the first reached
     click as a bare "Aborted!", the second as a traceback."""
@@ -245,37 +265,39 @@ def test_a_level_a_reader_takes_for_a_comment_is_refused(level):
 
 def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
     """A control character (a DataFrame column "a\\x01b", a level "x\\x02") was written into
-    the XMLBIF file, which then no XML parser read ("not well-formed"); a tab or a
-    non-ASCII letter is fine."""
+    the XMLBIF file, which then no XML parser read ("not well-formed"); a variable name
+    holding one is now refused by `Network` itself, but a lone surrogate or U+FFFF is no
+    control character and no XML either. A space or a non-ASCII letter is fine."""
     import xml.etree.ElementTree as ET
 
     from bigbn.io.bif import write_xmlbif
 
     net = random_network(2, 1, 2, np.random.default_rng(3))
     path = tmp_path / "n.xml"
-    for names, states, needle in [(("a\x01b", "X2"), net.states, "U+0001"),
+    for names, states, needle in [(("a\ud800b", "X2"), net.states, "U+D800"), (("a\uffff", "X2"), net.states, "U+FFFF"),
                                   (net.names, (("x\x02", "y"), net.states[1]), "U+0002")]:
         with pytest.raises(DataError, match=re.escape(f"XML cannot hold the character {needle}")):
             write_xmlbif(Network(names, states, net.parents, net.cpts), path)
         assert not path.exists()
-    write_xmlbif(Network(("a\tb", "ünï"), (("x y", "<&>"), net.states[1]), net.parents, net.cpts), path)
-    assert [e.text for e in ET.parse(path).iter("NAME")] == ["unknown", "a\tb", "ünï"]
+    write_xmlbif(Network(("a b", "ünï"), (("x y", "<&>"), net.states[1]), net.parents, net.cpts), path)
+    assert [e.text for e in ET.parse(path).iter("NAME")] == ["unknown", "a b", "ünï"]
 
 
 def test_xmlbif_names_read_back_as_they_were(tmp_path):
     """A carriage return in a name or a level was written as it is, and every XML parser
     reads it as a line feed ("a\rb" came back "a\nb", in ElementTree and pgmpy alike): it
-    is written &#13;. Spaces at the ends, tabs, line feeds, markup and any letter are kept."""
+    is written &#13; (a variable's name holds none now, `Network` refuses control
+    characters; the network's name may). Spaces at the ends, markup and any letter are kept."""
     import xml.etree.ElementTree as ET
 
     from bigbn.io.bif import write_xmlbif
 
     net = random_network(2, 1, 2, np.random.default_rng(3))
-    names, states = (" a\rb\r\n", "c\n\td <&>\"'"), ((" x\r", "y "), ("]]>", "é😀"))
+    names, states = (" a b ", "c d <&>\"'"), ((" x\r", "y "), ("]]>", "é😀"))
     path = tmp_path / "n.xml"
-    write_xmlbif(Network(names, states, net.parents, net.cpts), path)
+    write_xmlbif(Network(names, states, net.parents, net.cpts), path, name="n\r1")
     tree = ET.parse(path)
-    assert [e.text for e in tree.iter("NAME")][1:] == list(names)
+    assert [e.text for e in tree.iter("NAME")] == ["n\r1", *names]
     assert [e.text for e in tree.iter("OUTCOME")] == [*states[0], *states[1]]
     assert [e.text for e in tree.iter("FOR")] == list(names)
     pgmpy = pytest.importorskip("pgmpy.readwrite")

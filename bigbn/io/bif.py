@@ -64,7 +64,8 @@ class Network:
 
     Attributes
     ----------
-    names : tuple of str, length n
+    names : tuple of str, length n; none empty or twice, none holding a control character
+        (`_check_variable_names`: as a data file's column names)
     states : tuple of tuple of str; ``states[i]`` are node i's r_i state names
     parents : tuple of tuple of int; ``parents[i]`` are node i's parents (node indices)
     cpts : tuple of float64 arrays; ``cpts[i]`` has shape
@@ -80,8 +81,7 @@ class Network:
         n = len(self.names)
         if not (len(self.states) == len(self.parents) == len(self.cpts) == n):
             raise DataError("network: names, states, parents and cpts differ in length")
-        if len(set(self.names)) != n:
-            raise DataError("network: duplicate node names")
+        _check_variable_names(self.names)
         for i in range(n):
             ps = self.parents[i]
             if len(set(ps)) != len(ps) or any(not 0 <= p < n or p == i for p in ps):
@@ -141,6 +141,24 @@ class Network:
             raise DataError("network: the parent relation has a cycle (among "
                             + ", ".join(map(repr, left[:5])) + (", ..." if len(left) > 5 else "") + ")")
         return order
+
+
+def _check_variable_names(names) -> None:
+    """A network's variable names as a data file's column names are checked
+    (`bigbn.io.data._check_header`): text, none empty, none twice, none holding a control
+    character (`check_name`); one line naming the variable's position. A `Network` built
+    in Python took any: a name "a\nb" or "a\x1b[2J" went into the BIF and XMLBIF exports,
+    the data `bigbn simulate` writes and every printed list."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if not isinstance(name, str):
+            raise DataError(f"network, variable {i}: the name {name!r} ({type(name).__name__}) is not text")
+        if not name:
+            raise DataError(f"network, variable {i}: empty variable name")
+        check_name(f"network, variable {i}", name, "variable name")
+        if name in seen:
+            raise DataError(f"network: duplicate variable name '{name}' (variables {seen[name]} and {i})")
+        seen[name] = i
 
 
 def bundled_networks() -> list[str]:
