@@ -14,7 +14,7 @@ import numpy as np
 from bigbn.io import frames
 from bigbn.scores import interventions as interventions_
 from bigbn import options as opt
-from bigbn.io.data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
+from bigbn.io.data import Dataset, Table, _check_header, check_levels, discrete_dataset, no_column, read_table
 from bigbn.errors import DataError, OptionError
 from bigbn.plan.lattice import MAX_NODES
 from bigbn.scores.base import Score, lookup, resolve
@@ -131,8 +131,12 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
                 raise DataError(f"data array of {arr.dtype} cells that are not values (a list or a record "
                                 "in a cell?): give numbers or text, one value per cell") from None
         frames.check_complete(cells, nm, "data array")
-        # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes, kinds)
+        # the same rules as for a CSV file: levels are the observed values, none holding a
+        # control character (numbers and bools hold none)
+        table = Table.from_cells("array", nm, cells)
+        if arr.dtype.kind not in "biuf":
+            check_levels(table, lambda r, j: f"data array, row index {r}, column '{nm[j]}'")
+        ds = _dataset_from_table(table, wanted, max_nodes, kinds)
         digest = _hash_dataset(ds)
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"

@@ -245,14 +245,15 @@ def test_a_default_row_cannot_ask_for_a_huge_table():
         parse_bif(text)
 
 
-@pytest.mark.parametrize("level", ["//note", "/*x", "/**/", "http://x", "a/*b", "a\x00b", "\x07", "x\x7f"])
+@pytest.mark.parametrize("level", ["//note", "/*x", "/**/", "http://x", "a/*b"])
 def test_a_level_a_reader_takes_for_a_comment_is_refused(level):
     """A level starting with // or /* was written into the states list and the rows,
     where every reader (this one, pgmpy's) takes it for a comment: the file could not be
     read back. pgmpy strips comments anywhere in a line: "http://x" made a file it could not
     read (AttributeError), and levels "a/*b" ... "c*/d" lost what lay between; so a level
-    holds neither // nor /* ("a/b", "x*/" are fine), nor a control character (pgmpy failed
-    on "a\\x00b": "cannot convert float NaN to integer")."""
+    holds neither // nor /* ("a/b", "x*/" are fine). (Nor a control character, which pgmpy
+    failed on, "a\\x00b": "cannot convert float NaN to integer"; `Network` refuses those
+    itself: test_a_state_holding_a_control_character_is_refused.)"""
     net = random_network(2, 1, 2, np.random.default_rng(3))
     for states in [((level, "1"), net.states[1]), ((net.states[0]), ("x*/", "a/b"))]:
         named = Network(net.names, states, net.parents, net.cpts)
@@ -261,6 +262,28 @@ def test_a_level_a_reader_takes_for_a_comment_is_refused(level):
                 format_bif(named)
         else:
             assert parse_bif(format_bif(named)).states == states
+
+
+@pytest.mark.parametrize("level", ["a\x00b", "\x07", "x\x7f", "a\nb", "a\x1b[2J", "x\x85y", "x\u2028"])
+def test_a_state_holding_a_control_character_is_refused(level, tmp_path):
+    """A state (a level) "a\\nb" or "a\\x1b[2J" went into the XMLBIF export, the data
+    `bigbn simulate` writes and the terminal's lines: a `Network` built in Python refuses
+    it as a data file's level is refused (`io.data.check_level`), one line naming the
+    variable and the state's position, the state escaped; a BIF file's state, naming the
+    file and line."""
+    from bigbn.io.data import visible
+
+    net = random_network(2, 1, 2, np.random.default_rng(3))
+    shown = re.escape(f"the state '{visible(level)}' holds the control character")
+    with pytest.raises(DataError, match=rf"^network, variable '{net.names[0]}', state 1: {shown} "):
+        Network(net.names, ((level, "1"), net.states[1]), net.parents, net.cpts)
+    with pytest.raises(DataError, match=r"^network, variable 'X1', state 2: 1 \(int\) is not text$"):
+        Network(("X1",), (("0", 1),), ((),), (np.array([0.5, 0.5]),))
+    if re.search(r"[\s\[\]]", level):
+        return  # a BIF file's state holds no white space (a newline, NEL, U+2028 end it) nor [ ]
+    (tmp_path / "n.bif").write_text(GOOD.replace("a0, a1", f"a0, {level}"), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"n.bif, line 4, variable 'A': {shown} .*\(recode it\)$"):
+        read_bif(tmp_path / "n.bif")
 
 
 def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
@@ -275,7 +298,7 @@ def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
     net = random_network(2, 1, 2, np.random.default_rng(3))
     path = tmp_path / "n.xml"
     for names, states, needle in [(("a\ud800b", "X2"), net.states, "U+D800"), (("a\uffff", "X2"), net.states, "U+FFFF"),
-                                  (net.names, (("x\x02", "y"), net.states[1]), "U+0002")]:
+                                  (net.names, (("x\ufffe", "y"), net.states[1]), "U+FFFE")]:
         with pytest.raises(DataError, match=re.escape(f"XML cannot hold the character {needle}")):
             write_xmlbif(Network(names, states, net.parents, net.cpts), path)
         assert not path.exists()
@@ -286,14 +309,14 @@ def test_a_name_xml_cannot_hold_is_refused_and_leaves_no_file(tmp_path):
 def test_xmlbif_names_read_back_as_they_were(tmp_path):
     """A carriage return in a name or a level was written as it is, and every XML parser
     reads it as a line feed ("a\rb" came back "a\nb", in ElementTree and pgmpy alike): it
-    is written &#13; (a variable's name holds none now, `Network` refuses control
+    is written &#13; (a variable's name or a state holds none now, `Network` refuses control
     characters; the network's name may). Spaces at the ends, markup and any letter are kept."""
     import xml.etree.ElementTree as ET
 
     from bigbn.io.bif import write_xmlbif
 
     net = random_network(2, 1, 2, np.random.default_rng(3))
-    names, states = (" a b ", "c d <&>\"'"), ((" x\r", "y "), ("]]>", "é😀"))
+    names, states = (" a b ", "c d <&>\"'"), ((" x", "y "), ("]]>", "é😀"))
     path = tmp_path / "n.xml"
     write_xmlbif(Network(names, states, net.parents, net.cpts), path, name="n\r1")
     tree = ET.parse(path)

@@ -397,3 +397,27 @@ def test_bytes_column_names_are_utf8_text():
         load_dataset(pd.DataFrame({b"x": [0, 1], "x": [1, 0]}))
     with pytest.raises(DataError, match=r"^array: duplicate column name 'x' \(columns 1 and 2\)"):
         load_dataset(array, names=["x", b"x"])
+
+
+def test_a_level_holding_a_control_character_is_refused():
+    """A DataFrame's or an array's cell holding a control character (text, bytes, a
+    category) is refused in one line naming the row and column, the cell escaped, as a
+    CSV file's is (it went into the exports, the CSV outputs, the report and the terminal)."""
+    tail = "a level is one line of printable text (recode it)"
+    for cells in (["x", "y", "a\nb", "x"], ["x", "y", b"a\nb", "x"], pd.Categorical(["x", "y", "a\nb", "x"]),
+                  pd.array(["x", "y", "a\nb", "x"], dtype="string")):
+        df = pd.DataFrame({"a": [0, 1, 0, 1], "z": cells}, index=[5, 6, 7, 8])
+        with pytest.raises(DataError) as e:
+            load_dataset(df)
+        assert str(e.value) == f"DataFrame, row 7, column 'z': the level 'a\\nb' holds the control character '\\n'; {tail}"
+    df = pd.DataFrame({"a": ["x", "y\x1b[2J"], "b": [0, 1]}, index=["p", "q"])
+    with pytest.raises(DataError, match=r"^DataFrame, row 'q', column 'a': the level 'y\\x1b\[2J' holds the "):
+        load_dataset(df)
+    for a in (np.array([["0", "x"], ["1", "a\x07"]]), np.array([[0, "x"], [1, "a\x07"]], dtype=object),
+              np.array([[b"0", b"x"], [b"1", b"a\x07"]])):
+        with pytest.raises(DataError) as e:
+            load_dataset(a)
+        assert str(e.value) == (f"data array, row index 1, column 'X2': the level 'a\\x07' holds the control "
+                                f"character '\\x07'; {tail}")
+    ok = load_dataset(pd.DataFrame({"a": [0, 1] * 3, "z": ["°", "x\u202ey", "é"] * 2}))[0]
+    assert ok.levels[1] == ("x\u202ey", "°", "é")  # a bidi mark is shown escaped, not refused

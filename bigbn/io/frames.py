@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from bigbn.io.data import _MISSING, Dataset, Table, _check_header
+from bigbn.io.data import _MISSING, Dataset, Table, _check_header, check_levels
 from bigbn.errors import BigBNWarning, DataError, OptionError
 
 SOURCE = "DataFrame"
@@ -223,7 +223,12 @@ def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[st
                 for v in col.cat.categories))
     cells = np.char.strip(cells.astype(str))
     check_complete(cells, names, SOURCE)
-    return Table.from_cells(SOURCE, names, cells), categories
+    table = Table.from_cells(SOURCE, names, cells)
+    # a level holding a control character is refused (numbers, bools and dates hold none)
+    text = [j for j in range(len(names)) if not (pd.api.types.is_numeric_dtype(df.dtypes.iloc[j])
+                                                 or pd.api.types.is_datetime64_any_dtype(df.dtypes.iloc[j]))]
+    check_levels(table, lambda r, j: f"{SOURCE}, row {_row(df, r)}, column '{names[j]}'", text)
+    return table, categories
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:
