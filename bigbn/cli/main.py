@@ -163,8 +163,8 @@ class Progress(Listener):
 def _score_option_flags(f):
     """One flag per option of the built-in scores (--ess, --alpha-mu, ...); their values reach
     the command as keyword arguments and `scoring.check_options` validates them, as for the API."""
-    for opt in reversed(scoring.all_options()):
-        f = click.option(opt.flag, opt.name, default=None, type=float, help=opt.help)(f)
+    for option in reversed(scoring.all_options()):
+        f = click.option(option.flag, option.name, default=None, type=float, help=option.help)(f)
     return f
 
 
