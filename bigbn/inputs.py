@@ -14,7 +14,7 @@ import numpy as np
 from bigbn.io import frames
 from bigbn.scores import interventions as interventions_
 from bigbn import options as opt
-from bigbn.io.data import Dataset, Table, _check_header, discrete_dataset, no_column, read_table
+from bigbn.io.data import Dataset, Table, _check_header, check_levels, discrete_dataset, no_column, read_table
 from bigbn.errors import DataError, OptionError
 from bigbn.plan.lattice import MAX_NODES
 from bigbn.scores.base import Score, lookup, resolve
@@ -58,15 +58,17 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
         digest = _hash_dataset(ds)
     elif frames.is_dataframe(data):
         if intervention_column is not None:
-            if intervention_column not in [str(c) for c in data.columns]:
-                raise no_column(frames.SOURCE, intervention_column, data.columns, "the intervention column")
-            j = [str(c) for c in data.columns].index(intervention_column)
+            columns = frames.column_names(data)
+            if intervention_column not in columns:
+                raise no_column(frames.SOURCE, intervention_column, columns, "the intervention column")
+            j = columns.index(intervention_column)
             index = data.index
             cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
             cells = frames.decode_cells(cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}, "
                                                          f"column '{intervention_column}'")
             targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
-            data = data.drop(columns=data.columns[j])
+            data = data.iloc[:, [i for i in range(len(columns)) if i != j]]  # by position: drop(b't')
+            # took the bytes for the labels 116 (a KeyError traceback)
         table, categories = frames.table_from_frame(data)
         if table.n > max_nodes:
             raise OptionError(f"{table.n} columns, but the engine supports at most {max_nodes} variables"
@@ -129,8 +131,12 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
                 raise DataError(f"data array of {arr.dtype} cells that are not values (a list or a record "
                                 "in a cell?): give numbers or text, one value per cell") from None
         frames.check_complete(cells, nm, "data array")
-        # the same rules as for a CSV file: levels are the observed values
-        ds = _dataset_from_table(Table.from_cells("array", nm, cells), wanted, max_nodes, kinds)
+        # the same rules as for a CSV file: levels are the observed values, none holding a
+        # control character (numbers and bools hold none)
+        table = Table.from_cells("array", nm, cells)
+        if arr.dtype.kind not in "biuf":
+            check_levels(table, lambda r, j: f"data array, row index {r}, column '{nm[j]}'")
+        ds = _dataset_from_table(table, wanted, max_nodes, kinds)
         digest = _hash_dataset(ds)
     if ds.n > max_nodes:
         raise OptionError(f"{ds.n} variables, but the engine supports at most {max_nodes}"
@@ -151,8 +157,8 @@ _MORE_WITH_TIERS = f" (up to {MAX_TIERED_NODES} in tiers of at most {MAX_NODES}:
 
 def given_names(names) -> tuple[str, ...]:
     """names= as the column names of an array: a list (tuple, array, iterable) of names,
-    each a string or a number (written as text, as a CSV header holds it). Refused in one
-    line: a string ("abc" was read as the names a, b, c), a non-iterable (names=5 was
+    each a string, UTF-8 bytes or a number (written as text, as a CSV header holds it:
+    `frames.label_text`). Refused in one line: a string ("abc" was read as the names a, b, c), a non-iterable (names=5 was
     a TypeError traceback), and None or a list as a name (they became "None" and
     "['a']")."""
     if isinstance(names, (str, bytes)):
@@ -163,9 +169,9 @@ def given_names(names) -> tuple[str, ...]:
     except TypeError:
         raise OptionError(f"names must be a list of column names, got {type(names).__name__}") from None
     for j, x in enumerate(items):
-        if isinstance(x, bool) or not isinstance(x, (str, np.str_, int, float, np.integer, np.floating)):
+        if isinstance(x, bool) or not isinstance(x, (str, bytes, bytearray, int, float, np.integer, np.floating)):
             raise OptionError(f"names: column {j + 1}'s name is {x!r}; give each column a string")
-    return tuple(str(x) for x in items)
+    return tuple(frames.label_text(x, f"array, column {j}") for j, x in enumerate(items, start=1))
 
 
 def _check_names_given(data, names) -> tuple[str, ...] | None:

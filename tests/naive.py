@@ -2021,3 +2021,11 @@ def workdir_blocks(root):
             except OSError:  # deleted meanwhile
                 pass
     return total
+
+
+# ----------------------------------------------- loose54: levels holding a control character
+
+def holds_control(values) -> list[bool]:
+    """Which strings hold a C0 or C1 control, DEL, U+2028 or U+2029 (`io.data.NOT_IN_NAME`),
+    by looking at every character."""
+    return [any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in v) for v in values]

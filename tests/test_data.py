@@ -489,3 +489,72 @@ def test_cell_kernels_against_python_split():
     want, inverse = np.unique(keys, return_inverse=True)
     assert ok and few.tolist() == want.tolist() and codes.tolist() == inverse.tolist()
     assert not d._few_codes(keys, want.size - 1)[2]
+
+
+# -- levels holding a control character (loose54) --------------------------------------
+
+_CONTROL_POOL = ["a", "é", "日", "😀", " ", "~", "\x00", "\x01", "\x09", "\x1f", "\x7f", "\x80", "\x85", "\x9f",
+                 "\xa0", "\u2027", "\u2028", "\u2029", "\u202a", "°", "–"]
+
+
+def test_control_character_tests_against_naive():
+    """_holds_control (numpy over UTF-32 code points) against naive.holds_control, and
+    _may_hold_control (bytes.translate over a column's UTF-8, zero-padded) never False
+    where a string holds one, on random strings of the characters at the ranges' edges."""
+    import naive
+    from bigbn.io import data as d
+
+    rng = np.random.default_rng(54)
+    for _ in range(300):
+        k = int(rng.integers(1, 6))
+        values = ["".join(rng.choice(_CONTROL_POOL, int(rng.integers(0, 5)))).rstrip("\x00") for _ in range(k)]
+        arr = np.array(values, dtype=str)
+        want = naive.holds_control(arr.tolist())
+        assert d._holds_control(arr).tolist() == want, values
+        padded = np.array([v.encode() for v in arr.tolist()], dtype="S")
+        if any(want):
+            assert d._may_hold_control(padded.tobytes()), values
+    assert not d._may_hold_control("a°é–\u2027日😀 ~".encode())
+    assert d._holds_control(np.array([], dtype=str)).tolist() == []
+
+
+@pytest.mark.parametrize("text, where, level, char", [
+    ("a,b\n0,x\x1b[2J\n1,y\n", "row 2, column 'b'", "x\\x1b[2J", "\\x1b"),      # the plain reader
+    ('a,b\n0,"x\x07y"\n1,y\n', "row 2, column 'b'", "x\\x07y", "\\x07"),        # the CSV reader (quotes)
+    ("a,b\n0,y\n1,x\ty\n", "row 3, column 'b'", "x\\ty", "\\t"),               # a tab in a comma file
+    ("a;b\n0;y\n1;x\x85y\n", "row 3, column 'b'", "x\\x85y", "\\x85"),  # (at a cell's end NEL is space)
+    ("a,b\n0,y\n\n1,x\u2028y\n", "row 4, column 'b'", "x\\u2028y", "\\u2028"),  # a blank line: the CSV reader
+    ("a,b\n0,y\n1,y\n2,x\x7f\n", "row 4, column 'b'", "x\\x7f", "\\x7f"),
+])
+def test_a_level_holding_a_control_character_is_refused(tmp_path, text, where, level, char):
+    """A level "a\\nb" or "a\\x1b[2J" went into the BIF and XMLBIF exports, the CSV
+    outputs, the report and the terminal's lines: a cell holding a control character is
+    refused in one line, as a column name holding one is, naming the file, row and column
+    and showing the cell escaped."""
+    from bigbn.io import data as d
+
+    path = write(tmp_path, text)
+    if "\x1b" in text:  # the plain reader refuses it itself (not by leaving it to the CSV reader)
+        with pytest.raises(DataError, match=r"the level 'x\\x1b\[2J'"):
+            d._plain_table(str(path), d.read_text(str(path)), ",", None)
+    with pytest.raises(DataError) as e:
+        read_table(path)
+    assert str(e.value) == (f"{path}, {where}: the level '{level}' holds the control character '{char}'; "
+                            "a level is one line of printable text (recode it)")
+    r = h.cli("run", path, "-w", tmp_path / "w", "-q")
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    err = [ln for ln in r.stderr.splitlines() if not ln.startswith("[bigbn] ")]
+    assert err == [f"Error: {e.value}"], r.stderr
+    assert not (tmp_path / "w" / "edges.csv").exists()
+
+
+def test_levels_without_control_characters_read_as_before(tmp_path):
+    """Letters, a degree sign, a dash, U+2027, a no-break space inside a cell, a tab file's
+    tabs: no control character in a level (the plain reader's quick test may look closer)."""
+    text = "a\tb\n0\t°C\n1\tx\xa0y\n0\t–\n1\t\u2027\n0\tz\n"
+    from bigbn.io import data as d
+
+    path = write(tmp_path, text)
+    assert d._plain_table(str(path), d.read_text(str(path)), "\t", None) is not None
+    table = read_table(path)
+    assert table.columns[1][0].tolist() == sorted(["°C", "x\xa0y", "–", "\u2027", "z"])

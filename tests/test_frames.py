@@ -366,3 +366,58 @@ def test_a_bytes_cell_that_is_not_utf8_is_refused_naming_row_and_column():
         load_dataset(np.array([[b"0", b"x"], [b"1", b"\xc3"]]))
     with pytest.raises(DataError, match=r"^data array, row index 1, column 'X2': the cell holds b'\\xc3', not UTF-8"):
         load_dataset(np.array([[0, b"x"], [1, b"\xc3"]], dtype=object))
+
+
+def test_bytes_column_names_are_utf8_text():
+    """A DataFrame's bytes column labels (b'x', np.bytes_: a frame read from HDF5) and bytes
+    in names= were the names "b'x'" in every output; they are the UTF-8 text they hold, as
+    bytes cells are, checked as a header's names (control characters, duplicates), and
+    bytes that are not UTF-8 are one line naming the column's position."""
+    want = load_dataset(pd.DataFrame({"x": [0, 1, 0, 1], "é": [1, 1, 0, 0]}))[0]
+    for labels in ([b"x", "é".encode()], [np.bytes_(b"x"), np.bytes_("é".encode())], ["x", "é".encode()]):
+        got = load_dataset(pd.DataFrame(dict(zip(labels, ([0, 1, 0, 1], [1, 1, 0, 0])))))[0]
+        assert got.names == ("x", "é") and np.array_equal(got.data, want.data)
+    array = np.array([[0, 1], [1, 1], [0, 0], [1, 0]])
+    for names in ([b"x", "é".encode()], [bytearray(b"x"), np.bytes_("é".encode())], np.array([b"x", "é".encode()])):
+        got = load_dataset(array, names=names)[0]
+        assert got.names == ("x", "é") and np.array_equal(got.data, want.data)
+    # the intervention column is found by its text, and dropped by position (drop(b't') read
+    # the bytes as the labels 116, a KeyError)
+    df = pd.DataFrame({b"x": [0, 1] * 4, b"t": ["", "x"] * 4, b"y": [1, 1, 0, 0] * 2})
+    got = load_dataset(df, intervention_column="t")[0]
+    assert got.names == ("x", "y") and got.intervened[:, 0].sum() == 4
+    with pytest.raises(DataError, match=r"^DataFrame, column 2: the column name is b'\\xffz', not UTF-8 text "
+                                        r"\(byte 0xff at offset 0\); decode it to text first$"):
+        load_dataset(pd.DataFrame({"a": [0, 1], b"\xffz": [1, 0]}))
+    with pytest.raises(DataError, match=r"^array, column 2: the column name is b'\\xc3', not UTF-8 text"):
+        load_dataset(array, names=["a", b"\xc3"])
+    with pytest.raises(DataError, match=r"^DataFrame, column 2: the column name 'a\\x1b\[2J' holds the control "):
+        load_dataset(pd.DataFrame({"a": [0, 1], b"a\x1b[2J": [1, 0]}))
+    with pytest.raises(DataError, match=r"^DataFrame: duplicate column name 'x' \(columns 1 and 2\)"):
+        load_dataset(pd.DataFrame({b"x": [0, 1], "x": [1, 0]}))
+    with pytest.raises(DataError, match=r"^array: duplicate column name 'x' \(columns 1 and 2\)"):
+        load_dataset(array, names=["x", b"x"])
+
+
+def test_a_level_holding_a_control_character_is_refused():
+    """A DataFrame's or an array's cell holding a control character (text, bytes, a
+    category) is refused in one line naming the row and column, the cell escaped, as a
+    CSV file's is (it went into the exports, the CSV outputs, the report and the terminal)."""
+    tail = "a level is one line of printable text (recode it)"
+    for cells in (["x", "y", "a\nb", "x"], ["x", "y", b"a\nb", "x"], pd.Categorical(["x", "y", "a\nb", "x"]),
+                  pd.array(["x", "y", "a\nb", "x"], dtype="string")):
+        df = pd.DataFrame({"a": [0, 1, 0, 1], "z": cells}, index=[5, 6, 7, 8])
+        with pytest.raises(DataError) as e:
+            load_dataset(df)
+        assert str(e.value) == f"DataFrame, row 7, column 'z': the level 'a\\nb' holds the control character '\\n'; {tail}"
+    df = pd.DataFrame({"a": ["x", "y\x1b[2J"], "b": [0, 1]}, index=["p", "q"])
+    with pytest.raises(DataError, match=r"^DataFrame, row 'q', column 'a': the level 'y\\x1b\[2J' holds the "):
+        load_dataset(df)
+    for a in (np.array([["0", "x"], ["1", "a\x07"]]), np.array([[0, "x"], [1, "a\x07"]], dtype=object),
+              np.array([[b"0", b"x"], [b"1", b"a\x07"]])):
+        with pytest.raises(DataError) as e:
+            load_dataset(a)
+        assert str(e.value) == (f"data array, row index 1, column 'X2': the level 'a\\x07' holds the control "
+                                f"character '\\x07'; {tail}")
+    ok = load_dataset(pd.DataFrame({"a": [0, 1] * 3, "z": ["°", "x\u202ey", "é"] * 2}))[0]
+    assert ok.levels[1] == ("x\u202ey", "°", "é")  # a bidi mark is shown escaped, not refused

@@ -420,8 +420,30 @@ def test_bigbn_scores_refuses_a_table_beyond_memory_at_once(tmp_path):
     out = tmp_path / "w.jkl"
     r = CliRunner().invoke(main, ["scores", str(data), "-k", "12", "-o", str(out)])
     assert_one_line_error(r, "--max-parents 12: 30 variables have", "above the memory budget",
-                          "lower --max-parents")
+                          "lower --max-parents or raise --memory")
     assert not out.exists()
+
+
+def test_bigbn_scores_takes_a_memory_budget(tmp_path):
+    """`bigbn scores` had no --memory (run, plan and sample have one): its table was held
+    to the default budget (a quarter of the RAM, at most 8 GiB) whatever the machine could
+    give. --memory reads sizes as theirs do: 3 variables' 12 families of at most 2 parents,
+    a table of 384 bytes, fit 1K and not 300."""
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,c\n" + "0,1,0\n1,1,0\n0,0,1\n1,0,1\n" * 3)
+    out = tmp_path / "s.jkl"
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "2", "-o", str(out), "--memory", "300"])
+    assert_one_line_error(r, "--max-parents 2: 3 variables have 12 parent sets", "a table of 384 B",
+                          "above the memory budget (300 B)", "raise --memory")
+    assert not out.exists()
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "2", "-o", str(out), "--memory", "lots"])
+    assert_one_line_error(r, "--memory: cannot read size 'lots'")
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "2", "-o", str(out), "--memory", "1K"])
+    assert r.exit_code == 0, r.output
+    ds = read_jkl(out)
+    r = CliRunner().invoke(main, ["scores", str(data), "-k", "2", "-o", str(tmp_path / "t.jkl")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "t.jkl").read_bytes() == out.read_bytes() and ds.n == 3
 
 
 def _as_jkl1(workdir):

@@ -163,12 +163,15 @@ class Progress(Listener):
 def _score_option_flags(f):
     """One flag per option of the built-in scores (--ess, --alpha-mu, ...); their values reach
     the command as keyword arguments and `scoring.check_options` validates them, as for the API."""
-    for opt in reversed(scoring.all_options()):
-        f = click.option(opt.flag, opt.name, default=None, type=float, help=opt.help)(f)
+    for option in reversed(scoring.all_options()):
+        f = click.option(option.flag, option.name, default=None, type=float, help=option.help)(f)
     return f
 
 
 _STRUCTURE_PRIOR = click.Choice(["uniform", "koivisto-sood"])
+
+#: --memory of run, plan and scores (read by `options.memory`)
+_memory_option = click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
 
 
 def _column_kind_flags(f):
@@ -216,7 +219,7 @@ def _kind_lines(summary) -> list[str]:
 @click.option("--require", type=click.Path(dir_okay=False), help="CSV parent,child: edges that must appear.")
 @click.option("--edge-prob", type=click.Path(dir_okay=False),
               help="CSV parent,child,prob: prior probability of individual edges.")
-@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@_memory_option
 @click.option("--disk-budget", default=None,
               help="Peak disk the run may take, e.g. 24G: levels of the forward table that do not "
                    "fit are computed again in the backward pass (same numbers, more time; the "
@@ -415,8 +418,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
 @click.option("--intervention-column", default=None, metavar="NAME",
               help="A column of DATA listing each row's intervention targets (as for run).")
 @_column_kind_flags
+@_memory_option
 def scores(data, out, max_parents, score, structure_prior, sep, intervention_column, discrete, continuous,
-           **score_options):
+           memory, **score_options):
     """Write the local scores of DATA as a .jkl file (GOBNILP / aps format).
 
     One block per variable, one line per parent set of at most -k parents:
@@ -435,11 +439,12 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
         raise OptionError(f"{data}: no such file")
     opt.output_file(out, "--out", inputs=(data,))  # -o DATA replaced the data with the scores
     max_parents = opt.max_parents(max_parents, "--max-parents")
+    memory = opt.memory(memory, "--memory")
     ds, resolved, _ = load_dataset(data, score=score, sep=sep, intervention_column=intervention_column,
                                    discrete=discrete, continuous=continuous)
     options = scoring.check_options(resolved, score_options)
     k = min(max_parents, ds.n - 1)
-    _check_score_table(ds.n, k)
+    _check_score_table(ds.n, k, memory)
     beta = score_families(ds, resolved, k, structure_prior=structure_prior, **options)
     if ds.kind == "mixed":
         from bigbn.api import column_kinds
@@ -456,18 +461,19 @@ def scores(data, out, max_parents, score, structure_prior, sep, intervention_col
 _SCORE_TABLE_BYTES = 32
 
 
-def _check_score_table(n: int, k: int) -> None:
-    """OptionError when n variables' families of at most k parents do not fit the default
-    memory budget (a quarter of the RAM, at most 8 GiB): -k 12 on 30 columns (3.7e9 families,
-    110 GiB) ran toward out of memory for many minutes, deaf to Ctrl-C and SIGTERM."""
+def _check_score_table(n: int, k: int, budget: int) -> None:
+    """OptionError when n variables' families of at most k parents do not fit the memory
+    budget (--memory; by default a quarter of the RAM, at most 8 GiB): -k 12 on 30 columns
+    (3.7e9 families, 110 GiB) ran toward out of memory for many minutes, deaf to Ctrl-C and
+    SIGTERM."""
     from bigbn.kernels.families import n_families
 
     families = n * n_families(n - 1, k)
-    need, budget = _SCORE_TABLE_BYTES * families, opt.default_memory()
+    need = _SCORE_TABLE_BYTES * families
     if need > budget:
         raise OptionError(f"--max-parents {k}: {n} variables have {families:,} parent sets of at most {k} "
                           f"parents, a table of {_fmt_bytes(need)}, above the memory budget "
-                          f"({_fmt_bytes(budget)}); lower --max-parents")
+                          f"({_fmt_bytes(budget)}); lower --max-parents or raise --memory")
 
 
 def _echo_map(res, workdir) -> None:
@@ -586,7 +592,7 @@ def _plan_rows(rows: int) -> int:
               help="CSV node,tier as for `bigbn run --tiers`: plan each tier.")
 @click.option("--tier-sizes", default=None, metavar="S1,S2,...",
               help="Tier sizes, earliest first (e.g. 25,25,25,25): plan a tiered run without a file.")
-@click.option("--memory", default=None, help="Memory budget, e.g. 4G (default: RAM/4, ≤ 8G).")
+@_memory_option
 @click.option("--chunk-bits", type=int, default=None, help="Override the chunk size 2^c.")
 @click.option("--workers", type=int, default=None, help="Parallel tasks (default: all cores).")
 @click.option("--alpha", "alpha_mode", type=click.Choice(["recompute", "store"]), default="recompute",

@@ -24,14 +24,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 def terminal_text(text) -> str:
     """``text`` as a command prints it: control characters, DEL, C1, bidi overrides and the
-    like (`bigbn.outputs.report.INVISIBLE`, the page's set) written as their escapes
+    like (`bigbn.io.data.INVISIBLE`, the report page's set) written as their escapes
     (\\x1b), tabs and newlines kept. A variable's name is the data's header text: an ESC in
     it (\\x1b[2J, \\x1b]0;...) was a terminal's escape sequence when `bigbn run` printed
     its edges, and U+202E turned the rest of the line around."""
     text = str(text)
     if text.replace("\n", "").replace("\t", "").isprintable():  # nearly always: no import
         return text
-    from bigbn.outputs.report import visible
+    from bigbn.io.data import visible
 
     return visible(text, lines=True)
 

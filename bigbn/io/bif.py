@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.errors import DataError
-from bigbn.io.data import check_name
+from bigbn.io.data import check_level, check_name
 
 NETWORKS_DIR = Path(__file__).parent.parent / "networks"
 
@@ -64,8 +64,10 @@ class Network:
 
     Attributes
     ----------
-    names : tuple of str, length n
-    states : tuple of tuple of str; ``states[i]`` are node i's r_i state names
+    names : tuple of str, length n; none empty or twice, none holding a control character
+        (`_check_variable_names`: as a data file's column names)
+    states : tuple of tuple of str; ``states[i]`` are node i's r_i state names, none
+        holding a control character (`bigbn.io.data.check_level`: as a data file's levels)
     parents : tuple of tuple of int; ``parents[i]`` are node i's parents (node indices)
     cpts : tuple of float64 arrays; ``cpts[i]`` has shape
         ``tuple(r[p] for p in parents[i]) + (r[i],)`` and sums to 1 over the last axis.
@@ -80,8 +82,12 @@ class Network:
         n = len(self.names)
         if not (len(self.states) == len(self.parents) == len(self.cpts) == n):
             raise DataError("network: names, states, parents and cpts differ in length")
-        if len(set(self.names)) != n:
-            raise DataError("network: duplicate node names")
+        _check_variable_names(self.names)
+        for name, sts in zip(self.names, self.states):
+            for k, st in enumerate(sts, start=1):
+                if not isinstance(st, str):
+                    raise DataError(f"network, variable '{name}', state {k}: {st!r} ({type(st).__name__}) is not text")
+                check_level(f"network, variable '{name}', state {k}", st, "state")
         for i in range(n):
             ps = self.parents[i]
             if len(set(ps)) != len(ps) or any(not 0 <= p < n or p == i for p in ps):
@@ -141,6 +147,24 @@ class Network:
             raise DataError("network: the parent relation has a cycle (among "
                             + ", ".join(map(repr, left[:5])) + (", ..." if len(left) > 5 else "") + ")")
         return order
+
+
+def _check_variable_names(names) -> None:
+    """A network's variable names as a data file's column names are checked
+    (`bigbn.io.data._check_header`): text, none empty, none twice, none holding a control
+    character (`check_name`); one line naming the variable's position. A `Network` built
+    in Python took any: a name "a\nb" or "a\x1b[2J" went into the BIF and XMLBIF exports,
+    the data `bigbn simulate` writes and every printed list."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if not isinstance(name, str):
+            raise DataError(f"network, variable {i}: the name {name!r} ({type(name).__name__}) is not text")
+        if not name:
+            raise DataError(f"network, variable {i}: empty variable name")
+        check_name(f"network, variable {i}", name, "variable name")
+        if name in seen:
+            raise DataError(f"network: duplicate variable name '{name}' (variables {seen[name]} and {i})")
+        seen[name] = i
 
 
 def bundled_networks() -> list[str]:
@@ -304,6 +328,8 @@ def parse_bif(text: str, source: str = "<bif>") -> Network:
                                        sub_line)
                     if len(set(sts)) != len(sts):
                         raise ps.error(f"variable {name!r}: duplicate state names", sub_line)
+                    for st in sts:
+                        check_level(f"{ps.source}, line {sub_line}, variable '{name}'", st, "state")
                 else:
                     ps.skip_statement()
             ps.expect("}")
@@ -519,8 +545,10 @@ NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 def check_xml_names(network: Network, name: str = "unknown") -> None:
     """DataError (one line) for a network, variable or state name holding a character
-    XML 1.0 cannot hold (`NOT_XML`: a control character such as U+0001): written, it
-    left a file that no XML parser reads ("not well-formed (invalid token)")."""
+    XML 1.0 cannot hold (`NOT_XML`: a control character such as U+0001, which only the
+    network's name can still hold (`Network` refuses them in its names and states), a
+    lone surrogate, U+FFFE, U+FFFF): written, it left a file that no XML parser reads
+    ("not well-formed (invalid token)")."""
     for v, sts in zip(network.names, network.states):
         for what, text in [(f"variable {v!r}", v), *((f"variable {v!r}, level {st!r}", st) for st in sts)]:
             bad = NOT_XML.search(text)

@@ -444,7 +444,9 @@ def _csv_table(p: str, text: str, sep: str, may_be_empty: str | None, min_column
         raise DataError(f"{p}, row {reader.line_num}: not valid CSV ({e})") from None
     if not rows:
         raise DataError(f"{p}: no data rows (only a header line)")
-    return Table.from_cells(p, names, np.array(rows, dtype=str), np.array(lines, dtype=np.int64))
+    table = Table.from_cells(p, names, np.array(rows, dtype=str), np.array(lines, dtype=np.int64))
+    check_levels(table, lambda r, j: f"{p}, row {table.line(r)}, column '{names[j]}'")
+    return table
 
 
 def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None, min_columns: int = 2) -> Table | None:
@@ -479,7 +481,7 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None, min_c
     if not plain:  # a line with another number of fields
         return None
     free = names.index(may_be_empty) if may_be_empty in names else -1
-    columns = []
+    columns, suspect = [], []
     for j in range(n):
         if width[j] <= 8:
             keys, size = words[j], 8
@@ -495,8 +497,12 @@ def _plain_table(path: str, text: str, sep: str, may_be_empty: str | None, min_c
         cells = values.tolist()
         if (j != free and not _MISSING.isdisjoint(cells)) or any(v != v.strip() for v in cells):
             return None
+        if _may_hold_control(distinct.tobytes()):
+            suspect.append(j)
         columns.append((values, codes.reshape(-1).astype(np.int32)))
-    return Table(path, names, tuple(columns))
+    table = Table(path, names, tuple(columns))
+    check_levels(table, lambda r, j: f"{path}, row {table.line(r)}, column '{names[j]}'", suspect)
+    return table
 
 
 @njit(cache=True, nogil=True)
@@ -583,14 +589,82 @@ def _cell_bytes(raw, sep, n, col, m, size):
 #: str.splitlines)
 NOT_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
+#: what a page or a terminal shows as its escape (\x07, \u202e), never as it is: the C0
+#: and C1 controls and DEL (a bell or an ESC of a column name went into the page as it was:
+#: invisible, or a box, or a character HTML forbids), the bidirectional marks, embeddings,
+#: overrides and isolates (U+202E turned the rest of a cell around), the line and paragraph
+#: separators, lone surrogates and the noncharacters U+FFFE and U+FFFF
+INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                       "\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str, lines: bool = False) -> str:
+    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07); with
+    ``lines``, tabs and newlines kept as they are (a terminal's lines: `bigbn.cli.tools.echo`).
+    The report's page (`bigbn.outputs.report`), the commands' output and the messages that
+    show a refused name or level write text through it."""
+    def escape(m):
+        return m.group() if lines and m.group() in "\t\n" else m.group().encode("unicode_escape").decode("ascii")
+    return INVISIBLE.sub(escape, text)
+
 
 def check_name(where: str, name: str, what: str = "column name") -> None:
     """DataError (one line, the name escaped) for a name holding a `NOT_IN_NAME`
     character; ``where`` names the file, line and column (or the source and column)."""
-    bad = NOT_IN_NAME.search(name)
+    _check_one_line(where, name, what, "a name is one line of printable text (rename it)")
+
+
+def check_level(where: str, level: str, what: str = "level") -> None:
+    """DataError (one line, the level escaped) for a level (a discrete column's cell, a
+    BIF state) holding a `NOT_IN_NAME` character, as `check_name` refuses a name: a level
+    "a\\nb" or "a\\x1b[2J" went into the BIF and XMLBIF exports, the CSV outputs, the
+    report and the terminal's lines. ``where``: the file, row and column."""
+    _check_one_line(where, level, what, "a level is one line of printable text (recode it)")
+
+
+def _check_one_line(where: str, text: str, what: str, fix: str) -> None:
+    bad = NOT_IN_NAME.search(text)
     if bad:
-        raise DataError(f"{where}: the {what} {name!r} holds the control character {bad.group()!r}; "
-                        "a name is one line of printable text (rename it)")
+        raise DataError(f"{where}: the {what} '{visible(text)}' holds the control character {bad.group()!r}; {fix}")
+
+
+def _holds_control(values: np.ndarray) -> np.ndarray:
+    """bool (k,): which strings of the str array ``values`` hold a `NOT_IN_NAME` character,
+    over their UTF-32 code points at numpy's speed (a zero is numpy's padding after a
+    string's end, a NUL before another character)."""
+    if values.size == 0 or values.dtype.itemsize == 0:
+        return np.zeros(values.size, dtype=bool)
+    u = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, -1)
+    bad = ((u - np.uint32(1)) < 0x1f) | ((u - np.uint32(0x7f)) <= 0x20) | ((u | np.uint32(1)) == 0x2029)
+    bad[:, :-1] |= (u[:, :-1] == 0) & (u[:, 1:] != 0)
+    return bad.any(axis=1)
+
+
+def check_levels(table: "Table", where, columns=None) -> None:
+    """`check_level` of every distinct cell of the table's ``columns`` (default all): a
+    cell holding a control character is refused, naming ``where(r, j)`` (the source, row
+    r's name and column j's) of its first row."""
+    for j in range(table.n) if columns is None else columns:
+        values, codes = table.columns[j]
+        bad = np.flatnonzero(_holds_control(values))
+        if bad.size:
+            i = int(bad[0])
+            check_level(where(int(np.flatnonzero(codes == i)[0]), j), values[i].item())
+
+
+#: the bytes of UTF-8 text (a plain file's cells, zero-padded) that hold no `NOT_IN_NAME`
+#: character alone: printable ASCII, the padding and every byte of a multi-byte character
+_NOT_CONTROL_BYTES = bytes(range(0x20, 0x7f)) + bytes(range(0x80, 0x100)) + b"\x00"
+#: C1 controls, U+2028 and U+2029 in UTF-8
+_CONTROL_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+
+
+def _may_hold_control(buf: bytes) -> bool:
+    """Whether the UTF-8 bytes ``buf`` may hold a `NOT_IN_NAME` character (False: they
+    hold none), at the speed of bytes.translate: what `_plain_table` asks of each column
+    before `check_levels` looks at its strings."""
+    return bool(buf.translate(None, _NOT_CONTROL_BYTES)) or (
+        (b"\xc2" in buf or b"\xe2" in buf) and _CONTROL_UTF8.search(buf) is not None)
 
 
 def _check_header(path: str, names: list[str], min_columns: int = 2,

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from bigbn.io.data import _MISSING, Dataset, Table, _check_header
+from bigbn.io.data import _MISSING, Dataset, Table, _check_header, check_levels
 from bigbn.errors import BigBNWarning, DataError, OptionError
 
 SOURCE = "DataFrame"
@@ -124,14 +124,36 @@ def decode_cells(values: list, where) -> list:
     out = list(values)
     for i, v in enumerate(out):
         if isinstance(v, (bytes, bytearray)):
-            try:
-                out[i] = bytes(v).decode("utf-8")
-            except UnicodeDecodeError as e:
-                shown = " ".join(repr(bytes(v)).split())
-                shown = shown if len(shown) <= 40 else shown[:37] + "..."
-                raise DataError(f"{where(i)}: the cell holds {shown}, not UTF-8 text (byte 0x{v[e.start]:02x} at "
-                                f"offset {e.start}); decode it to text first") from None
+            out[i] = _utf8(v, lambda: f"{where(i)}: the cell holds")
     return out
+
+
+def _utf8(v, what) -> str:
+    """The bytes ``v`` decoded as UTF-8; DataError if they are not UTF-8, opening with
+    ``what()`` (the source, the row and the column, and what held them) and showing them."""
+    try:
+        return bytes(v).decode("utf-8")
+    except UnicodeDecodeError as e:
+        shown = " ".join(repr(bytes(v)).split())
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise DataError(f"{what()} {shown}, not UTF-8 text (byte 0x{v[e.start]:02x} at offset {e.start}); "
+                        "decode it to text first") from None
+
+
+def label_text(label, where: str) -> str:
+    """A column label (a DataFrame's column, an array's name given in names=) as the text a
+    CSV header of it holds: bytes (np.bytes_, bytearray) decoded as UTF-8, as bytes cells
+    are (str() made b'x' the name "b'x'" in every output), anything else its str().
+    DataError naming ``where`` (the source and the column's position) for bytes that are
+    not UTF-8. The names are then checked as a header's are (`io.data._check_header`)."""
+    if isinstance(label, (bytes, bytearray)):
+        return _utf8(label, lambda: f"{where}: the column name is")
+    return str(label)
+
+
+def column_names(df) -> list[str]:
+    """The column names of a DataFrame, `label_text` of each (not yet checked)."""
+    return [label_text(c, f"{SOURCE}, column {j}") for j, c in enumerate(df.columns, start=1)]
 
 
 def not_one_value(where: str, cell) -> DataError:
@@ -176,7 +198,7 @@ def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[st
     as `bigbn.io.data.read_table` takes it (a time series of one variable takes 1)."""
     import pandas as pd
 
-    names = _check_header(SOURCE, [str(c) for c in df.columns], min_columns)
+    names = _check_header(SOURCE, column_names(df), min_columns)
     if len(df) < 1 or len(names) < min_columns:
         raise DataError(f"{SOURCE}: need at least one row and {'two columns' if min_columns == 2 else 'one column'}, "
                         f"got shape {df.shape}")
@@ -201,7 +223,12 @@ def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[st
                 for v in col.cat.categories))
     cells = np.char.strip(cells.astype(str))
     check_complete(cells, names, SOURCE)
-    return Table.from_cells(SOURCE, names, cells), categories
+    table = Table.from_cells(SOURCE, names, cells)
+    # a level holding a control character is refused (numbers, bools and dates hold none)
+    text = [j for j in range(len(names)) if not (pd.api.types.is_numeric_dtype(df.dtypes.iloc[j])
+                                                 or pd.api.types.is_datetime64_any_dtype(df.dtypes.iloc[j]))]
+    check_levels(table, lambda r, j: f"{SOURCE}, row {_row(df, r)}, column '{names[j]}'", text)
+    return table, categories
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:

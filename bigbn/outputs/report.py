@@ -23,7 +23,6 @@ import html
 import json
 import math
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.errors import BigBNError, OptionError, WorkdirError
+from bigbn.io.data import visible
 from bigbn.knowledge import Knowledge
 from bigbn.store.rundir import RunDir, check_scores_sound, gib
 from bigbn.store.workdir import open_file, read_file
@@ -349,25 +349,9 @@ def report_html(rf: RunFiles, threshold: float = 0.5, truth=None, roc=None, fact
             f"<body>{head}{body}</body></html>\n")
 
 
-#: what the page shows as its escape (\x07, \u202e), never as it is: the C0 and C1 controls
-#: and DEL (a bell or an ESC of a column name went into the page as it was: invisible, or
-#: a box, or a character HTML forbids), the bidirectional marks, embeddings, overrides and
-#: isolates (U+202E turned the rest of a cell around), the line and paragraph separators,
-#: lone surrogates and the noncharacters U+FFFE and U+FFFF
-INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                       "\ud800-\udfff\ufffe\uffff]")
-
-
-def visible(text: str, lines: bool = False) -> str:
-    """``text`` with each `INVISIBLE` character written as its Python escape (\\x07); with
-    ``lines``, tabs and newlines kept as they are (a terminal's lines: `bigbn.cli.tools.echo`)."""
-    def escape(m):
-        return m.group() if lines and m.group() in "\t\n" else m.group().encode("unicode_escape").decode("ascii")
-    return INVISIBLE.sub(escape, text)
-
-
 def _e(x) -> str:
-    """``x`` as page text or an attribute's value: `visible`, then HTML-escaped (quotes too)."""
+    """``x`` as page text or an attribute's value: `visible` (`bigbn.io.data.INVISIBLE`
+    written as escapes), then HTML-escaped (quotes too)."""
     return html.escape(visible(str(x)), quote=True)
 
 
