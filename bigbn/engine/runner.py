@@ -192,7 +192,10 @@ def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
     without a word (a run started without one, out of disk, resumed with --disk-budget to
     fit, took its old peak again): a WorkdirError, as another --chunk-bits is. A run
     resumed with more --workers than it started with, under the same budget, was refused
-    too (more chunks alive at once): it now runs as many at a time as the budget holds."""
+    too (more chunks alive at once): it now runs as many at a time as the budget holds. A
+    run whose kept levels fit the budget in the tables' bytes (block 1) but not in blocks
+    at all was planned under it by a bigbn that counted bytes: refusing it refused the very
+    command that started it; it resumes as planned, said in one warning line."""
     if disk_budget is None or run.tiered:
         return None
     post, map_only = run.lattices(0)
@@ -215,6 +218,16 @@ def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
                       f"(peak {said[2]})", BigBNWarning, stacklevel=2)
         return fit
     peak = sum(post.disk_bytes(1, block).values())
+    planned = workers_within(post, disk_budget, asked, 1) if post.kept is not None and block > 1 else 0
+    if planned:  # levels kept for this budget by a bigbn that counted the tables' bytes alone
+        said = (gib(peak), gib(disk_budget))
+        if said[0] == said[1]:
+            said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
+        warnings.warn(f"{wd.root} was planned ({how}) within the disk budget of {said[1]} in its tables' bytes, "
+                      f"as bigbn did before it counted file-system blocks; in blocks its peak is {said[0]} one task "
+                      f"at a time: it resumes as planned ({planned} at a time; --fresh plans within the budget in "
+                      "blocks)", BigBNWarning, stacklevel=2)
+        return planned
     said = (gib(peak), gib(disk_budget))
     if said[0] == said[1]:  # in bytes where the rounded sizes read the same
         said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
