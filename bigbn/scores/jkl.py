@@ -177,7 +177,7 @@ class FileScore(Score):
         return out
 
 
-def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str | None:
+def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool, shifted: bool = True) -> str | None:
     """Why a run that numerics jkl-1 (bigbn before `ScoreFile.rebase`) computed from the .jkl
     file ``source`` may hold wrong posteriors, or None when it holds jkl-2's. jkl-1 shifted
     a variable with a score beyond ±`SAFE` by its largest score; when that family could not
@@ -185,13 +185,17 @@ def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str 
     had been rounded together. Decided from the file, if it is still the run's (its digest
     is the run's data hash): a variable whose best family of at most k parents lies more
     than `SAFE` below its largest score was rounded; with constraints or tiers (which this
-    does not replay) any variable shifted by a family they may rule out is in doubt."""
+    does not replay) any variable shifted by a family they may rule out is in doubt.
+    ``shifted``: whether the run journaled a shift of its scores; a run that did not had
+    every score within ±`SAFE` (jkl-1 shifted none of them, the bits are jkl-2's), so a file
+    since moved, deleted or changed is no doubt then (it is read when it can be, the
+    authority: a journal's shifts could sum to 0)."""
     try:
         sf = read_jkl(source)
     except (OSError, DataError):
-        return f"{source} cannot be read to check"
+        return f"{source} cannot be read to check" if shifted else None
     if sf.digest() != data_sha256:
-        return f"{source} has changed since the run, so it cannot be checked"
+        return f"{source} has changed since the run, so it cannot be checked" if shifted else None
     for i, exact in enumerate(sf.exact or ()):
         if exact is None:
             continue
