@@ -491,6 +491,20 @@ def test_a_finished_old_jkl_run_of_ordinary_scores_opens_without_its_file(tmp_pa
         assert r.exit_code == 0, r.output
 
 
+def test_a_control_character_in_a_variable_name_is_refused(tmp_path):
+    """inputs53 refused a control character in a name where data, DataFrames, arrays and
+    BIF files name their variables; a .jkl file's names went on as they were: an ESC
+    reached edges.csv and every printed list as it was. One line naming the file's line."""
+    f = tmp_path / "esc.jkl"
+    f.write_text("2\nA\x1bX 1\n-1.0 0\nB 1\n-2.0 0\n")
+    with pytest.raises(DataError, match=re.escape(f"{f}, line 2: the variable name 'A\\x1bX' holds the control "
+                                                  "character '\\x1b'")):
+        read_jkl(f)
+    r = CliRunner().invoke(main, ["run", "--scores", str(f), "-w", str(tmp_path / "w"), "-k", "1", "-q"])
+    assert_one_line_error(r, f"{f}, line 2", "control character")
+    assert not (tmp_path / "w" / "edges.csv").exists()
+
+
 def test_the_best_usable_family_is_that_of_asking_every_family():
     """`_best_alive` asks alive() from the best float score down and stops after the first
     alive one's ties: the largest exact score of an alive family, as asking every family

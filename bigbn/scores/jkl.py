@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.kernels.bits import popcount
-from bigbn.io.data import DECIMAL, read_text
+from bigbn.io.data import DECIMAL, check_name, read_text
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import family_masks, family_rank, squeeze, unsqueeze
 from bigbn.scores.offsets import SAFE
@@ -242,6 +242,7 @@ def read_jkl(path) -> ScoreFile:
         if len(tokens) != 2 or not _count(tokens[1]):
             raise DataError(f"{p}, line {line}: expected a block header 'variable count' (count ≥ 1), "
                             f"got {' '.join(tokens)!r}" + _hint(blocks))
+        check_name(f"{p}, line {line}", tokens[0], "variable name")  # as every reader of names does
         if int(tokens[1]) == 0:
             raise DataError(f"{p}, line {line}: the block of '{tokens[0]}' declares 0 parent sets; every "
                             "variable needs at least one (list its empty parent set, '<score> 0')")
