@@ -42,9 +42,10 @@ MAX_NODES = 40
 #: known (`fs_block`): a chunk file of 128 bytes takes 4096 on ext4, xfs, btrfs and APFS.
 BLOCK = 4096
 #: The largest f_frsize `fs_block` takes for an allocation unit (ext4 4 KiB, xfs at most
-#: 64 KiB). Above it the figure is a network file system's transfer size, not what a file
-#: takes on the server's disk: Linux's NFS client reports its wsize there (1 MiB on
-#: current mounts), which counted a chunk of 2^14 entries 8 times over; `BLOCK` is used.
+#: 64 KiB). Above it the figure is no allocation unit: Linux's NFS client reports its
+#: wsize there (1 MiB on current mounts), ZFS on Linux its largest record (128 KiB by
+#: default), both of which hold a small file in far less; counted in 1 MiB, a chunk of
+#: 2^14 entries took 8 times its disk. `BLOCK` is used.
 MAX_BLOCK = 1 << 16
 #: At most the bytes of a table's (or the group's) zarr.json (they are 100 to 600).
 META_BYTES = 1024
