@@ -57,16 +57,22 @@ def start_without_blas_probe() -> None:
     import scipy.linalg when they are compiled. No kernel of bigbn's calls any of them, so
     for a process of its own (the command line's `bigbn sample`) this changes no number;
     the library never calls it (a caller's own numba code is not ours to change). Nothing
-    is hidden when scipy.linalg is imported already or the target has started."""
+    is hidden when scipy.linalg is imported already or the target has started, nor under
+    a numba without this layout (`numba.core.registry.cpu_target`, numba 0.49–0.68): it
+    then starts as usual on first use (an ImportError here broke every `bigbn sample`)."""
     import sys
 
-    from numba.core.registry import cpu_target
+    try:
+        from numba.core.registry import cpu_target
 
+        refresh = cpu_target.target_context.refresh
+    except (ImportError, AttributeError):
+        return
     if _BLAS_PROBE in sys.modules or "numba.np.arraymath" in sys.modules:
         return
     sys.modules[_BLAS_PROBE] = None
     try:
-        cpu_target.target_context.refresh()
+        refresh()
     finally:
         if _BLAS_PROBE in sys.modules and sys.modules[_BLAS_PROBE] is None:
             del sys.modules[_BLAS_PROBE]

@@ -224,6 +224,38 @@ def test_a_resume_with_more_workers_under_the_same_budget_runs_fewer_at_a_time(t
         None if fitted.kept is None else list(fitted.kept))
 
 
+def test_a_run_planned_in_bytes_under_its_budget_resumes_under_it(tmp_path, monkeypatch):
+    """A run started under --disk-budget by bigbn before plan53 kept the levels that fit the
+    budget in its tables' bytes (block 1, `runner.fs_block` made to say so here); counted in
+    blocks that plan is above the budget even one task at a time, and the resume with the
+    very command that started it was refused (resume without the budget, or --fresh: the
+    run lost). It resumes as planned, in one warning line, to the same bits."""
+    import bigbn.engine.runner as runner
+
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    learn(data, workdir=tmp_path / "ref", chunk_bits=3, max_parents=2, scheduler="sync")
+    plan = Plan(9, 2, 3)
+    budget = least_disk(plan, 1, 1)  # the least peak in bytes: below any plan's blocks
+    assert budget < least_disk(plan, 1)
+    wd = tmp_path / "w"
+    with monkeypatch.context() as m:
+        m.setattr(runner, "fs_block", lambda path: 1)  # the planner before block counting
+        with pytest.raises(RuntimeError, match="injected fault"), wrapped(FailOn(40)):
+            learn(data, workdir=wd, chunk_bits=3, max_parents=2, scheduler="sync", disk_budget=budget)
+    kept = json.loads((wd / "run.json").read_text())["plan"]["kept"]
+    assert kept is not None
+    r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync",
+              "--disk-budget", budget)
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.output.splitlines() if line.startswith("Warning: ")]
+    assert len(said) == 1 and "in its tables' bytes" in said[0] and "resumes as planned" in said[0], r.output
+    assert crcs(wd) == crcs(tmp_path / "ref")
+    assert json.loads((wd / "run.json").read_text())["plan"]["kept"] == kept
+    r = h.cli("run", data, "-w", wd, "-q", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync",
+              "--disk-budget", budget - 1)  # below what it was planned in: refused as before
+    assert r.exit_code == 1 and r.output.count("\n") == 1 and "a resumed run keeps its plan" in r.output, r.output
+
+
 def test_a_map_only_run_under_a_budget_below_its_tables_is_refused(tmp_path):
     """`--map-only --disk-budget 1K` ran and took its 9·2^n bytes: the budget was ignored
     without a word (fit_disk returned any plan without the posterior as it was), and `bigbn

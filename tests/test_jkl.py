@@ -491,6 +491,42 @@ def test_a_finished_run_of_the_old_jkl_reader_opens_only_when_its_numbers_hold(t
             bigbn.open(wd)
 
 
+@pytest.mark.parametrize("then", ["deleted", "changed"])
+def test_a_finished_old_jkl_run_of_ordinary_scores_opens_without_its_file(tmp_path, then):
+    """jkl-1 shifted only a variable with a score beyond ±SAFE; a run whose scores all lie
+    within it (the usual .jkl file: its scores task journaled no shift) holds jkl-2's
+    numbers whatever became of its file. It was refused when the file was deleted or
+    changed ("cannot be read to check"); it opens. One with a shift still needs its file."""
+    body = "3\nA 3\n-10 0\n-12.5 1 B\n-11 1 C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n"
+    f, wd = tmp_path / "s.jkl", tmp_path / "w"
+    f.write_text(body)
+    want = bigbn.learn(scores=f, max_parents=1, workdir=wd).posterior
+    _as_jkl1(wd)
+    if then == "deleted":
+        f.unlink()
+    else:
+        f.write_text(body.replace("-7 0", "-8 0"))
+    np.testing.assert_array_equal(bigbn.open(wd).posterior, want)
+    runner = CliRunner()
+    for args in (["sample", "-w", str(wd), "--samples", "10"], ["report", str(wd), "-o", str(tmp_path / "r.html")]):
+        r = runner.invoke(main, args)
+        assert r.exit_code == 0, r.output
+
+
+def test_a_control_character_in_a_variable_name_is_refused(tmp_path):
+    """inputs53 refused a control character in a name where data, DataFrames, arrays and
+    BIF files name their variables; a .jkl file's names went on as they were: an ESC
+    reached edges.csv and every printed list as it was. One line naming the file's line."""
+    f = tmp_path / "esc.jkl"
+    f.write_text("2\nA\x1bX 1\n-1.0 0\nB 1\n-2.0 0\n")
+    with pytest.raises(DataError, match=re.escape(f"{f}, line 2: the variable name 'A\\x1bX' holds the control "
+                                                  "character '\\x1b'")):
+        read_jkl(f)
+    r = CliRunner().invoke(main, ["run", "--scores", str(f), "-w", str(tmp_path / "w"), "-k", "1", "-q"])
+    assert_one_line_error(r, f"{f}, line 2", "control character")
+    assert not (tmp_path / "w" / "edges.csv").exists()
+
+
 def test_the_best_usable_family_is_that_of_asking_every_family():
     """`_best_alive` asks alive() from the best float score down and stops after the first
     alive one's ties: the largest exact score of an alive family, as asking every family

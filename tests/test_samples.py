@@ -1145,6 +1145,26 @@ def test_the_sample_command_in_its_own_process_never_imports_scipy_linalg(tmp_pa
         np.testing.assert_array_equal(got[name], getattr(s, name), err_msg=name)
 
 
+def test_a_numba_without_the_targets_layout_starts_as_usual():
+    """`start_without_blas_probe` reaches into numba (`numba.core.registry.cpu_target`); a
+    numba that moved it (pyproject allows any numba >= 0.60) made `bigbn sample`'s every
+    process end in an ImportError. It then hides nothing, and numba starts on first use,
+    its probe as usual (in a fresh process: the probe runs once per process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from numba import njit; import numba.core.registry as R; "
+            "from bigbn import _numba; kept = R.cpu_target; del R.cpu_target; "
+            "_numba.start_without_blas_probe(); R.cpu_target = kept; "
+            "assert 'numba.np.arraymath' not in sys.modules; "
+            "import numba.np.arraymath as A; assert A._HAVE_BLAS is True; "
+            "assert njit(lambda x: x + 1)(1) == 2; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_numba_started_without_the_blas_probe_still_compiles_linear_algebra():
     """`_numba.start_without_blas_probe` hides scipy.linalg from numba's probe only while
     numba's target starts: np.dot compiled afterwards imports scipy.linalg and calls BLAS as

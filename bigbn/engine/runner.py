@@ -192,7 +192,11 @@ def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
     without a word (a run started without one, out of disk, resumed with --disk-budget to
     fit, took its old peak again): a WorkdirError, as another --chunk-bits is. A run
     resumed with more --workers than it started with, under the same budget, was refused
-    too (more chunks alive at once): it now runs as many at a time as the budget holds."""
+    too (more chunks alive at once): it now runs as many at a time as the budget holds. A
+    run whose kept levels are those a bigbn that counted the tables' bytes chose for this
+    budget (`_planned_in_bytes`), but which blocks exceed even one task at a time, was
+    started under it before plan53: refusing it refused the very command that started it;
+    it resumes as planned, said in one warning line."""
     if disk_budget is None or run.tiered:
         return None
     post, map_only = run.lattices(0)
@@ -215,12 +219,34 @@ def _workers_within_budget(wd: Workdir, run: "tiering.RunPlan", disk_budget,
                       f"(peak {said[2]})", BigBNWarning, stacklevel=2)
         return fit
     peak = sum(post.disk_bytes(1, block).values())
+    if _planned_in_bytes(post, disk_budget, asked, block):  # by a bigbn that counted the tables' bytes alone
+        said = (gib(peak), gib(disk_budget))
+        if said[0] == said[1]:
+            said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
+        warnings.warn(f"{wd.root} was planned ({how}) within the disk budget of {said[1]} in its tables' bytes, "
+                      f"as bigbn did before it counted file-system blocks; in blocks its peak is {said[0]} one task "
+                      f"at a time: it resumes as planned ({asked} at a time; --fresh plans within the budget in "
+                      "blocks)", BigBNWarning, stacklevel=2)
+        return asked
     said = (gib(peak), gib(disk_budget))
     if said[0] == said[1]:  # in bytes where the rounded sizes read the same
         said = (f"{peak:,} bytes", f"{disk_budget:,} bytes")
     raise WorkdirError(f"{wd.root} was started with a plan of peak disk {said[0]} ({how}; one task at a time), "
                        f"above the disk budget of {said[1]}; a resumed run keeps its plan: resume without "
                        "--disk-budget or use --fresh to plan within it")
+
+
+def _planned_in_bytes(post: Plan, disk_budget: int, workers: int, block: int) -> bool:
+    """Whether ``post``'s kept levels are those a bigbn that counted the tables' bytes
+    alone (block 1, before plan53) chose for ``disk_budget`` and ``workers``: then the run
+    was started under this very budget, and refusing it refused the command that started
+    it. A plan kept whole, or planned in blocks under another budget, is not."""
+    if post.kept is None or block <= 1 or workers_within(post, disk_budget, workers, 1) != workers:
+        return False
+    try:
+        return fit_disk(dataclasses.replace(post, kept=None), disk_budget, workers, 1).kept == post.kept
+    except OptionError:
+        return False
 
 
 def _fit_free_disk(wd: Workdir, run: "tiering.RunPlan", disk_workers: int | None,

@@ -41,6 +41,12 @@ MAX_NODES = 40
 #: The file-system block the disk plan counts files in where the work directory's is not
 #: known (`fs_block`): a chunk file of 128 bytes takes 4096 on ext4, xfs, btrfs and APFS.
 BLOCK = 4096
+#: The largest f_frsize `fs_block` takes for an allocation unit (ext4 4 KiB, xfs at most
+#: 64 KiB). Above it the figure is no allocation unit: Linux's NFS client reports its
+#: wsize there (1 MiB on current mounts), ZFS on Linux its largest record (128 KiB by
+#: default), both of which hold a small file in far less; counted in 1 MiB, a chunk of
+#: 2^14 entries took 8 times its disk. `BLOCK` is used.
+MAX_BLOCK = 1 << 16
 #: At most the bytes of a table's (or the group's) zarr.json (they are 100 to 600).
 META_BYTES = 1024
 #: At most the bytes of a journal line (one per task; about 140, more in a tier's scope).
@@ -808,7 +814,8 @@ def _folder_bytes(entries: int, name_chars: int, block: int) -> int:
 
 def fs_block(path) -> int:
     """The block of the file system that holds ``path`` (its nearest existing folder):
-    ``os.statvfs``'s f_frsize, or `BLOCK` where that is not known."""
+    ``os.statvfs``'s f_frsize, or `BLOCK` where that is not known or not an allocation
+    unit (above `MAX_BLOCK`: an NFS mount's wsize)."""
     import os
     from pathlib import Path
 
@@ -819,7 +826,7 @@ def fs_block(path) -> int:
         got = os.statvfs(where).f_frsize
     except (OSError, AttributeError, ValueError):
         return BLOCK
-    return int(got) if isinstance(got, int) and got > 0 else BLOCK
+    return int(got) if isinstance(got, int) and 0 < got <= MAX_BLOCK else BLOCK
 
 
 def fits_free_disk(need: float, free: float) -> bool:

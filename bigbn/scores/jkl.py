@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bigbn.kernels.bits import popcount
-from bigbn.io.data import DECIMAL, read_text
+from bigbn.io.data import DECIMAL, check_name, read_text
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.families import family_masks, family_rank, squeeze, unsqueeze
 from bigbn.scores.offsets import SAFE
@@ -177,7 +177,7 @@ class FileScore(Score):
         return out
 
 
-def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str | None:
+def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool, shifted: bool = True) -> str | None:
     """Why a run that numerics jkl-1 (bigbn before `ScoreFile.rebase`) computed from the .jkl
     file ``source`` may hold wrong posteriors, or None when it holds jkl-2's. jkl-1 shifted
     a variable with a score beyond ±`SAFE` by its largest score; when that family could not
@@ -185,13 +185,17 @@ def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool) -> str 
     had been rounded together. Decided from the file, if it is still the run's (its digest
     is the run's data hash): a variable whose best family of at most k parents lies more
     than `SAFE` below its largest score was rounded; with constraints or tiers (which this
-    does not replay) any variable shifted by a family they may rule out is in doubt."""
+    does not replay) any variable shifted by a family they may rule out is in doubt.
+    ``shifted``: whether the run journaled a shift of its scores; a run that did not had
+    every score within ±`SAFE` (jkl-1 shifted none of them, the bits are jkl-2's), so a file
+    since moved, deleted or changed is no doubt then (it is read when it can be, the
+    authority: a journal's shifts could sum to 0)."""
     try:
         sf = read_jkl(source)
     except (OSError, DataError):
-        return f"{source} cannot be read to check"
+        return f"{source} cannot be read to check" if shifted else None
     if sf.digest() != data_sha256:
-        return f"{source} has changed since the run, so it cannot be checked"
+        return f"{source} has changed since the run, so it cannot be checked" if shifted else None
     for i, exact in enumerate(sf.exact or ()):
         if exact is None:
             continue
@@ -238,6 +242,7 @@ def read_jkl(path) -> ScoreFile:
         if len(tokens) != 2 or not _count(tokens[1]):
             raise DataError(f"{p}, line {line}: expected a block header 'variable count' (count ≥ 1), "
                             f"got {' '.join(tokens)!r}" + _hint(blocks))
+        check_name(f"{p}, line {line}", tokens[0], "variable name")  # as every reader of names does
         if int(tokens[1]) == 0:
             raise DataError(f"{p}, line {line}: the block of '{tokens[0]}' declares 0 parent sets; every "
                             "variable needs at least one (list its empty parent set, '<score> 0')")

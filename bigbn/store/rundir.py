@@ -393,7 +393,10 @@ def check_scores_sound(rd: RunDir, then: str) -> None:
     from bigbn.scores.jkl import jkl1_doubt
 
     constrained = bool(fp.get("constraints")) or bool(fp.get("tiers"))
-    why = jkl1_doubt(rd.record.source, str(fp.get("data_sha256")), int(fp.get("max_parents", 0)), constrained)
+    # a shift is journaled by the scores task (log_offset, only where one was made)
+    shifted = any(r.get("log_offset") for r in rd.journal().values() if r.get("stage") == "scores")
+    why = jkl1_doubt(rd.record.source, str(fp.get("data_sha256")), int(fp.get("max_parents", 0)), constrained,
+                     shifted)
     if why is not None:
         raise WorkdirError(f"{rd.root}: computed by the .jkl reader of an older bigbn (score numerics "
                            f"jkl-1), whose posteriors were wrong when a variable's largest score is of a "
