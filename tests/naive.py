@@ -2021,3 +2021,25 @@ def workdir_blocks(root):
             except OSError:  # deleted meanwhile
                 pass
     return total
+
+
+# ------------------------------------------ exact54: scores of the decimal cells themselves
+
+def exact_bge_scores_of_cells(cells, k, alpha_mu=1.0, dps=50):
+    """BGe local scores (n, F) in bigbn's layout of the numbers the decimal strings ``cells``
+    (m rows of n strings) spell, with no float64 on the way: the cells as exact fractions,
+    R and its determinants exact, the logs and log-gammas at ``dps`` digits (mpmath; ν the
+    exact column means, α_w the default n + α_μ + 1, both exact), as `exact_bge_scores`
+    does for float64 data."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    rows = [[Fraction(Decimal(c)) for c in r] for r in cells]
+    m, n = len(rows), len(rows[0])
+    am = Fraction(alpha_mu)
+    aw = n + am + 1
+    t = am * (aw - n - 1) / (am + 1)
+    nu = [sum(r[j] for r in rows) / m for j in range(n)]
+    log_p = functools.lru_cache(None)(lambda Y: exact_nw_log_marginal(rows, Y, n, am, aw, t, nu, dps))
+    with _precision(dps)():
+        return _exact_local_scores(n, k, log_p)

@@ -579,3 +579,52 @@ def test_scores_of_large_hyperparameters_equal_the_high_precision_ones(alpha_mu,
     got = bge_scores(in_memory(X), 3, alpha_mu=alpha_mu, alpha_w=alpha_w)
     want = naive.exact_bge_scores(X, 3, alpha_mu, alpha_w, dps=50)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------ exact54: hostile magnitudes, exact or refused
+
+def _close_pair_cells(m=200, offset=10**9, seed=5):
+    """a, b = a + 0.05·noise (sd 5) at ``offset``, cells with 12 decimals (22 digits, more
+    than float64 holds), and c of unit scale with 6: strings, m rows."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(seed)
+    a = 5 * rng.normal(size=m)
+    b = a + 0.05 * rng.normal(size=m)
+    c = rng.normal(size=m)
+    return [[str(Decimal(offset) + Decimal(f"{v:.12f}")) for v in (x, y)] + [f"{z:.6f}"] for x, y, z in zip(a, b, c)]
+
+
+def test_cells_float64_rounds_at_their_spread_about_each_other_are_refused(tmp_path):
+    """b = a + 0.05·noise near 1e9, cells with 12 decimals: float64 rounds each cell by up
+    to 6e-8, nothing at a's or b's own sd of 5 (`check_carried` passes them), but the
+    scores of the float64 numbers are 3.2e-6 nats off those of the decimal cells (exact
+    rationals, 50-digit logs: tests/naive.py), through b's spread about a. Refused for BGe
+    and cg, naming both columns (`check_carried_together`); the same cells less 1e9, which
+    float64 carries, run and score as the decimal cells do (within 1e-9 nats: b's spread about a,
+    1/100 of its own, costs the Cholesky's pivot digits, 4.5e-10 measured, 2e-12 relative)."""
+    from bigbn.io.data import read_table
+
+    cells = _close_pair_cells()
+    floats = np.array([[float(x) for x in r] for r in cells])
+    want = naive.exact_bge_scores_of_cells(cells, 2)
+    assert np.abs(bge_scores(in_memory(floats), 2) - want).max() > 1e-6  # what the refusal keeps out
+    path = tmp_path / "close.csv"
+    path.write_text("a,b,c\n" + "".join(",".join(r) + "\n" for r in cells))
+    msg = (r"close\.csv: columns 'a', 'b': float64 cannot carry their cells at their spread about each other "
+           r"\(its rounding of the cells moves a score by about .* nats\); subtract an offset")
+    with pytest.raises(DataError, match=msg):
+        continuous_dataset(read_table(path))
+    with pytest.raises(DataError, match=msg):
+        bigbn.learn(path, max_parents=2, score="bge")
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("g,a,b,c\n" + "".join(f"{'pq'[i % 2]}," + ",".join(r) + "\n" for i, r in enumerate(cells)))
+    with pytest.raises(DataError, match=msg.replace("close", "mixed")):
+        bigbn.learn(mixed, max_parents=2, score="cg")
+    from decimal import Decimal
+
+    near = [[str(Decimal(x) - 10**9) for x in r[:2]] + r[2:] for r in cells]
+    shifted = tmp_path / "shifted.csv"
+    shifted.write_text("a,b,c\n" + "".join(",".join(r) + "\n" for r in near))
+    np.testing.assert_allclose(bge_scores(continuous_dataset(read_table(shifted)), 2),
+                               naive.exact_bge_scores_of_cells(near, 2), rtol=0, atol=1e-9)

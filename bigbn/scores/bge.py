@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, check_carried, check_exact_numbers
+from bigbn.io.data import Dataset, Table, check_carried, check_carried_together, check_exact_numbers
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
@@ -88,6 +88,7 @@ def continuous_dataset(table: Table) -> Dataset:
         check_carried(table, j, numbers, LOG_ERROR_TOL)
         values = numbers[codes]
         data[:, j] = values
+    check_carried_together(table, range(n), data, LOG_ERROR_TOL)
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
 

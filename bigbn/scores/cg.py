@@ -54,8 +54,8 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import (INTEGER, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column,
-                           one_float_cells)
+from bigbn.io.data import (INTEGER, Dataset, Table, _natural_order, check_carried, check_carried_together,
+                           check_exact_numbers, no_column, one_float_cells)
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
@@ -195,6 +195,8 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                             f"discrete: --discrete {name})")
         data[:, j] = x[codes]
         levels.append(())
+    cont = [j for j, kind in enumerate(kinds) if kind != "discrete"]
+    check_carried_together(table, cont, data[:, cont], LOG_ERROR_TOL)
     return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
 
 
