@@ -305,8 +305,8 @@ def test_log_dets_against_elimination_and_refusals():
     """Cholesky log det(t·I + p) − l·log t of batches of p (t·I + p SPD), l = 1..5, against
     Gaussian elimination in Python floats; NaN for a matrix that is not positive definite,
     +inf where a pivot overflows (the BGe caller then names the column that is not
-    finite), log d − log t where u/t overflows (a tiny t). The amplification Σ_j a_jj/d_j
-    (a = t·I + p) against pivots d_j as ratios of leading minors (det a[:j+1, :j+1] /
+    finite), log d − log t where u/t overflows (a tiny t). The amplification
+    Σ_j (t + 16·p_jj)/d_j (`PIVOT_UNITS`) against pivots d_j as ratios of leading minors (det a[:j+1, :j+1] /
     det a[:j, :j]), on matrices near singular (a column repeated with noise 1e-3, held off
     by t = 0.1) as well as well-conditioned ones."""
     import naive
@@ -325,7 +325,9 @@ def test_log_dets_against_elimination_and_refusals():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         minors = np.array([[0.0] + [naive.log_det(m[:j, :j]) for j in range(1, l + 1)] for m in a])
         pivots = np.exp(np.diff(minors, axis=1))
-        want_amp = (np.diagonal(a, axis1=1, axis2=2) / pivots).sum(axis=1)
+        from bigbn.scores.bge import PIVOT_UNITS
+
+        want_amp = ((0.1 + PIVOT_UNITS * np.diagonal(p, axis1=1, axis2=2)) / pivots).sum(axis=1)
         np.testing.assert_allclose(amp, want_amp, rtol=1e-6)
     bad = np.array([[[1.0, 2.0], [2.0, 1.0]], [[1e308, 0.0], [0.0, 1e308]], [[np.inf, 0.0], [0.0, 1.0]],
                     [[1e10, 0.0], [0.0, 1.0]]])
@@ -628,3 +630,60 @@ def test_cells_float64_rounds_at_their_spread_about_each_other_are_refused(tmp_p
     shifted.write_text("a,b,c\n" + "".join(",".join(r) + "\n" for r in near))
     np.testing.assert_allclose(bge_scores(continuous_dataset(read_table(shifted)), 2),
                                naive.exact_bge_scores_of_cells(near, 2), rtol=0, atol=1e-9)
+
+
+def test_the_collinearity_estimate_counts_the_scatter_matrix_own_rounding():
+    """b = a + 1e-9·noise at sd 120, 300 rows: R_{ab}'s Cholesky pivot of b cancels, and
+    the estimate charging it one ε·R_bb said 1.5e-7 nats, under `LOG_ERROR_TOL`, so the
+    scores were accepted, but a1·log det R_{ab} is 1.5e-6 nats off the exact rational one:
+    P's entries (`scatter`: centring, products, block sums) err by up to 2ε each, as much
+    as the pivot's own arithmetic (the scores erred by up to 11× the one-ε estimate in 824
+    such sets). P's part of each pivot charged `PIVOT_UNITS`·ε, the estimate is above the
+    error, and the sets are refused, naming the columns, by BGe (the whole table and the
+    tiers' families) and by cg."""
+    from fractions import Fraction
+
+    from bigbn.io.data import Dataset
+    from bigbn.scores import bge
+    from bigbn.scores.cg import cg_scores
+    from bigbn.scores.discrete import parent_set_index
+
+    rng = np.random.default_rng(3)
+    X = gaussian_data(300, 3, seed=3) * 120.0
+    X[:, 1] = X[:, 0] + 1.2e-7 * rng.normal(size=300)
+    m, n = X.shape
+    t = bge.prior_scale(n, 1.0, n + 2.0, False)
+    P = bge.data_scatter(X, 1.0, None)
+    amp = np.empty(1)
+    logdet = bge.log_dets(np.ascontiguousarray(P[:2, :2])[None], t, amp)[0]  # log det R_ab − 2 log t
+    a1 = (m + 2.0) / 2 + (2 - 1) / 2  # (m + α_w − n + l)/2, α_w = n + 2
+    rows = [[Fraction(float(v)) for v in r[:2]] for r in X]
+    mean = [sum(r[j] for r in rows) / m for j in range(2)]
+    R = [[Fraction(t) * (i == j) + sum((r[i] - mean[i]) * (r[j] - mean[j]) for r in rows) for j in range(2)]
+         for i in range(2)]
+    exact = math.log(naive._det_fraction(R) / Fraction(t) ** 2)
+    d0 = t + P[0, 0]
+    d1 = t + P[1, 1] - P[0, 1] ** 2 / d0  # the pivots
+    one_eps = a1 * bge.EPS * ((t + P[0, 0]) / d0 + (t + P[1, 1]) / d1)  # the estimate before
+    assert one_eps < bge.LOG_ERROR_TOL < a1 * abs(logdet - exact) < a1 * bge.EPS * amp[0]
+    msg = r"^d\.csv: columns 'a', 'b' are linearly dependent, or nearly so, at a spread where float64 cannot carry"
+    with pytest.raises(DataError, match=msg):
+        bge_scores(_named(X), 2)
+    ps, fi = parent_set_index(3, 2)
+    with pytest.raises(DataError, match=msg):
+        bge.bge_family_scores(_named(X), (ps, fi, int(fi.max()) + 1))
+    mixed = Dataset(("g", "a", "b", "c"), np.c_[np.arange(m) % 2, X], np.array([2, 0, 0, 0]),
+                    (("p", "q"), (), (), ()), "mixed", "d.csv")
+    with pytest.raises(DataError, match=msg):
+        cg_scores(mixed, 2)
+    # in cg's cells (`_cell_sum`): b = ±a + 1.2e-7·noise, the sign by g's level, 400 rows; the
+    # one-ε estimate accepted it and a score was 1.3e-6 nats off naive.exact_cg_scores
+    rng = np.random.default_rng(4)
+    X = gaussian_data(400, 3, seed=4) * 120.0
+    g = np.arange(400) % 2
+    X[:, 1] = X[:, 0] * (1 - 2.0 * g) + 1e-9 * 120.0 * rng.normal(size=400)
+    cells = Dataset(("g", "a", "b", "c"), np.c_[g, X], np.array([2, 0, 0, 0]), (("p", "q"), (), (), ()), "mixed",
+                    "d.csv")
+    with pytest.raises(DataError, match=r"^d\.csv: columns 'a', 'b' are linearly dependent, or nearly so \(in the "
+                       r"rows of one configuration of 'g'\), at a spread where float64 cannot carry"):
+        cg_scores(cells, 2)

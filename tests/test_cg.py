@@ -736,10 +736,11 @@ def test_configurations_with_fewer_rows_than_columns_are_scored_not_refused(sd):
 
 def test_the_cells_error_bound_is_bges():
     """`_cell_sum` (numba, cached apart from bge.py) holds bge.LOG_ERROR_TOL in units of ε
-    as a literal of its own module: the two agree."""
+    and bge.PIVOT_UNITS as literals of its own module: they agree."""
     from bigbn.scores import bge, cg
 
     assert cg._CELL_ERROR_UNITS == bge.LOG_ERROR_TOL / bge.EPS
+    assert cg._CELL_PIVOT_UNITS == bge.PIVOT_UNITS
 
 
 # ------------------------------------------------------------------------------ numerical audit 3

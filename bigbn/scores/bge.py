@@ -228,17 +228,27 @@ def data_scatter(data: np.ndarray, alpha_mu: float, nu: np.ndarray):
 
 
 #: The most a log marginal may err by its Cholesky's cancellation, in nats: estimated as
-#: a1·ε·Σ_j R_jj/d_j (a pivot d_j, the difference of numbers near R_jj, carries an error
-#: near ε·R_jj; the score takes −a1·log det R), per determinant (the whole table's, or one
-#: configuration's in CG). Beyond it the scores refuse (`collinear`): a posterior would be
-#: off by as much, relatively. R = T + S + ... is positive definite (T = t·I), so only
-#: columns (nearly) linearly dependent at a spread far above t reach it: x2 = x1·1e6 scored
-#: 1e-3 off (numerical audit, tests/test_bge.py); x2 = x1·1e3 at 12 rows, estimated 4e-8,
-#: err 4e-9 and pass. The estimate is an upper bound in practice (5–20× the error measured
-#: against exact rational scores on duplicated columns; far more in a configuration with
-#: fewer rows than columns, whose rank-deficient scatter cancels almost exactly).
+#: a1·ε·Σ_j (t + 16·P_jj)/d_j (a pivot d_j, the difference of numbers near R_jj = t + P_jj,
+#: carries an error near ε·t + `PIVOT_UNITS`·ε·P_jj; the score takes −a1·log det R), per
+#: determinant (the whole table's, or one configuration's in CG). Beyond it the scores refuse (`collinear`): a
+#: posterior would be off by as much, relatively. R = T + S + ... is positive definite
+#: (T = t·I), so only columns (nearly) linearly dependent at a spread far above t reach it:
+#: x2 = x1·1e6 scored 1e-3 off (numerical audit, tests/test_bge.py); x2 = x1·1e3 at 12 rows,
+#: estimated 6e-7, err 4e-9 and pass. The estimate is an upper bound in practice (at least
+#: 1.4× the error measured against exact rational scores in 824 nearly collinear sets, a
+#: median 18×; far more in a configuration with fewer rows than columns, whose
+#: rank-deficient scatter cancels almost exactly).
 LOG_ERROR_TOL = 1e-6
 EPS = float(np.finfo(np.float64).eps)
+#: What the estimate above charges a pivot for P's part of R_jj, in units of ε·P_jj: not the
+#: Cholesky's one ε alone but P's own entries too, whose centring, products and block sums
+#: (`scatter`) err by up to 2ε each, which the pivot's cancellation magnifies as much.
+#: Charged one ε, the scores of nearly collinear columns erred by up to 11× the estimate
+#: (exact54: 824 sets, m = 50–10 000, against exact rationals; 3.2e-10 nats at an estimate
+#: of 1.1e-10, m = 1000), so an accepted score could be 1e-5 nats off; with 16 the estimate
+#: is again above every error measured. t, kept apart and exact (`log_dets`), is charged
+#: one ε: a large α_w (t near α_w/2) is not refused for it.
+PIVOT_UNITS = 16.0
 
 
 def _centred(data: np.ndarray):
@@ -258,9 +268,9 @@ def log_dets(p, t, amp):
     positive definite, t > 0), by a Cholesky factorisation of t·I + p[s] in one fixed order
     that keeps t apart: each pivot is d_j = t + u_j, u_j = p_jj − Σ_{q<j} L_jq², and the
     result Σ_j log1p(u_j/t) = Σ_j log(d_j/t). NaN where a pivot is not positive (not
-    positive definite), +inf where one is not finite (overflow). amp (S,): Σ_j (t + p_jj)/d_j
-    over the pivots, how much cancellation magnifies the rounding of the entries
-    (`LOG_ERROR_TOL`).
+    positive definite), +inf where one is not finite (overflow). amp (S,): Σ_j (t + 16·p_jj)/d_j
+    over the pivots (`PIVOT_UNITS`), how much cancellation magnifies the rounding of the
+    entries, in units of ε (`LOG_ERROR_TOL`).
 
     t apart: the score takes a0·l·log t − a1·log det R = −(m/2)·l·log t − a1·(this), and
     with a large α_w (t near α_w/2, a1 near α_w/2) both a0·l·log t and a1·log det R are near
@@ -289,7 +299,7 @@ def log_dets(p, t, amp):
             if d <= 0.0:
                 acc = np.nan
                 break
-            gain += (t + p[s, j, j]) / d
+            gain += (t + PIVOT_UNITS * p[s, j, j]) / d
             L[j, j] = np.sqrt(d)
             r = u / t
             acc += np.log1p(r) if -1.0 < r < np.inf else np.log(d) - np.log(t)
