@@ -649,7 +649,7 @@ def one_float_cells(texts: np.ndarray, numbers: np.ndarray):
         yield a, b, same
 
 
-def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> None:
+def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> np.ndarray | None:
     """DataError when float64 drops digits of column j's cells that matter at its spread.
 
     A cell is read as the float64 nearest it, whose shortest decimal (repr) is the cell's
@@ -663,7 +663,8 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
     most the scores' own cancellation may err by). The cells are compared as decimals only where that could
     happen: not where half an ulp of the largest cell, m times over, is within that share
     of the column's sd (ordinary data), nor in a constant column. numbers: the float64 of
-    each distinct cell (``table.columns[j][0]``)."""
+    each distinct cell (``table.columns[j][0]``). Returns the cells' `rounding_errors` where
+    it compared them (for `check_carried_together`), else None."""
     texts, codes = table.columns[j]
     m = codes.size
     w = np.bincount(codes, minlength=texts.size).astype(np.float64)  # rows of each distinct cell
@@ -672,13 +673,13 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
         ss = float(np.dot(w, c * c))
     big = float(np.abs(numbers).max(initial=0.0))
     if not np.isfinite(ss) or ss == 0.0:
-        return  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
+        return None  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
     eps = float(np.finfo(np.float64).eps)
     if (eps / 2 * big) * m / np.sqrt(ss / max(m - 1, 1)) <= tol:
-        return
+        return None
     err = rounding_errors(texts, numbers)
     if not err.any():
-        return
+        return err
     e = err - np.dot(w, err) / m
     delta = abs(2 * float(np.dot(w, c * e)) + float(np.dot(w, e * e))) / ss
     if delta * m / 2 > tol:
@@ -688,6 +689,7 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
                         f"{float(numbers[i])!r} in float64: float64 cannot carry this column's values at their "
                         f"spread (its rounding moves the sum of squares by {delta:.2g} of itself, a score by about "
                         f"{delta * m / 2:.2g} nats); subtract an offset from it or rescale it")
+    return err
 
 
 def rounding_errors(texts: np.ndarray, numbers: np.ndarray) -> np.ndarray:
@@ -718,7 +720,7 @@ def rounding_errors(texts: np.ndarray, numbers: np.ndarray) -> np.ndarray:
 CARRIED_FLOOR = 1e-12
 
 
-def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float) -> None:
+def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float, known=None) -> None:
     """DataError when float64's rounding of the cells of ``columns`` (indices into
     ``table``; ``data`` float64 (m, len(columns)), their numbers) moves a score by more
     than ``tol`` nats through the columns' spread *relative to each other*, which
@@ -733,7 +735,9 @@ def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float
     rounding errors E (centred; C the centred data), and a score is a1 ≈ m/2 times it. S
     without the prior's t·I (which only lowers the effect), its correlation matrix floored
     at `CARRIED_FLOOR`. Decimals are compared only where a worst case (each cell off by half
-    an ulp of the column's largest) could reach ``tol``; never for ordinary data."""
+    an ulp of the column's largest) could reach ``tol``; never for ordinary data. known:
+    {index into ``table``: its distinct cells' `rounding_errors`} that `check_carried`
+    already compared (not compared again)."""
     m = data.shape[0]
     cols = list(columns)
     if len(cols) < 2 or m < 2:
@@ -755,9 +759,11 @@ def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float
     E = np.zeros_like(data)
     for a, j in enumerate(cols):
         texts, codes = table.columns[j]
-        numbers = np.zeros(texts.size)
-        numbers[codes] = data[:, a]
-        err = rounding_errors(texts, numbers)
+        err = (known or {}).get(j)
+        if err is None:
+            numbers = np.zeros(texts.size)
+            numbers[codes] = data[:, a]
+            err = rounding_errors(texts, numbers)
         E[:, a] = err[codes]
     if not E.any():
         return

@@ -65,6 +65,7 @@ def continuous_dataset(table: Table) -> Dataset:
     """
     m, n = table.m, table.n
     data = np.empty((m, n), dtype=np.float64)
+    known = {}  # the columns' rounding errors that check_carried computed
     for j in range(n):
         distinct, codes = table.columns[j]
         try:
@@ -85,10 +86,10 @@ def continuous_dataset(table: Table) -> Dataset:
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
         check_exact_numbers(table.path, table.names[j], distinct, numbers)
-        check_carried(table, j, numbers, LOG_ERROR_TOL)
+        known[j] = check_carried(table, j, numbers, LOG_ERROR_TOL)
         values = numbers[codes]
         data[:, j] = values
-    check_carried_together(table, range(n), data, LOG_ERROR_TOL)
+    check_carried_together(table, range(n), data, LOG_ERROR_TOL, known)
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
 

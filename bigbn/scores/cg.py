@@ -162,6 +162,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
     data = np.empty((m, n), dtype=np.float64)
     arities = np.zeros(n, dtype=np.int64)
     levels: list[tuple[str, ...]] = []
+    known = {}  # the continuous columns' rounding errors that check_carried computed
     for j, kind in enumerate(kinds):
         values, codes = table.columns[j]
         name = table.names[j]
@@ -189,7 +190,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
         check_exact_numbers(p, name, values, x)
-        check_carried(table, j, x, LOG_ERROR_TOL)
+        known[j] = check_carried(table, j, x, LOG_ERROR_TOL)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
@@ -197,7 +198,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
         data[:, j] = x[codes]
         levels.append(())
     cont = [j for j, kind in enumerate(kinds) if kind != "discrete"]
-    check_carried_together(table, cont, data[:, cont], LOG_ERROR_TOL)
+    check_carried_together(table, cont, data[:, cont], LOG_ERROR_TOL, known)
     return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
 
 
