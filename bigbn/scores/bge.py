@@ -380,9 +380,10 @@ def too_large(path: str, names, data: np.ndarray) -> None:
 
 
 def _log_marginals(P: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
-                   alpha_mu: float, alpha_w: float, names, path: str = "") -> np.ndarray:
+                   alpha_mu: float, alpha_w: float, names, path: str = "", where: str = "") -> np.ndarray:
     """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,).
-    P: `data_scatter`; names, path: the columns' names and the data's path (`collinear`)."""
+    P: `data_scatter`; names, path, where: the columns' names, the data's path and a clause
+    for `collinear`'s message."""
     sizes = popcounts(sets)
     out = np.zeros(sets.size, dtype=np.float64)
     bits = np.arange(n, dtype=np.int64)
@@ -390,7 +391,7 @@ def _log_marginals(P: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
         sel = np.flatnonzero(sizes == l)
         members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
         idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
-        out[sel] = _log_marginals_of(P, idx, m, n, t, alpha_mu, alpha_w, names, path)
+        out[sel] = _log_marginals_of(P, idx, m, n, t, alpha_mu, alpha_w, names, path, where)
     return out
 
 
@@ -445,7 +446,22 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     for j in columns:
         mask |= 1 << int(j)
     return float(_log_marginals(P, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w, names,
-                                ds.path)[0])
+                                ds.path, _far_prior_mean(data, alpha_mu, nu))[0])
+
+
+def _far_prior_mean(data: np.ndarray, alpha_mu: float, nu) -> str:
+    """`collinear`'s clause where a given prior mean ν puts the columns' R near rank one: its
+    term (α_μ m/(α_μ + m))(ν − x̄)_j² above some column's own scatter S_jj (ν = x̄ + 3e4 sd
+    scored 6e-8 nats off, 1e5 sd is refused, and the columns are not what is dependent);
+    else ""."""
+    if nu is None:
+        return ""
+    m = data.shape[0]
+    with np.errstate(all="ignore"):
+        centred, shift, mean = _centred(data)
+        d = (nu - shift) - mean
+        far = alpha_mu * m / (alpha_mu + m) * d * d > np.einsum("ij,ij->j", centred, centred)
+    return " (with the prior mean nu far from their means: give a nu near them, or none)" if far.any() else ""
 
 
 def _names(ds, n: int):
@@ -475,17 +491,18 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
     sizes = (parent_sets >= 0).sum(axis=1)
     sizes[~(family_index >= 0).any(axis=1)] = -1  # a set that is no family's parents: not computed
     batch = 1 << 14
+    far = _far_prior_mean(data, alpha_mu, nu)
     with np.errstate(all="ignore"):
         P = data_scatter(data, alpha_mu, nu)
         for l in range(int(sizes.max(initial=0)) + 1):
             for lo in range(0, int((sizes == l).sum()), batch):
                 sel = np.flatnonzero(sizes == l)[lo: lo + batch]
                 G = parent_sets[sel, :l]
-                base = _log_marginals_of(P, G, m, n, t, alpha_mu, alpha_w, names, ds.path) if l else \
+                base = _log_marginals_of(P, G, m, n, t, alpha_mu, alpha_w, names, ds.path, far) if l else \
                     np.zeros(sel.size)
                 rows, child = np.nonzero(family_index[sel] >= 0)
                 union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
-                fam = _log_marginals_of(P, union, m, n, t, alpha_mu, alpha_w, names, ds.path)
+                fam = _log_marginals_of(P, union, m, n, t, alpha_mu, alpha_w, names, ds.path, far)
                 out[child, family_index[sel][rows, child]] = fam - base[rows]
     return out
 
@@ -513,7 +530,8 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     with np.errstate(all="ignore"):
         P = data_scatter(data, alpha_mu, nu)
         sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
-        logml = _log_marginals(P, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
+        logml = _log_marginals(P, sets, m, n, t, alpha_mu, alpha_w, names, ds.path,
+                               _far_prior_mean(data, alpha_mu, nu))
     masks = family_masks(n - 1, k)
     out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):
