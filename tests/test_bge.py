@@ -619,6 +619,10 @@ def test_cells_float64_rounds_at_their_spread_about_each_other_are_refused(tmp_p
         continuous_dataset(read_table(path))
     with pytest.raises(DataError, match=msg):
         bigbn.learn(path, max_parents=2, score="bge")
+    constant = tmp_path / "constant.csv"  # a constant column beside them hid them from the check
+    constant.write_text("k,a,b,c\n" + "".join("7.25," + ",".join(r) + "\n" for r in cells))
+    with pytest.raises(DataError, match=msg.replace("close", "constant")):
+        continuous_dataset(read_table(constant))
     mixed = tmp_path / "mixed.csv"
     mixed.write_text("g,a,b,c\n" + "".join(f"{'pq'[i % 2]}," + ",".join(r) + "\n" for i, r in enumerate(cells)))
     with pytest.raises(DataError, match=msg.replace("close", "mixed")):

@@ -747,8 +747,11 @@ def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float
         c -= c.mean(axis=0)
         S = c.T @ c
         d = np.sqrt(np.diag(S))
-        if not (np.isfinite(S).all() and (d > 0).all()):
-            return  # too large (`too_large` names it) or constant (refused or one level elsewhere)
+        if not np.isfinite(S).all():
+            return  # too large: `too_large` names it
+        if not (d > 0).all():  # a constant column (BGe scores it; cg refuses it) is left out
+            keep = np.flatnonzero(d > 0)
+            return check_carried_together(table, [cols[a] for a in keep.tolist()], data[:, keep], tol, known)
         B = S / np.outer(d, d) + CARRIED_FLOOR * np.eye(len(cols))
         low = float(np.linalg.eigvalsh(B)[0])
         eps = float(np.finfo(np.float64).eps)
