@@ -2029,3 +2029,76 @@ def holds_control(values) -> list[bool]:
     """Which strings hold a C0 or C1 control, DEL, U+2028 or U+2029 (`io.data.NOT_IN_NAME`),
     by looking at every character."""
     return [any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in v) for v in values]
+# ------------------------------------------ exact54: scores of the decimal cells themselves
+
+def exact_bge_scores_of_cells(cells, k, alpha_mu=1.0, dps=50):
+    """BGe local scores (n, F) in bigbn's layout of the numbers the decimal strings ``cells``
+    (m rows of n strings) spell, with no float64 on the way: the cells as exact fractions,
+    R and its determinants exact, the logs and log-gammas at ``dps`` digits (mpmath; ν the
+    exact column means, α_w the default n + α_μ + 1, both exact), as `exact_bge_scores`
+    does for float64 data."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    rows = [[Fraction(Decimal(c)) for c in r] for r in cells]
+    m, n = len(rows), len(rows[0])
+    am = Fraction(alpha_mu)
+    aw = n + am + 1
+    t = am * (aw - n - 1) / (am + 1)
+    nu = [sum(r[j] for r in rows) / m for j in range(n)]
+    log_p = functools.lru_cache(None)(lambda Y: exact_nw_log_marginal(rows, Y, n, am, aw, t, nu, dps))
+    with _precision(dps)():
+        return _exact_local_scores(n, k, log_p)
+
+
+def exact_scatter_of_floats(data):
+    """The scatter matrix about the mean, S = Σ_t (x_t − x̄)(x_t − x̄)ᵀ, of float64 data (m, n),
+    exactly: a list of n lists of Fractions. Each column is read as integers times a power
+    of 2 (every float64 is), its sums and cross-products summed as Python integers, so
+    that 10^6 rows take seconds (Fractions row by row, as `exact_nw_log_marginal` sums
+    them, minutes)."""
+    from fractions import Fraction
+
+    data = np.asarray(data, dtype=np.float64)
+    m, n = data.shape
+    cols = []
+    for j in range(n):
+        mant, exp = np.frexp(data[:, j])
+        ints = (mant * 2.0**53).astype(np.int64).tolist()  # exact: |mant| < 1
+        low = int(exp.min()) - 53
+        cols.append(([v << int(e - 53 - low) for v, e in zip(ints, exp.tolist())], low))
+    sums = [sum(x) for x, _ in cols]
+    S = [[None] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            cross = sum(a * b for a, b in zip(cols[i][0], cols[j][0]))
+            S[i][j] = S[j][i] = Fraction(m * cross - sums[i] * sums[j], m) * Fraction(2) ** (cols[i][1] + cols[j][1])
+    return S
+
+
+def exact_bge_scores_many_rows(data, k, alpha_mu=1.0, alpha_w=None, dps=50):
+    """`exact_bge_scores` (ν the column means, R and its determinants exact, logs at ``dps``
+    digits) by `exact_scatter_of_floats`, for many rows."""
+    from fractions import Fraction
+
+    data = np.asarray(data, dtype=np.float64)
+    m, n = data.shape
+    S = exact_scatter_of_floats(data)
+    am = Fraction(alpha_mu)
+    aw = n + am + 1 if alpha_w is None else Fraction(alpha_w)
+    t = am * (aw - n - 1) / (am + 1)
+
+    @functools.lru_cache(None)
+    def log_p(Y):
+        l = len(Y)
+        if l == 0:
+            return 0
+        R = [[t * (a == b) + S[i][j] for b, j in enumerate(Y)] for a, i in enumerate(Y)]
+        a0 = Fraction(aw - n + l) / 2
+        a1 = a0 + Fraction(m, 2)
+        return (-_mpf(Fraction(l * m, 2)) * _log_pi(dps) + l * _log_fraction(am / (m + am), dps) / 2
+                + sum(_lgamma(a1 - Fraction(j, 2), dps) - _lgamma(a0 - Fraction(j, 2), dps) for j in range(l))
+                + _mpf(a0 * l) * _log_fraction(t, dps) - _mpf(a1) * _log_fraction(_det_fraction(R), dps))
+
+    with _precision(dps)():
+        return _exact_local_scores(n, k, log_p)

@@ -736,10 +736,11 @@ def test_configurations_with_fewer_rows_than_columns_are_scored_not_refused(sd):
 
 def test_the_cells_error_bound_is_bges():
     """`_cell_sum` (numba, cached apart from bge.py) holds bge.LOG_ERROR_TOL in units of ε
-    as a literal of its own module: the two agree."""
+    and bge.PIVOT_UNITS as literals of its own module: they agree."""
     from bigbn.scores import bge, cg
 
     assert cg._CELL_ERROR_UNITS == bge.LOG_ERROR_TOL / bge.EPS
+    assert cg._CELL_PIVOT_UNITS == bge.PIVOT_UNITS
 
 
 # ------------------------------------------------------------------------------ numerical audit 3
@@ -808,3 +809,67 @@ def test_the_dirichlet_part_of_a_large_ess_against_high_precision():
         want = float(sum(mp.loggamma(a + int(c)) - mp.loggamma(a) for c in counts)
                      - mp.loggamma(mp.mpf(ess) + 30) + mp.loggamma(mp.mpf(ess)))
     assert abs(got - want) <= 1e-10
+
+
+# ------------------------------------------------ exact54: hostile magnitudes, exact or refused
+
+def _hostile_mixed(D, X):
+    """A mixed Dataset of discrete columns D (codes, (m, a)) and continuous X (m, b)."""
+    ar = [int(c.max()) + 1 for c in D.T]
+    names = tuple(f"d{i}" for i in range(D.shape[1])) + tuple(f"x{i}" for i in range(X.shape[1]))
+    levels = tuple(tuple(str(v) for v in range(a)) for a in ar) + ((),) * X.shape[1]
+    return Dataset(names, np.c_[D, X], np.array(ar + [0] * X.shape[1]), levels, "mixed", "d.csv")
+
+
+@pytest.mark.parametrize("case, rtol", [("offset 1e8", 1e-14), ("scales 1e-8 and 1e8", 1e-14),
+                                        ("collinear 1e-9", 1e-12), ("alpha_w n_c + 1 + 1e-6", 2e-11),
+                                        ("alpha_mu 1e6, alpha_w 1e8", 1e-14), ("alpha_mu 1e-3", 1e-10),
+                                        ("ess 1e-6, sd 1e-4 at 1e8", 1e-14)])
+@pytest.mark.parametrize("configs", ["two rows each", "one or two rows"])
+def test_configurations_of_one_or_two_rows_at_hostile_magnitudes(configs, case, rtol):
+    """A discrete parent of 150 levels over 300 rows, each level's configuration of 2 rows
+    (or of 1 or 2), continuous columns at an offset of 1e8, of sd 1e-8 and 1e8, nearly
+    collinear (x1 = x0 + 1e-9·noise), tiny and huge priors (t/q down to 3e-9): every cg
+    score against the exact ones (naive.exact_cg_scores, 40 digits). Measured (exact54):
+    ≤ 8e-15 relative for the magnitudes and the large prior, 1e-13 collinear, 9e-12
+    (2e-8 nats) at α_w = n_c + 1 + 1e-6, 2.7e-11 (4e-8 nats) at α_μ = 1e-3, where each
+    configuration's t/q is 3e-6 of its 1 or 2 rows' spread: all accepted under
+    `LOG_ERROR_TOL`. (Smaller α_μ, 1e-4, is refused there as collinear in a configuration.)"""
+    rng = np.random.default_rng(0)
+    m = 300
+    X = gaussian_data_cg(m, 3, seed=2)
+    if configs == "two rows each":
+        D = np.r_[np.arange(m // 2), np.arange(m // 2)][rng.permutation(m)][:, None]
+    else:
+        D = np.r_[np.arange(m // 2), rng.integers(0, m // 2, size=m - m // 2)][:, None]
+    kw = {}
+    if case == "offset 1e8":
+        X = 1e8 + X
+    elif case == "scales 1e-8 and 1e8":
+        X = X * np.array([1e-8, 1.0, 1e8])
+    elif case == "collinear 1e-9":
+        X[:, 1] = X[:, 0] + 1e-9 * rng.normal(size=m)
+    elif case == "alpha_w n_c + 1 + 1e-6":
+        kw = dict(alpha_w=4 + 1e-6)
+    elif case == "alpha_mu 1e6, alpha_w 1e8":
+        kw = dict(alpha_mu=1e6, alpha_w=1e8)
+    elif case == "alpha_mu 1e-3":
+        kw = dict(alpha_mu=1e-3)
+    else:
+        X, kw = 1e8 + 1e-4 * X, dict(ess=1e-6)
+    ds = _hostile_mixed(D, X)
+    got = cg_scores(ds, 2, **kw)
+    want = naive.exact_cg_scores(ds.data, ds.arities, 2, dps=40, **kw)
+    ok = np.isfinite(want)
+    assert (np.isfinite(got) == ok).all()
+    np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=0)
+
+
+def gaussian_data_cg(m, n, seed):
+    """tests/test_bge.py's gaussian_data (a random linear Gaussian DAG j -> i, j < i)."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((m, n))
+    for i in range(n):
+        w = rng.normal(0, 0.8, size=i) * (rng.random(i) < 0.6)
+        X[:, i] = X[:, :i] @ w + rng.normal(0.3 * i, 1.0, size=m)
+    return X

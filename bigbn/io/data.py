@@ -723,7 +723,7 @@ def one_float_cells(texts: np.ndarray, numbers: np.ndarray):
         yield a, b, same
 
 
-def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> None:
+def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> np.ndarray | None:
     """DataError when float64 drops digits of column j's cells that matter at its spread.
 
     A cell is read as the float64 nearest it, whose shortest decimal (repr) is the cell's
@@ -737,9 +737,8 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
     most the scores' own cancellation may err by). The cells are compared as decimals only where that could
     happen: not where half an ulp of the largest cell, m times over, is within that share
     of the column's sd (ordinary data), nor in a constant column. numbers: the float64 of
-    each distinct cell (``table.columns[j][0]``)."""
-    from decimal import Decimal, localcontext
-
+    each distinct cell (``table.columns[j][0]``). Returns the cells' `rounding_errors` where
+    it compared them (for `check_carried_together`), else None."""
     texts, codes = table.columns[j]
     m = codes.size
     w = np.bincount(codes, minlength=texts.size).astype(np.float64)  # rows of each distinct cell
@@ -748,10 +747,31 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
         ss = float(np.dot(w, c * c))
     big = float(np.abs(numbers).max(initial=0.0))
     if not np.isfinite(ss) or ss == 0.0:
-        return  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
+        return None  # too large: `too_large` names it; constant (cells float64 made one: `check_exact_numbers`)
     eps = float(np.finfo(np.float64).eps)
     if (eps / 2 * big) * m / np.sqrt(ss / max(m - 1, 1)) <= tol:
-        return
+        return None
+    err = rounding_errors(texts, numbers)
+    if not err.any():
+        return err
+    e = err - np.dot(w, err) / m
+    delta = abs(2 * float(np.dot(w, c * e)) + float(np.dot(w, e * e))) / ss
+    if delta * m / 2 > tol:
+        i = int(np.argmax(np.abs(err)))
+        r = int(np.flatnonzero(codes == i)[0])
+        raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{texts[i]}' is "
+                        f"{float(numbers[i])!r} in float64: float64 cannot carry this column's values at their "
+                        f"spread (its rounding moves the sum of squares by {delta:.2g} of itself, a score by about "
+                        f"{delta * m / 2:.2g} nats); subtract an offset from it or rescale it")
+    return err
+
+
+def rounding_errors(texts: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """The decimal cell less its float64, float64 (one per distinct cell ``texts``, read as
+    ``numbers``): 0 where the cell is its float64's repr or spells the same number, or is
+    not a finite decimal (`check_carried`, `check_carried_together`)."""
+    from decimal import Decimal, localcontext
+
     err = np.zeros(texts.size)
     with localcontext() as ctx:
         ctx.prec = 60
@@ -765,17 +785,79 @@ def check_carried(table: "Table", j: int, numbers: np.ndarray, tol: float) -> No
             if not exact.is_finite() or exact == Decimal(repr(v)):
                 continue
             err[i] = float(exact - Decimal(v))
-    if not err.any():
+    return err
+
+
+#: the floor of the columns' correlation matrix's eigenvalues in `check_carried_together`
+#: (a direction the columns' float64 spread does not hold, the scores' prior T = t·I does,
+#: and there the collinearity check of bigbn.scores.bge judges them)
+CARRIED_FLOOR = 1e-12
+
+
+def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float, known=None) -> None:
+    """DataError when float64's rounding of the cells of ``columns`` (indices into
+    ``table``; ``data`` float64 (m, len(columns)), their numbers) moves a score by more
+    than ``tol`` nats through the columns' spread *relative to each other*, which
+    `check_carried`, looking at each column's own spread, does not see: b = a + 0.01·noise
+    far from 0 (1e8 + a few units, cells written with 12 decimals): float64 rounds each
+    cell by up to 7e-9, nothing at a's or b's own sd of 1, but 7e-7 of b's spread about a,
+    and the scores erred by 2.4e-6 nats against the decimal cells (m = 1000), unrefused.
+
+    The bound, to first order: log det(S_Y + ΔS_Y) − log det S_Y for any set Y of the
+    columns is at most Σ_i |λ_i| of the pencil (ΔS, S) of all of them (Cauchy interlacing),
+    S their scatter matrix about the mean, ΔS = CᵀE + EᵀC + EᵀE its change by the cells'
+    rounding errors E (centred; C the centred data), and a score is a1 ≈ m/2 times it. S
+    without the prior's t·I (which only lowers the effect), its correlation matrix floored
+    at `CARRIED_FLOOR`. Decimals are compared only where a worst case (each cell off by half
+    an ulp of the column's largest) could reach ``tol``; never for ordinary data. known:
+    {index into ``table``: its distinct cells' `rounding_errors`} that `check_carried`
+    already compared (not compared again)."""
+    m = data.shape[0]
+    cols = list(columns)
+    if len(cols) < 2 or m < 2:
         return
-    e = err - np.dot(w, err) / m
-    delta = abs(2 * float(np.dot(w, c * e)) + float(np.dot(w, e * e))) / ss
-    if delta * m / 2 > tol:
-        i = int(np.argmax(np.abs(err)))
-        r = int(np.flatnonzero(codes == i)[0])
-        raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{texts[i]}' is "
-                        f"{float(numbers[i])!r} in float64: float64 cannot carry this column's values at their "
-                        f"spread (its rounding moves the sum of squares by {delta:.2g} of itself, a score by about "
-                        f"{delta * m / 2:.2g} nats); subtract an offset from it or rescale it")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        c = data - data.mean(axis=0)
+        c -= c.mean(axis=0)
+        S = c.T @ c
+        d = np.sqrt(np.diag(S))
+        if not np.isfinite(S).all():
+            return  # too large: `too_large` names it
+        if not (d > 0).all():  # a constant column (BGe scores it; cg refuses it) is left out
+            keep = np.flatnonzero(d > 0)
+            return check_carried_together(table, [cols[a] for a in keep.tolist()], data[:, keep], tol, known)
+        B = S / np.outer(d, d) + CARRIED_FLOOR * np.eye(len(cols))
+        low = float(np.linalg.eigvalsh(B)[0])
+        eps = float(np.finfo(np.float64).eps)
+        h = eps / 2 * np.abs(data).max(axis=0)  # half an ulp of each column's largest cell
+        g = np.sqrt(m * len(cols)) * float(np.max(h / d)) / np.sqrt(max(low, CARRIED_FLOOR))
+    if not m / 2 * len(cols) * (2 * g + g * g) > tol:
+        return
+    E = np.zeros_like(data)
+    for a, j in enumerate(cols):
+        texts, codes = table.columns[j]
+        err = (known or {}).get(j)
+        if err is None:
+            numbers = np.zeros(texts.size)
+            numbers[codes] = data[:, a]
+            err = rounding_errors(texts, numbers)
+        E[:, a] = err[codes]
+    if not E.any():
+        return
+    E -= E.mean(axis=0)
+    dS = c.T @ E
+    dS = dS + dS.T + E.T @ E
+    L = np.linalg.cholesky(B)
+    A = np.linalg.solve(L, np.linalg.solve(L, dS / np.outer(d, d)).T)
+    lam, vec = np.linalg.eigh((A + A.T) / 2)
+    effect = m / 2 * float(np.abs(lam).sum())
+    if effect > tol:
+        top = np.linalg.solve(L.T, vec[:, int(np.argmax(np.abs(lam)))])  # the direction, in scaled units
+        order = np.argsort(-np.abs(top), kind="stable")[:2]
+        names = ", ".join(f"'{table.names[cols[a]]}'" for a in sorted(order.tolist()))
+        raise DataError(f"{table.path}: columns {names}: float64 cannot carry their cells at their spread about "
+                        f"each other (its rounding of the cells moves a score by about {effect:.2g} nats); "
+                        "subtract an offset from them (the same from each) or rescale them")
 
 
 def no_column(where: str, column: str, names, what: str) -> DataError:

@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import Dataset, Table, check_carried, check_exact_numbers
+from bigbn.io.data import Dataset, Table, check_carried, check_carried_together, check_exact_numbers
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks, family_rank
@@ -65,6 +65,7 @@ def continuous_dataset(table: Table) -> Dataset:
     """
     m, n = table.m, table.n
     data = np.empty((m, n), dtype=np.float64)
+    known = {}  # the columns' rounding errors that check_carried computed
     for j in range(n):
         distinct, codes = table.columns[j]
         try:
@@ -85,9 +86,10 @@ def continuous_dataset(table: Table) -> Dataset:
                         f"'{cell}' is not a finite number (the BGe score needs every column "
                         "numeric; use a discrete score for categorical data)")
         check_exact_numbers(table.path, table.names[j], distinct, numbers)
-        check_carried(table, j, numbers, LOG_ERROR_TOL)
+        known[j] = check_carried(table, j, numbers, LOG_ERROR_TOL)
         values = numbers[codes]
         data[:, j] = values
+    check_carried_together(table, range(n), data, LOG_ERROR_TOL, known)
     return Dataset(names=table.names, data=data, arities=np.zeros(n, dtype=np.int64),
                    levels=tuple(() for _ in range(n)), kind="continuous", path=table.path)
 
@@ -227,17 +229,27 @@ def data_scatter(data: np.ndarray, alpha_mu: float, nu: np.ndarray):
 
 
 #: The most a log marginal may err by its Cholesky's cancellation, in nats: estimated as
-#: a1·ε·Σ_j R_jj/d_j (a pivot d_j, the difference of numbers near R_jj, carries an error
-#: near ε·R_jj; the score takes −a1·log det R), per determinant (the whole table's, or one
-#: configuration's in CG). Beyond it the scores refuse (`collinear`): a posterior would be
-#: off by as much, relatively. R = T + S + ... is positive definite (T = t·I), so only
-#: columns (nearly) linearly dependent at a spread far above t reach it: x2 = x1·1e6 scored
-#: 1e-3 off (numerical audit, tests/test_bge.py); x2 = x1·1e3 at 12 rows, estimated 4e-8,
-#: err 4e-9 and pass. The estimate is an upper bound in practice (5–20× the error measured
-#: against exact rational scores on duplicated columns; far more in a configuration with
-#: fewer rows than columns, whose rank-deficient scatter cancels almost exactly).
+#: a1·ε·Σ_j (t + 16·P_jj)/d_j (a pivot d_j, the difference of numbers near R_jj = t + P_jj,
+#: carries an error near ε·t + `PIVOT_UNITS`·ε·P_jj; the score takes −a1·log det R), per
+#: determinant (the whole table's, or one configuration's in CG). Beyond it the scores refuse (`collinear`): a
+#: posterior would be off by as much, relatively. R = T + S + ... is positive definite
+#: (T = t·I), so only columns (nearly) linearly dependent at a spread far above t reach it:
+#: x2 = x1·1e6 scored 1e-3 off (numerical audit, tests/test_bge.py); x2 = x1·1e3 at 12 rows,
+#: estimated 6e-7, err 4e-9 and pass. The estimate is an upper bound in practice (at least
+#: 1.4× the error measured against exact rational scores in 824 nearly collinear sets, a
+#: median 18×; far more in a configuration with fewer rows than columns, whose
+#: rank-deficient scatter cancels almost exactly).
 LOG_ERROR_TOL = 1e-6
 EPS = float(np.finfo(np.float64).eps)
+#: What the estimate above charges a pivot for P's part of R_jj, in units of ε·P_jj: not the
+#: Cholesky's one ε alone but P's own entries too, whose centring, products and block sums
+#: (`scatter`) err by up to 2ε each, which the pivot's cancellation magnifies as much.
+#: Charged one ε, the scores of nearly collinear columns erred by up to 11× the estimate
+#: (exact54: 824 sets, m = 50–10 000, against exact rationals; 3.2e-10 nats at an estimate
+#: of 1.1e-10, m = 1000), so an accepted score could be 1e-5 nats off; with 16 the estimate
+#: is again above every error measured. t, kept apart and exact (`log_dets`), is charged
+#: one ε: a large α_w (t near α_w/2) is not refused for it.
+PIVOT_UNITS = 16.0
 
 
 def _centred(data: np.ndarray):
@@ -257,9 +269,9 @@ def log_dets(p, t, amp):
     positive definite, t > 0), by a Cholesky factorisation of t·I + p[s] in one fixed order
     that keeps t apart: each pivot is d_j = t + u_j, u_j = p_jj − Σ_{q<j} L_jq², and the
     result Σ_j log1p(u_j/t) = Σ_j log(d_j/t). NaN where a pivot is not positive (not
-    positive definite), +inf where one is not finite (overflow). amp (S,): Σ_j (t + p_jj)/d_j
-    over the pivots, how much cancellation magnifies the rounding of the entries
-    (`LOG_ERROR_TOL`).
+    positive definite), +inf where one is not finite (overflow). amp (S,): Σ_j (t + 16·p_jj)/d_j
+    over the pivots (`PIVOT_UNITS`), how much cancellation magnifies the rounding of the
+    entries, in units of ε (`LOG_ERROR_TOL`).
 
     t apart: the score takes a0·l·log t − a1·log det R = −(m/2)·l·log t − a1·(this), and
     with a large α_w (t near α_w/2, a1 near α_w/2) both a0·l·log t and a1·log det R are near
@@ -288,7 +300,7 @@ def log_dets(p, t, amp):
             if d <= 0.0:
                 acc = np.nan
                 break
-            gain += (t + p[s, j, j]) / d
+            gain += (t + PIVOT_UNITS * p[s, j, j]) / d
             L[j, j] = np.sqrt(d)
             r = u / t
             acc += np.log1p(r) if -1.0 < r < np.inf else np.log(d) - np.log(t)
@@ -368,9 +380,10 @@ def too_large(path: str, names, data: np.ndarray) -> None:
 
 
 def _log_marginals(P: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
-                   alpha_mu: float, alpha_w: float, names, path: str = "") -> np.ndarray:
+                   alpha_mu: float, alpha_w: float, names, path: str = "", where: str = "") -> np.ndarray:
     """log p(D_Y) for every full n-bit mask Y in ``sets`` (int64 (S,)); float64 (S,).
-    P: `data_scatter`; names, path: the columns' names and the data's path (`collinear`)."""
+    P: `data_scatter`; names, path, where: the columns' names, the data's path and a clause
+    for `collinear`'s message."""
     sizes = popcounts(sets)
     out = np.zeros(sets.size, dtype=np.float64)
     bits = np.arange(n, dtype=np.int64)
@@ -378,7 +391,7 @@ def _log_marginals(P: np.ndarray, sets: np.ndarray, m: int, n: int, t: float,
         sel = np.flatnonzero(sizes == l)
         members = ((sets[sel, None] >> bits) & 1).astype(bool)  # (S_l, n)
         idx = np.nonzero(members)[1].reshape(sel.size, l)  # ascending node indices
-        out[sel] = _log_marginals_of(P, idx, m, n, t, alpha_mu, alpha_w, names, path)
+        out[sel] = _log_marginals_of(P, idx, m, n, t, alpha_mu, alpha_w, names, path, where)
     return out
 
 
@@ -433,7 +446,22 @@ def bge_log_marginal(ds: Dataset, columns, alpha_mu: float = 1.0, alpha_w=None, 
     for j in columns:
         mask |= 1 << int(j)
     return float(_log_marginals(P, np.array([mask], dtype=np.int64), m, n, t, alpha_mu, alpha_w, names,
-                                ds.path)[0])
+                                ds.path, _far_prior_mean(data, alpha_mu, nu))[0])
+
+
+def _far_prior_mean(data: np.ndarray, alpha_mu: float, nu) -> str:
+    """`collinear`'s clause where a given prior mean ν puts the columns' R near rank one: its
+    term (α_μ m/(α_μ + m))(ν − x̄)_j² above some column's own scatter S_jj (ν = x̄ + 3e4 sd
+    scored 6e-8 nats off, 1e5 sd is refused, and the columns are not what is dependent);
+    else ""."""
+    if nu is None:
+        return ""
+    m = data.shape[0]
+    with np.errstate(all="ignore"):
+        centred, shift, mean = _centred(data)
+        d = (nu - shift) - mean
+        far = alpha_mu * m / (alpha_mu + m) * d * d > np.einsum("ij,ij->j", centred, centred)
+    return " (with the prior mean nu far from their means: give a nu near them, or none)" if far.any() else ""
 
 
 def _names(ds, n: int):
@@ -463,17 +491,18 @@ def bge_family_scores(ds: Dataset, sets, alpha_mu: float = 1.0, alpha_w=None, nu
     sizes = (parent_sets >= 0).sum(axis=1)
     sizes[~(family_index >= 0).any(axis=1)] = -1  # a set that is no family's parents: not computed
     batch = 1 << 14
+    far = _far_prior_mean(data, alpha_mu, nu)
     with np.errstate(all="ignore"):
         P = data_scatter(data, alpha_mu, nu)
         for l in range(int(sizes.max(initial=0)) + 1):
             for lo in range(0, int((sizes == l).sum()), batch):
                 sel = np.flatnonzero(sizes == l)[lo: lo + batch]
                 G = parent_sets[sel, :l]
-                base = _log_marginals_of(P, G, m, n, t, alpha_mu, alpha_w, names, ds.path) if l else \
+                base = _log_marginals_of(P, G, m, n, t, alpha_mu, alpha_w, names, ds.path, far) if l else \
                     np.zeros(sel.size)
                 rows, child = np.nonzero(family_index[sel] >= 0)
                 union = np.sort(np.concatenate([G[rows], child[:, None]], axis=1), axis=1)
-                fam = _log_marginals_of(P, union, m, n, t, alpha_mu, alpha_w, names, ds.path)
+                fam = _log_marginals_of(P, union, m, n, t, alpha_mu, alpha_w, names, ds.path, far)
                 out[child, family_index[sel][rows, child]] = fam - base[rows]
     return out
 
@@ -501,7 +530,8 @@ def bge_scores(ds: Dataset, max_parents: int, alpha_mu: float = 1.0, alpha_w=Non
     with np.errstate(all="ignore"):
         P = data_scatter(data, alpha_mu, nu)
         sets = family_masks(n, k + 1)  # every Y with |Y| <= k+1, ascending
-        logml = _log_marginals(P, sets, m, n, t, alpha_mu, alpha_w, names, ds.path)
+        logml = _log_marginals(P, sets, m, n, t, alpha_mu, alpha_w, names, ds.path,
+                               _far_prior_mean(data, alpha_mu, nu))
     masks = family_masks(n - 1, k)
     out = np.empty((n, masks.size), dtype=np.float64)
     for i in range(n):

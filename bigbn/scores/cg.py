@@ -54,14 +54,15 @@ import numba
 import numpy as np
 
 from bigbn import _numba  # noqa: F401  (first: numba's cache outside the package)
-from bigbn.io.data import (INTEGER, Dataset, Table, _natural_order, check_carried, check_exact_numbers, no_column,
-                           one_float_cells)
+from bigbn.io.data import (INTEGER, Dataset, Table, _natural_order, check_carried, check_carried_together,
+                           check_exact_numbers, no_column, one_float_cells)
 from bigbn.errors import DataError, OptionError
 from bigbn.scores.bge import EPS, LOG_ERROR_TOL, check_normal_prior, collinear, prior_scale, too_large
 
-# bge.LOG_ERROR_TOL · 1/bge.EPS as a literal of this module: numba's cache of `_cell_sum` would not
-# see an edit of bge.py (tests/test_cg.py checks that the two agree)
+# bge.LOG_ERROR_TOL · 1/bge.EPS and bge.PIVOT_UNITS as literals of this module: numba's cache of
+# `_cell_sum` would not see an edit of bge.py (tests/test_cg.py checks that they agree)
 _CELL_ERROR_UNITS = 4503599627.370496
+_CELL_PIVOT_UNITS = 16.0
 from bigbn.kernels.bits import popcounts
 from bigbn.scores.discrete import _STIRLING_FROM, _compress, _log_rising
 
@@ -161,6 +162,7 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
     data = np.empty((m, n), dtype=np.float64)
     arities = np.zeros(n, dtype=np.int64)
     levels: list[tuple[str, ...]] = []
+    known = {}  # the continuous columns' rounding errors that check_carried computed
     for j, kind in enumerate(kinds):
         values, codes = table.columns[j]
         name = table.names[j]
@@ -188,13 +190,15 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
                     raise DataError(f"{p}, row {table.line(r)}, column '{name}': '{cell}' is not a finite "
                                     "number (a continuous column of the cg score)")
         check_exact_numbers(p, name, values, x)
-        check_carried(table, j, x, LOG_ERROR_TOL)
+        known[j] = check_carried(table, j, x, LOG_ERROR_TOL)
         if np.unique(x).size == 1:
             raise DataError(f"{p}, column '{name}': one value ({values[0]}) in every row: a continuous "
                             "column with zero variance carries no information; drop it (or read it as "
                             f"discrete: --discrete {name})")
         data[:, j] = x[codes]
         levels.append(())
+    cont = [j for j, kind in enumerate(kinds) if kind != "discrete"]
+    check_carried_together(table, cont, data[:, cont], LOG_ERROR_TOL, known)
     return Dataset(names=table.names, data=data, arities=arities, levels=tuple(levels), kind="mixed", path=p)
 
 
@@ -419,7 +423,8 @@ def _group_log_marginals(split: _Split, groups: _Groups, C: np.ndarray) -> np.nd
     df = groups.a_w  # α_w(d) − n_c + 1
     a1 = (md + df + (l - 1)) / 2  # (G,)
     # per configuration, as `_cell_sum` judges them (bge.LOG_ERROR_TOL)
-    bad = (np.isnan(logdet) | (a1[:, None] * EPS * amp.reshape(sub.shape[:2]) > LOG_ERROR_TOL)).any(axis=0)
+    est = a1[:, None] * EPS * amp.reshape(sub.shape[:2])
+    bad = (np.isnan(logdet) | (est > LOG_ERROR_TOL)).any(axis=0)
     if bad.any():
         raise collinear(split.ds.path, [split.names_c[j] for j in C[int(np.flatnonzero(bad)[0])].tolist()],
                         " (in the rows of one configuration)")
@@ -1209,8 +1214,8 @@ def _cell_sum(P, t, C, l, const, a1, o, single, L, err, s, code):
     in order of the cells, or, when the group has one set of this size (``single``: a
     (G, 1) array), numpy's pairwise summation of a contiguous vector (`_pairwise`). The
     log-determinant is BGe's fixed-order Cholesky with t apart (`bigbn.scores.bge.log_dets`,
-    the same operations); a pivot ≤ 0, or a cell whose estimated error a1·ε·Σ_j R_jj/d_j is
-    above `bigbn.scores.bge.LOG_ERROR_TOL` (`_CELL_ERROR_UNITS` of ε), sets err[s] to
+    the same operations); a pivot ≤ 0, or a cell whose estimated error a1·ε·Σ_j (t + 16·P_jj)/d_j
+    is above `bigbn.scores.bge.LOG_ERROR_TOL` (`_CELL_ERROR_UNITS` of ε; bge.PIVOT_UNITS), sets err[s] to
     ``code`` (the set's, for the message), if not set."""
     g_n = P.shape[0]
     v = np.empty(g_n)
@@ -1228,7 +1233,7 @@ def _cell_sum(P, t, C, l, const, a1, o, single, L, err, s, code):
             if d <= 0.0:
                 acc = np.nan
                 break
-            gain += (t + P[g, C[j], C[j]]) / d
+            gain += (t + _CELL_PIVOT_UNITS * P[g, C[j], C[j]]) / d
             L[j, j] = np.sqrt(d)
             r = u / t
             acc += np.log1p(r) if -1.0 < r < np.inf else np.log(d) - np.log(t)

@@ -81,7 +81,7 @@ _KEY_LIMIT = 2.0**62  # mixed-radix configuration indices stay below this (int64
 # out of R's pivots (bigbn/scores/bge.py `log_dets`; bge-5, cg-7), within 3e-13 nats at 1e8
 # (tests/test_bge.py, tests/test_cg.py check up to this bound), and 1e-13 at α_w = 1e9.
 # The bound stays for them as the range tested and because their error estimate for
-# collinear columns, a1·ε·Σ_j R_jj/d_j (bge.LOG_ERROR_TOL), grows with a1 whatever the
+# collinear columns, a1·ε·Σ_j (t + 16·P_jj)/d_j (bge.LOG_ERROR_TOL), grows with a1 whatever the
 # data: from α_w near 1e10 it refuses every set, single columns too.
 MAX_HYPER = 1e8
 #: float64's smallest normal number: a BDeu prior count ess/(q·r) below it is subnormal,
