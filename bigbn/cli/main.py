@@ -262,7 +262,8 @@ def _kind_lines(summary) -> list[str]:
 @click.option("--series-column", default=None, metavar="NAME",
               help="The column telling series apart (the rows of a series contiguous); a time series run.")
 @click.option("--time-column", default=None, metavar="NAME",
-              help="The column ordering the rows within a series (numbers, no ties); a time series run.")
+              help="The column ordering the rows within a series (numbers, or ISO 8601 dates and "
+                   "times such as 2020-01-31T10:30; no ties); a time series run.")
 @click.option("--no-contemporaneous", is_flag=True,
               help="A time series run without edges within slice t (only from lagged variables).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
