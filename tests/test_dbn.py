@@ -981,3 +981,20 @@ def test_dates_and_times_order_a_series_as_numbers_do(tmp_path):
                                   "u,2020-01-01T01:00+01:00,1,1\n"), series="id", time="t")
     with pytest.raises(DataError, match=r"line 3, column 't': '2020-02-30' is not a finite number or an ISO 8601"):
         dbn.load(_write(tmp_path, "id,t,A,B\n" + days[0] + "u,2020-02-30,1,0\n" + days[1]), series="id", time="t")
+
+
+def test_a_warning_on_a_variable_is_one_line_not_one_per_lagged_copy(tmp_path):
+    """bigbn run prints a discrete column's warning (one level; more levels than half the
+    rows) once for the variable, saying its lagged copies share it: it was one line per
+    copy, L + 1 lines of one warning (120 lines at lag 29 with 4 variables)."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    path = _write(tmp_path, "A,B,K\n" + "".join(f"{i % 2},{i * 7 % 3},k\n" for i in range(12)))
+    out = CliRunner().invoke(main, ["run", path, "--lag", "8", "-w", str(tmp_path / "w"), "-q"])
+    assert out.exit_code == 0, out.output
+    warned = [x for x in out.stderr.splitlines() if x.startswith("Warning:")]
+    assert warned == [f"Warning: {path}, column 'B': 3 levels in 4 rows (its lagged copies too); with so few rows "
+                      "per level a discrete score finds confident spurious parents",
+                      f"Warning: {path}, column 'K': a single value in every row (its lagged copies too); it "
+                      "carries no information, so its edges' posteriors only restate the prior"]
