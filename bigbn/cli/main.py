@@ -349,6 +349,9 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if not quiet and not kernels_compiled():
         echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
                    err=True)
+    # a resumed run keeps the plan it started with (its levels of L: under the --disk-budget it
+    # was started with, or fitted to the free disk then), whatever this command says
+    resumed = not fresh and (Path(workdir) / "run.json").is_file()
     progress = Progress(quiet)
     try:
         with warnings_as_lines():
@@ -368,7 +371,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if "kept_levels" in s["plan"]:
         echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
                    f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
-                   + ("" if disk_budget is not None else ", to fit the free disk"))
+                   + (", as the run was planned when it started" if resumed else
+                      "" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
