@@ -715,3 +715,23 @@ def test_open_reads_the_results_as_utf8_whatever_the_locale(tmp_path):
     assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
     res = bigbn.open(wd)
     assert r.stdout.decode().strip() == f"{ascii(res.map_arcs())} [(0, 1)]"
+
+
+@pytest.mark.parametrize("tiered", [True, False])
+def test_a_map_only_run_completed_without_map_keeps_its_map_network(tmp_path, tiered):
+    """A --map-only run, then the same command without it (the posterior added, as the docs
+    say): the run's MAP network stays in its outputs. With tiers its summary.json lost
+    "map_dag", and bigbn.open and bigbn export refused the run as damaged."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]] if tiered else None
+    only = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    both = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, max_parents=2)
+    full = bigbn.learn(ASIA, workdir=tmp_path / "full", tiers=tiers, map_dag=True, max_parents=2)
+    assert both.summary["computed"] == ["posterior", "map_dag"] and both.map_arcs() == only.map_arcs()
+    assert both.summary["map_dag"] == full.summary["map_dag"]
+    opened = bigbn.open(tmp_path / "m")
+    assert opened.map_arcs() == full.map_arcs() and opened.map_log_score == full.map_log_score
+    np.testing.assert_array_equal(opened.posterior, full.posterior)
+    for name in ("m", "full"):
+        r = cli("export", tmp_path / name, "--out", tmp_path / f"{name}.bif")
+        assert r.exit_code == 0, r.output
+    assert (tmp_path / "m.bif").read_text() == (tmp_path / "full.bif").read_text()
