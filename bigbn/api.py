@@ -282,6 +282,9 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
         # back, at no cost, so that its summary.json keeps it (without it a run with tiers, whose
         # MAP is map_dag.csv and summary.json's "map_dag", could not be opened or exported)
         map_dag = True
+    if not posterior and workdir is not None and not fresh and \
+            finished_beta(Path(workdir).resolve(), fp, lays, False, True) is not None:
+        posterior = True  # so too a finished posterior (summary.json lost its log p(data))
     found = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, lays, map_dag,
                                                                   posterior)
     finished = found is not None

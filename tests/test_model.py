@@ -735,3 +735,17 @@ def test_a_map_only_run_completed_without_map_keeps_its_map_network(tmp_path, ti
         r = cli("export", tmp_path / name, "--out", tmp_path / f"{name}.bif")
         assert r.exit_code == 0, r.output
     assert (tmp_path / "m.bif").read_text() == (tmp_path / "full.bif").read_text()
+
+
+@pytest.mark.parametrize("tiered", [True, False])
+def test_a_posterior_run_then_map_only_keeps_its_posterior_in_the_summary(tmp_path, tiered):
+    """The converse: a run's posterior, then --map-only on it: summary.json keeps log p(data)
+    (it was null, and the report's header lost it) and says both are computed."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]] if tiered else None
+    first = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, max_parents=2)
+    bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["computed"] == ["posterior", "map_dag"]
+    assert summary["log_marginal_likelihood"] == first.log_marginal
+    r = cli("report", tmp_path / "m", "--out", tmp_path / "r.html")
+    assert r.exit_code == 0 and f"log p(data) = {first.log_marginal:.6f}" in (tmp_path / "r.html").read_text()
