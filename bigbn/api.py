@@ -306,7 +306,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             disk_workers = workers if cluster and disk_budget is not None else ordered_workers(scheduler, workers)
             plans, at_once = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
                                      map_dag, posterior, memory, workers, fresh, check_disk,
-                                     disk_workers=disk_workers, disk_budget=disk_budget)
+                                     # a finished run takes no more disk: whatever budget, it is read back
+                                     disk_workers=disk_workers, disk_budget=None if finished else disk_budget)
             # a resume under a budget its plan exceeds with this many workers runs fewer at a
             # time (`runner._workers_within_budget`): a local pool of fewer threads, or on a
             # cluster fewer tasks in flight
