@@ -240,7 +240,7 @@ def _date_order(table: Table, rows: np.ndarray, times, time_column, at, first: i
             cell = str(times[bad])
             what = ("a number, but the series has dates (ISO 8601) too: write its times one way"
                     if bad != first and _finite(cell) else
-                    "not a finite number or an ISO 8601 date or time (such as 2020-01-31 or 2020-01-31T10:30)")
+                    "not a finite number or an ISO 8601 date (2020-01-31, or with its time of day: 2020-01-31T10:30)")
             raise DataError(f"{table.path}, {at(bad)}, column '{time_column}': {cell!r} is {what} "
                             "(the time column orders the rows of a series)")
         keys.append(key)
