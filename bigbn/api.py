@@ -37,8 +37,8 @@ from bigbn.engine.progress import listener, report
 from bigbn.outputs.result import Result, write_arcs
 from bigbn.outputs.strength import write_strength
 from bigbn.store.rundir import check_is_ours, fingerprint, jsonable, numerics_fingerprint, status_lines, write_json_atomic
-from bigbn.engine.runner import (finished_beta, open_root, peak_rss_bytes, prepare, run_engine, save_family_beta, summary,
-                     tiered_disk)
+from bigbn.engine.runner import (finished_beta, map_finished, open_root, peak_rss_bytes, prepare, run_engine,
+                                 save_family_beta, summary, tiered_disk)
 from bigbn.scores.base import Score, check_options, numerics_version, resolve
 from bigbn.plan.tiers import MAX_TIERED_NODES
 from bigbn.store.workdir import Workdir, check_outputs, write_whole
@@ -129,7 +129,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     until they carry this much of its posterior (1: every set of nonzero posterior);
     `Result.parent_sets` always has all of them. map_dag: also find the highest-scoring
     DAG (argmax Σ_i β_i(G_i); WORKDIR/map_dag.csv, `Result.map_arcs()`); it can be added
-    to a finished run by running again with map_dag=True. posterior=False (with
+    to a finished run by running again with map_dag=True, and once found it stays in the
+    run's results whatever a later call asks. posterior=False (with
     map_dag=True): only the MAP network, at 9·2^n bytes of disk and nearly the time of a
     posterior run; the result has no posteriors, and running again with posterior=True adds them.
     tiers: a bucket order of the variables, {name: tier} (integers, lower = earlier) or a
@@ -152,9 +153,10 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     The typing of every column is in ``result.summary["column_kinds"]``.
     lag, series, time_column, contemporaneous: a dynamic Bayesian network (2-TBN) of time series
     (`bigbn.dbn`): data are series (a CSV path or a DataFrame; series= the column telling
-    series apart, time_column= the column ordering each series), every time t ≥ lag of a series is
-    a transition row, the nodes are the variables of slice t and their parents any lagged
-    copies NAME[t-l] (l ≤ lag) and, unless contemporaneous=False, nodes of slice t; knowledge
+    series apart, time_column= the column ordering each series: numbers, or ISO 8601 dates
+    and times), every time t ≥ lag of a series is a transition row, the nodes are the
+    variables of slice t and their parents any lagged copies NAME[t-l] (l ≤ lag) and,
+    unless contemporaneous=False, nodes of slice t; knowledge
     names lagged variables NAME[t-l]. The result's edges and parent sets are those into slice
     t; its log_marginal is log p(x_t, t ≥ lag | the first lag rows of each series).
     """
@@ -275,6 +277,14 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     # first: they validate every model option (constraints, ess, BGe parameters), so a
     # refused run leaves no run.json behind that would block the corrected command.
     t_scores = time.time()
+    if not map_dag and workdir is not None and not fresh and map_finished(Path(workdir).resolve(), fp, lays):
+        # the run holds a finished MAP network (a map-only invocation before): this one reads it
+        # back, at no cost, so that its summary.json keeps it (without it a run with tiers, whose
+        # MAP is map_dag.csv and summary.json's "map_dag", could not be opened or exported)
+        map_dag = True
+    if not posterior and workdir is not None and not fresh and \
+            finished_beta(Path(workdir).resolve(), fp, lays, False, True) is not None:
+        posterior = True  # so too a finished posterior (summary.json lost its log p(data))
     found = None if workdir is None or fresh else finished_beta(Path(workdir).resolve(), fp, lays, map_dag,
                                                                   posterior)
     finished = found is not None
@@ -296,7 +306,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
             disk_workers = workers if cluster and disk_budget is not None else ordered_workers(scheduler, workers)
             plans, at_once = prepare(Workdir(root), fp, ds.names, _source(data, ds), lays, chunk_bits, alpha_mode,
                                      map_dag, posterior, memory, workers, fresh, check_disk,
-                                     disk_workers=disk_workers, disk_budget=disk_budget)
+                                     # a finished run takes no more disk: whatever budget, it is read back
+                                     disk_workers=disk_workers, disk_budget=None if finished else disk_budget)
             # a resume under a budget its plan exceeds with this many workers runs fewer at a
             # time (`runner._workers_within_budget`): a local pool of fewer threads, or on a
             # cluster fewer tasks in flight

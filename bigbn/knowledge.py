@@ -129,6 +129,17 @@ def _max_parents(value) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(out.items()))
 
 
+def _listed(name: str, names) -> str:
+    """What a message refusing the unknown ``name`` says of the variables ``names``: the one
+    it is in other code points (`same_letters`), or the first of them."""
+    from bigbn.io.data import SAME_LETTERS, same_letters
+
+    same = same_letters(name, names)
+    if same is not None:
+        return f"did you mean {same!r}? {SAME_LETTERS}"
+    return "the variables are " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+
+
 def _cycle(edges) -> list[str] | None:
     """A directed cycle [a, b, ..., a] among (u, v) edges (u -> v), or None."""
     children: dict[str, list[str]] = {}
@@ -263,8 +274,7 @@ class Knowledge:
         for where, xs in self._mentions():
             for x in xs:
                 if x not in index:
-                    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-                    raise OptionError(f"knowledge: unknown variable {x!r} in {where} (the variables are {shown})")
+                    raise OptionError(f"knowledge: unknown variable {x!r} in {where} ({_listed(x, names)})")
         out: dict = {}
         forbid = set(self.forbidden) | self._within()
         if forbid:
@@ -293,7 +303,9 @@ class Knowledge:
         for j, tier in enumerate(self.tiers):
             for x in tier:
                 if x not in index:
-                    raise OptionError(f"tiers: unknown variable {x!r} in tier {j + 1} (not a column of the data)")
+                    listed = _listed(x, names)
+                    raise OptionError(f"tiers: unknown variable {x!r} in tier {j + 1} ("
+                                      + (listed if listed.startswith("did you") else "not a column of the data") + ")")
         listed = {x for t in self.tiers for x in t}
         missing = [x for x in names if x not in listed]
         if missing:

@@ -951,3 +951,50 @@ def test_the_plan_of_a_dynamic_network_times_the_families_it_scores():
     now = 2 * (sum(math.comb(6, s) for s in range(3)) + sum(math.comb(6, s) for s in range(2)))
     assert f"{lagged + now} families in all" in out.output
     assert f", {6 + now} of them scored" in out.output and f"({6 + now} families counted over 1000 rows" in out.output
+
+
+def test_dates_and_times_order_a_series_as_numbers_do(tmp_path):
+    """A time column of ISO 8601 dates or times (a CSV file's text, a DataFrame's datetime64,
+    with a zone or not, to the nanosecond) orders each series as the same times written as
+    numbers; they were refused as 'not a finite number'. A series that mixes numbers and
+    dates, or times with and without a zone, is one line; two cells of one instant tie."""
+    rows = _series(np.random.default_rng(21), (12, 9))
+    df = pd.DataFrame(rows, columns=["id", "t", *NAMES])
+    want = dbn.load(df, series="id", time="t").dataset.data
+    for stamps in (pd.Timestamp("2020-02-27") + pd.to_timedelta(df.t, unit="D"),
+                   pd.Timestamp("2021-03-28 00:59:59.999999998", tz="Europe/Paris") + pd.to_timedelta(df.t, unit="ns")):
+        dated = df.assign(t=stamps)
+        frame = pd.concat([g.iloc[np.random.default_rng(1).permutation(len(g))] for _, g in dated.groupby("id")])
+        assert np.array_equal(dbn.load(frame, series="id", time="t").dataset.data, want)
+        path = tmp_path / "dated.csv"
+        frame.to_csv(path, index=False)
+        assert np.array_equal(dbn.load(path, series="id", time="t").dataset.data, want)
+    days = [f"u,2020-01-{d:02d},0,1\n" for d in (3, 1, 2)]
+    with pytest.raises(DataError, match=r"line 3, column 't': '5' is a number, but the series has dates"):
+        dbn.load(_write(tmp_path, "id,t,A,B\n" + days[0] + "u,5,1,0\n" + "".join(days[1:])), series="id", time="t")
+    with pytest.raises(DataError, match=r"line 4, column 't': time '2020-01-02T00:00\+00:00' has a time zone, "
+                                        r"'2020-01-03' on line 2 of the same series has none"):
+        dbn.load(_write(tmp_path, "id,t,A,B\n" + "".join(days[:2]) + "u,2020-01-02T00:00+00:00,0,1\n"),
+                 series="id", time="t")
+    with pytest.raises(DataError, match=r"line 4, column 't': time '2020-01-01T01:00\+01:00' ties line 2"):
+        dbn.load(_write(tmp_path, "id,t,A,B\nu,2020-01-01T00:00Z,0,1\nu,2020-01-02T00:00Z,1,0\n"
+                                  "u,2020-01-01T01:00+01:00,1,1\n"), series="id", time="t")
+    with pytest.raises(DataError, match=r"line 3, column 't': '2020-02-30' is not a finite number or an ISO 8601"):
+        dbn.load(_write(tmp_path, "id,t,A,B\n" + days[0] + "u,2020-02-30,1,0\n" + days[1]), series="id", time="t")
+
+
+def test_a_warning_on_a_variable_is_one_line_not_one_per_lagged_copy(tmp_path):
+    """bigbn run prints a discrete column's warning (one level; more levels than half the
+    rows) once for the variable, saying its lagged copies share it: it was one line per
+    copy, L + 1 lines of one warning (120 lines at lag 29 with 4 variables)."""
+    from click.testing import CliRunner
+    from bigbn.cli.main import main
+
+    path = _write(tmp_path, "A,B,K\n" + "".join(f"{i % 2},{i * 7 % 3},k\n" for i in range(12)))
+    out = CliRunner().invoke(main, ["run", path, "--lag", "8", "-w", str(tmp_path / "w"), "-q"])
+    assert out.exit_code == 0, out.output
+    warned = [x for x in out.stderr.splitlines() if x.startswith("Warning:")]
+    assert warned == [f"Warning: {path}, column 'B': 3 levels in 4 rows (its lagged copies too); with so few rows "
+                      "per level a discrete score finds confident spurious parents",
+                      f"Warning: {path}, column 'K': a single value in every row (its lagged copies too); it "
+                      "carries no information, so its edges' posteriors only restate the prior"]

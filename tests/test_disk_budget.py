@@ -476,3 +476,33 @@ def test_a_budget_on_a_cluster_keeps_the_numbers_and_the_planned_disk(tmp_path, 
     assert disk == fit_disk(plan, budget, workers).disk_bytes(workers) and sum(disk.values()) <= budget
     learn(data, workdir=tmp_path / "u", chunk_bits=c, max_parents=k, workers=workers, scheduler=inproc_client)
     assert json.loads((tmp_path / "u" / "summary.json").read_text())["disk_bytes"] == plan.disk_bytes(None)
+
+
+def test_a_budget_run_resumed_without_its_budget_does_not_say_it_fitted_the_free_disk(tmp_path):
+    """The same `bigbn run` again without --disk-budget keeps the plan the run started with
+    (a resumed run keeps its plan), and says so: it said the levels were kept 'to fit the
+    free disk', which had room for all of them."""
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    budget = least_disk(Plan(9, 2, 3), 1)
+    args = ("run", data, "--workdir", tmp_path / "w", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync")
+    r = h.cli(*args, "--disk-budget", budget)
+    assert r.exit_code == 0 and "disk: L kept at levels" in r.output and "free disk" not in r.output, r.output
+    r = h.cli(*args)
+    assert r.exit_code == 0, r.output
+    [line] = [x for x in r.output.splitlines() if x.startswith("disk: L kept at levels")]
+    assert line.endswith(", as the run was planned when it started") and "free disk" not in line
+
+
+def test_a_finished_run_is_read_back_under_any_budget(tmp_path):
+    """A finished run takes no more disk: the same command again with a --disk-budget below
+    its plan's peak reads it back (it was refused: 'a resumed run keeps its plan', though
+    nothing was left to run), with no warning about the tasks it would run at a time."""
+    data = write_data(tmp_path / "d.csv", n=9, m=200)
+    args = ("run", data, "--workdir", tmp_path / "w", "--chunk-bits", 3, "-k", 2, "--scheduler", "sync")
+    first = h.cli(*args)
+    assert first.exit_code == 0, first.output
+    for extra in (("--disk-budget", least_disk(Plan(9, 2, 3), 1)), ("--disk-budget", 1_000_000, "--workers", 8,
+                                                                      "--scheduler", "threads")):
+        r = h.cli(*args[:-2], *extra)
+        assert r.exit_code == 0 and "already finished" in r.output and "Warning" not in r.output, r.output
+        assert r.output.split("log p(data)")[1] == first.output.split("log p(data)")[1]

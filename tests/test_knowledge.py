@@ -209,3 +209,31 @@ def test_from_pgmpy_of_another_shape_is_one_line():
     expert = type("E", (), {"forbidden_edges": 5, "required_edges": None, "temporal_order": [["a"], 5]})()
     with pytest.raises(OptionError, match="from_pgmpy: forbidden_edges, required_edges and temporal_order"):
         Knowledge.from_pgmpy(expert)
+
+
+def test_a_name_in_other_unicode_code_points_is_named_as_such(tmp_path):
+    """A knowledge name that is a variable's in other code points ('café' with a combining
+    accent against the header's one-code-point 'é': they look the same) is refused saying
+    so; the message was 'unknown node 'café' (... they are ..., café)', or 'did you mean
+    'café'?', a name that looked like the one refused."""
+    import re
+    import unicodedata
+
+    from bigbn.errors import DataError
+    from bigbn.io.data import no_column
+
+    composed, decomposed = (unicodedata.normalize(f, "café") for f in ("NFC", "NFD"))
+    names = ["a", composed, "b"]
+    (tmp_path / "t.csv").write_text(f"node,tier\na,1\n{decomposed},1\nb,2\n", encoding="utf-8")
+    hint = re.escape(f"(did you mean '{composed}'? the same letters in other Unicode code points")
+    with pytest.raises(DataError, match=re.escape(f"t.csv, line 3, column node: unknown node '{decomposed}' ") + hint):
+        Knowledge.from_files(names, 2, tiers=tmp_path / "t.csv")
+    for given in (dict(forbidden=[(decomposed, "a")]), dict(tiers=[["a", decomposed], ["b"]])):
+        with pytest.raises(OptionError, match=re.escape(f"unknown variable '{decomposed}'") + ".* " + hint):
+            Knowledge(**given).bind(names, 2)
+    with pytest.raises(OptionError, match="tier 1 " + hint):
+        Knowledge(tiers=[["a", decomposed], ["b"]]).tier_ids(names)
+    assert "the same letters in other Unicode" in str(no_column("f.csv", decomposed, names, "the series column"))
+    with pytest.raises(DataError, match=r"unknown node 'cafe' \(not a variable of the data"):  # no accent: another name
+        (tmp_path / "f.csv").write_text("parent,child\ncafe,a\n", encoding="utf-8")
+        Knowledge.from_files(names, 2, forbid=tmp_path / "f.csv")

@@ -715,3 +715,37 @@ def test_open_reads_the_results_as_utf8_whatever_the_locale(tmp_path):
     assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
     res = bigbn.open(wd)
     assert r.stdout.decode().strip() == f"{ascii(res.map_arcs())} [(0, 1)]"
+
+
+@pytest.mark.parametrize("tiered", [True, False])
+def test_a_map_only_run_completed_without_map_keeps_its_map_network(tmp_path, tiered):
+    """A --map-only run, then the same command without it (the posterior added, as the docs
+    say): the run's MAP network stays in its outputs. With tiers its summary.json lost
+    "map_dag", and bigbn.open and bigbn export refused the run as damaged."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]] if tiered else None
+    only = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    both = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, max_parents=2)
+    full = bigbn.learn(ASIA, workdir=tmp_path / "full", tiers=tiers, map_dag=True, max_parents=2)
+    assert both.summary["computed"] == ["posterior", "map_dag"] and both.map_arcs() == only.map_arcs()
+    assert both.summary["map_dag"] == full.summary["map_dag"]
+    opened = bigbn.open(tmp_path / "m")
+    assert opened.map_arcs() == full.map_arcs() and opened.map_log_score == full.map_log_score
+    np.testing.assert_array_equal(opened.posterior, full.posterior)
+    for name in ("m", "full"):
+        r = cli("export", tmp_path / name, "--out", tmp_path / f"{name}.bif")
+        assert r.exit_code == 0, r.output
+    assert (tmp_path / "m.bif").read_text() == (tmp_path / "full.bif").read_text()
+
+
+@pytest.mark.parametrize("tiered", [True, False])
+def test_a_posterior_run_then_map_only_keeps_its_posterior_in_the_summary(tmp_path, tiered):
+    """The converse: a run's posterior, then --map-only on it: summary.json keeps log p(data)
+    (it was null, and the report's header lost it) and says both are computed."""
+    tiers = [["asia", "smoke"], ["tub", "lung", "bronc"], ["either", "xray", "dysp"]] if tiered else None
+    first = bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, max_parents=2)
+    bigbn.learn(ASIA, workdir=tmp_path / "m", tiers=tiers, map_dag=True, posterior=False, max_parents=2)
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert summary["computed"] == ["posterior", "map_dag"]
+    assert summary["log_marginal_likelihood"] == first.log_marginal
+    r = cli("report", tmp_path / "m", "--out", tmp_path / "r.html")
+    assert r.exit_code == 0 and f"log p(data) = {first.log_marginal:.6f}" in (tmp_path / "r.html").read_text()

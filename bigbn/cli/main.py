@@ -265,7 +265,8 @@ def _kind_lines(summary) -> list[str]:
 @click.option("--series-column", default=None, metavar="NAME",
               help="The column telling series apart (the rows of a series contiguous); a time series run.")
 @click.option("--time-column", default=None, metavar="NAME",
-              help="The column ordering the rows within a series (numbers, no ties); a time series run.")
+              help="The column ordering the rows within a series (numbers, or ISO 8601 dates and "
+                   "times such as 2020-01-31T10:30; no ties); a time series run.")
 @click.option("--no-contemporaneous", is_flag=True,
               help="A time series run without edges within slice t (only from lagged variables).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0),
@@ -300,6 +301,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     memory = opt.memory(memory, "--memory")
     disk_budget = opt.disk_budget(disk_budget, "--disk-budget")
     workers = opt.workers(workers, "--workers")
+    per_slice = None  # a time series' variables per slice
     if scores_file is not None:
         from bigbn.scores.jkl import FileScore, read_jkl
 
@@ -333,6 +335,7 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
             tr = dbn.load(data, **dynamic, score=score, sep=sep)  # read once: DATA may be a pipe
             ds, resolved, _ = load_dataset(tr.dataset, score=score, max_nodes=MAX_TIERED_NODES)
             source = {"data": tr, "contemporaneous": not no_contemporaneous}
+            per_slice = tr.n
         else:
             ds, resolved, _ = load_dataset(data, score=score, sep=sep,  # read once: DATA may be a pipe
                                            max_nodes=MAX_NODES if tiers_file is None else MAX_TIERED_NODES,
@@ -344,11 +347,14 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     score_options = scoring.check_options(resolved, score_options)  # before any warning
     knowledge = Knowledge.from_files(ds.names, min(max_parents, ds.n - 1), tiers=tiers_file, forbid=forbid,
                                      require=require, edge_prob=edge_prob, max_parents=max_parents_file)
-    for line in data_warnings(ds):
+    for line in data_warnings(ds, per_slice):
         echo(f"Warning: {line}", err=True)
     if not quiet and not kernels_compiled():
         echo("[bigbn] first run: compiling the numerical kernels (once, about 10-30 s)",
                    err=True)
+    # a resumed run keeps the plan it started with (its levels of L: under the --disk-budget it
+    # was started with, or fitted to the free disk then), whatever this command says
+    resumed = not fresh and (Path(workdir) / "run.json").is_file()
     progress = Progress(quiet)
     try:
         with warnings_as_lines():
@@ -368,7 +374,8 @@ def run(data, workdir, scores_file, max_parents, max_parents_file, score, struct
     if "kept_levels" in s["plan"]:
         echo(f"disk: {_kept_text(s['plan']['kept_levels'], s['n'] - s['plan']['chunk_bits'])}; peak "
                    f"{_fmt_bytes(sum(s['disk_bytes'].values()))}"
-                   + ("" if disk_budget is not None else ", to fit the free disk"))
+                   + (", as the run was planned when it started" if resumed else
+                      "" if disk_budget is not None else ", to fit the free disk"))
     rows = f"m = {s['m']} rows" if s["m"] is not None else f"scores from {scores_file}"
     echo(f"n = {s['n']} variables, {rows}, k = {s['options']['max_parents']}, "
                f"score {s['options']['score']}, prior {s['options']['structure_prior']}")
@@ -519,17 +526,21 @@ def kernels_compiled() -> bool:
     return sub.is_dir() and any(sub.glob(f"{Path(kernels.__file__).stem}.*.nbi"))
 
 
-def data_warnings(ds) -> list[str]:
-    """Columns that are legal but suspicious under a discrete score, one line each."""
+def data_warnings(ds, variables: int | None = None) -> list[str]:
+    """Columns that are legal but suspicious under a discrete score, one line each.
+    variables: a time series' n variables of slice t (the first n columns), whose lagged
+    copies share their levels and rows: one line each says it for its copies too (a line
+    per copy was L + 1 lines of one warning, 120 at lag 29 with 4 variables)."""
     out = []
     if ds.kind != "discrete":
         return out
-    for name, r in zip(ds.names, ds.arities.tolist()):
+    copies = "" if variables is None else " (its lagged copies too)"
+    for name, r in list(zip(ds.names, ds.arities.tolist()))[:variables]:
         if r == 1:
-            out.append(f"{ds.path}, column '{name}': a single value in every row; it carries no "
+            out.append(f"{ds.path}, column '{name}': a single value in every row{copies}; it carries no "
                        "information, so its edges' posteriors only restate the prior")
         elif r > ds.m / 2:
-            out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows; with so few rows "
+            out.append(f"{ds.path}, column '{name}': {r} levels in {ds.m} rows{copies}; with so few rows "
                        "per level a discrete score finds confident spurious parents")
     return out
 

@@ -85,6 +85,24 @@ def finished_beta(root, fp: dict, lays, map_dag: bool, posterior: bool) -> tuple
     return betas, offsets
 
 
+def map_finished(root, fp: dict, lays) -> bool:
+    """Whether the run in ``root`` of this fingerprint has found its MAP network (an
+    invocation before this one asked for it): each MAP lattice's last task journaled and,
+    with tiers, map_dag.csv written (their MAP is read from it and summary.json). Whether
+    its files are intact is for their reading to check, as for any finished stage."""
+    try:
+        record = read_record(root)
+        if record is None or not record.plan.map_dag or record.differences(fp) \
+                or [m for m, _ in record.plan.tiers] != [l.m for l in lays]:
+            return False
+        run = dataclasses.replace(record.plan, map_dag=True, posterior=False)
+        journal = Workdir(root).journal()
+        done = all(p.task(("map_dag",)).id in journal for _, p in run.plans() if p is not None)
+        return done and (not run.tiered or (Path(root) / "map_dag.csv").is_file())
+    except Exception:  # noqa: BLE001 - anything unreadable: not finished (the run repairs what it asks for)
+        return False
+
+
 def _refuse_other_run(wd: Workdir, old: RunRecord, fp: dict, names) -> None:
     """WorkdirError when the workdir's run was of other data or options than ``fp``
     (this run's variables ``names``, by which its constraints are said)."""

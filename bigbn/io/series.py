@@ -11,14 +11,16 @@ seen only in a series' first rows is still a level), and its lagged copies share
 
 Every refusal names the file, line and column (a DataFrame's row by its index label, as
 every message about a DataFrame does): a series id that reappears after another series, a
-series of fewer than L + 1 rows, a time that is not a number or ties another time of its
-series, a lag below 1.
+series of fewer than L + 1 rows, a time that is neither a number nor an ISO 8601 date or
+time (a series' times are of one kind: numbers, or dates with a zone each or none) or ties
+another time of its series, a lag below 1.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from decimal import Decimal
 from dataclasses import dataclass
 
@@ -167,9 +169,10 @@ def _blocks(table: Table, ids, series_column, at) -> list[tuple[int, int]]:
 
 
 def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.ndarray:
-    """The rows of one series sorted by their time: numbers, no two equal (exactly: times
-    float64 cannot tell apart, as 1e20 and 1e20 + 1, or 1e400 and 2e400, which it reads as
-    inf, are ordered by their decimal values)."""
+    """The rows of one series sorted by their time: numbers, or else dates and times in ISO
+    8601 (`_date_key`), one kind for the whole series, no two equal (exactly: times float64
+    cannot tell apart, as 1e20 and 1e20 + 1, or 1e400 and 2e400, which it reads as inf, are
+    ordered by their decimal values)."""
     values = np.empty(rows.size)
     for a, r in enumerate(rows.tolist()):
         cell = str(times[r])
@@ -179,8 +182,7 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.nd
         except (ValueError, ArithmeticError):
             finite = False
         if not finite:
-            raise DataError(f"{table.path}, {at(r)}, column '{time_column}': {cell!r} is not "
-                            "a finite number (the time column orders the rows of a series)")
+            return _date_order(table, rows, times, time_column, at, r)
         values[a] = x
     order = np.argsort(values, kind="stable")
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
@@ -189,12 +191,77 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.nd
         exact = [Decimal(str(times[r]).strip()) for r in rows.tolist()]  # finite decimals, as checked
         order = np.array(sorted(range(rows.size), key=exact.__getitem__), dtype=np.int64)
         tied = np.flatnonzero([exact[a] == exact[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
+    return _untied(table, rows, order, tied, times, time_column, at)
+
+
+def _untied(table: Table, rows: np.ndarray, order: np.ndarray, tied: np.ndarray, times, time_column,
+            at) -> np.ndarray:
+    """rows[order], or the DataError naming the first two rows of one time (``tied``: the
+    positions a of ``order`` whose time equals that of a + 1)."""
     if tied.size:
         a, b = sorted((int(rows[order[tied[0]]]), int(rows[order[tied[0] + 1]])))
         raise DataError(f"{table.path}, {at(b)}, column '{time_column}': time {str(times[b])!r} "
                         f"ties {at(a)} of the same series; each time of a series "
                         "must be distinct")
     return rows[order]
+
+
+#: Fractional seconds, read apart from the rest of an ISO 8601 time: `datetime.fromisoformat`
+#: keeps microseconds only (a DataFrame's nanosecond timestamps would tie).
+_FRACTION = re.compile(r"(?<=[0-9][0-9]:[0-9][0-9]:[0-9][0-9])[.,]([0-9]+)")
+
+
+def _date_key(cell: str):
+    """(datetime, fraction of a second) of an ISO 8601 date or time ('2020-01-31',
+    '2020-01-31 10:30', '2020-01-31T10:30:00.000000001+01:00', as a DataFrame's datetime64
+    cells read), exact to the digit; None if the cell is none."""
+    text = cell.strip()
+    hit = _FRACTION.search(text)
+    fraction = Decimal(0)
+    if hit:
+        fraction = Decimal("0." + hit.group(1))
+        text = text[:hit.start()] + text[hit.end():]
+    try:
+        return datetime.fromisoformat(text), fraction
+    except ValueError:
+        return None
+
+
+def _date_order(table: Table, rows: np.ndarray, times, time_column, at, first: int) -> np.ndarray:
+    """`_time_order` of a series whose time ``first`` (a row) is not a finite number: every
+    time of the series must then be an ISO 8601 date or time (with a time zone all, or
+    none), no two the same instant."""
+    keys = []
+    for r in rows.tolist():
+        cell = str(times[r])
+        key = _date_key(cell)
+        if key is None:
+            bad = r if _date_key(str(times[first])) is not None else first
+            cell = str(times[bad])
+            what = ("a number, but the series has dates (ISO 8601) too: write its times one way"
+                    if bad != first and _finite(cell) else
+                    "not a finite number or an ISO 8601 date (2020-01-31, or with its time of day: 2020-01-31T10:30)")
+            raise DataError(f"{table.path}, {at(bad)}, column '{time_column}': {cell!r} is {what} "
+                            "(the time column orders the rows of a series)")
+        keys.append(key)
+    try:
+        order = np.array(sorted(range(rows.size), key=keys.__getitem__), dtype=np.int64)
+    except TypeError:  # a time with a zone and one without cannot be ordered
+        zoned = next(r for r, (d, _) in zip(rows.tolist(), keys) if d.tzinfo is not None)
+        plain = next(r for r, (d, _) in zip(rows.tolist(), keys) if d.tzinfo is None)
+        raise DataError(f"{table.path}, {at(zoned)}, column '{time_column}': time {str(times[zoned])!r} has a "
+                        f"time zone, {str(times[plain])!r} on {at(plain)} of the same series has none; give "
+                        "every time of a series a zone, or none") from None
+    tied = np.flatnonzero([keys[a] == keys[b] for a, b in zip(order[:-1].tolist(), order[1:].tolist())])
+    return _untied(table, rows, order, tied, times, time_column, at)
+
+
+def _finite(cell: str) -> bool:
+    """Whether ``cell`` is a finite number (a decimal past float64, 1e400, is one)."""
+    try:
+        return math.isfinite(float(cell)) or Decimal(cell.strip()).is_finite()
+    except (ValueError, ArithmeticError):
+        return False
 
 
 def transitions(full: Dataset, rows: np.ndarray, lag: int, n_series: int, series_column=None,
