@@ -484,6 +484,20 @@ def test_features_against_enumeration(prior, tmp_path):
         assert s.ess == pytest.approx(T)
 
 
+
+def _fresh_process(code: str, *args) -> list[str]:
+    """Run ``python -c code *args`` in a process of its own (bigbn from this checkout); its
+    stdout's lines, after asserting it exited 0."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()
+
+
 def _mean_bits(masks, prob):
     n = masks.shape[1]
     return np.einsum("d,duv->uv", prob, (masks[:, None, :] >> np.arange(n)[None, :, None]) & 1)
@@ -510,8 +524,6 @@ def test_sampling_a_finished_run_never_imports_zarr(alpha, tmp_path):
     (`workdir.Layout`): the process never imports zarr, ≈ 0.15 s of a short command's
     start (#39 item 4). In a fresh process, since this one has zarr loaded; with α stored
     too (500 samples of 8 nodes take α per visited chunk: rows of the α table)."""
-    import subprocess
-    import sys
 
     wd = tmp_path / "w"
     bigbn.learn(ASIA, workdir=wd, max_parents=2, alpha_mode=alpha)
@@ -520,10 +532,7 @@ def test_sampling_a_finished_run_never_imports_zarr(alpha, tmp_path):
             f"main(['sample', '--workdir', {str(wd)!r}, '--samples', '500', '--seed', '3', '--top', '0'], "
             "standalone_mode=False); r = bigbn.open(sys.argv[1]); r.edges(); r.parent_sets('lung'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('zarr', 'numcodecs')))")
-    out = subprocess.run([sys.executable, "-c", code, str(wd)], capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert _fresh_process(code, wd)[-1] == "[]"
     assert (wd / "samples-order-modular" / "dags.csv").exists()
 
 
@@ -1126,8 +1135,6 @@ def test_the_sample_command_in_its_own_process_never_imports_scipy_linalg(tmp_pa
     which imported scipy.linalg (≈ 0.15–0.2 s of the command at n = 20) only to pick
     np.correlate's and np.convolve's inner product, which no kernel of bigbn's calls: the
     process never imports scipy.linalg, and its samples are the library's bit for bit."""
-    import subprocess
-    import sys
 
     wd = tmp_path / "w"
     bigbn.learn(ASIA, workdir=wd, max_parents=2)
@@ -1135,10 +1142,7 @@ def test_the_sample_command_in_its_own_process_never_imports_scipy_linalg(tmp_pa
             "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith('scipy.linalg')))); "
             "from bigbn.cli.main import cli; "
             f"sys.argv = ['bigbn', 'sample', '--workdir', {str(wd)!r}, '--samples', '700', '--seed', '4']; cli()")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert _fresh_process(code)[-1] == "[]"
     got = np.load(wd / "samples-order-modular" / "samples.npz")
     s = bigbn.sample(wd, 700, seed=4)
     for name in ("parents", "orders", "log_linear_extensions", "log_score", "weights"):
@@ -1150,8 +1154,6 @@ def test_a_numba_without_the_targets_layout_starts_as_usual():
     numba that moved it (pyproject allows any numba >= 0.60) made `bigbn sample`'s every
     process end in an ImportError. It then hides nothing, and numba starts on first use,
     its probe as usual (in a fresh process: the probe runs once per process)."""
-    import subprocess
-    import sys
 
     code = ("import sys, numpy as np; from numba import njit; import numba.core.registry as R; "
             "from bigbn import _numba; kept = R.cpu_target; del R.cpu_target; "
@@ -1159,10 +1161,7 @@ def test_a_numba_without_the_targets_layout_starts_as_usual():
             "assert 'numba.np.arraymath' not in sys.modules; "
             "import numba.np.arraymath as A; assert A._HAVE_BLAS is True; "
             "assert njit(lambda x: x + 1)(1) == 2; print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert _fresh_process(code) == ["ok"]
 
 
 def test_numba_started_without_the_blas_probe_still_compiles_linear_algebra():
@@ -1170,8 +1169,6 @@ def test_numba_started_without_the_blas_probe_still_compiles_linear_algebra():
     numba's target starts: np.dot compiled afterwards imports scipy.linalg and calls BLAS as
     usual, and np.correlate takes numba's plain loop (the one thing the probe decides). In
     a fresh process (the probe runs once per process)."""
-    import subprocess
-    import sys
 
     code = ("import sys, numpy as np; from numba import njit; from bigbn import _numba; "
             "_numba.start_without_blas_probe(); assert 'scipy.linalg' not in sys.modules; "
@@ -1182,7 +1179,4 @@ def test_numba_started_without_the_blas_probe_still_compiles_linear_algebra():
             "x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0]); "
             "assert np.array_equal(njit(lambda p, q: np.correlate(p, q))(x, y), np.correlate(x, y)); "
             "_numba.start_without_blas_probe(); print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert _fresh_process(code) == ["ok"]
