@@ -586,3 +586,24 @@ def test_stripped_records_split_as_csv_reader_and_keep_quoted_spaces():
         back = list(stripped_records(csv_line(fields), ","))
         assert back == [(back[0][0], fields)], repr(fields)
     assert list(stripped_records(' a ," b" ,"c " d, "e"\n', ",")) == [(1, ["a", " b", "c  d", '"e"'])]
+
+
+@pytest.mark.parametrize("names, levels, message", [
+    (("a", "b\nc"), (("0", "1"),) * 2,
+     r"^dataset, column 2: the column name 'b\\nc' holds the control character '\\n'"),
+    (("a", ""), (("0", "1"),) * 2, r"^dataset, column 2: empty column name"),
+    (("a", "a"), (("0", "1"),) * 2, r"^dataset: duplicate column name 'a' \(columns 1 and 2\)$"),
+    (("a", 2), (("0", "1"),) * 2, r"^dataset, column 2: the name 2 \(int\) is not text$"),
+    (("a", "b"), (("0", "1"), ("x", "x\x1b[2J")),
+     r"^dataset, column 'b', level 2: the level 'x\\x1b\[2J' holds the control character '\\x1b'"),
+    (("a", "b"), (("0", "1"), ("x", "x")),
+     r"^dataset, column 'b': level 'x' given twice \(levels 1 and 2\); each level is one code$"),
+    (("a", "b"), (("0", "1"), ("x", "")), r"^dataset, column 'b', level 2: empty level"),
+    (("a", "b"), (("0", "1"), ("x", 1)), r"^dataset, column 'b', level 2: 1 \(int\) is not text$"),
+])
+def test_a_dataset_built_in_python_checks_its_names_and_levels_as_a_file_is(names, levels, message):
+    """A Dataset built in Python took any name and level: "b\\nc" or an ESC went into every
+    output and printed line, a level given twice printed two codes as one. They are checked
+    as a CSV file's header and cells are, in one line naming the column and level."""
+    with pytest.raises(DataError, match=message):
+        Dataset(names, np.zeros((3, 2), dtype=np.int32), np.array([2, 2]), levels)

@@ -154,6 +154,7 @@ class Dataset:
                 f"{where}: {n} data columns but {len(self.names)} names, "
                 f"{arities.size} arities and {len(self.levels)} level lists"
             )
+        _check_labels(where, self.names, self.levels)
         if self.kind == "discrete":
             _check_codes(where, self.names, data, arities, self.levels)
             data = np.ascontiguousarray(data, dtype=np.int32)
@@ -194,6 +195,38 @@ class Dataset:
     def m(self) -> int:
         """Number of records (rows)."""
         return self.data.shape[0]
+
+
+def _check_labels(where: str, names, levels) -> None:
+    """A Dataset's names as a CSV header's (`_check_header`: text, none empty or twice,
+    none holding a control character) and each column's levels as a file's cells (text,
+    none empty (a missing cell) or twice, none holding a control character: `check_level`),
+    one line naming the column and the level's position. A Dataset built in Python took
+    any: a name "a\nb" or a level "x\x1b[2J" went into every output and printed line, and
+    a level given twice made two codes print as one."""
+    for j, name in enumerate(names, start=1):
+        if not isinstance(name, str):
+            raise DataError(f"{where}, column {j}: the name {name!r} ({type(name).__name__}) is not text")
+    _check_header(where, list(names), min_columns=0)
+    for name, lv in zip(names, levels):
+        lv = tuple(lv)
+        for c, level in enumerate(lv, start=1):
+            if not isinstance(level, str):
+                raise DataError(f"{where}, column '{name}', level {c}: {level!r} ({type(level).__name__}) "
+                                "is not text")
+        if "" in lv:
+            raise DataError(f"{where}, column '{name}', level {lv.index('') + 1}: empty level (an empty cell is "
+                            "a missing value)")
+        if NOT_IN_NAME.search("".join(lv)):  # one search over all (a control character is one character)
+            for c, level in enumerate(lv, start=1):
+                check_level(f"{where}, column '{name}', level {c}", level)
+        if len(set(lv)) != len(lv):
+            first: dict[str, int] = {}
+            for c, level in enumerate(lv, start=1):
+                if level in first:
+                    raise DataError(f"{where}, column '{name}': level '{level}' given twice (levels "
+                                    f"{first[level]} and {c}); each level is one code")
+                first[level] = c
 
 
 def _check_mixed(where, names, data, arities, levels) -> np.ndarray:
