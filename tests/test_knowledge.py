@@ -254,3 +254,11 @@ def test_write_keeps_names_with_surrounding_spaces_commas_and_quotes(tmp_path):
     assert back == know
     hand = _write(tmp_path / "h.csv", "parent , child", [(" A ", '"B " ')])
     assert Knowledge.from_files(names, 2, forbid=hand).forbidden == (("A", "B "),)
+
+
+def test_one_required_parent_is_said_in_the_singular():
+    """"b has 1 required parents (a)": one parent is "1 required parent"."""
+    with pytest.raises(OptionError, match=r"^b has 1 required parent \(a\) but at most 0 allowed$"):
+        Knowledge(required=[("a", "b")], max_parents={"b": 0})
+    with pytest.raises(OptionError, match=r"^b has 1 parent of prior probability 1 \(a\) but at most 0 allowed$"):
+        Knowledge(edge_prob={("a", "b"): 1.0}, max_parents={"b": 0})
