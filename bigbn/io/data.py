@@ -1123,10 +1123,6 @@ def csv_field(s: str) -> str:
     return s
 
 
-#: a line of fields joined by commas in which some field may need quotes (`csv_field`)
-_NEEDS_QUOTES = re.compile(r'["\r\n]|^\s|\s$|\s,|,\s')
-
-
 def csv_line(fields) -> str:
     """One row of a results CSV file, each field `csv_field` (str of it), and its "\n": the
     one way bigbn writes CSV rows (csv.writer with lineterminator "\n" left a name's
@@ -1134,6 +1130,8 @@ def csv_line(fields) -> str:
     which csv.reader ends the row at: `bigbn report` called parent_sets.csv damaged)."""
     fields = [str(f) for f in fields]
     line = ",".join(fields)
-    if line.count(",") == len(fields) - 1 and not _NEEDS_QUOTES.search(line):
-        return line + "\n"  # nearly always: no field to quote
+    # nearly always: no field to quote (no comma in a field, no quote, and no whitespace:
+    # every character str.isspace takes is either " " or not printable, line breaks too)
+    if line.count(",") == len(fields) - 1 and '"' not in line and " " not in line and line.isprintable():
+        return line + "\n"
     return ",".join(map(csv_field, fields)) + "\n"
