@@ -1044,6 +1044,10 @@ def stripped_records(text: str, sep: str):
     line_num = 0
     for line in io.StringIO(text, newline=""):
         line_num += 1
+        if state == "record" and '"' not in line:  # nearly always: a line of unquoted cells
+            content = line.rstrip("\r\n")  # its line break (StringIO's line ends after it)
+            yield line_num, [c.strip() for c in content.split(sep)] if content else []
+            continue
         for c in line:
             if state == "eol":  # the rest of a line break (StringIO's line ends after it)
                 continue
