@@ -66,6 +66,7 @@ def load_dataset(data, names=None, score: str | Score = "auto", sep: str | None 
             cells = [None if (isinstance(v, float) and v != v) else v for v in data.iloc[:, j].tolist()]
             cells = frames.decode_cells(cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}, "
                                                          f"column '{intervention_column}'")
+            frames.check_cells(data, intervention_column, cells)  # as a CSV file's cells
             targets = (cells, lambda r: f"{frames.SOURCE}, row {index[r]!r}")
             data = data.iloc[:, [i for i in range(len(columns)) if i != j]]  # by position: drop(b't')
             # took the bytes for the labels 116 (a KeyError traceback)

@@ -237,7 +237,7 @@ class Knowledge:
         for v, m in sorted(limits.items()):
             parents = sorted(u for u, w in require if w == v)
             if len(parents) > m:
-                words = self._required_words({(u, v) for u in parents}, "parents")
+                words = self._required_words({(u, v) for u in parents}, "parent" + "s" * (len(parents) != 1))
                 raise OptionError(f"{v} has {len(parents)} {words} ({', '.join(parents)}) "
                                   f"but at most {m} allowed")
 

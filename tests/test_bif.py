@@ -359,3 +359,17 @@ def test_a_parent_of_many_states_is_read_in_linear_time(monkeypatch):
     assert np.array_equal(net.cpts[1], np.tile([0.25, 0.75], (r, 1)))
     tokens = len(tokenize(text, "<bif>"))
     assert 0 < calls[0] <= 4 * tokens, (calls[0], tokens)
+
+
+@pytest.mark.parametrize("states, message", [
+    (("0", "0"), r"^network, variable 'b': duplicate state name '0' \(states 1 and 2\)$"),
+    (("0", ""), r"^network, variable 'b', state 2: empty state name$"),
+    ((), r"^network, variable 'b': no states \(a variable takes at least one\)$"),
+])
+def test_a_network_built_in_python_checks_its_state_names_as_a_bif_file_is(states, message):
+    """A `Network` built in Python took a state named twice (two codes printed and exported
+    as one level: a BIF file's "duplicate state names"), an empty state name and a variable
+    with no states; each is one line naming the variable and the state."""
+    cpt = np.full((2, len(states)), 1.0 / max(len(states), 1))
+    with pytest.raises(DataError, match=message):
+        Network(("a", "b"), (("0", "1"), states), ((), (0,)), (np.full(2, 0.5), cpt))

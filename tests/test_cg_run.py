@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -432,3 +433,29 @@ def test_exponents_of_eleven_digits_are_compared_without_a_hang(tmp_path):
     assert lines[0].startswith("bge ") and "'0' and '1e-99999999999' are different numbers but the same float64" in lines[0]
     assert lines[1].startswith("cg ") and "'0' and '1e-99999999999' are different numbers" in lines[1]
     assert lines[2].startswith("cg ") and "'0e99999999999' is '0' written another way" in lines[2]
+
+
+def test_the_cg_refusals_that_suggest_a_declaration_name_the_flag_and_the_keyword(tmp_path):
+    """"write each value one way ... (--discrete z ...)" and "read it as continuous
+    (--continuous id)" reach a caller of learn() too, who has no flags (and python_spelling
+    made them "discrete= z"): each names the CLI flag and the keyword, in backticks, which
+    both the command line and python_spelling leave as they are."""
+    from bigbn.io.data import Table
+    from bigbn.scores.cg import MAX_LEVELS, mixed_dataset
+
+    rng = np.random.default_rng(3)
+    f = tmp_path / "z.csv"
+    f.write_text("a,x,z\n" + "".join(f"{'pq'[i % 2]},{rng.normal():.6f},{['1', '1.0', '2'][i % 3]}\n"
+                                     for i in range(30)))
+    message = (r"declare the column \(`--discrete z` / `discrete=\['z'\]`: its cells as text categories; "
+               r"`--continuous z` / `continuous=\['z'\]`: as numbers\)$")
+    with pytest.raises(DataError, match=message):
+        bigbn.learn(f, score="cg", max_parents=1)
+    r = CliRunner().invoke(main, ["run", str(f), "--score", "cg", "-w", str(tmp_path / "w"), "-q", "-k", "1"])
+    assert r.exit_code == 1 and re.search(message, r.stderr.strip()), r.stderr
+    m = 2 * MAX_LEVELS + 10
+    cells = np.stack([np.char.mod("%d", np.arange(m) % (MAX_LEVELS + 1)),
+                      np.char.mod("%.3f", np.linspace(0, 1, m))], axis=1)
+    with pytest.raises(DataError, match=r"read it as continuous \(`--continuous 'my id'` / `continuous=\['my id'\]`\) "
+                                        "if it is a number$"):
+        mixed_dataset(Table.from_cells("big.csv", ("my id", "x"), cells), discrete=["my id"])

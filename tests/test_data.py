@@ -558,3 +558,53 @@ def test_levels_without_control_characters_read_as_before(tmp_path):
     assert d._plain_table(str(path), d.read_text(str(path)), "\t", None) is not None
     table = read_table(path)
     assert table.columns[1][0].tolist() == sorted(["°C", "x\xa0y", "–", "\u2027", "z"])
+
+
+def test_stripped_records_split_as_csv_reader_and_keep_quoted_spaces():
+    """stripped_records (the knowledge files' reader) against csv.reader, the reference: the
+    same records on the same line numbers, each cell csv.reader's stripped unless it began
+    with a quote; and csv_line's rows read back as the fields written, spaces included."""
+    import csv
+    import io
+    from bigbn.io.data import csv_field, csv_line, stripped_records
+
+    rng = np.random.default_rng(55)
+    alphabet = list('ab ,;"\n\r\t\xa0\u3000')
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet, size=rng.integers(0, 14)))
+        for sep in ",;":
+            reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+            ref = [(reader.line_num, row) for row in reader]
+            got = list(stripped_records(text, sep))
+            assert [line for line, _ in got] == [line for line, _ in ref], repr(text)
+            for (_, cells), (_, row) in zip(got, ref):
+                assert [c.strip() for c in cells] == [c.strip() for c in row], repr(text)
+                # a cell is csv.reader's stripped, or (quoted) its quoted part kept
+                assert all(c == r.strip() or r.startswith(c) and not r[len(c):].strip()
+                           for c, r in zip(cells, row)), repr(text)
+        fields = ["".join(rng.choice(alphabet, size=rng.integers(1, 6))) for _ in range(3)]
+        assert csv_line(fields) == ",".join(map(csv_field, fields)) + "\n"  # the fast path's reference
+        back = list(stripped_records(csv_line(fields), ","))
+        assert back == [(back[0][0], fields)], repr(fields)
+    assert list(stripped_records(' a ," b" ,"c " d, "e"\n', ",")) == [(1, ["a", " b", "c  d", '"e"'])]
+
+
+@pytest.mark.parametrize("names, levels, message", [
+    (("a", "b\nc"), (("0", "1"),) * 2,
+     r"^dataset, column 2: the column name 'b\\nc' holds the control character '\\n'"),
+    (("a", ""), (("0", "1"),) * 2, r"^dataset, column 2: empty column name"),
+    (("a", "a"), (("0", "1"),) * 2, r"^dataset: duplicate column name 'a' \(columns 1 and 2\)$"),
+    (("a", 2), (("0", "1"),) * 2, r"^dataset, column 2: the name 2 \(int\) is not text$"),
+    (("a", "b"), (("0", "1"), ("x", "x\x1b[2J")),
+     r"^dataset, column 'b', level 2: the level 'x\\x1b\[2J' holds the control character '\\x1b'"),
+    (("a", "b"), (("0", "1"), ("x", "x")),
+     r"^dataset, column 'b': level 'x' given twice \(levels 1 and 2\); each level is one code$"),
+    (("a", "b"), (("0", "1"), ("x", "")), r"^dataset, column 'b', level 2: empty level"),
+    (("a", "b"), (("0", "1"), ("x", 1)), r"^dataset, column 'b', level 2: 1 \(int\) is not text$"),
+])
+def test_a_dataset_built_in_python_checks_its_names_and_levels_as_a_file_is(names, levels, message):
+    """A Dataset built in Python took any name and level: "b\\nc" or an ESC went into every
+    output and printed line, a level given twice printed two codes as one. They are checked
+    as a CSV file's header and cells are, in one line naming the column and level."""
+    with pytest.raises(DataError, match=message):
+        Dataset(names, np.zeros((3, 2), dtype=np.int32), np.array([2, 2]), levels)

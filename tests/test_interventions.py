@@ -334,3 +334,21 @@ def test_a_boolean_mask_row_is_not_read_as_the_names_true_and_false():
         bigbn.learn(X, names=NAMES, interventions=np.zeros((X.shape[0], len(NAMES)), dtype=bool))
     with pytest.raises(OptionError, match=r"interventions\[0\]: True is not a variable name"):
         bigbn.learn(X, names=NAMES, interventions=[[True, False]] * X.shape[0])
+
+
+@pytest.mark.parametrize("cell, shown", [("a\x85|b", r"a\\x85\|b"), ("b\x1b", r"b\\x1b")])
+def test_a_dataframes_intervention_cells_are_checked_as_a_csv_files(tmp_path, cell, shown):
+    """A CSV file's intervention cell holding a control character is refused (read_table
+    checks every column); a DataFrame's was not: "a\\x85|b" was read as the targets a and b
+    (each target stripped of the U+0085), "b\\x1b" was an unknown target. Both sources now
+    refuse the cell as a level holding a control character."""
+    import re
+
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [0, 1, 0, 1], "b": [1, 0, 0, 1], "c": [0, 1, 1, 0], "t": ["", cell, "b", ""]})
+    path = tmp_path / "i.csv"
+    frame.to_csv(path, index=False)
+    for data, where in ((path, re.escape(f"{path}, row 3")), (frame, "DataFrame, row 1")):
+        with pytest.raises(DataError, match=rf"^{where}, column 't': the level '{shown}' holds the control character"):
+            bigbn.learn(data, intervention_column="t", max_parents=1)

@@ -157,6 +157,7 @@ BAD = {
     "inf score": ("2\nA 1\n-inf 0\nB 1\n-1 0\n", ["line 3", "not a finite number"]),
     "not a number": ("2\nA 1\nhigh 0\nB 1\n-1 0\n", ["line 3", "score size parents"]),
     "wrong size": ("2\nA 1\n-1 2 B\nB 1\n-1 0\n", ["line 3", "says 2 parents but lists 1"]),
+    "wrong size 1": ("3\nA 1\n-1 1 B C\nB 1\n-1 0\nC 1\n-1 0\n", ["line 3", "says 1 parent but lists 2"]),
     "unknown name": ("2\nA 1\n-1 1 Z\nB 1\n-1 0\n", ["line 3", "unknown parent 'Z'"]),
     "unknown index": ("2\n0 1\n-1 1 5\n1 1\n-1 0\n", ["line 3", "unknown parent '5'", "0..1"]),
     "own parent": ("2\nA 1\n-1 1 A\nB 1\n-1 0\n", ["line 3", "its own parent"]),
@@ -473,7 +474,7 @@ def test_a_finished_run_of_the_old_jkl_reader_opens_only_when_its_numbers_hold(t
     _as_jkl1(wd)
     if case == "changed":
         f.write_text(body["ordinary"])
-    why = {"affected": "variable 'A' has its largest score on a parent set of more than 1 parents",
+    why = {"affected": "variable 'A' has its largest score on a parent set of more than 1 parent",
            "changed": "has changed since the run, so it cannot be checked",
            "constrained": "variable 'A' has scores beyond"}.get(case)
     runner = CliRunner()
@@ -579,3 +580,4 @@ def test_a_shifted_file_whose_best_family_is_usable_is_scored_once(tmp_path, mon
     got = bigbn.learn(scores=f, max_parents=2)
     assert calls == {"local": 1, "alive": n}, calls
     assert np.array_equal(got.posterior, want.posterior) and got.log_marginal == want.log_marginal
+

@@ -237,3 +237,28 @@ def test_a_name_in_other_unicode_code_points_is_named_as_such(tmp_path):
     with pytest.raises(DataError, match=r"unknown node 'cafe' \(not a variable of the data"):  # no accent: another name
         (tmp_path / "f.csv").write_text("parent,child\ncafe,a\n", encoding="utf-8")
         Knowledge.from_files(names, 2, forbid=tmp_path / "f.csv")
+
+
+def test_write_keeps_names_with_surrounding_spaces_commas_and_quotes(tmp_path):
+    """Knowledge.write wrote " A" unquoted and the reader stripped it: the knowledge read back
+    named "A" (another variable, or none). A quoted cell is now kept as written, an unquoted
+    one still stripped ("a, b" is a, b)."""
+    names = [" A", "A", "B ", "c,d", 'say "hi"', "x=1", "#y", "\tt"]
+    know = Knowledge(tiers=[[" A", "A"], ["B ", "c,d", 'say "hi"', "x=1", "#y", "\tt"]],
+                     forbidden=[("B ", " A")], required=[("c,d", 'say "hi"')],
+                     edge_prob={("x=1", "#y"): 0.25, ("\tt", "B "): 0.5}, max_parents={" A": 1, "\tt": 0})
+    files = know.write(tmp_path / "k")
+    back = Knowledge.from_files(names, 2, tiers=files["tiers"], forbid=files["forbid"],
+                                require=files["require"], edge_prob=files["edge_prob"],
+                                max_parents=files["max_parents"])
+    assert back == know
+    hand = _write(tmp_path / "h.csv", "parent , child", [(" A ", '"B " ')])
+    assert Knowledge.from_files(names, 2, forbid=hand).forbidden == (("A", "B "),)
+
+
+def test_one_required_parent_is_said_in_the_singular():
+    """"b has 1 required parents (a)": one parent is "1 required parent"."""
+    with pytest.raises(OptionError, match=r"^b has 1 required parent \(a\) but at most 0 allowed$"):
+        Knowledge(required=[("a", "b")], max_parents={"b": 0})
+    with pytest.raises(OptionError, match=r"^b has 1 parent of prior probability 1 \(a\) but at most 0 allowed$"):
+        Knowledge(edge_prob={("a", "b"): 1.0}, max_parents={"b": 0})

@@ -749,3 +749,22 @@ def test_a_posterior_run_then_map_only_keeps_its_posterior_in_the_summary(tmp_pa
     assert summary["log_marginal_likelihood"] == first.log_marginal
     r = cli("report", tmp_path / "m", "--out", tmp_path / "r.html")
     assert r.exit_code == 0 and f"log p(data) = {first.log_marginal:.6f}" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("names, message", [
+    (("a", "b\nc"), r"^network, variable 2: the variable name 'b\\nc' holds the control character '\\n'"),
+    (("", "b"), r"^network, variable 1: empty variable name$"),
+    (("a", "a"), r"^network: duplicate variable name 'a' \(variables 1 and 2\)$"),
+])
+def test_gaussian_and_cg_networks_built_in_python_check_their_names_as_a_network_does(names, message):
+    """GaussianNetwork and CGNetwork (tools/cg.py) built in Python took any name: "b\\nc"
+    went into to_pgmpy's model and write_cg_data's CSV header, and a repeated name made two
+    variables one. They check names as a `Network` does, in one line naming the position."""
+    from bigbn.outputs.model import GaussianNetwork
+    from bigbn.tools.cg import CGNetwork
+
+    with pytest.raises(DataError, match=message):
+        GaussianNetwork(names, ((), (0,)), np.zeros(2), (np.zeros(0), np.ones(1)), np.ones(2))
+    with pytest.raises(DataError, match=message):
+        CGNetwork(names, ("continuous",) * 2, np.zeros(2, dtype=np.int64), [[], [0]], [0, 1], {},
+                  {0: (np.zeros(1), np.zeros((1, 0)), np.ones(1)), 1: (np.zeros(1), np.ones((1, 1)), np.ones(1))})

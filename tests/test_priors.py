@@ -113,7 +113,7 @@ NAMES = ["A", "B", "C", "D"]
     (dict(require=[(3, 1), (1, 2), (2, 3)]), "required edges form a cycle: B -> C -> D -> B"),
     (dict(edge_prob=np.triu(np.ones((4, 4)), 1)),  # p = 1 for every u -> v with u < v
      "D has 3 required parents (A, B, C) but at most 2"),
-    (dict(require=[(0, 1)], max_parents=np.array([2, 0, 2, 2])), "B has 1 required parents (A)"),
+    (dict(require=[(0, 1)], max_parents=np.array([2, 0, 2, 2])), "B has 1 required parent (A) but at most 0 allowed"),
     (dict(max_parents=np.array([1, 2, 3, 1])), "max parents of C is 3, must be in 0..k=2"),
     (dict(max_parents=np.array([1, 2])), "max_parents must be an integer array"),
     (dict(forbid=[(0, 9)]), "node index 9 is not in 0..3"),

@@ -65,9 +65,10 @@ class Network:
     Attributes
     ----------
     names : tuple of str, length n; none empty or twice, none holding a control character
-        (`_check_variable_names`: as a data file's column names)
-    states : tuple of tuple of str; ``states[i]`` are node i's r_i state names, none
-        holding a control character (`bigbn.io.data.check_level`: as a data file's levels)
+        (`check_variable_names`: as a data file's column names)
+    states : tuple of tuple of str; ``states[i]`` are node i's r_i >= 1 state names, none
+        empty or twice, none holding a control character (`bigbn.io.data.check_level`: as
+        a data file's levels)
     parents : tuple of tuple of int; ``parents[i]`` are node i's parents (node indices)
     cpts : tuple of float64 arrays; ``cpts[i]`` has shape
         ``tuple(r[p] for p in parents[i]) + (r[i],)`` and sums to 1 over the last axis.
@@ -82,12 +83,21 @@ class Network:
         n = len(self.names)
         if not (len(self.states) == len(self.parents) == len(self.cpts) == n):
             raise DataError("network: names, states, parents and cpts differ in length")
-        _check_variable_names(self.names)
+        check_variable_names(self.names)
         for name, sts in zip(self.names, self.states):
+            if not len(sts):
+                raise DataError(f"network, variable '{name}': no states (a variable takes at least one)")
+            seen: dict[str, int] = {}
             for k, st in enumerate(sts, start=1):
                 if not isinstance(st, str):
                     raise DataError(f"network, variable '{name}', state {k}: {st!r} ({type(st).__name__}) is not text")
+                if not st:
+                    raise DataError(f"network, variable '{name}', state {k}: empty state name")
                 check_level(f"network, variable '{name}', state {k}", st, "state")
+                if st in seen:  # as a BIF file's "duplicate state names": one name, two codes
+                    raise DataError(f"network, variable '{name}': duplicate state name '{st}' (states {seen[st]} "
+                                    f"and {k})")
+                seen[st] = k
         for i in range(n):
             ps = self.parents[i]
             if len(set(ps)) != len(ps) or any(not 0 <= p < n or p == i for p in ps):
@@ -149,7 +159,7 @@ class Network:
         return order
 
 
-def _check_variable_names(names) -> None:
+def check_variable_names(names) -> None:
     """A network's variable names as a data file's column names are checked
     (`bigbn.io.data._check_header`): text, none empty, none twice, none holding a control
     character (`check_name`); one line naming the variable's position. A `Network` built

@@ -154,6 +154,7 @@ class Dataset:
                 f"{where}: {n} data columns but {len(self.names)} names, "
                 f"{arities.size} arities and {len(self.levels)} level lists"
             )
+        _check_labels(where, self.names, self.levels)
         if self.kind == "discrete":
             _check_codes(where, self.names, data, arities, self.levels)
             data = np.ascontiguousarray(data, dtype=np.int32)
@@ -194,6 +195,38 @@ class Dataset:
     def m(self) -> int:
         """Number of records (rows)."""
         return self.data.shape[0]
+
+
+def _check_labels(where: str, names, levels) -> None:
+    """A Dataset's names as a CSV header's (`_check_header`: text, none empty or twice,
+    none holding a control character) and each column's levels as a file's cells (text,
+    none empty (a missing cell) or twice, none holding a control character: `check_level`),
+    one line naming the column and the level's position. A Dataset built in Python took
+    any: a name "a\nb" or a level "x\x1b[2J" went into every output and printed line, and
+    a level given twice made two codes print as one."""
+    for j, name in enumerate(names, start=1):
+        if not isinstance(name, str):
+            raise DataError(f"{where}, column {j}: the name {name!r} ({type(name).__name__}) is not text")
+    _check_header(where, list(names), min_columns=0)
+    for name, lv in zip(names, levels):
+        lv = tuple(lv)
+        for c, level in enumerate(lv, start=1):
+            if not isinstance(level, str):
+                raise DataError(f"{where}, column '{name}', level {c}: {level!r} ({type(level).__name__}) "
+                                "is not text")
+        if "" in lv:
+            raise DataError(f"{where}, column '{name}', level {lv.index('') + 1}: empty level (an empty cell is "
+                            "a missing value)")
+        if NOT_IN_NAME.search("".join(lv)):  # one search over all (a control character is one character)
+            for c, level in enumerate(lv, start=1):
+                check_level(f"{where}, column '{name}', level {c}", level)
+        if len(set(lv)) != len(lv):
+            first: dict[str, int] = {}
+            for c, level in enumerate(lv, start=1):
+                if level in first:
+                    raise DataError(f"{where}, column '{name}': level '{level}' given twice (levels "
+                                    f"{first[level]} and {c}); each level is one code")
+                first[level] = c
 
 
 def _check_mixed(where, names, data, arities, levels) -> np.ndarray:
@@ -971,36 +1004,125 @@ def text_records(path, text: str, header: tuple[str, ...], *, extra_columns: boo
                  headed: bool = True):
     """`csv_records` of ``text``, the text of the file ``path`` (already read: a pipe can
     be read only once). headed=False: the file has no header line, its first line is a
-    row (line numbers are the file's own either way)."""
-    fh = io.StringIO(text, newline="")
-    head = fh.readline()
-    fh.seek(0)
-    reader = csv.reader(fh, delimiter=sniff_separator(head))
+    row (line numbers are the file's own either way). Cells are `stripped_records`'s: a
+    quoted cell keeps its spaces (" A" is the name " A", as `csv_field` writes it)."""
+    head = io.StringIO(text, newline="").readline()
+    records = stripped_records(text, sniff_separator(head))
     if headed:
-        try:
-            first = next(reader, None)
-        except csv.Error as e:
-            raise DataError(f"{path}, line 1: not a readable CSV file ({e})") from None
-        got = tuple(c.strip() for c in (first or ()))
+        first = next(records, (1, []))[1]
+        got = tuple(first)
         if (got[:len(header)] if extra_columns else got) != header:
             raise DataError(f"{path}, line 1: expected header {','.join(header)}")
-    try:
-        for row in reader:
-            if not row or all(not c.strip() for c in row):
+    for line, row in records:
+        if not row or all(not c for c in row):
+            continue
+        if len(row) < len(header) or (len(row) > len(header) and not extra_columns):
+            raise DataError(f"{path}, line {line}: expected {len(header)} fields, found {len(row)}")
+        yield line, row
+
+
+def stripped_records(text: str, sep: str):
+    """Yield (line number, cells) of the CSV ``text`` as csv.reader (default dialect,
+    delimiter ``sep``) splits it, each cell stripped of surrounding whitespace except the
+    part between quotes: '  a ' is 'a', '" a"' is ' a', '"a" ' is 'a' (csv.reader cannot
+    tell a quoted cell from an unquoted one, so a reader that strips its cells read the
+    name " A" that `csv_field` quotes as "A"). A cell is quoted when its first character is
+    a quote (' "a"' is the text '"a"', as csv.reader has it). The line number is that of
+    the record's last line, as csv.reader's line_num."""
+    cells: list[str] = []
+    field: list[str] = []
+    kept = -1  # quoted: the field's length at its closing quote (its kept part); -1: unquoted
+    state = "record"  # record, field, unquoted, quoted, quote (a quote in a quoted field), eol
+
+    def save():
+        nonlocal kept
+        t = "".join(field)
+        cells.append(t.strip() if kept < 0 else t[:kept] + t[kept:].rstrip())
+        field.clear()
+        kept = -1
+
+    line_num = 0
+    for line in io.StringIO(text, newline=""):
+        line_num += 1
+        if state == "record" and '"' not in line:  # nearly always: a line of unquoted cells
+            content = line.rstrip("\r\n")  # its line break (StringIO's line ends after it)
+            yield line_num, [c.strip() for c in content.split(sep)] if content else []
+            continue
+        for c in line:
+            if state == "eol":  # the rest of a line break (StringIO's line ends after it)
                 continue
-            if len(row) < len(header) or (len(row) > len(header) and not extra_columns):
-                raise DataError(f"{path}, line {reader.line_num}: expected {len(header)} "
-                                f"fields, found {len(row)}")
-            yield reader.line_num, [c.strip() for c in row]
-    except csv.Error as e:
-        raise DataError(f"{path}, line {reader.line_num}: not a readable CSV file ({e})") from None
+            if state == "record":
+                if c in "\r\n":
+                    state = "eol"
+                    continue
+                state = "field"
+            if state == "field":
+                if c in "\r\n":
+                    save()
+                    state = "eol"
+                elif c == '"':
+                    kept, state = 0, "quoted"
+                elif c == sep:
+                    save()
+                else:
+                    field.append(c)
+                    state = "unquoted"
+            elif state == "unquoted":
+                if c in "\r\n":
+                    save()
+                    state = "eol"
+                elif c == sep:
+                    save()
+                    state = "field"
+                else:
+                    field.append(c)
+            elif state == "quoted":
+                if c == '"':
+                    state = "quote"
+                else:
+                    field.append(c)
+            else:  # "quote": the quote closed the field, or is the first of a doubled quote
+                if c == '"':
+                    field.append(c)
+                    state = "quoted"
+                    continue
+                kept = len(field)
+                if c in "\r\n":
+                    save()
+                    state = "eol"
+                elif c == sep:
+                    save()
+                    state = "field"
+                else:  # csv.reader keeps text after the closing quote: '"a"b' is ab
+                    field.append(c)
+                    state = "unquoted"
+        # the line's end (csv.reader's EOL)
+        if state in ("record", "eol"):
+            pass
+        elif state == "field":
+            save()
+        elif state in ("unquoted", "quote"):
+            if state == "quote":
+                kept = len(field)
+            save()
+        else:  # quoted: the cell goes on over the next line
+            continue
+        yield line_num, cells
+        cells = []
+        state = "record"
+    if state == "quoted":  # the text ended inside a quoted cell: csv.reader keeps it
+        kept = len(field)
+        save()
+        yield line_num, cells
 
 
 def csv_field(s: str) -> str:
     """A field as csv.writer writes it (QUOTE_MINIMAL, '"' doubled): quoted when it holds a
     comma, a quote or a line break, and, unlike csv.writer with lineterminator "\n", a
-    carriage return (which csv.reader would take for the row's end)."""
-    if "," in s or '"' in s or "\n" in s or "\r" in s:
+    carriage return (which csv.reader would take for the row's end) or when it begins or
+    ends with whitespace (which bigbn's readers strip from an unquoted cell: the name " A"
+    read back as "A", `stripped_records`)."""
+    if "," in s or '"' in s or "\n" in s or "\r" in s or s != s.strip():
         return '"' + s.replace('"', '""') + '"'
     return s
 
@@ -1012,6 +1134,8 @@ def csv_line(fields) -> str:
     which csv.reader ends the row at: `bigbn report` called parent_sets.csv damaged)."""
     fields = [str(f) for f in fields]
     line = ",".join(fields)
-    if line.count(",") == len(fields) - 1 and '"' not in line and "\n" not in line and "\r" not in line:
-        return line + "\n"  # nearly always: no field to quote
+    # nearly always: no field to quote (no comma in a field, no quote, and no whitespace:
+    # every character str.isspace takes is either " " or not printable, line breaks too)
+    if line.count(",") == len(fields) - 1 and '"' not in line and " " not in line and line.isprintable():
+        return line + "\n"
     return ",".join(map(csv_field, fields)) + "\n"

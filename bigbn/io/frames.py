@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from bigbn.io.data import _MISSING, Dataset, Table, _check_header, check_levels
+from bigbn.io.data import _MISSING, NOT_IN_NAME, Dataset, Table, _check_header, check_level, check_levels
 from bigbn.errors import BigBNWarning, DataError, OptionError
 
 SOURCE = "DataFrame"
@@ -229,6 +229,18 @@ def table_from_frame(df, min_columns: int = 2) -> tuple[Table, dict[int, list[st
                                                  or pd.api.types.is_datetime64_any_dtype(df.dtypes.iloc[j]))]
     check_levels(table, lambda r, j: f"{SOURCE}, row {_row(df, r)}, column '{names[j]}'", text)
     return table, categories
+
+
+def check_cells(df, name: str, cells: list) -> None:
+    """`check_level` of each cell of the column ``name`` of ``df`` held apart from the table
+    (the intervention column, decoded: `decode_cells`; None is an empty cell), stripped as a
+    CSV file's cell is: the control characters a CSV file's cell is refused for (`read_table`
+    checks every column, this one too). A DataFrame's cell "a\x85|b" was read as the
+    targets a and b, each stripped of it, where the same CSV file was refused."""
+    texts = ["" if c is None else str(c).strip() for c in cells]
+    if NOT_IN_NAME.search("".join(texts)):  # one search over all (a control character is one character)
+        for r, text in enumerate(texts):
+            check_level(f"{SOURCE}, row {_row(df, r)}, column '{name}'", text)
 
 
 def declared_order(ds: Dataset, categories: dict[int, list[str]]) -> Dataset:

@@ -25,7 +25,7 @@ import numpy as np
 from bigbn.errors import OptionError, WorkdirError
 from bigbn.inputs import load_dataset
 from bigbn.io import frames
-from bigbn.io.bif import Network
+from bigbn.io.bif import Network, check_variable_names
 from bigbn.io.data import Dataset
 from bigbn.outputs.parameters import bge_posterior, dirichlet_table, gaussian_conditional
 from bigbn.outputs.strength import averaged_arcs
@@ -46,6 +46,10 @@ class GaussianNetwork:
     intercepts: np.ndarray
     coefficients: tuple
     variances: np.ndarray
+
+    def __post_init__(self):
+        # as a `Network`'s: a name "a\nb" went into to_pgmpy's model and every printed list
+        check_variable_names(self.names)
 
     def arcs(self) -> list[tuple[int, int]]:
         return [(p, v) for v in range(len(self.names)) for p in self.parents[v]]

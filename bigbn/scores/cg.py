@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 from math import lgamma, log, pi
 
@@ -171,8 +172,8 @@ def mixed_dataset(table: Table, discrete=None, continuous=None) -> Dataset:
             if r > MAX_LEVELS or (r > 2 and r > m / 2):
                 raise DataError(f"{p}, column '{name}': read as discrete but has {r} distinct values in "
                                 f"{m} rows (at most {MAX_LEVELS} levels and m/2 of them): an identifier or a "
-                                "measurement; drop it, or read it as continuous (--continuous "
-                                f"{name}) if it is a number")
+                                f"measurement; drop it, or read it as continuous ({_declare('continuous', name)}) "
+                                "if it is a number")
             if name not in declared:
                 _one_spelling(table, j)
             order = _natural_order(values)
@@ -218,8 +219,15 @@ def _one_spelling(table: Table, j: int) -> None:
             raise DataError(f"{table.path}, row {table.line(r)}, column '{table.names[j]}': '{values[b]}' is "
                             f"'{values[a]}' written another way; read as discrete (whole numbers, at most "
                             f"{MAX_INTEGER_LEVELS} of them) each spelling would be a level of its own: write each "
-                            f"value one way, or declare the column (--discrete {table.names[j]}: its cells as "
-                            f"text categories; --continuous {table.names[j]}: as numbers)")
+                            f"value one way, or declare the column ({_declare('discrete', table.names[j])}: its "
+                            f"cells as text categories; {_declare('continuous', table.names[j])}: as numbers)")
+
+
+def _declare(kind: str, name: str) -> str:
+    """How to declare column ``name`` of kind "discrete" or "continuous", in both spellings
+    (a message that reaches the command line and Python, left as it is by
+    `options.python_spelling` in backticks): "`--discrete z` / `discrete=['z']`"."""
+    return f"`--{kind} {shlex.quote(name)}` / `{kind}=[{name!r}]`"
 
 
 # ------------------------------------------------------------------------- the score

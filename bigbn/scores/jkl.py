@@ -121,7 +121,7 @@ class ScoreFile:
             sq = [(squeeze(g, i), s) for g, s in fam.items() if popcount(g) <= k]
             if not sq:
                 raise OptionError(f"{self.path}: variable '{self.names[i]}' has no parent set of at "
-                                  f"most {k} parents in the file (raise max parents)")
+                                  f"most {k} parent{'s' * (k != 1)} in the file (raise max parents)")
             out[i, family_rank(masks, np.array([g for g, _ in sq], dtype=np.int64))] = [s for _, s in sq]
         return out
 
@@ -201,7 +201,7 @@ def jkl1_doubt(source: str, data_sha256: str, k: int, constrained: bool, shifted
             continue
         top = _best_alive(sf.families[i], exact, lambda g: popcount(g) <= k)
         if top is not None and abs(float(top) - sf.offsets[i]) > SAFE:
-            return f"variable '{sf.names[i]}' has its largest score on a parent set of more than {k} parents"
+            return f"variable '{sf.names[i]}' has its largest score on a parent set of more than {k} parent{'s' * (k != 1)}"
         if constrained:
             return f"variable '{sf.names[i]}' has scores beyond ±{SAFE:g} and the run has constraints or tiers"
     return None
@@ -343,7 +343,8 @@ def _score_line(p, row, name, head_line, count, j):
         raise DataError(f"{p}, line {line}: expected {what}: 'score size parents...', got "
                         f"{' '.join(tokens)!r}")
     if int(tokens[1]) != len(tokens) - 2:
-        raise DataError(f"{p}, line {line}: says {tokens[1]} parents but lists {len(tokens) - 2}")
+        raise DataError(f"{p}, line {line}: says {tokens[1]} parent{'s' * (int(tokens[1]) != 1)} but lists "
+                        f"{len(tokens) - 2}")
     return line, score, tokens[2:], tokens[0]
 
 

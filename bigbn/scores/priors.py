@@ -174,7 +174,7 @@ def _validate(n, k, kind, edge_prob, forbid, require, max_parents, names):
         if n_required[i] > limits[i]:
             req = sorted(u for u, v in set(require) if v == i)
             raise OptionError(
-                f"{_name(names, i)} has {n_required[i]} required parents "
+                f"{_name(names, i)} has {n_required[i]} required parent{'s' * bool(n_required[i] != 1)} "
                 f"({', '.join(_name(names, u) for u in req)}) but at most {limits[i]} allowed")
 
     cycle = _find_cycle(n, require)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bigbn.errors import OptionError
+from bigbn.io.bif import check_variable_names
 
 __all__ = ["CGNetwork", "random_cg_network", "sample_cg", "write_cg_data", "write_cg_truth"]
 
@@ -44,6 +45,10 @@ class CGNetwork:
     order: list[int]
     tables: dict
     params: dict
+
+    def __post_init__(self):
+        # as a `Network`'s: a name "a\nb" went into the CSV header `write_cg_data` writes
+        check_variable_names(self.names)
 
     @property
     def n(self) -> int:
