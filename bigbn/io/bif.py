@@ -87,17 +87,9 @@ class Network:
         for name, sts in zip(self.names, self.states):
             if not len(sts):
                 raise DataError(f"network, variable '{name}': no states (a variable takes at least one)")
-            seen: dict[str, int] = {}
-            for k, st in enumerate(sts, start=1):
-                if not isinstance(st, str):
-                    raise DataError(f"network, variable '{name}', state {k}: {st!r} ({type(st).__name__}) is not text")
-                if not st:
-                    raise DataError(f"network, variable '{name}', state {k}: empty state name")
-                check_level(f"network, variable '{name}', state {k}", st, "state")
-                if st in seen:  # as a BIF file's "duplicate state names": one name, two codes
-                    raise DataError(f"network, variable '{name}': duplicate state name '{st}' (states {seen[st]} "
-                                    f"and {k})")
-                seen[st] = k
+            # as a BIF file's "duplicate state names": one name, two codes
+            _distinct_texts(sts, lambda k: f"network, variable '{name}', state {k}", "state",
+                            lambda where, st: check_level(where, st, "state"), f"network, variable '{name}'")
         for i in range(n):
             ps = self.parents[i]
             if len(set(ps)) != len(ps) or any(not 0 <= p < n or p == i for p in ps):
@@ -165,16 +157,24 @@ def check_variable_names(names) -> None:
     character (`check_name`); one line naming the variable's position. A `Network` built
     in Python took any: a name "a\nb" or "a\x1b[2J" went into the BIF and XMLBIF exports,
     the data `bigbn simulate` writes and every printed list."""
+    _distinct_texts(names, lambda i: f"network, variable {i}", "variable",
+                    lambda where, name: check_name(where, name, "variable name"), "network", "the name ")
+
+
+def _distinct_texts(texts, where, kind: str, check, whole: str, noun: str = "") -> None:
+    """A network's variable names or one variable's states: each text (else one line at
+    ``where(k)``, its position), not empty, passing ``check(where(k), text)`` (no control
+    character), and none twice (one line at ``whole``, naming both positions)."""
     seen: dict[str, int] = {}
-    for i, name in enumerate(names, start=1):
-        if not isinstance(name, str):
-            raise DataError(f"network, variable {i}: the name {name!r} ({type(name).__name__}) is not text")
-        if not name:
-            raise DataError(f"network, variable {i}: empty variable name")
-        check_name(f"network, variable {i}", name, "variable name")
-        if name in seen:
-            raise DataError(f"network: duplicate variable name '{name}' (variables {seen[name]} and {i})")
-        seen[name] = i
+    for k, t in enumerate(texts, start=1):
+        if not isinstance(t, str):
+            raise DataError(f"{where(k)}: {noun}{t!r} ({type(t).__name__}) is not text")
+        if not t:
+            raise DataError(f"{where(k)}: empty {kind} name")
+        check(where(k), t)
+        if t in seen:
+            raise DataError(f"{whole}: duplicate {kind} name '{t}' ({kind}s {seen[t]} and {k})")
+        seen[t] = k
 
 
 def bundled_networks() -> list[str]:

@@ -1056,6 +1056,13 @@ def stripped_records(text: str, sep: str):
                     state = "eol"
                     continue
                 state = "field"
+            if state == "quote":  # the quote closed the field, or is the first of a doubled quote
+                if c == '"':
+                    field.append(c)
+                    state = "quoted"
+                    continue
+                kept = len(field)  # closed; csv.reader keeps text after it: '"a"b' is ab
+                state = "unquoted"
             if state == "field":
                 if c in "\r\n":
                     save()
@@ -1076,26 +1083,11 @@ def stripped_records(text: str, sep: str):
                     state = "field"
                 else:
                     field.append(c)
-            elif state == "quoted":
+            else:  # "quoted"
                 if c == '"':
                     state = "quote"
                 else:
                     field.append(c)
-            else:  # "quote": the quote closed the field, or is the first of a doubled quote
-                if c == '"':
-                    field.append(c)
-                    state = "quoted"
-                    continue
-                kept = len(field)
-                if c in "\r\n":
-                    save()
-                    state = "eol"
-                elif c == sep:
-                    save()
-                    state = "field"
-                else:  # csv.reader keeps text after the closing quote: '"a"b' is ab
-                    field.append(c)
-                    state = "unquoted"
         # the line's end (csv.reader's EOL)
         if state in ("record", "eol"):
             pass
