@@ -359,3 +359,19 @@ def test_a_parent_of_many_states_is_read_in_linear_time(monkeypatch):
     assert np.array_equal(net.cpts[1], np.tile([0.25, 0.75], (r, 1)))
     tokens = len(tokenize(text, "<bif>"))
     assert 0 < calls[0] <= 4 * tokens, (calls[0], tokens)
+
+
+def test_a_state_holding_a_tab_is_kept_where_it_can_be(tmp_path):
+    """A level "x\\ty" (a quoted CSV cell) is text, not a control character (review55: loose54
+    refused it in `Network` and every reader): `Network` takes it, XMLBIF writes it and reads
+    back as it was, and the BIF export refuses it in one line, as any white space in a state."""
+    import xml.etree.ElementTree as ET
+
+    from bigbn.io.bif import write_xmlbif
+
+    net = random_network(2, 1, 2, np.random.default_rng(3))
+    named = Network(net.names, (("x\ty", "z"), net.states[1]), net.parents, net.cpts)
+    write_xmlbif(named, tmp_path / "n.xml")
+    assert [e.text for e in ET.parse(tmp_path / "n.xml").iter("OUTCOME")][:2] == ["x\ty", "z"]
+    with pytest.raises(DataError, match=r"level 'x\\ty': a BIF state has no spaces"):
+        format_bif(named)
