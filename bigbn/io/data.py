@@ -667,7 +667,8 @@ _CONTROL_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 def _may_hold_control(buf: bytes) -> bool:
     """Whether the UTF-8 bytes ``buf`` may hold a `NOT_IN_LEVEL` character (False: they
     hold none), at the speed of bytes.translate: what `_plain_table` asks of each column
-    before `check_levels` looks at its strings."""
+    before `check_levels` looks at its strings. A NUL is not seen (it is the padding):
+    none reaches it, `read_text` refuses a file holding one ('a NUL byte')."""
     return bool(buf.translate(None, _NOT_CONTROL_BYTES)) or (
         (b"\xc2" in buf or b"\xe2" in buf) and _CONTROL_UTF8.search(buf) is not None)
 
