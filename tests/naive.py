@@ -2102,3 +2102,12 @@ def exact_bge_scores_many_rows(data, k, alpha_mu=1.0, alpha_w=None, dps=50):
 
     with _precision(dps)():
         return _exact_local_scores(n, k, log_p)
+
+
+# ----------------------------------------------------------- review55: a tab in a level
+
+def holds_level_control(values) -> list[bool]:
+    """Which strings hold a character a level may not (`io.data.NOT_IN_LEVEL`): a C0 control
+    but the tab, a C1 control, DEL, U+2028 or U+2029, by looking at every character."""
+    return [any((ord(c) < 0x20 and c != "\t") or 0x7f <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in v)
+            for v in values]

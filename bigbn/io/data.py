@@ -621,6 +621,11 @@ def _cell_bytes(raw, sep, n, col, m, size):
 #: an ESC went into the files as it was), and the line and paragraph separators (lines to
 #: str.splitlines)
 NOT_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: what a level (a discrete column's cell, a BIF state) may not hold: `NOT_IN_NAME` but the
+#: tab, which a quoted CSV cell ("a\tb") holds as text and no output is broken by (the BIF
+#: export refuses whitespace in a state, XMLBIF, the CSV outputs and a terminal's lines hold
+#: it, the report shows it escaped); loose54 refused such data, which bigbn had read
+NOT_IN_LEVEL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 #: what a page or a terminal shows as its escape (\x07, \u202e), never as it is: the C0
 #: and C1 controls and DEL (a bell or an ESC of a column name went into the page as it was:
@@ -644,31 +649,31 @@ def visible(text: str, lines: bool = False) -> str:
 def check_name(where: str, name: str, what: str = "column name") -> None:
     """DataError (one line, the name escaped) for a name holding a `NOT_IN_NAME`
     character; ``where`` names the file, line and column (or the source and column)."""
-    _check_one_line(where, name, what, "a name is one line of printable text (rename it)")
+    _check_one_line(where, name, what, "a name is one line of printable text (rename it)", NOT_IN_NAME)
 
 
 def check_level(where: str, level: str, what: str = "level") -> None:
     """DataError (one line, the level escaped) for a level (a discrete column's cell, a
-    BIF state) holding a `NOT_IN_NAME` character, as `check_name` refuses a name: a level
-    "a\\nb" or "a\\x1b[2J" went into the BIF and XMLBIF exports, the CSV outputs, the
-    report and the terminal's lines. ``where``: the file, row and column."""
-    _check_one_line(where, level, what, "a level is one line of printable text (recode it)")
+    BIF state) holding a `NOT_IN_LEVEL` character (a control but the tab), as `check_name`
+    refuses a name: a level "a\\nb" or "a\\x1b[2J" went into the BIF and XMLBIF exports, the
+    CSV outputs, the report and the terminal's lines. ``where``: the file, row and column."""
+    _check_one_line(where, level, what, "a level is one line of printable text (recode it)", NOT_IN_LEVEL)
 
 
-def _check_one_line(where: str, text: str, what: str, fix: str) -> None:
-    bad = NOT_IN_NAME.search(text)
+def _check_one_line(where: str, text: str, what: str, fix: str, refused: re.Pattern) -> None:
+    bad = refused.search(text)
     if bad:
         raise DataError(f"{where}: the {what} '{visible(text)}' holds the control character {bad.group()!r}; {fix}")
 
 
 def _holds_control(values: np.ndarray) -> np.ndarray:
-    """bool (k,): which strings of the str array ``values`` hold a `NOT_IN_NAME` character,
+    """bool (k,): which strings of the str array ``values`` hold a `NOT_IN_LEVEL` character,
     over their UTF-32 code points at numpy's speed (a zero is numpy's padding after a
     string's end, a NUL before another character)."""
     if values.size == 0 or values.dtype.itemsize == 0:
         return np.zeros(values.size, dtype=bool)
     u = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, -1)
-    bad = ((u - np.uint32(1)) < 0x1f) | ((u - np.uint32(0x7f)) <= 0x20) | ((u | np.uint32(1)) == 0x2029)
+    bad = (((u - np.uint32(1)) < 0x1f) & (u != 9)) | ((u - np.uint32(0x7f)) <= 0x20) | ((u | np.uint32(1)) == 0x2029)
     bad[:, :-1] |= (u[:, :-1] == 0) & (u[:, 1:] != 0)
     return bad.any(axis=1)
 
@@ -685,17 +690,18 @@ def check_levels(table: "Table", where, columns=None) -> None:
             check_level(where(int(np.flatnonzero(codes == i)[0]), j), values[i].item())
 
 
-#: the bytes of UTF-8 text (a plain file's cells, zero-padded) that hold no `NOT_IN_NAME`
-#: character alone: printable ASCII, the padding and every byte of a multi-byte character
-_NOT_CONTROL_BYTES = bytes(range(0x20, 0x7f)) + bytes(range(0x80, 0x100)) + b"\x00"
+#: the bytes of UTF-8 text (a plain file's cells, zero-padded) that hold no `NOT_IN_LEVEL`
+#: character alone: printable ASCII, the tab, the padding and every byte of a multi-byte character
+_NOT_CONTROL_BYTES = bytes(range(0x20, 0x7f)) + bytes(range(0x80, 0x100)) + b"\x00\t"
 #: C1 controls, U+2028 and U+2029 in UTF-8
 _CONTROL_UTF8 = re.compile(b"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 
 
 def _may_hold_control(buf: bytes) -> bool:
-    """Whether the UTF-8 bytes ``buf`` may hold a `NOT_IN_NAME` character (False: they
+    """Whether the UTF-8 bytes ``buf`` may hold a `NOT_IN_LEVEL` character (False: they
     hold none), at the speed of bytes.translate: what `_plain_table` asks of each column
-    before `check_levels` looks at its strings."""
+    before `check_levels` looks at its strings. A NUL is not seen (it is the padding):
+    none reaches it, `read_text` refuses a file holding one ('a NUL byte')."""
     return bool(buf.translate(None, _NOT_CONTROL_BYTES)) or (
         (b"\xc2" in buf or b"\xe2" in buf) and _CONTROL_UTF8.search(buf) is not None)
 
