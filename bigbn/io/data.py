@@ -217,7 +217,7 @@ def _check_labels(where: str, names, levels) -> None:
         if "" in lv:
             raise DataError(f"{where}, column '{name}', level {lv.index('') + 1}: empty level (an empty cell is "
                             "a missing value)")
-        if NOT_IN_NAME.search("".join(lv)):  # one search over all (a control character is one character)
+        if NOT_IN_LEVEL.search("".join(lv)):  # one search over all (a control character is one character)
             for c, level in enumerate(lv, start=1):
                 check_level(f"{where}, column '{name}', level {c}", level)
         if len(set(lv)) != len(lv):

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from bigbn.io.data import _MISSING, NOT_IN_NAME, Dataset, Table, _check_header, check_level, check_levels
+from bigbn.io.data import _MISSING, NOT_IN_LEVEL, Dataset, Table, _check_header, check_level, check_levels
 from bigbn.errors import BigBNWarning, DataError, OptionError
 
 SOURCE = "DataFrame"
@@ -238,7 +238,7 @@ def check_cells(df, name: str, cells: list) -> None:
     checks every column, this one too). A DataFrame's cell "a\x85|b" was read as the
     targets a and b, each stripped of it, where the same CSV file was refused."""
     texts = ["" if c is None else str(c).strip() for c in cells]
-    if NOT_IN_NAME.search("".join(texts)):  # one search over all (a control character is one character)
+    if NOT_IN_LEVEL.search("".join(texts)):  # one search over all (a control character is one character)
         for r, text in enumerate(texts):
             check_level(f"{SOURCE}, row {_row(df, r)}, column '{name}'", text)
 
