@@ -132,11 +132,11 @@ def _max_parents(value) -> tuple[tuple[str, int], ...]:
 def _listed(name: str, names) -> str:
     """What a message refusing the unknown ``name`` says of the variables ``names``: the one
     it is in other code points (`same_letters`), or the first of them."""
-    from bigbn.io.data import SAME_LETTERS, same_letters
+    from bigbn.io.data import same_letters
 
     same = same_letters(name, names)
     if same is not None:
-        return f"did you mean {same!r}? {SAME_LETTERS}"
+        return same
     return "the variables are " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
 
 

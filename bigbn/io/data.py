@@ -900,20 +900,18 @@ def check_carried_together(table: "Table", columns, data: np.ndarray, tol: float
 
 
 def same_letters(name: str, names) -> str | None:
-    """The one of ``names`` that is ``name`` written in other Unicode code points (an
-    accented letter as one code point, or as its letter and a combining accent: NFC and
-    NFD, which look the same), or None. A name is matched as written; this is for the
-    message that refuses it, which said 'did you mean' a name that looked like its own."""
+    """What a message refusing the unknown ``name`` says when one of ``names`` is ``name``
+    written in other Unicode code points (an accented letter as one code point, or as its
+    letter and a combining accent: NFC and NFD, which look the same), or None. A name is
+    matched as written; the message said 'did you mean' a name that looked like its own."""
     import unicodedata
 
     key = unicodedata.normalize("NFC", name)
     hits = [x for x in map(str, names) if x != name and unicodedata.normalize("NFC", x) == key]
-    return hits[0] if len(hits) == 1 else None
-
-
-#: what `same_letters` finds, said in a message
-SAME_LETTERS = ("the same letters in other Unicode code points (an accented letter as one code point, or as a "
-                "letter and a combining accent): write it as the data's header does")
+    if len(hits) != 1:
+        return None
+    return (f"did you mean {hits[0]!r}? the same letters in other Unicode code points (an accented letter "
+            "as one code point, or as a letter and a combining accent): write it as the data's header does")
 
 
 def no_column(where: str, column: str, names, what: str) -> DataError:
@@ -923,13 +921,10 @@ def no_column(where: str, column: str, names, what: str) -> DataError:
 
     names = [str(x) for x in names]
     near = difflib.get_close_matches(column, names, n=1)
-    same = same_letters(column, names)
-    if same is not None:
-        hint = f"did you mean {same!r}? {SAME_LETTERS}"
-    elif near:
-        hint = f"did you mean {near[0]!r}?"
-    else:
-        hint = "the columns are " + ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+    hint = same_letters(column, names)
+    if hint is None:
+        hint = (f"did you mean {near[0]!r}?" if near else
+                "the columns are " + ", ".join(names[:10]) + (", ..." if len(names) > 10 else ""))
     return DataError(f"{where}: no column named {column!r} ({what}); {hint}")
 
 

@@ -40,7 +40,7 @@ from math import comb, log
 
 import numpy as np
 
-from bigbn.io.data import DECIMAL, INTEGER, SAME_LETTERS, csv_records, same_letters
+from bigbn.io.data import DECIMAL, INTEGER, csv_records, same_letters
 from bigbn.errors import DataError, OptionError
 from bigbn.kernels.bits import popcounts
 from bigbn.kernels.families import family_masks
@@ -290,7 +290,7 @@ def _index(path, line: int, column: str, name: str, index: dict) -> int:
         shown = ", ".join(list(index)[:8]) + (", ..." if len(index) > 8 else "")
         raise DataError(
             f"{path}, line {line}, column {column}: unknown node {name!r} "
-            + (f"(did you mean {same!r}? {SAME_LETTERS})" if same is not None else
+            + (f"({same})" if same is not None else
                f"(did you mean {like[0]!r}? names are case-sensitive)" if like else
                f"(not a variable of the data; they are {shown})")) from None
 
