@@ -176,14 +176,9 @@ def _time_order(table: Table, rows: np.ndarray, times, time_column, at) -> np.nd
     values = np.empty(rows.size)
     for a, r in enumerate(rows.tolist()):
         cell = str(times[r])
-        try:  # a finite decimal past float64 (1e400) is ±inf here, ordered exactly below
-            x = float(cell)
-            finite = math.isfinite(x) or Decimal(cell.strip()).is_finite()
-        except (ValueError, ArithmeticError):
-            finite = False
-        if not finite:
+        if not _finite(cell):
             return _date_order(table, rows, times, time_column, at, r)
-        values[a] = x
+        values[a] = float(cell)  # a finite decimal past float64 (1e400) is ±inf here, ordered exactly below
     order = np.argsort(values, kind="stable")
     tied = np.flatnonzero(values[order][1:] == values[order][:-1])
     if tied.size:  # float64 ties; the times may still differ (1e20 and 1e20 + 1): compare exactly,
