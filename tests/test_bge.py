@@ -780,3 +780,73 @@ def test_a_prior_mean_far_from_the_data_is_named_in_the_refusal():
     Y[:, 1] = Y[:, 0]
     with pytest.raises(DataError, match=r"columns 'a', 'b' are linearly dependent, or nearly so, at a spread"):
         bge_scores(_named(Y), 2, nu=Y.mean(axis=0))
+
+
+# --------------------------------------------- collin56: the collinearity refusal's advice
+
+def _year_and_price(m, noise, seed=56):
+    """A year column (integers 1990–2020), price = 3·year + noise (sd ``noise``, 4 decimals)
+    and an unrelated column: the reviewer's reproducer (10^6 rows, noise sd 1, refused as
+    given, centred, standardised and less an offset alike) at m rows."""
+    rng = np.random.default_rng(seed)
+    year = rng.integers(1990, 2021, size=m).astype(float)
+    price = np.round(3 * year + noise * rng.normal(size=m), 4)
+    return np.column_stack([year, price, np.round(rng.normal(size=m), 3)])
+
+
+def _transformed(X):
+    """X as given, centred, standardised and less an offset (of its first two columns)."""
+    centred = X - X.mean(axis=0)
+    return {"given": X, "centred": centred, "standardised": centred / X.std(axis=0, ddof=1),
+            "offset": X - np.array([1990.0, 5970.0, 0.0])}
+
+
+def test_nearly_linear_columns_refusal_advises_dropping_or_a_residual_not_standardising():
+    """collin56: columns nearly linear through their own noise (a year and 3·year + noise)
+    are refused for their correlation: the estimate's P_bb/d_b is about 1/(1 − r²) whatever the
+    scale or offset where the noise's spread m·σ², not the prior's t·b², holds the pivot up.
+    At 10^6 rows, noise sd 1 (the reviewer's case) that holds; with that noise no m below about
+    7.8·10^5 is refused (the estimate grows as m: 2.6e-7 at 2·10^5), so here 4·10^4 rows, noise sd 0.095 (1 − r² = 1.3e-5, the standardised
+    columns' estimate 1.9e-6): refused as given, centred, standardised and less an offset
+    alike, so the message no longer advises standardising but says it does not help, and
+    advises dropping one or replacing one by its residual on the other, each of which the
+    scores then accept (and score exactly)."""
+    X = _year_and_price(40000, 0.095)
+    msg = (r"^d\.csv: columns 'a', 'b' are linearly dependent, or nearly so, at a spread where float64 cannot "
+           r"carry .*; drop one of them, or replace one by its residual on the others \(their correlation is "
+           r"the cause: standardising or subtracting an offset does not help\)$")
+    for name, Y in _transformed(X).items():
+        with pytest.raises(DataError, match=msg):
+            bge_scores(_named(Y), 2)
+    dropped = X[:, [0, 2]]
+    np.testing.assert_allclose(bge_scores(_named(dropped), 1), naive.exact_bge_scores_many_rows(dropped, 1),
+                               rtol=0, atol=1e-9)
+    slope = np.linalg.lstsq(np.column_stack([np.ones(len(X)), X[:, 0]]), X[:, 1], rcond=None)[0][1]
+    residual = X.copy()
+    residual[:, 1] = X[:, 1] - slope * X[:, 0]
+    np.testing.assert_allclose(bge_scores(_named(residual), 2), naive.exact_bge_scores_many_rows(residual, 2),
+                               rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("case", ["year and price", "b = a at 1e6"])
+def test_columns_refused_for_their_scale_are_advised_to_standardise(case):
+    """collin56: where the prior's t, not the columns' noise, holds the pivot up (b = a at a
+    spread of 1e6; a year and 3·year + noise of sd 0.03 in 5000 rows, whose pivot
+    m·σ² + t·b² is mostly t·b² = 4.5 and standardised t·2 against a spread of m − 1), the
+    message advises standardising, and the standardised columns are accepted and score
+    exactly; centred or less an offset they are still refused."""
+    if case == "b = a at 1e6":
+        X = gaussian_data(12, 4, seed=6)
+        X[:, 0] *= 1e6
+        X[:, 1] = X[:, 0]
+    else:
+        X = _year_and_price(5000, 0.03)
+    with pytest.raises(DataError, match=r"; standardise the columns \(\(x - mean\) / sd; at unit scale float64 "
+                                        r"carries them\), or drop one of them$"):
+        bge_scores(_named(X), 2)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
+    np.testing.assert_allclose(bge_scores(_named(Z), 2), naive.exact_bge_scores_many_rows(Z, 2), rtol=0, atol=1e-6)
+    if case == "year and price":
+        for name in ("centred", "offset"):
+            with pytest.raises(DataError, match="standardise the columns"):
+                bge_scores(_named(_transformed(X)[name]), 2)

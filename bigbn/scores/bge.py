@@ -352,15 +352,54 @@ def scatter(c):
     return total
 
 
-def collinear(path: str, names, where: str = "") -> DataError:
+def collinear(path: str, names, where: str = "", standardising=None) -> DataError:
     """The error for columns ``names`` whose posterior scatter matrix float64 cannot factor
     to the scores' accuracy (`LOG_ERROR_TOL`); where: e.g. " (in the rows of one
-    configuration of ...)"."""
+    configuration of ...)". standardising: whether standardising the columns would make
+    them carried (`_standardising`), None where not known: the advice follows it.
+
+    The estimate's P_jj/d_j is about 1/(1 − r_j²) of the columns' multiple correlations r_j
+    whatever their scale or offset (P is taken about the means) where the noise's spread
+    holds the pivot up, not the prior's t: there standardising does not help (a year and
+    3·year + noise at 10^6 rows: refused as given, centred, standardised and less an offset
+    alike); it helps columns dependent (about) exactly at a spread far above t (b = a·1e6)."""
     cols = ", ".join(f"'{c}'" for c in names)
+    if standardising:
+        advice = ("standardise the columns ((x - mean) / sd; at unit scale float64 carries them), "
+                  "or drop one of them")
+    elif standardising is None:
+        advice = ("drop one of them, or replace one by its residual on the others (standardising helps only "
+                  "where their spread, not their correlation, is the cause)")
+    else:
+        advice = ("drop one of them, or replace one by its residual on the others (their correlation is the "
+                  "cause: standardising or subtracting an offset does not help)")
     return DataError(f"{path or 'data'}: columns {cols} are linearly dependent, or nearly so{where}, at a spread "
                      "where float64 cannot carry their posterior scatter matrix (its Cholesky factorisation "
-                     f"cancels so much that a score could be off by more than {LOG_ERROR_TOL:g}); drop one of "
-                     "them, or standardise the columns")
+                     f"cancels so much that a score could be off by more than {LOG_ERROR_TOL:g}); {advice}")
+
+
+def standardised_estimate(P: np.ndarray, m: int, t: float, a1: float) -> float:
+    """The estimate of `log_dets` (`LOG_ERROR_TOL`), in nats, of the columns whose data
+    scatter is ``P`` (float64 (l, l)) were they standardised (sd 1: P_ij·(m − 1)/√(P_ii·P_jj));
+    t, a1: the prior's t and the score's a1 as `_log_marginals_of` has them; +inf where
+    float64 cannot factor them at all. For `collinear`'s advice only: no score is taken
+    from it. (The prior's t·I weighs with a column's scale: in R = t·I + P it adds about
+    t·b² to the pivot of y = b·x + noise, so standardising helps where that term, not the
+    noise's own spread m·σ², holds the pivot up, and not otherwise.)"""
+    d = np.sqrt(np.diagonal(P))
+    d = np.where(d > 0, d, 1.0)
+    unit = np.ascontiguousarray((P / np.outer(d, d) * max(m - 1, 1))[None])
+    amp = np.empty(1)
+    logdet = log_dets(unit, t, amp)
+    return float(a1 * EPS * amp[0]) if np.isfinite(logdet[0]) else np.inf
+
+
+def _standardising(estimate: float):
+    """`collinear`'s standardising from a `standardised_estimate`: True up to 0.9 of
+    `LOG_ERROR_TOL`, False beyond 1.1 of it, None (not known) between: the standardised
+    cells' own rounding moves the estimate far less than that (by about a score's own
+    error, 1e-6/a1 relative), and so does sd's m − 1 or m."""
+    return True if estimate <= 0.9 * LOG_ERROR_TOL else False if estimate > 1.1 * LOG_ERROR_TOL else None
 
 
 def too_large(path: str, names, data: np.ndarray) -> None:
@@ -412,7 +451,11 @@ def _log_marginals_of(P: np.ndarray, idx: np.ndarray, m: int, n: int, t: float,
     a1 = (m + alpha_w - n + l) / 2
     bad = np.isnan(logdet) | (a1 * EPS * amp > LOG_ERROR_TOL)
     if bad.any():
-        raise collinear(path, [names[j] for j in idx[int(np.flatnonzero(bad)[0])].tolist()], where)
+        first = idx[int(np.flatnonzero(bad)[0])]
+        # the advice judged for the whole table with ν at the means (where a far ν is the
+        # cause, `where` names it and standardising is no remedy of its own)
+        helps = None if where else _standardising(standardised_estimate(P[first[:, None], first[None, :]], m, t, a1))
+        raise collinear(path, [names[j] for j in first.tolist()], where, helps)
     const = (-l * m / 2 * log(pi) + l / 2 * log(alpha_mu / (m + alpha_mu))
              + log_gamma_ratio(a0, a1, m, l) - l * m / 2 * log(t))
     return const - a1 * logdet
