@@ -153,8 +153,8 @@ def learn(data=None, *, names=None, max_parents: int = 3, score: str | Score = "
     The typing of every column is in ``result.summary["column_kinds"]``.
     lag, series, time_column, contemporaneous: a dynamic Bayesian network (2-TBN) of time series
     (`bigbn.dbn`): data are series (a CSV path or a DataFrame; series= the column telling
-    series apart, time_column= the column ordering each series: numbers, or ISO 8601 dates
-    and times), every time t ≥ lag of a series is a transition row, the nodes are the
+    series apart, time_column= the column ordering each series: numbers, ISO 8601 dates
+    and times, or a DataFrame's timedelta64 durations), every time t ≥ lag of a series is a transition row, the nodes are the
     variables of slice t and their parents any lagged copies NAME[t-l] (l ≤ lag) and,
     unless contemporaneous=False, nodes of slice t; knowledge
     names lagged variables NAME[t-l]. The result's edges and parent sets are those into slice

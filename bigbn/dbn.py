@@ -82,6 +82,9 @@ def load(data, *, lag=None, series=None, time=None, score="auto", sep=None) -> T
     series = None if series is None else str(series)
     time = None if time is None else str(time)
     table, ids, times = split_columns(table, series, time)
+    if labels is not None and time is not None:  # a DataFrame's timedelta64 times: nanoseconds
+        elapsed = frames.elapsed_times(data, time)
+        times = times if elapsed is None else elapsed
     wanted = lookup(score)
     full = _dataset_from_table(table, wanted)
     if full.kind == "mixed" and wanted is None:  # refused here, naming the columns: the usual

@@ -658,3 +658,30 @@ def test_a_run_writes_its_files_as_utf8_whatever_the_locale(tmp_path):
     for name in ("edges.csv", "parent_sets.csv", "strength.csv", "map_dag.csv", "samples-order-modular/edges.csv"):
         assert "Ωa" in (wd / name).read_text(encoding="utf-8"), name
     assert bigbn.open(wd).names == ("Ωa", "b")
+
+
+def test_own_process_is_the_commands_not_the_process(tmp_path, monkeypatch):
+    """`own_process` says whether the command being run was started by `cli` (the console
+    script: its process ends with it), from the command's click context: `cli` starts
+    `bigbn sample` without numba's BLAS probe; `main` called afterwards in the same process
+    (a test, another program) does not. A process-wide flag set by `cli` stayed set."""
+    import gc
+
+    from bigbn import _numba
+    from bigbn.cli.main import cli, own_process
+
+    wd = tmp_path / "w"
+    bigbn.learn(ASIA, workdir=wd, max_parents=1)
+    calls = []
+    monkeypatch.setattr(_numba, "start_without_blas_probe", lambda: calls.append("cli"))
+    monkeypatch.setattr(sys, "argv", ["bigbn", "sample", "--workdir", str(wd), "--samples", "20"])
+    try:
+        with pytest.raises(SystemExit) as out:
+            cli()
+    finally:
+        gc.unfreeze()  # what cli froze for its process's end
+    assert out.value.code == 0 and calls == ["cli"]
+    assert not own_process()
+    res = invoke("sample", "--workdir", wd, "--samples", "20")
+    assert res.exit_code == 0, res.output
+    assert calls == ["cli"]

@@ -455,13 +455,14 @@ def _as_jkl1(workdir):
     p.write_text(json.dumps(rec))
 
 
-@pytest.mark.parametrize("case", ["affected", "changed", "constrained", "huge, usable", "ordinary"])
+@pytest.mark.parametrize("case", ["affected", "changed", "deleted", "constrained", "huge, usable", "ordinary"])
 def test_a_finished_run_of_the_old_jkl_reader_opens_only_when_its_numbers_hold(tmp_path, case):
     """jkl-1 (bigbn before the reader shifted by the best usable family) gave wrong posteriors
     when a variable's largest score was of a family the run could not use. Resumes refuse it
     by the fingerprint; a finished run opened (bigbn.open, sample, report, effects) with its
     old numbers. It is checked against its file: refused, naming why, when it may be wrong
-    or cannot be checked; opened as before when its numbers are jkl-2's."""
+    or cannot be checked (its shifted scores' file changed, or deleted since); opened as
+    before when its numbers are jkl-2's."""
     body = {"affected": "3\nA 3\n-10 0\n-12.5 1 B\n1e20 2 B C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n",
             "constrained": "3\nA 3\n-10 0\n-12.5 1 B\n1e20 1 C\nB 2\n-5 0\n-6 1 A\nC 1\n-7 0\n",
             "huge, usable": "3\nA 3\n99999999999999999998.5 0\n99999999999999999997 1 B\n"
@@ -474,8 +475,11 @@ def test_a_finished_run_of_the_old_jkl_reader_opens_only_when_its_numbers_hold(t
     _as_jkl1(wd)
     if case == "changed":
         f.write_text(body["ordinary"])
+    if case == "deleted":
+        f.unlink()
     why = {"affected": "variable 'A' has its largest score on a parent set of more than 1 parent",
            "changed": "has changed since the run, so it cannot be checked",
+           "deleted": f"{f} cannot be read to check",
            "constrained": "variable 'A' has scores beyond"}.get(case)
     runner = CliRunner()
     for args in (["sample", "-w", str(wd), "--samples", "10"], ["report", str(wd), "-o", str(tmp_path / "r.html")]):

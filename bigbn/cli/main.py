@@ -78,14 +78,18 @@ def main():
     """
 
 
-#: set by `cli`: the command runs in a process of its own, which ends when it returns
-_own_process = False
+#: `cli`'s click context object (``ctx.obj`` of the command's root context): the command
+#: runs in a process of its own, which ends when it returns
+OWN_PROCESS = "own process"
 
 
 def own_process() -> bool:
-    """Whether the command runs in a process of its own (`cli`, not `main` called by a
-    test or another program): what it sets up for itself alone then ends with it."""
-    return _own_process
+    """Whether the command being run runs in a process of its own (`cli` started it, not
+    `main` called by a test or another program): what it sets up for itself alone then
+    ends with it. Said by the command's click context (its lifetime is the command's), not
+    by a process-wide flag, which stayed set for a `main` called after `cli` returned."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.find_root().obj is OWN_PROCESS
 
 
 def cli() -> None:
@@ -98,11 +102,9 @@ def cli() -> None:
     left out, and what the process wrote is closed and flushed before it returns. Tests
     call `main` in their own process and collect as usual. A command that knows what its
     process will run may start it leaner (`own_process`)."""
-    global _own_process
-    _own_process = True
     gc.freeze()
     try:
-        main()
+        main(obj=OWN_PROCESS)
     finally:
         gc.freeze()
 

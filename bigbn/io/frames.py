@@ -179,6 +179,23 @@ def _cell_text(df, j: int, name: str) -> np.ndarray:
     return np.array([str(v) for v in values], dtype=str)
 
 
+def elapsed_times(df, name: str):
+    """The cells of the column ``name`` of ``df`` as whole nanoseconds (text of exact
+    integers: str (m,)) if it is a timedelta64 column (elapsed time: `pd.to_timedelta`),
+    else None. A series' time column of durations orders its rows as these integers do;
+    their text ('0 days 00:00:00.000000001') is no number nor date. NaT is refused before,
+    as every missing cell (`table_from_frame`)."""
+    import pandas as pd
+
+    col = df.iloc[:, column_names(df).index(name)]
+    if not pd.api.types.is_timedelta64_dtype(col.dtype):
+        return None
+    ticks = col.to_numpy()
+    per_tick = int(np.timedelta64(1, np.datetime_data(ticks.dtype)[0]).astype("timedelta64[ns]").astype(np.int64))
+    # Python ints: s, ms or us ticks times their nanoseconds cannot overflow
+    return np.array([str(t * per_tick) for t in ticks.view(np.int64).tolist()], dtype=str)
+
+
 def _na_hint(col) -> str:
     """For a text column with a missing cell: pandas' read_csv reads the levels "None",
     "NA", "NaN", "null", "n/a" (and empty cells) as missing, so a file that bigbn reads as
